@@ -1,0 +1,37 @@
+from django.contrib.auth.models import AbstractUser
+from django.core.exceptions import ValidationError
+from django.db import models
+
+
+class Role(models.TextChoices):
+    ANNOTATOR = "annotator", "Annotator"
+    RESEARCHER = "researcher", "Researcher"
+    ADMIN = "admin", "Admin"
+
+
+class Track(models.TextChoices):
+    CLINICAL = "clinical", "Clinical"
+    OPERATIONAL = "operational", "Operational"
+
+
+class User(AbstractUser):
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.RESEARCHER)
+    # Annotators only: which rubrics they score, and whether they hold a clinical licence.
+    track = models.CharField(max_length=20, choices=Track.choices, blank=True)
+    licensed = models.BooleanField(default=False)
+
+    def clean(self) -> None:
+        super().clean()
+        if self.role == Role.ANNOTATOR and not self.track:
+            raise ValidationError(
+                {"track": "An annotator needs a track (clinical or operational)."}
+            )
+        if self.role != Role.ANNOTATOR and self.track:
+            raise ValidationError({"track": "Only annotators have a track."})
+
+    @property
+    def effective_role(self) -> str:
+        return Role.ADMIN if self.is_superuser else self.role
+
+    def has_role(self, *roles: str) -> bool:
+        return self.effective_role in roles

@@ -1,0 +1,128 @@
+"""Provider-neutral chat types shared by every model call in the project.
+
+Pure Python, no Django. Providers translate these to and from their wire formats; the
+conversation loop, enrichment, roster generation and the jury only ever see these types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal
+
+# What a call is for. Used for cost accounting per role and by the offline scripted provider
+# to pick its script.
+Purpose = Literal["enrichment", "roster", "patient", "assistant", "judge"]
+PURPOSES: tuple[str, ...] = ("enrichment", "roster", "patient", "assistant", "judge")
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as the agent sees it: a name, a description and a JSON schema for arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def to_anthropic(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.parameters,
+        }
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call as the model emitted it.
+
+    `arguments` is the raw JSON text: models sometimes emit malformed JSON, and the loop turns
+    that into a tool error the model can see instead of a crash.
+    """
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None  # set on role="tool"
+    tool_name: str | None = None  # set on role="tool"
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    model: str  # full model string, e.g. "openai/gpt-5.5" or "offline/careful"
+    purpose: str
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    temperature: float | None = None
+    max_tokens: int | None = None
+    # Structured copies of facts already present in the prompt, for the offline scripted
+    # provider only. Never sent to a real model and never allowed to carry model identity.
+    hints: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True)
+class ChatResponse:
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    reasoning: str = ""  # thinking blocks: kept in the trace, never shown to the patient
+    usage: Usage = field(default_factory=Usage)
+    latency_ms: float = 0.0
+    finish_reason: str = "stop"
+    model: str = ""
+    cost_usd: Decimal | None = None  # None means the price is unknown, never "free"
+    cached: bool = False
+
+
+class ProviderError(Exception):
+    """A model call that failed after the client gave up (or could never succeed).
+
+    kind is one of: rate_limit, server, timeout, connection, bad_request, auth,
+    context_overflow, malformed, config.
+    """
+
+    RETRYABLE_KINDS = frozenset({"rate_limit", "server", "timeout", "connection"})
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ):
+        super().__init__(message)
+        self.kind = kind
+        self.retry_after = retry_after
+        self.status = status
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in self.RETRYABLE_KINDS

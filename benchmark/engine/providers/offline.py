@@ -1,0 +1,61 @@
+"""The offline scripted provider: deterministic rules, not a model.
+
+It plays every role (enricher, roster generator, patient, assistant, judge) by transparent
+rules so that the demo and the tests run with no network. Each role's script lives next to
+the code that owns that role; this module only dispatches. Results produced by it are
+labelled "scripted" everywhere they are shown.
+
+Model strings: offline/<behaviour>, e.g. offline/careful, offline/careless.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+
+from benchmark.engine.chat import ChatRequest, ChatResponse, ProviderError
+
+# purpose -> "module:function". Each function takes (request, behaviour) -> ChatResponse.
+SCRIPTS = {
+    "enrichment": "benchmark.engine.enrichment_script:respond",
+    "roster": "benchmark.engine.sandbox.roster_script:respond",
+    "patient": "benchmark.engine.agents.offline_patient:respond",
+    "assistant": "benchmark.engine.agents.offline_assistant:respond",
+    "judge": "jury.engine.offline_judge:respond",
+}
+
+OFFLINE_PREFIX = "offline/"
+
+
+def is_offline(model: str) -> bool:
+    return model.startswith(OFFLINE_PREFIX)
+
+
+class OfflineProvider:
+    """Scripted provider. `behaviour` is the part after "offline/"."""
+
+    def __init__(self, behaviour: str):
+        self.behaviour = behaviour
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        target = SCRIPTS.get(request.purpose)
+        if target is None:
+            raise ProviderError(
+                f"offline provider has no script for purpose {request.purpose!r}",
+                kind="bad_request",
+            )
+        module_name, function_name = target.split(":")
+        script = getattr(importlib.import_module(module_name), function_name)
+        started = time.perf_counter()
+        response = script(request, self.behaviour)
+        latency = (time.perf_counter() - started) * 1000
+        return ChatResponse(
+            text=response.text,
+            tool_calls=response.tool_calls,
+            reasoning=response.reasoning,
+            usage=response.usage,
+            latency_ms=latency,
+            finish_reason=response.finish_reason,
+            model=request.model,
+            cost_usd=response.cost_usd,
+        )

@@ -1,0 +1,349 @@
+"""Benchmark data: distributions, cases, agents, runs, conversations and their traces.
+
+Model identity lives on RunAgent only. A Conversation points at it by foreign key and is
+otherwise anonymous (public_id), so blinded views can show a conversation without any path
+to the model that produced it.
+"""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Count, Q, Sum
+
+
+class Distribution(models.Model):
+    """A seed distribution file, stored verbatim; its fingerprint is its version."""
+
+    name = models.CharField(max_length=200)
+    yaml_text = models.TextField()
+    fingerprint = models.CharField(max_length=64, db_index=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.fingerprint[:8]})"
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    PAUSED = "paused", "Paused"
+    FINISHED = "finished", "Finished"
+    CANCELLED = "cancelled", "Cancelled"
+    FAILED = "failed", "Failed"
+
+
+class BenchmarkSet(models.Model):
+    name = models.CharField(max_length=200)
+    distribution = models.ForeignKey(Distribution, on_delete=models.PROTECT, related_name="sets")
+    sampler_seed = models.BigIntegerField()
+    size = models.PositiveIntegerField()
+    generator_model = models.CharField(max_length=200)
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def progress(self) -> dict:
+        counts = self.entries.aggregate(
+            done=Count("id", filter=Q(status=EntryStatus.READY)),
+            failed=Count("id", filter=Q(status=EntryStatus.FAILED)),
+            input_tokens=Sum("input_tokens"),
+            output_tokens=Sum("output_tokens"),
+            cost=Sum("cost_usd"),
+            unknown_cost=Count("id", filter=Q(status=EntryStatus.READY, cost_usd__isnull=True)),
+        )
+        counts["total"] = self.size
+        counts["pending"] = self.size - counts["done"] - counts["failed"]
+        return counts
+
+
+class EntryStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Failed"
+
+
+class BenchmarkEntryQuerySet(models.QuerySet):
+    def ready(self):
+        return self.filter(status=EntryStatus.READY)
+
+
+class BenchmarkEntry(models.Model):
+    """One patient case: the sampled seed and, once enriched, profile, story and complexity."""
+
+    FILTER_FIELDS = (
+        "condition",
+        "severity",
+        "task_category",
+        "task_subcategory",
+        "age_group",
+        "gender_identity",
+        "care_preference",
+        "personality",
+        "complexity",
+        "status",
+    )
+
+    benchmark_set = models.ForeignKey(
+        BenchmarkSet, on_delete=models.CASCADE, related_name="entries"
+    )
+    index = models.PositiveIntegerField()
+    seed = models.JSONField()
+    # Seed attributes copied to columns so entries can be filtered and counted in the database.
+    condition = models.CharField(max_length=200, db_index=True)
+    severity = models.CharField(max_length=40, db_index=True)
+    task_category = models.CharField(max_length=60, db_index=True)
+    task_subcategory = models.CharField(max_length=80, db_index=True)
+    age_group = models.CharField(max_length=40, db_index=True)
+    gender_identity = models.CharField(max_length=40, db_index=True)
+    care_preference = models.CharField(max_length=40, db_index=True)
+    personality = models.CharField(max_length=40, db_index=True)
+
+    status = models.CharField(
+        max_length=20, choices=EntryStatus.choices, default=EntryStatus.PENDING
+    )
+    failure_reason = models.TextField(blank=True)
+    profile = models.JSONField(null=True, blank=True)
+    story = models.TextField(blank=True)
+    complexity = models.CharField(max_length=20, blank=True, db_index=True)
+    generator_model = models.CharField(max_length=200)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    raw_responses = models.JSONField(default=list, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = BenchmarkEntryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["benchmark_set", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["benchmark_set", "index"], name="unique_entry_index")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.benchmark_set} #{self.index}"
+
+    @property
+    def patient_name(self) -> str:
+        if not self.profile:
+            return ""
+        return f"{self.profile.get('first_name', '')} {self.profile.get('last_name', '')}".strip()
+
+
+class AgentConfig(models.Model):
+    """An assistant configuration (prompt variant) stored as YAML, versioned by fingerprint."""
+
+    slug = models.SlugField(max_length=80)
+    name = models.CharField(max_length=200)
+    yaml_text = models.TextField()
+    fingerprint = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["slug", "fingerprint"], name="unique_agent_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.fingerprint[:8]})"
+
+
+class Run(models.Model):
+    name = models.CharField(max_length=200)
+    benchmark_set = models.ForeignKey(BenchmarkSet, on_delete=models.PROTECT, related_name="runs")
+    patient_model = models.CharField(max_length=200)
+    patient_prompt_version = models.CharField(max_length=80)
+    roster_model = models.CharField(max_length=200)
+    repetitions = models.PositiveSmallIntegerField(default=1)
+    concurrency = models.PositiveSmallIntegerField(default=8)
+    use_cache = models.BooleanField(default=True)
+    cost_limit_usd = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
+    max_turns = models.PositiveSmallIntegerField(default=15)
+    seed = models.BigIntegerField(default=0)
+    config = models.JSONField(default=dict)
+    config_hash = models.CharField(max_length=64)
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    stop_reason = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class RunAgent(models.Model):
+    """The system under test inside a run: a model string plus an agent configuration."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="agents")
+    model = models.CharField(max_length=200)
+    agent_config = models.ForeignKey(AgentConfig, on_delete=models.PROTECT)
+    label = models.CharField(max_length=200)
+
+    class Meta:
+        ordering = ["run", "id"]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def is_scripted(self) -> bool:
+        return self.model.startswith("offline/")
+
+
+class ConversationStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    FINISHED = "finished", "Finished"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class Termination(models.TextChoices):
+    PATIENT_ENDED = "patient_ended", "Patient ended"
+    TURN_CAP = "turn_cap", "Turn cap reached"
+    AGENT_ERROR = "agent_error", "Agent error"
+    PROVIDER_ERROR = "provider_error", "Provider error"
+    CANCELLED = "cancelled", "Cancelled"
+    INFRASTRUCTURE = "infrastructure_error", "Infrastructure error"
+
+
+# Terminations that say nothing about the agent: counted and shown, never scored.
+UNSCORABLE = (
+    Termination.PROVIDER_ERROR,
+    Termination.CANCELLED,
+    Termination.INFRASTRUCTURE,
+    Termination.AGENT_ERROR,
+)
+
+
+class ConversationQuerySet(models.QuerySet):
+    def scorable(self):
+        return self.filter(status=ConversationStatus.FINISHED).exclude(
+            termination_reason__in=UNSCORABLE
+        )
+
+
+class Conversation(models.Model):
+    """One unit of work: (run, case, agent, repetition). Anonymous by design (see module doc)."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="conversations")
+    run_agent = models.ForeignKey(RunAgent, on_delete=models.CASCADE, related_name="conversations")
+    entry = models.ForeignKey(
+        BenchmarkEntry, on_delete=models.PROTECT, related_name="conversations"
+    )
+    repetition = models.PositiveSmallIntegerField(default=0)
+    seed = models.BigIntegerField()
+    status = models.CharField(
+        max_length=20, choices=ConversationStatus.choices, default=ConversationStatus.PENDING
+    )
+    termination_reason = models.CharField(max_length=40, choices=Termination.choices, blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    clock = models.DateTimeField(null=True, blank=True)
+    sandbox_initial = models.JSONField(null=True, blank=True)
+    sandbox_final = models.JSONField(null=True, blank=True)
+    final_state_hash = models.CharField(max_length=64, blank=True)
+    write_actions = models.JSONField(default=list, blank=True)
+    assistant_turns = models.PositiveSmallIntegerField(default=0)
+    usage = models.JSONField(default=dict, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    cost_known = models.BooleanField(default=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ConversationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["run", "entry__index", "run_agent", "repetition"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "run_agent", "entry", "repetition"], name="unique_unit_of_work"
+            )
+        ]
+        indexes = [models.Index(fields=["run", "status"])]
+
+    def __str__(self) -> str:
+        return str(self.public_id)
+
+
+class TraceEvent(models.Model):
+    """One event of a trace. (conversation, event_id) is stable so feedback can point at it."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="events")
+    event_id = models.CharField(max_length=16)
+    seq = models.PositiveIntegerField()
+    turn = models.PositiveSmallIntegerField()
+    kind = models.CharField(max_length=30)
+    content = models.TextField(blank=True)
+    tool_name = models.CharField(max_length=80, blank=True)
+    tool_call_id = models.CharField(max_length=120, blank=True)
+    arguments = models.JSONField(null=True, blank=True)
+    ok = models.BooleanField(null=True)
+    model_role = models.CharField(max_length=20, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.FloatField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    cached = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["conversation", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "event_id"], name="unique_event_id")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id}/{self.event_id}"
+
+
+class ModelCall(models.Model):
+    """Accounting for every model call by purpose: enrichment, roster, patient, assistant, judge."""
+
+    purpose = models.CharField(max_length=20, db_index=True)
+    model = models.CharField(max_length=200)
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.CASCADE, related_name="model_calls"
+    )
+    benchmark_set = models.ForeignKey(
+        BenchmarkSet, null=True, blank=True, on_delete=models.CASCADE, related_name="model_calls"
+    )
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.CASCADE, related_name="model_calls"
+    )
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    cached = models.BooleanField(default=False)
+    latency_ms = models.FloatField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.purpose} {self.model}"

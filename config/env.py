@@ -1,0 +1,171 @@
+"""Read configuration from environment variables, failing with a message that names the setting.
+
+Kept apart from settings.py so every rule is testable on its own.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from urllib.parse import urlparse
+
+from django.core.exceptions import ImproperlyConfigured
+
+TRUE_WORDS = {"1", "true", "yes", "on"}
+FALSE_WORDS = {"0", "false", "no", "off", ""}
+REDIS_SCHEMES = {"redis", "rediss", "unix"}
+
+
+class SettingsError(ImproperlyConfigured):
+    """A configuration problem a person can fix; printed without a traceback."""
+
+
+def env_bool(environ: dict, name: str, default: bool = False) -> bool:
+    raw = environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in TRUE_WORDS:
+        return True
+    if value in FALSE_WORDS:
+        return False
+    raise SettingsError(f"{name}={raw!r} is not a yes/no value (use 1/0, true/false).")
+
+
+def env_int(environ: dict, name: str, default: int) -> int:
+    raw = environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r} is not a whole number.") from None
+
+
+def data_dir(environ: dict, default: Path) -> Path:
+    """The folder for the SQLite file, the generated secret key and the embedded queue."""
+    path = Path(environ.get("DATA_DIR") or default).expanduser()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as error:
+        raise SettingsError(
+            f"DATA_DIR {str(path)!r} is not writable ({error.strerror}); "
+            "set DATA_DIR to a folder this user can write."
+        ) from None
+    return path
+
+
+def database_config(environ: dict, default_sqlite: Path) -> dict:
+    import dj_database_url
+
+    url = environ.get("DATABASE_URL", "").strip()
+    if not url:
+        return sqlite_config(default_sqlite)
+    scheme = urlparse(url).scheme
+    if scheme not in {"sqlite", "postgres", "postgresql", "pgsql", "postgis"}:
+        raise SettingsError(
+            f"DATABASE_URL has scheme {scheme!r}; use postgres://user:pass@host:5432/name "
+            "or sqlite:////absolute/path.sqlite3."
+        )
+    try:
+        config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    except Exception as error:  # the library raises several types for malformed URLs
+        raise SettingsError(f"DATABASE_URL could not be parsed: {error}") from None
+    if config["ENGINE"].endswith("sqlite3"):
+        return sqlite_config(Path(config["NAME"]))
+    if not config.get("NAME"):
+        raise SettingsError("DATABASE_URL names no database (add /dbname at the end).")
+    return config
+
+
+def sqlite_config(path: Path) -> dict:
+    # WAL lets the web process read while a worker writes; IMMEDIATE transactions avoid the
+    # "database is locked" upgrade deadlock between concurrent writers.
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(path),
+        "OPTIONS": {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": (
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=30000;"
+            ),
+        },
+        "TEST": {"NAME": str(path.with_name("test-" + path.name))},
+    }
+
+
+def redis_url(environ: dict) -> str | None:
+    url = environ.get("REDIS_URL", "").strip()
+    if not url:
+        return None
+    parsed = urlparse(url)
+    if parsed.scheme not in REDIS_SCHEMES:
+        raise SettingsError(
+            f"REDIS_URL has scheme {parsed.scheme!r}; expected redis://host:6379/0."
+        )
+    if parsed.scheme != "unix" and not parsed.hostname:
+        raise SettingsError("REDIS_URL names no host; expected redis://host:6379/0.")
+    try:
+        parsed.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        raise SettingsError(f"REDIS_URL has a malformed port: {url!r}.") from None
+    return url
+
+
+def secret_key(environ: dict, *, production: bool, key_file: Path) -> str:
+    key = environ.get("SECRET_KEY", "").strip()
+    if key:
+        return key
+    if production:
+        raise SettingsError(
+            "SECRET_KEY must be set in production (APP_ENV=production). "
+            "Generate one with: python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
+    if key_file.exists():
+        return key_file.read_text().strip()
+    key = secrets.token_urlsafe(50)
+    key_file.write_text(key)
+    key_file.chmod(0o600)
+    return key
+
+
+def production_mode(environ: dict) -> bool:
+    mode = environ.get("APP_ENV", "development").strip().lower()
+    if mode not in {"development", "production"}:
+        raise SettingsError(f"APP_ENV={mode!r}; use development or production.")
+    return mode == "production"
+
+
+def allowed_hosts(environ: dict, *, production: bool) -> list[str]:
+    raw = environ.get("ALLOWED_HOSTS", "")
+    hosts = [host.strip() for host in raw.split(",") if host.strip()]
+    if production and not hosts:
+        raise SettingsError("ALLOWED_HOSTS must be set in production (comma-separated).")
+    return hosts or ["localhost", "127.0.0.1", "[::1]", "testserver"]
+
+
+def celery_transport(redis: str | None, queue_dir: Path) -> dict:
+    """Broker and result settings (CELERY_* names) for Redis or the embedded folder queue."""
+    if redis:
+        return {
+            "CELERY_BROKER_URL": redis,
+            "CELERY_RESULT_BACKEND": redis,
+            "CELERY_BROKER_TRANSPORT_OPTIONS": {"visibility_timeout": 3600},
+        }
+    for sub in ("in", "processed", "results"):
+        (queue_dir / sub).mkdir(parents=True, exist_ok=True)
+    return {
+        "CELERY_BROKER_URL": "filesystem://",
+        "CELERY_RESULT_BACKEND": f"file://{queue_dir / 'results'}",
+        "CELERY_BROKER_TRANSPORT_OPTIONS": {
+            "data_folder_in": str(queue_dir / "in"),
+            "data_folder_out": str(queue_dir / "in"),
+            "processed_folder": str(queue_dir / "processed"),
+            "store_processed": False,
+            "polling_interval": 0.2,
+        },
+    }

@@ -1,0 +1,154 @@
+"""Settings from environment variables with safe defaults (see README, "Configuration")."""
+
+import os
+from pathlib import Path
+
+from config import env
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+ENV = os.environ
+
+PRODUCTION = env.production_mode(ENV)
+DATA_DIR = env.data_dir(ENV, BASE_DIR / "var")
+SECRET_KEY = env.secret_key(ENV, production=PRODUCTION, key_file=DATA_DIR / "secret_key")
+DEBUG = env.env_bool(ENV, "DEBUG", default=False)
+ALLOWED_HOSTS = env.allowed_hosts(ENV, production=PRODUCTION)
+CSRF_TRUSTED_ORIGINS = [o for o in ENV.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "django_htmx",
+    "template_partials",
+    "accounts",
+    "benchmark",
+    "jury",
+    "annotation",
+    "alignment",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "accounts.context_processors.navigation",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env.database_config(ENV, DATA_DIR / "db.sqlite3")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_USER_MODEL = "accounts.User"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if PRODUCTION
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
+        )
+    },
+}
+
+if PRODUCTION:
+    SESSION_COOKIE_SECURE = env.env_bool(ENV, "SECURE_COOKIES", default=True)
+    CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+# --- Task queue -------------------------------------------------------------------------
+# With REDIS_URL, Celery talks to Redis and workers may run on any machine. Without it, the
+# embedded default uses a folder on this machine as the queue: a worker process (started by
+# `manage.py demo` or `manage.py worker`) picks tasks up, so long work still leaves the request.
+REDIS_URL = env.redis_url(ENV)
+CELERY_QUEUE_DIR = DATA_DIR / "queue"
+globals().update(env.celery_transport(REDIS_URL, CELERY_QUEUE_DIR))
+QUEUE_MODE = "redis" if REDIS_URL else "embedded"
+CELERY_TASK_ACKS_LATE = True  # a worker crash mid-task hands the task to another worker
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_EXPIRES = 3600
+CELERY_WORKER_CONCURRENCY = env.env_int(ENV, "WORKER_CONCURRENCY", 16)
+
+# --- Caches: the model-response cache must be shared by every worker ---------------------
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "llm": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "TIMEOUT": None,
+        }
+        if REDIS_URL
+        else {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(DATA_DIR / "llm-cache"),
+            "TIMEOUT": None,
+            "OPTIONS": {"MAX_ENTRIES": 1_000_000},
+        }
+    ),
+}
+
+# --- Model providers: keys and URLs only from the environment, never stored ---------------
+OPENAI_API_KEY = ENV.get("OPENAI_API_KEY", "")
+OPENAI_BASE_URL = ENV.get("OPENAI_BASE_URL", "")
+ANTHROPIC_API_KEY = ENV.get("ANTHROPIC_API_KEY", "")
+ANTHROPIC_BASE_URL = ENV.get("ANTHROPIC_BASE_URL", "")
+OPENAI_COMPATIBLE_BASE_URL = ENV.get("OPENAI_COMPATIBLE_BASE_URL", "")
+OPENAI_COMPATIBLE_API_KEY = ENV.get("OPENAI_COMPATIBLE_API_KEY", "")
+LLM_TIMEOUT_SECONDS = env.env_int(ENV, "LLM_TIMEOUT_SECONDS", 120)
+LLM_MAX_RETRIES = env.env_int(ENV, "LLM_MAX_RETRIES", 6)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": ENV.get("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

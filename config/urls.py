@@ -1,0 +1,15 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from accounts import views as account_views
+
+urlpatterns = [
+    path("", account_views.home, name="home"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/people/", account_views.people, name="people"),
+    path("benchmark/", include("benchmark.urls")),
+    path("jury/", include("jury.urls")),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs test dependencies and runs the whole suite: ruff, then pytest.
+# Debian packages the tests use (redis-server, chromium) are installed when missing and we are
+# root; without them the tests that need them are skipped with a reason.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v chromium >/dev/null || need+=(chromium)
+if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+bash scripts/bootstrap.sh dev
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/python -m pytest "$@"

@@ -1,0 +1,49 @@
+"""Project-wide fixtures: one user per role and logged-in clients."""
+
+import pytest
+
+from accounts.models import Role, Track, User
+
+PASSWORD = "correct-horse-battery-staple"
+
+
+def make_user(username: str, role: str, track: str = "") -> User:
+    return User.objects.create_user(
+        username=username,
+        password=PASSWORD,
+        role=role,
+        track=track,
+        licensed=role == Role.ANNOTATOR,
+    )
+
+
+@pytest.fixture
+def annotator(db) -> User:
+    return make_user("annie", Role.ANNOTATOR, Track.CLINICAL)
+
+
+@pytest.fixture
+def researcher(db) -> User:
+    return make_user("rita", Role.RESEARCHER)
+
+
+@pytest.fixture
+def admin_user(db) -> User:
+    return make_user("adam", Role.ADMIN)
+
+
+@pytest.fixture
+def users_by_role(annotator, researcher, admin_user) -> dict[str, User]:
+    return {Role.ANNOTATOR: annotator, Role.RESEARCHER: researcher, Role.ADMIN: admin_user}
+
+
+@pytest.fixture
+def researcher_client(client, researcher):
+    client.force_login(researcher)
+    return client
+
+
+@pytest.fixture
+def admin_client_(client, admin_user):
+    client.force_login(admin_user)
+    return client

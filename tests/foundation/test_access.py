@@ -1,0 +1,50 @@
+"""Every page requires login, and each role reaches only its pages (table-driven over all URLs)."""
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from accounts.models import Role
+from tests.foundation.access_table import PAGES, PUBLIC, build_objects
+
+ALL_ROLES = (Role.ANNOTATOR, Role.RESEARCHER, Role.ADMIN)
+
+
+def named_patterns(resolver=None, namespace="") -> set[str]:
+    names = set()
+    for pattern in (resolver or get_resolver()).url_patterns:
+        if isinstance(pattern, URLResolver):
+            if pattern.namespace == "admin":
+                continue
+            inner = f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace
+            names |= named_patterns(pattern, inner)
+        elif isinstance(pattern, URLPattern) and pattern.name:
+            names.add(namespace + pattern.name)
+    return names
+
+
+def test_the_access_table_covers_every_named_url():
+    covered = {page.name for page in PAGES} | PUBLIC
+    assert named_patterns() - covered == set()
+
+
+@pytest.fixture
+def objects(db, users_by_role):
+    return build_objects(users_by_role)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_anonymous_visitors_are_sent_to_login(client, objects, page):
+    response = client.get(reverse(page.name, kwargs=page.kwargs(objects)))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+@pytest.mark.parametrize("role", ALL_ROLES)
+def test_each_role_reaches_only_its_pages(client, users_by_role, objects, page, role):
+    client.force_login(users_by_role[role])
+    response = client.get(reverse(page.name, kwargs=page.kwargs(objects)))
+    if role in page.roles:
+        assert response.status_code in {200, 302, 405}, response.content[:500]
+    else:
+        assert response.status_code == 403

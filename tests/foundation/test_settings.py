@@ -1,0 +1,146 @@
+"""Configuration is read from the environment and bad values name the setting."""
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from config import env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_it_defaults_to_sqlite_with_wal(tmp_path):
+    config = env.database_config({}, tmp_path / "db.sqlite3")
+    assert config["ENGINE"] == "django.db.backends.sqlite3"
+    assert "journal_mode=WAL" in config["OPTIONS"]["init_command"]
+
+
+def test_it_parses_a_postgres_url(tmp_path):
+    config = env.database_config(
+        {"DATABASE_URL": "postgres://bench:secret@db.local:5433/evals"}, tmp_path / "x"
+    )
+    assert config["ENGINE"] == "django.db.backends.postgresql"
+    assert (config["NAME"], config["HOST"], config["PORT"]) == ("evals", "db.local", 5433)
+
+
+def test_it_parses_a_sqlite_url_and_keeps_wal(tmp_path):
+    config = env.database_config({"DATABASE_URL": f"sqlite:///{tmp_path}/other.db"}, tmp_path)
+    assert config["NAME"].endswith("other.db")
+    assert "WAL" in config["OPTIONS"]["init_command"]
+
+
+@pytest.mark.parametrize(
+    "url, fragment",
+    [
+        ("mysql://u:p@h/db", "scheme 'mysql'"),
+        ("not a url", "DATABASE_URL"),
+        ("postgres://u:p@host:5432", "names no database"),
+    ],
+)
+def test_it_rejects_malformed_database_urls(tmp_path, url, fragment):
+    with pytest.raises(env.SettingsError, match="DATABASE_URL|database") as caught:
+        env.database_config({"DATABASE_URL": url}, tmp_path)
+    assert fragment in str(caught.value)
+
+
+def test_it_reads_redis_url():
+    assert env.redis_url({"REDIS_URL": "redis://localhost:6379/1"}) == "redis://localhost:6379/1"
+    assert env.redis_url({}) is None
+
+
+@pytest.mark.parametrize("url", ["http://localhost:6379", "redis://", "redis://host:notaport/0"])
+def test_it_rejects_malformed_redis_urls(url):
+    with pytest.raises(env.SettingsError, match="REDIS_URL"):
+        env.redis_url({"REDIS_URL": url})
+
+
+def test_redis_settings_switch_celery_to_redis(tmp_path):
+    config = env.celery_transport("redis://h:6379/0", tmp_path)
+    assert config["CELERY_BROKER_URL"] == "redis://h:6379/0"
+
+
+def test_embedded_queue_uses_a_local_folder(tmp_path):
+    config = env.celery_transport(None, tmp_path / "queue")
+    assert config["CELERY_BROKER_URL"] == "filesystem://"
+    assert (tmp_path / "queue" / "in").is_dir()
+
+
+def test_production_requires_a_secret_key(tmp_path):
+    with pytest.raises(env.SettingsError, match="SECRET_KEY must be set in production"):
+        env.secret_key({}, production=True, key_file=tmp_path / "k")
+
+
+def test_development_generates_and_keeps_a_secret_key(tmp_path):
+    first = env.secret_key({}, production=False, key_file=tmp_path / "k")
+    second = env.secret_key({}, production=False, key_file=tmp_path / "k")
+    assert first == second and len(first) > 40
+    assert stat.S_IMODE(os.stat(tmp_path / "k").st_mode) == 0o600
+
+
+def test_production_requires_allowed_hosts():
+    with pytest.raises(env.SettingsError, match="ALLOWED_HOSTS"):
+        env.allowed_hosts({}, production=True)
+
+
+def test_it_rejects_a_non_boolean_debug():
+    with pytest.raises(env.SettingsError, match="DEBUG"):
+        env.env_bool({"DEBUG": "maybe"}, "DEBUG")
+
+
+def test_debug_is_off_unless_asked():
+    assert env.env_bool({}, "DEBUG") is False
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_it_rejects_an_unwritable_data_dir_as_user(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    with pytest.raises(env.SettingsError, match="DATA_DIR"):
+        env.data_dir({"DATA_DIR": str(locked / "sub")}, tmp_path)
+
+
+def test_it_rejects_a_data_dir_that_is_a_file(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(env.SettingsError, match="DATA_DIR .* is not writable"):
+        env.data_dir({"DATA_DIR": str(blocker / "sub")}, tmp_path)
+
+
+def run_manage(tmp_path, **overrides) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    environment.update({"DATA_DIR": str(tmp_path), **overrides})
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    "overrides, setting",
+    [
+        ({"DATABASE_URL": "mysql://x"}, "DATABASE_URL"),
+        ({"REDIS_URL": "http://x"}, "REDIS_URL"),
+        ({"APP_ENV": "production"}, "SECRET_KEY"),
+    ],
+)
+def test_manage_prints_one_clear_line_instead_of_a_traceback(tmp_path, overrides, setting):
+    result = run_manage(tmp_path, **overrides)
+    assert result.returncode == 2
+    assert result.stderr.startswith("Configuration error:")
+    assert setting in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unreachable_redis_is_reported_by_the_system_check(tmp_path):
+    result = run_manage(tmp_path, REDIS_URL="redis://127.0.0.1:1/0")
+    assert result.returncode != 0
+    assert "REDIS_URL=redis://127.0.0.1:1/0 is set but Redis cannot be reached" in result.stderr
+    assert "Traceback" not in result.stderr
