@@ -3,10 +3,17 @@
 from django.conf import settings
 from django.urls import reverse
 
-from accounts.access import ADMIN_ONLY, EVERYONE
+from accounts.access import ADMIN_ONLY, EVERYONE, STAFF
 
 NAVIGATION = [
     ("Home", "home", EVERYONE),
+    ("Distributions", "benchmark:distributions", STAFF),
+    ("Benchmark sets", "benchmark:sets", STAFF),
+    ("Agents", "benchmark:agents", STAFF),
+    ("Runs", "benchmark:runs", STAFF),
+    ("Rubrics", "jury:rubrics", EVERYONE),
+    ("Juries", "jury:juries", STAFF),
+    ("Reports", "jury:reports", STAFF),
     ("People", "people", ADMIN_ONLY),
 ]
 
@@ -16,8 +23,12 @@ def navigation(request):
     if user is None or not user.is_authenticated:
         return {"nav_links": []}
     links = [
-        {"label": label, "url": reverse(name), "active": request.path == reverse(name)}
+        {"label": label, "url": reverse(name), "active": _is_section(request.path, reverse(name))}
         for label, name, roles in NAVIGATION
         if user.has_role(*roles)
     ]
     return {"nav_links": links, "queue_mode": settings.QUEUE_MODE}
+
+
+def _is_section(path: str, url: str) -> bool:
+    return path == url if url == "/" else path.startswith(url)

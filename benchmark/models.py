@@ -217,6 +217,7 @@ class RunAgent(models.Model):
 
 class ConversationStatus(models.TextChoices):
     PENDING = "pending", "Pending"
+    QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
     FINISHED = "finished", "Finished"
     FAILED = "failed", "Failed"
@@ -278,6 +279,8 @@ class Conversation(models.Model):
     cost_known = models.BooleanField(default=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Refreshed while queued or running; a stale one means a lost task or a crashed worker.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     objects = ConversationQuerySet.as_manager()
 

@@ -1,0 +1,278 @@
+"""Benchmark pages: distributions, benchmark sets and entries, agents, runs, conversations."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from accounts.access import ADMIN_ONLY, STAFF, role_required
+from benchmark import forms
+from benchmark.engine.distribution import DistributionError
+from benchmark.models import (
+    AgentConfig,
+    BenchmarkEntry,
+    BenchmarkSet,
+    Conversation,
+    Distribution,
+    Run,
+)
+from benchmark.services import agents as agent_services
+from benchmark.services import cases, exports, reports, runs, sandbox_preview
+from benchmark.services.accounting import cost_by_purpose
+from benchmark.tasks import enqueue_entries, run_dispatch_task
+
+RUN_ACTIONS = {
+    "pause": "Paused: no new conversations start; running ones finish.",
+    "cancel": "Cancelled: waiting conversations will not run.",
+    "resume": "Resumed.",
+}
+
+# --- distributions ------------------------------------------------------------------------
+
+
+@role_required(*STAFF)
+def distributions(request: HttpRequest) -> HttpResponse:
+    cases.distribution_default_ensure()
+    return render(
+        request, "benchmark/distributions.html", {"distributions": Distribution.objects.all()}
+    )
+
+
+@role_required(*STAFF)
+def distribution_new(request: HttpRequest) -> HttpResponse:
+    base_id = request.GET.get("from", "")
+    base = Distribution.objects.filter(pk=base_id).first() if base_id.isdigit() else None
+    form = forms.DistributionForm(request.POST or None, request.FILES or None, base=base)
+    if request.method == "POST" and form.is_valid():
+        try:
+            distribution = cases.distribution_create(
+                name=form.cleaned_data["name"],
+                yaml_text=form.cleaned_data["yaml_text"],
+                user=request.user,
+            )
+        except DistributionError as error:
+            form.add_problems(error.problems)
+        else:
+            messages.success(request, f"Saved distribution {distribution.name}.")
+            return redirect("benchmark:distribution", distribution.pk)
+    return render(request, "benchmark/distribution_form.html", {"form": form, "base": base})
+
+
+@role_required(*STAFF)
+def distribution_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    distribution = get_object_or_404(Distribution, pk=pk)
+    return render(
+        request,
+        "benchmark/distribution_detail.html",
+        {
+            "distribution": distribution,
+            "report": reports.distribution_targets(distribution),
+        },
+    )
+
+
+# --- benchmark sets and entries ---------------------------------------------------------
+
+
+@role_required(*STAFF)
+def sets(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "benchmark/sets.html",
+        {
+            "sets": BenchmarkSet.objects.select_related("distribution"),
+        },
+    )
+
+
+@role_required(*STAFF)
+def set_new(request: HttpRequest) -> HttpResponse:
+    cases.distribution_default_ensure()
+    form = forms.BenchmarkSetForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        benchmark_set = cases.benchmark_set_create(user=request.user, **form.cleaned_data)
+        enqueue_entries(cases.pending_entry_ids(benchmark_set))
+        messages.success(request, f"Generating {benchmark_set.size} entries in the background.")
+        return redirect("benchmark:set", benchmark_set.pk)
+    return render(request, "benchmark/set_form.html", {"form": form})
+
+
+@role_required(*STAFF)
+def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    benchmark_set = get_object_or_404(BenchmarkSet.objects.select_related("distribution"), pk=pk)
+    context = {"set": benchmark_set, "progress": benchmark_set.progress()}
+    if request.htmx and request.GET.get("fragment") == "progress":
+        return render(request, "benchmark/set_detail.html#set-progress", context)
+    entries, filters = reports.filtered_entries(benchmark_set, request.GET)
+    page = Paginator(entries, 50).get_page(request.GET.get("page"))
+    context.update({"page": page, "filters": filters, "query": reports.query_without_page(request)})
+    if request.htmx and request.GET.get("fragment") == "entries":
+        return render(request, "benchmark/set_detail.html#entry-table", context)
+    return render(request, "benchmark/set_detail.html", context)
+
+
+@role_required(*STAFF)
+@require_POST
+def set_retry(request: HttpRequest, pk: int) -> HttpResponse:
+    benchmark_set = get_object_or_404(BenchmarkSet, pk=pk)
+    ids = cases.benchmark_set_retry_failed(benchmark_set)
+    enqueue_entries(ids)
+    messages.success(request, f"Retrying {len(ids)} failed entries.")
+    return redirect("benchmark:set", pk)
+
+
+@role_required(*STAFF)
+def set_report(request: HttpRequest, pk: int) -> HttpResponse:
+    benchmark_set = get_object_or_404(BenchmarkSet, pk=pk)
+    table = reports.realised_distribution(benchmark_set)
+    if request.GET.get("format") == "csv":
+        return reports.csv_response(table, f"distribution-report-set-{pk}.csv")
+    return render(
+        request,
+        "benchmark/set_report.html",
+        {
+            "set": benchmark_set,
+            "sections": reports.report_sections(table),
+        },
+    )
+
+
+@role_required(*STAFF)
+def entry_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    entry = get_object_or_404(BenchmarkEntry.objects.select_related("benchmark_set"), pk=pk)
+    return render(
+        request,
+        "benchmark/entry_detail.html",
+        {
+            "entry": entry,
+            "sandbox": sandbox_preview.entry_sandbox_preview(entry),
+        },
+    )
+
+
+# --- agents --------------------------------------------------------------------------------
+
+
+@role_required(*STAFF)
+def agents(request: HttpRequest) -> HttpResponse:
+    agent_services.agent_configs_ensure_shipped()
+    form = forms.AgentConfigForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        config = form.save_config()
+        if config:
+            messages.success(request, f"Saved agent configuration {config.name}.")
+            return redirect("benchmark:agents")
+    return render(
+        request,
+        "benchmark/agents.html",
+        {
+            "configs": AgentConfig.objects.all(),
+            "form": form,
+        },
+    )
+
+
+# --- runs ----------------------------------------------------------------------------------
+
+
+@role_required(*STAFF)
+def run_list(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "benchmark/runs.html",
+        {
+            "runs": Run.objects.select_related("benchmark_set").prefetch_related("agents"),
+        },
+    )
+
+
+@role_required(*ADMIN_ONLY)
+def run_new(request: HttpRequest) -> HttpResponse:
+    agent_services.agent_configs_ensure_shipped()
+    form = forms.RunForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = runs.run_launch(user=request.user, **form.launch_arguments())
+        except runs.RunError as error:
+            form.add_error(None, str(error))
+        else:
+            _dispatch_after_commit(run)
+            messages.success(request, f"Launched {run.name}.")
+            return redirect("benchmark:run", run.pk)
+    return render(request, "benchmark/run_form.html", {"form": form})
+
+
+@role_required(*STAFF)
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(Run.objects.select_related("benchmark_set"), pk=pk)
+    context = {"run": run, "progress": runs.run_progress(run)}
+    if request.htmx and request.GET.get("fragment") == "progress":
+        return render(request, "benchmark/run_detail.html#run-progress", context)
+    conversations = reports.filtered_conversations(run, request.GET)
+    context.update(
+        {
+            "page": Paginator(conversations, 50).get_page(request.GET.get("page")),
+            "costs": cost_by_purpose(run.model_calls.all()),
+            "agents": run.agents.all(),
+            "query": reports.query_without_page(request),
+        }
+    )
+    return render(request, "benchmark/run_detail.html", context)
+
+
+@role_required(*ADMIN_ONLY)
+@require_POST
+def run_control(request: HttpRequest, pk: int, action: str) -> HttpResponse:
+    if action not in RUN_ACTIONS:
+        raise Http404(f"No run action {action!r}.")
+    run = get_object_or_404(Run, pk=pk)
+    try:
+        if action == "pause":
+            runs.run_pause(run)
+        elif action == "cancel":
+            runs.run_cancel(run)
+        else:
+            runs.run_resume(
+                run,
+                retry_failed=bool(request.POST.get("retry_failed")),
+                cost_limit_usd=forms.optional_decimal(request.POST.get("cost_limit")),
+            )
+            _dispatch_after_commit(run)
+    except (runs.RunError, ValueError) as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, RUN_ACTIONS[action])
+    return redirect("benchmark:run", pk)
+
+
+def _dispatch_after_commit(run: Run) -> None:
+    transaction.on_commit(lambda: run_dispatch_task.delay(run.pk))
+
+
+@role_required(*STAFF)
+def run_export(request: HttpRequest, pk: int) -> StreamingHttpResponse:
+    run = get_object_or_404(Run, pk=pk)
+    response = StreamingHttpResponse(exports.run_jsonl(run), content_type="application/x-ndjson")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-conversations.jsonl"'
+    return response
+
+
+@role_required(*STAFF)
+def conversation_detail(request: HttpRequest, public_id: str) -> HttpResponse:
+    conversation = get_object_or_404(
+        Conversation.objects.select_related("run", "run_agent", "entry"), public_id=public_id
+    )
+    return render(
+        request,
+        "benchmark/conversation_detail.html",
+        {
+            "conversation": conversation,
+            "events": conversation.events.all(),
+            "sandbox_diff": sandbox_preview.sandbox_changes(conversation),
+            "costs": cost_by_purpose(conversation.model_calls.all()),
+        },
+    )

@@ -5,6 +5,7 @@ Kept apart from settings.py so every rule is testable on its own.
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 from urllib.parse import urlparse
@@ -87,6 +88,8 @@ def sqlite_config(path: Path) -> dict:
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": str(path),
+        # Keep connections across Celery tasks: reopening runs the PRAGMAs again each time.
+        "CONN_MAX_AGE": 600,
         "OPTIONS": {
             "timeout": 30,
             "transaction_mode": "IMMEDIATE",
@@ -94,7 +97,9 @@ def sqlite_config(path: Path) -> dict:
                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=30000;"
             ),
         },
-        "TEST": {"NAME": str(path.with_name("test-" + path.name))},
+        # A file (not memory) so worker processes and the live server share it; one per test
+        # process so parallel test runs never share one.
+        "TEST": {"NAME": str(path.with_name(f"test-{os.getpid()}-{path.name}"))},
     }
 
 
@@ -156,15 +161,16 @@ def celery_transport(redis: str | None, queue_dir: Path) -> dict:
             "CELERY_RESULT_BACKEND": redis,
             "CELERY_BROKER_TRANSPORT_OPTIONS": {"visibility_timeout": 3600},
         }
-    for sub in ("in", "processed", "results"):
+    for sub in ("in", "processed", "results", "control"):
         (queue_dir / sub).mkdir(parents=True, exist_ok=True)
     return {
-        "CELERY_BROKER_URL": "filesystem://",
+        "CELERY_BROKER_URL": "filesystem://localhost//",
         "CELERY_RESULT_BACKEND": f"file://{queue_dir / 'results'}",
         "CELERY_BROKER_TRANSPORT_OPTIONS": {
             "data_folder_in": str(queue_dir / "in"),
             "data_folder_out": str(queue_dir / "in"),
             "processed_folder": str(queue_dir / "processed"),
+            "control_folder": str(queue_dir / "control"),
             "store_processed": False,
             "polling_interval": 0.2,
         },

@@ -85,6 +85,10 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)
+# Outside production, serve static files straight from the source folders (no collectstatic).
+WHITENOISE_USE_FINDERS = not PRODUCTION
+WHITENOISE_AUTOREFRESH = not PRODUCTION
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
@@ -114,6 +118,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_EXPIRES = 3600
 CELERY_WORKER_CONCURRENCY = env.env_int(ENV, "WORKER_CONCURRENCY", 16)
+# A conversation whose worker stopped sending heartbeats for this long is run again from its
+# start (covers crashed workers and tasks lost with them).
+CONVERSATION_LEASE_SECONDS = env.env_int(ENV, "CONVERSATION_LEASE_SECONDS", 900)
 
 # --- Caches: the model-response cache must be shared by every worker ---------------------
 CACHES = {

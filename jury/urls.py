@@ -1,2 +1,22 @@
+from django.urls import path
+
+from jury import views
+
 app_name = "jury"
-urlpatterns: list = []
+urlpatterns = [
+    path("rubrics/", views.rubric_list, name="rubrics"),
+    path("rubrics/<int:pk>/", views.rubric_detail, name="rubric"),
+    path("rubrics/<int:pk>/new-version/", views.rubric_new_version, name="rubric_new_version"),
+    path("juries/", views.jury_list, name="juries"),
+    path("runs/<int:run_id>/score/", views.score_run, name="score_run"),
+    path("jobs/<int:pk>/", views.job_detail, name="job"),
+    path("jobs/<int:pk>/retry/", views.job_retry, name="job_retry"),
+    path("reports/", views.report_list, name="reports"),
+    path("jobs/<int:pk>/report/", views.report, name="report"),
+    path(
+        "jobs/<int:pk>/report/<str:table>.<str:suffix>", views.report_export, name="report_export"
+    ),
+    path("jobs/<int:pk>/sensitivity/", views.sensitivity, name="sensitivity"),
+    path("jobs/<int:pk>/judges/", views.judges, name="judges"),
+    path("jobs/<int:pk>/failures/", views.failures, name="failures"),
+]

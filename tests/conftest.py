@@ -7,6 +7,12 @@ from accounts.models import Role, Track, User
 PASSWORD = "correct-horse-battery-staple"
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """The real hasher is slow on purpose; tests create many users."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 def make_user(username: str, role: str, track: str = "") -> User:
     return User.objects.create_user(
         username=username,

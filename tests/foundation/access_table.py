@@ -27,7 +27,108 @@ PAGES = [
     Page("people", ADMIN),
 ]
 
+PAGES += [
+    Page("benchmark:distributions", STAFF),
+    Page("benchmark:distribution_new", STAFF),
+    Page("benchmark:distribution", STAFF, (("pk", "distribution", "pk"),)),
+    Page("benchmark:sets", STAFF),
+    Page("benchmark:set_new", STAFF),
+    Page("benchmark:set", STAFF, (("pk", "set", "pk"),)),
+    Page("benchmark:set_retry", STAFF, (("pk", "set", "pk"),)),
+    Page("benchmark:set_report", STAFF, (("pk", "set", "pk"),)),
+    Page("benchmark:entry", STAFF, (("pk", "entry", "pk"),)),
+    Page("benchmark:agents", STAFF),
+    Page("benchmark:runs", STAFF),
+    Page("benchmark:run_new", ADMIN),
+    Page("benchmark:run", STAFF, (("pk", "run", "pk"),)),
+    Page("benchmark:run_export", STAFF, (("pk", "run", "pk"),)),
+    Page("benchmark:run_control", ADMIN, (("pk", "run", "pk"), ("action", "run_action", "name"))),
+    Page("benchmark:conversation", STAFF, (("public_id", "conversation", "public_id"),)),
+]
+
 
 def build_objects(users_by_role) -> dict:
     """One object of each kind the URLs point at."""
-    return {}
+    return {**benchmark_objects()}
+
+
+def benchmark_objects() -> dict:
+    """A one-case set, enriched, and a launched run (its conversation not played: cheap)."""
+    from types import SimpleNamespace
+
+    from benchmark.services import agents, cases, runs
+
+    benchmark_set = cases.benchmark_set_create(
+        name="Access",
+        distribution=cases.distribution_default_ensure(),
+        size=1,
+        sampler_seed=1,
+        generator_model="offline/standard",
+    )
+    entry = benchmark_set.entries.get()
+    cases.entry_enrich(entry.pk)
+    config = agents.agent_configs_ensure_shipped()[0]
+    run = runs.run_launch(
+        name="Access run",
+        benchmark_set=benchmark_set,
+        patient_model="offline/patient",
+        agents=[runs.AgentChoice("offline/careful", config)],
+    )
+    return {
+        "distribution": benchmark_set.distribution,
+        "set": benchmark_set,
+        "entry": entry,
+        "run": run,
+        "run_action": SimpleNamespace(name="pause"),
+        "conversation": run.conversations.get(),
+    }
+
+
+# --- jury pages ---------------------------------------------------------------------------
+
+_JOB = (("pk", "scoring_job", "pk"),)
+_RUBRIC = (("pk", "clinical_rubric", "pk"),)
+
+PAGES += [
+    # Annotators read the rubrics of their track (the fixture annotator is clinical).
+    Page("jury:rubrics", EVERYONE),
+    Page("jury:rubric", EVERYONE, _RUBRIC),
+    Page("jury:rubric_new_version", STAFF, _RUBRIC),
+    Page("jury:juries", STAFF),
+    Page("jury:reports", STAFF),
+    Page("jury:score_run", STAFF, (("run_id", "run", "pk"),)),
+    Page("jury:job", STAFF, _JOB),
+    Page("jury:job_retry", STAFF, _JOB),
+    Page("jury:report", STAFF, _JOB),
+    Page(
+        "jury:report_export",
+        STAFF,
+        (*_JOB, ("table", "export", "table"), ("suffix", "export", "suffix")),
+    ),
+    Page("jury:sensitivity", STAFF, _JOB),
+    Page("jury:judges", STAFF, _JOB),
+    Page("jury:failures", STAFF, _JOB),
+]
+
+_build_objects_without_jury = build_objects
+
+
+def build_objects(users_by_role) -> dict:  # noqa: F811 - extends the builder above
+    objects = _build_objects_without_jury(users_by_role)
+    return {**objects, **jury_objects(objects["run"])}
+
+
+def jury_objects(run) -> dict:
+    """An empty scoring job (nothing judged yet) with the current rubrics pinned."""
+    from types import SimpleNamespace
+
+    from jury.models import RubricVersion, ScoringJob
+    from jury.services import juries, rubrics
+
+    job = ScoringJob.objects.create(run=run, jury=juries.jury_demo_ensure())
+    job.rubric_versions.set(rubrics.current_versions(judged_only=True))
+    return {
+        "scoring_job": job,
+        "clinical_rubric": RubricVersion.objects.get(rubric_id="clinical_safety"),
+        "export": SimpleNamespace(table="outcomes", suffix="csv"),
+    }

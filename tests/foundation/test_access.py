@@ -1,9 +1,11 @@
 """Every page requires login, and each role reaches only its pages (table-driven over all URLs)."""
 
 import pytest
+from django.core.management import call_command
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from accounts.models import Role
+from accounts.models import Role, Track
+from tests.conftest import make_user
 from tests.foundation.access_table import PAGES, PUBLIC, build_objects
 
 ALL_ROLES = (Role.ANNOTATOR, Role.RESEARCHER, Role.ADMIN)
@@ -27,22 +29,36 @@ def test_the_access_table_covers_every_named_url():
     assert named_patterns() - covered == set()
 
 
-@pytest.fixture
-def objects(db, users_by_role):
-    return build_objects(users_by_role)
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker):
+    """Users and objects built once for the module (committed), removed afterwards."""
+    with django_db_blocker.unblock():
+        users = {
+            Role.ANNOTATOR: make_user("annie", Role.ANNOTATOR, Track.CLINICAL),
+            Role.RESEARCHER: make_user("rita", Role.RESEARCHER),
+            Role.ADMIN: make_user("adam", Role.ADMIN),
+        }
+        objects = build_objects(users)
+    yield users, objects
+    with django_db_blocker.unblock():
+        call_command("flush", interactive=False, verbosity=0)
 
 
+@pytest.mark.django_db
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
-def test_anonymous_visitors_are_sent_to_login(client, objects, page):
+def test_anonymous_visitors_are_sent_to_login(client, world, page):
+    _, objects = world
     response = client.get(reverse(page.name, kwargs=page.kwargs(objects)))
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("login"))
 
 
+@pytest.mark.django_db
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
 @pytest.mark.parametrize("role", ALL_ROLES)
-def test_each_role_reaches_only_its_pages(client, users_by_role, objects, page, role):
-    client.force_login(users_by_role[role])
+def test_each_role_reaches_only_its_pages(client, world, page, role):
+    users, objects = world
+    client.force_login(users[role])
     response = client.get(reverse(page.name, kwargs=page.kwargs(objects)))
     if role in page.roles:
         assert response.status_code in {200, 302, 405}, response.content[:500]

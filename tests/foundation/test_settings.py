@@ -65,7 +65,7 @@ def test_redis_settings_switch_celery_to_redis(tmp_path):
 
 def test_embedded_queue_uses_a_local_folder(tmp_path):
     config = env.celery_transport(None, tmp_path / "queue")
-    assert config["CELERY_BROKER_URL"] == "filesystem://"
+    assert config["CELERY_BROKER_URL"].startswith("filesystem://")
     assert (tmp_path / "queue" / "in").is_dir()
 
 

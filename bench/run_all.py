@@ -1,0 +1,101 @@
+"""Run every bench/bench_*.py and print one table of measured figures against their targets.
+
+Usage, from the repository root: `.venv/bin/python bench/run_all.py`.
+
+Each bench runs in its own Python process, so benches that set up Django (each with its own
+throwaway DATA_DIR) cannot collide; a bench that crashes becomes a FAIL row and the others
+still run. The exit code is always 0: benchmarks report, they do not gate.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+CHILD_FLAG = "--one"
+TIMEOUT_SECONDS = 600
+
+
+def bench_files() -> list[Path]:
+    return sorted(BENCH_DIR.glob("bench_*.py"))
+
+
+def run_one_here(bench_file: Path, results_file: Path) -> None:
+    """In the child process: import the bench by file, call run(), write its rows as JSON."""
+    sys.path.insert(0, str(REPO_ROOT))
+    spec = importlib.util.spec_from_file_location(bench_file.stem, bench_file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses and pickling look the module up by name
+    spec.loader.exec_module(module)
+    results_file.write_text(json.dumps(module.run()), encoding="utf-8")
+
+
+def run_one(bench_file: Path) -> list[dict]:
+    """Run one bench in a fresh process; its own output streams through to the terminal."""
+    print(f"== {bench_file.name}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-results-") as folder:
+        results_file = Path(folder) / "results.json"
+        command = [sys.executable, __file__, CHILD_FLAG, str(bench_file), str(results_file)]
+        try:
+            finished = subprocess.run(command, cwd=REPO_ROOT, timeout=TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            return [_crash_row(bench_file, f"timed out after {TIMEOUT_SECONDS} s")]
+        if finished.returncode != 0 or not results_file.exists():
+            return [_crash_row(bench_file, f"crashed with exit code {finished.returncode}")]
+        return json.loads(results_file.read_text(encoding="utf-8"))
+
+
+def _crash_row(bench_file: Path, reason: str) -> dict:
+    return {
+        "name": f"{bench_file.stem}: {reason}",
+        "measured": None,
+        "target": None,
+        "unit": "",
+        "ok": False,
+    }
+
+
+def _figure(value, unit: str, goal: str = "") -> str:
+    if value is None:
+        return "-"
+    number = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    return f"{goal} {number} {unit}".strip()
+
+
+def print_table(rows: list[dict]) -> None:
+    lines = [
+        (
+            row["name"],
+            _figure(row["measured"], row["unit"]),
+            _figure(row["target"], row["unit"], row.get("goal", "")),
+            "PASS" if row["ok"] else "FAIL",
+        )
+        for row in rows
+    ]
+    header = ("benchmark", "measured", "target", "result")
+    widths = [max(len(line[column]) for line in [header, *lines]) for column in range(3)]
+    print()
+    for name, measured, target, verdict in [header, *lines]:
+        print(f"{name:<{widths[0]}}  {measured:>{widths[1]}}  {target:>{widths[2]}}  {verdict}")
+    passed = sum(row["ok"] for row in rows)
+    print(f"\n{passed} of {len(rows)} figures meet their targets.")
+
+
+def main(arguments: list[str]) -> int:
+    if arguments[:1] == [CHILD_FLAG]:
+        run_one_here(Path(arguments[1]), Path(arguments[2]))
+        return 0
+    rows = [row for bench_file in bench_files() for row in run_one(bench_file)]
+    if rows:
+        print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,134 @@
+"""Response cache: a repeated call with the same inputs is answered from the store for free.
+
+The key is the sha256 of canonical JSON of everything that can change a model's answer:
+provider, model, base URL, system prompt, messages, tools and sampling settings. Hints are
+left out for real models (they never see them) but kept for the offline scripted provider,
+whose answer is computed from them and from the purpose.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from dataclasses import asdict
+from decimal import Decimal
+from typing import Any, Protocol
+
+from benchmark.engine.chat import ChatRequest, ChatResponse, ToolCall, Usage
+
+logger = logging.getLogger("benchmark.llm.cache")
+
+# Bump when the key recipe or the stored format changes, so old entries are never misread.
+KEY_VERSION = "v1"
+
+
+class CacheStore(Protocol):
+    def get(self, key: str) -> str | None: ...
+
+    def set(self, key: str, value: str) -> None: ...
+
+
+class InMemoryStore:
+    def __init__(self) -> None:
+        self._values: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            return self._values.get(key)
+
+    def set(self, key: str, value: str) -> None:
+        with self._lock:
+            self._values[key] = value
+
+
+class DjangoCacheStore:
+    """Stores entries in the Django cache named `alias`, with no expiry."""
+
+    def __init__(self, alias: str = "llm"):
+        self.alias = alias
+
+    def get(self, key: str) -> str | None:
+        return self._cache().get(key)
+
+    def set(self, key: str, value: str) -> None:
+        self._cache().set(key, value, timeout=None)
+
+    def _cache(self) -> Any:
+        # Imported here so the providers package stays usable without Django configured.
+        from django.core.cache import caches
+
+        return caches[self.alias]
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def key_parts(request: ChatRequest, *, provider: str, base_url: str) -> dict[str, Any]:
+    parts: dict[str, Any] = {
+        "provider": provider,
+        "model": request.model,
+        "base_url": base_url,
+        "system": request.system,
+        "messages": [asdict(message) for message in request.messages],
+        "tools": [asdict(tool) for tool in request.tools],
+        "sampling": {"temperature": request.temperature, "max_tokens": request.max_tokens},
+    }
+    if provider == "offline":
+        parts["purpose"] = request.purpose
+        parts["hints"] = request.hints
+    return parts
+
+
+def cache_key(request: ChatRequest, *, provider: str, base_url: str) -> str:
+    parts = key_parts(request, provider=provider, base_url=base_url)
+    return f"llm:{KEY_VERSION}:{_sha256(canonical_json(parts))}"
+
+
+def explain_key(request: ChatRequest, *, provider: str, base_url: str) -> dict[str, Any]:
+    """The key and a hash of each part, to see which part differs between two calls."""
+    parts = key_parts(request, provider=provider, base_url=base_url)
+    return {
+        "key": cache_key(request, provider=provider, base_url=base_url),
+        "provider": provider,
+        "model": request.model,
+        "base_url": base_url,
+        "part_hashes": {name: _sha256(canonical_json(value)) for name, value in parts.items()},
+    }
+
+
+def response_to_json(response: ChatResponse) -> str:
+    return canonical_json(
+        {
+            "text": response.text,
+            "tool_calls": [asdict(call) for call in response.tool_calls],
+            "reasoning": response.reasoning,
+            "usage": asdict(response.usage),
+            "latency_ms": response.latency_ms,
+            "finish_reason": response.finish_reason,
+            "model": response.model,
+        }
+    )
+
+
+def response_from_json(text: str) -> ChatResponse:
+    """A stored response, marked cached; a rerun costs nothing, the usage stays the original."""
+    data = json.loads(text)
+    return ChatResponse(
+        text=data["text"],
+        tool_calls=tuple(ToolCall(**call) for call in data["tool_calls"]),
+        reasoning=data["reasoning"],
+        usage=Usage(**data["usage"]),
+        latency_ms=data["latency_ms"],
+        finish_reason=data["finish_reason"],
+        model=data["model"],
+        cost_usd=Decimal(0),
+        cached=True,
+    )

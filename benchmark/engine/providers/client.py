@@ -1,0 +1,218 @@
+"""ModelClient: one model string behind rate limit, retries, cache and cost accounting.
+
+Thread-safe: a client holds no per-call state, and its SDK client, cache store and rate
+limiter are all safe to share, so many worker threads can call one client at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any, Protocol
+
+from benchmark.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
+from benchmark.engine.providers import cache
+from benchmark.engine.providers.catalog import ModelCatalog, default_catalog
+from benchmark.engine.providers.model_strings import ModelString, parse_model_string
+from benchmark.engine.providers.offline import OfflineProvider
+from benchmark.engine.providers.rate_limit import (
+    InProcessRateLimiter,
+    RateLimiter,
+    RedisRateLimiter,
+)
+from benchmark.engine.providers.retry import RetryPolicy, call_with_retries
+from benchmark.engine.providers.settings import ProviderSettings
+
+logger = logging.getLogger("benchmark.llm.cache")
+
+# Local OpenAI-compatible servers usually need no key, but the SDK refuses an empty one.
+_NO_KEY_NEEDED = "not-needed"
+
+
+class Provider(Protocol):
+    def chat(self, request: ChatRequest) -> ChatResponse: ...
+
+
+class ModelClient:
+    def __init__(
+        self,
+        model_string: str,
+        *,
+        settings: ProviderSettings,
+        cache_store: cache.CacheStore | None = None,
+        use_cache: bool = True,
+        rate_limiter: RateLimiter | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        catalog: ModelCatalog | None = None,
+    ):
+        self.model_string = model_string
+        self.model = parse_model_string(model_string)
+        self._provider = build_provider(self.model, settings)
+        self.base_url: str = getattr(self._provider, "base_url", "")
+        catalog = catalog or default_catalog()
+        self.price = catalog.price_for(model_string)
+        self.limit = catalog.limit_for(model_string)
+        self._cache_store = cache_store if use_cache else None
+        self._rate_limiter = (
+            None
+            if self.limit.unlimited
+            else rate_limiter or shared_rate_limiter(settings.redis_url)
+        )
+        self._retry = RetryPolicy(
+            max_retries=settings.max_retries, sleep=sleep, rng=rng or random.Random()
+        )
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        if request.model != self.model_string:
+            raise ProviderError(
+                f"a client for {self.model_string} was asked to call {request.model}",
+                kind="config",
+            )
+        key = self._cache_key(request)
+        if key is not None:
+            stored = self._cache_store.get(key)
+            if stored is not None:
+                return cache.response_from_json(stored)
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug("cache miss: %s", self.explain_key(request))
+        response = call_with_retries(
+            lambda: self._call_once(request), self._retry, label=self.model_string
+        )
+        response = replace(response, cost_usd=self.cost(response.usage), cached=False)
+        if key is not None:
+            self._cache_store.set(key, cache.response_to_json(response))
+        return response
+
+    def cost(self, usage: Usage) -> Decimal | None:
+        return self.price.cost(usage) if self.price else None
+
+    def explain_key(self, request: ChatRequest) -> dict[str, Any]:
+        return cache.explain_key(request, provider=self.model.provider, base_url=self.base_url)
+
+    def _cache_key(self, request: ChatRequest) -> str | None:
+        if self._cache_store is None:
+            return None
+        return cache.cache_key(request, provider=self.model.provider, base_url=self.base_url)
+
+    def _call_once(self, request: ChatRequest) -> ChatResponse:
+        if self._rate_limiter is None:
+            return self._provider.chat(request)
+        reservation = self._rate_limiter.acquire(
+            self.model_string, self.limit, estimate_tokens(request)
+        )
+        # A failed call keeps its reservation: the provider counted the request all the same.
+        response = self._provider.chat(request)
+        self._rate_limiter.settle(reservation, response.usage.total)
+        return response
+
+
+def estimate_tokens(request: ChatRequest) -> int:
+    """A rough count (4 characters a token) reserved before the call, settled after it."""
+    characters = len(request.system) + sum(
+        len(message.content) + sum(len(call.arguments) for call in message.tool_calls)
+        for message in request.messages
+    )
+    characters += sum(len(tool.description) + len(str(tool.parameters)) for tool in request.tools)
+    return characters // 4 + (request.max_tokens or 0)
+
+
+def build_provider(model: ModelString, settings: ProviderSettings) -> Provider:
+    # The SDKs are imported here, not at the top: they take seconds to import, and offline
+    # runs and the tests of every other module never need them.
+    if model.provider == "offline":
+        return OfflineProvider(model.name)
+    if model.provider == "anthropic":
+        from benchmark.engine.providers.anthropic_chat import AnthropicChatProvider
+
+        return AnthropicChatProvider(
+            model_name=model.name,
+            api_key=_required(settings.anthropic_api_key, "ANTHROPIC_API_KEY", model),
+            base_url=settings.anthropic_base_url,
+            timeout_seconds=settings.timeout_seconds,
+        )
+    from benchmark.engine.providers.openai_chat import OpenAIChatProvider
+
+    if model.provider == "openai":
+        return OpenAIChatProvider(
+            model_name=model.name,
+            api_key=_required(settings.openai_api_key, "OPENAI_API_KEY", model),
+            base_url=settings.openai_base_url,
+            timeout_seconds=settings.timeout_seconds,
+        )
+    return OpenAIChatProvider(
+        model_name=model.name,
+        api_key=settings.openai_compatible_api_key or _NO_KEY_NEEDED,
+        base_url=_required(
+            settings.openai_compatible_base_url, "OPENAI_COMPATIBLE_BASE_URL", model
+        ),
+        timeout_seconds=settings.timeout_seconds,
+        max_tokens_field="max_tokens",
+    )
+
+
+def _required(value: str, variable: str, model: ModelString) -> str:
+    if not value:
+        raise ProviderError(f"{variable} is not set; it is needed to call {model}", kind="config")
+    return value
+
+
+_shared_limiters: dict[str, RateLimiter] = {}
+_shared_limiters_lock = threading.Lock()
+
+
+def shared_rate_limiter(redis_url: str) -> RateLimiter:
+    """One limiter per process and Redis URL, so every client of a model shares its limit."""
+    with _shared_limiters_lock:
+        if redis_url not in _shared_limiters:
+            _shared_limiters[redis_url] = (
+                RedisRateLimiter.from_url(redis_url) if redis_url else InProcessRateLimiter()
+            )
+        return _shared_limiters[redis_url]
+
+
+def build_client(
+    model_string: str,
+    *,
+    settings: ProviderSettings | None = None,
+    use_cache: bool = True,
+    cache_store: cache.CacheStore | None = None,
+    **options: Any,
+) -> ModelClient:
+    """A client configured from Django settings, caching in the Django cache named "llm"."""
+    if use_cache and cache_store is None:
+        cache_store = cache.DjangoCacheStore()
+    return ModelClient(
+        model_string,
+        settings=settings or ProviderSettings.from_django(),
+        cache_store=cache_store,
+        use_cache=use_cache,
+        **options,
+    )
+
+
+class ModelRouter:
+    """A chat client for every model string: each request goes to the client for its model.
+
+    Code that talks to several models through one `client` argument (the conversation loop,
+    roster generation, the jury) takes a router; clients are built on first use.
+    """
+
+    def __init__(self, **client_options: Any):
+        self._options = client_options
+        self._clients: dict[str, ModelClient] = {}
+        self._lock = threading.Lock()
+
+    def client_for(self, model_string: str) -> ModelClient:
+        with self._lock:
+            if model_string not in self._clients:
+                self._clients[model_string] = build_client(model_string, **self._options)
+            return self._clients[model_string]
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        return self.client_for(request.model).chat(request)

@@ -1,0 +1,43 @@
+"""Where provider keys, base URLs and call limits come from: Django settings or explicit values.
+
+Nothing here is ever logged; the key fields are hidden from repr so that a settings object
+printed in a traceback does not leak them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    openai_api_key: str = field(default="", repr=False)
+    openai_base_url: str = ""
+    anthropic_api_key: str = field(default="", repr=False)
+    anthropic_base_url: str = ""
+    openai_compatible_base_url: str = ""
+    openai_compatible_api_key: str = field(default="", repr=False)
+    timeout_seconds: float = 120.0
+    max_retries: int = 6
+    # Redis URL for the rate limiter shared by all workers; empty means per-process limits.
+    redis_url: str = field(default="", repr=False)
+
+    @classmethod
+    def from_django(cls) -> ProviderSettings:
+        # Imported here so the providers package stays usable without Django configured.
+        from django.conf import settings
+
+        def text(name: str) -> str:
+            return getattr(settings, name, "") or ""
+
+        return cls(
+            openai_api_key=text("OPENAI_API_KEY"),
+            openai_base_url=text("OPENAI_BASE_URL"),
+            anthropic_api_key=text("ANTHROPIC_API_KEY"),
+            anthropic_base_url=text("ANTHROPIC_BASE_URL"),
+            openai_compatible_base_url=text("OPENAI_COMPATIBLE_BASE_URL"),
+            openai_compatible_api_key=text("OPENAI_COMPATIBLE_API_KEY"),
+            timeout_seconds=float(getattr(settings, "LLM_TIMEOUT_SECONDS", 120)),
+            max_retries=int(getattr(settings, "LLM_MAX_RETRIES", 6)),
+            redis_url=text("REDIS_URL"),
+        )

@@ -1,0 +1,209 @@
+"""The sandbox: one conversation's mutable healthcare state, and the door every tool goes through.
+
+Built from the patient profile, a validated roster, an integer seed and the conversation's
+start time; everything random comes from random.Random(seed), so a build is reproducible. The
+whole state serialises to JSON and back exactly, so a conversation's final state can be stored
+and replayed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from benchmark.engine.sandbox.arguments import ToolError, parse_arguments
+from benchmark.engine.sandbox.roster import patient_age, patient_profile, validate_roster
+from benchmark.engine.sandbox.slots import generate_slots, window_dates
+from benchmark.engine.sandbox.specs import TOOL_SPECS
+from benchmark.engine.sandbox.tools import HANDLERS
+from benchmark.engine.sandbox.vocabulary import (
+    normalise_medication_status,
+    pcp_specialties_for_age,
+)
+
+STATE_VERSION = 1
+QUEUE_LENGTH_AT_START = (0, 4)
+
+_STATE_KEYS = (
+    "version",
+    "seed",
+    "now",
+    "profile",
+    "medications",
+    "offices",
+    "providers",
+    "pcp_id",
+    "slots",
+    "appointments",
+    "messages",
+    "queue_entries",
+    "queue_lengths",
+    "write_actions",
+)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    ok: bool
+    content: str  # JSON text given to the agent
+    write_action: dict[str, Any] | None = None
+
+
+class Sandbox:
+    """Use Sandbox.build or Sandbox.from_json; tools run through call()."""
+
+    def __init__(self, state: dict[str, Any]):
+        self.seed: int = state["seed"]
+        self.now: datetime = datetime.fromisoformat(state["now"])
+        self.profile: dict[str, Any] = state["profile"]
+        self.medications: list[dict[str, Any]] = state["medications"]
+        self.offices: list[dict[str, Any]] = state["offices"]
+        self.providers: list[dict[str, Any]] = state["providers"]
+        self.pcp_id: str | None = state["pcp_id"]
+        self.slots: list[dict[str, Any]] = state["slots"]
+        self.appointments: list[dict[str, Any]] = state["appointments"]
+        self.messages: list[dict[str, Any]] = state["messages"]
+        self.queue_entries: list[dict[str, Any]] = state["queue_entries"]
+        self.queue_lengths: dict[str, int] = state["queue_lengths"]
+        self.write_actions: list[dict[str, Any]] = state["write_actions"]
+        self.providers_by_id = {provider["id"]: provider for provider in self.providers}
+        self.offices_by_id = {office["id"]: office for office in self.offices}
+        self.slots_by_id = {slot["id"]: slot for slot in self.slots}
+
+    @classmethod
+    def build(
+        cls, profile: dict[str, Any], roster: dict[str, Any], seed: int, now: datetime
+    ) -> Sandbox:
+        """A fresh sandbox; raises structured.InvalidOutput if the roster breaks its schema."""
+        profile = _json_copy(patient_profile(profile))
+        age = patient_age(profile)
+        roster = validate_roster(roster, patient_age=age)
+        rng = random.Random(seed)
+        providers = roster["providers"]
+        state = {
+            "version": STATE_VERSION,
+            "seed": seed,
+            "now": now.isoformat(),
+            "medications": _numbered_medications(profile.pop("medications", None)),
+            "profile": profile,
+            "offices": roster["offices"],
+            "providers": providers,
+            "pcp_id": _pick_pcp(providers, age, rng),
+            "slots": generate_slots(providers, now, rng),
+            "appointments": [],
+            "messages": [],
+            "queue_entries": [],
+            "queue_lengths": {p["id"]: rng.randint(*QUEUE_LENGTH_AT_START) for p in providers},
+            "write_actions": [],
+        }
+        return cls(state)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Sandbox:
+        missing = [key for key in _STATE_KEYS if key not in data]
+        if missing:
+            raise ValueError(f"sandbox state is missing: {', '.join(missing)}")
+        if data["version"] != STATE_VERSION:
+            raise ValueError(f"unsupported sandbox state version {data['version']!r}")
+        return cls(_json_copy(data))
+
+    def to_json(self) -> dict[str, Any]:
+        return _json_copy(
+            {
+                "version": STATE_VERSION,
+                "seed": self.seed,
+                "now": self.now.isoformat(),
+                "profile": self.profile,
+                "medications": self.medications,
+                "offices": self.offices,
+                "providers": self.providers,
+                "pcp_id": self.pcp_id,
+                "slots": self.slots,
+                "appointments": self.appointments,
+                "messages": self.messages,
+                "queue_entries": self.queue_entries,
+                "queue_lengths": self.queue_lengths,
+                "write_actions": self.write_actions,
+            }
+        )
+
+    def state_hash(self) -> str:
+        canonical = json.dumps(
+            self.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    @property
+    def today(self) -> date:
+        return self.now.date()
+
+    @property
+    def window(self) -> tuple[date, date]:
+        return window_dates(self.now)
+
+    @property
+    def pcp(self) -> dict[str, Any] | None:
+        return self.providers_by_id.get(self.pcp_id) if self.pcp_id else None
+
+    def call(self, name: str, arguments: dict[str, Any] | str | None = None) -> ToolResult:
+        """Run one tool. Never raises: every failure is an error result the agent can read."""
+        try:
+            content, write_action = self._run(name, arguments)
+        except ToolError as error:
+            return _error_result(error.to_content())
+        except Exception as error:  # a sandbox bug must not end the conversation
+            return _error_result(
+                {"error": f"The tool failed unexpectedly ({type(error).__name__}). Try again."}
+            )
+        if write_action is not None:
+            # Copies, so that neither the caller nor later tool calls can alter the record.
+            self.write_actions.append(_json_copy(write_action))
+            write_action = _json_copy(write_action)
+        return ToolResult(True, json.dumps(content, ensure_ascii=False), write_action)
+
+    def _run(self, name: Any, arguments: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        spec = TOOL_SPECS.get(name) if isinstance(name, str) else None
+        if spec is None:
+            raise ToolError(
+                f"There is no tool named {str(name)[:80]!r}.", valid_tools=list(TOOL_SPECS)
+            )
+        content, write_action = HANDLERS[name](self, parse_arguments(spec.parameters, arguments))
+        if write_action is not None:
+            write_action = {"tool": name, **write_action}
+        return content, write_action
+
+
+def _error_result(content: dict[str, Any]) -> ToolResult:
+    return ToolResult(False, json.dumps(content, ensure_ascii=False))
+
+
+def _json_copy(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def _pick_pcp(providers: list[dict[str, Any]], age: int | None, rng: random.Random) -> str:
+    eligible = pcp_specialties_for_age(age)
+    candidates = [provider["id"] for provider in providers if provider["specialty"] in eligible]
+    return rng.choice(candidates)
+
+
+def _numbered_medications(medications: Any) -> list[dict[str, Any]]:
+    if not isinstance(medications, list):
+        return []
+    records = [m for m in medications if isinstance(m, dict) and isinstance(m.get("name"), str)]
+    return [_medication_record(index, record) for index, record in enumerate(records, 1)]
+
+
+def _medication_record(number: int, medication: dict[str, Any]) -> dict[str, Any]:
+    refills = medication.get("refills_remaining")
+    return {
+        "id": f"med-{number}",
+        **{key: value for key, value in medication.items() if key != "id"},
+        # An unrecognised status counts as active: the enrichment schema already limits it.
+        "status": normalise_medication_status(str(medication.get("status"))) or "active",
+        "refills_remaining": max(refills, 0) if type(refills) is int else 0,
+    }

@@ -1,0 +1,155 @@
+"""Launch or resume a benchmark run from the CLI, with a progress bar."""
+
+from decimal import Decimal
+
+from django.core.management.base import BaseCommand, CommandError
+
+from benchmark.models import BenchmarkSet, JobStatus, Run
+from benchmark.services import agents as agent_services
+from benchmark.services import runs
+from benchmark.services.cli import progress_bar, wait_until
+from benchmark.services.inline import run_execute_inline
+
+
+class Command(BaseCommand):
+    help = (
+        "Launch a run (every --model x every --agent on a benchmark set), or resume the run "
+        "with the same --name if its configuration is unchanged."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--name", required=True)
+        parser.add_argument("--set", required=True, help="benchmark set id or name")
+        parser.add_argument(
+            "--model",
+            action="append",
+            required=True,
+            dest="models",
+            help="model under test; repeat for several",
+        )
+        parser.add_argument(
+            "--agent",
+            action="append",
+            dest="agents",
+            help="agent configuration id (default: baseline); repeatable",
+        )
+        parser.add_argument("--patient-model", default="offline/patient")
+        parser.add_argument("--roster-model", default=None)
+        parser.add_argument("--repetitions", type=int, default=1)
+        parser.add_argument("--concurrency", type=int, default=16)
+        parser.add_argument("--max-turns", type=int, default=15)
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--no-cache", action="store_true")
+        parser.add_argument("--cost-limit", type=Decimal, default=None, help="USD")
+        parser.add_argument(
+            "--retry-failed",
+            action="store_true",
+            help="on resume, retry provider/infrastructure failures",
+        )
+        parser.add_argument(
+            "--inline",
+            action="store_true",
+            help="run conversations in this process instead of the workers",
+        )
+        parser.add_argument("--no-wait", action="store_true", help="return once queued")
+
+    def handle(self, *args, **opts):
+        choices = self._agent_choices(opts["models"], opts["agents"] or ["baseline"])
+        benchmark_set = self._benchmark_set(opts["set"])
+        run = Run.objects.filter(name=opts["name"]).first()
+        try:
+            if run is None:
+                run = runs.run_launch(
+                    name=opts["name"],
+                    benchmark_set=benchmark_set,
+                    agents=choices,
+                    patient_model=opts["patient_model"],
+                    roster_model=opts["roster_model"],
+                    repetitions=opts["repetitions"],
+                    concurrency=opts["concurrency"],
+                    use_cache=not opts["no_cache"],
+                    cost_limit_usd=opts["cost_limit"],
+                    max_turns=opts["max_turns"],
+                    seed=opts["seed"],
+                )
+                self.stdout.write(f"Launched run {run.pk} {run.name!r}.")
+            else:
+                self._resume(run, benchmark_set, choices, opts)
+        except runs.RunError as error:
+            raise CommandError(str(error)) from None
+        self._execute(run, opts)
+        progress = runs.run_progress(run)
+        cost = "unknown" if progress["cost"] is None else f"${progress['cost']:.4f}"
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Run {run.pk}: {progress['finished']} finished, {progress['failed']} failed, "
+                f"{progress['cancelled']} cancelled, {progress['pending']} pending; cost {cost}."
+            )
+        )
+
+    def _resume(self, run, benchmark_set, choices, opts) -> None:
+        config = runs.run_config(
+            benchmark_set=benchmark_set,
+            agents=choices,
+            patient_model=opts["patient_model"],
+            roster_model=opts["roster_model"] or opts["patient_model"],
+            repetitions=opts["repetitions"],
+            max_turns=opts["max_turns"],
+            seed=opts["seed"],
+            clock=run.config["clock"],
+        )
+        runs.run_check_config(run, config)
+        runs.run_resume(run, retry_failed=opts["retry_failed"], cost_limit_usd=opts["cost_limit"])
+        self.stdout.write(f"Resuming run {run.pk} {run.name!r}.")
+
+    def _execute(self, run: Run, opts) -> None:
+        total = run.conversations.count()
+        if opts["inline"]:
+            with progress_bar(total, "conversations") as bar:
+
+                def tick() -> None:
+                    bar.update(_settled(run) - bar.n)
+
+                run_execute_inline(run, threads=run.concurrency, on_progress=tick)
+            return
+        from benchmark.tasks import run_dispatch_task
+
+        run_dispatch_task.delay(run.pk)
+        if not opts["no_wait"]:
+            wait_until(
+                lambda: _settled(run),
+                total=total,
+                label="conversations",
+                stop=lambda: _stopped(run),
+            )
+
+    def _agent_choices(self, models, agent_ids):
+        agent_services.agent_configs_ensure_shipped()
+        latest = {c.slug: c for c in agent_services.latest_agent_configs()}
+        missing = [a for a in agent_ids if a not in latest]
+        if missing:
+            raise CommandError(
+                f"Unknown agent configuration(s): {', '.join(missing)}; "
+                f"known: {', '.join(sorted(latest))}."
+            )
+        return [runs.AgentChoice(model, latest[a]) for model in models for a in agent_ids]
+
+    def _benchmark_set(self, key: str) -> BenchmarkSet:
+        found = (
+            BenchmarkSet.objects.filter(pk=int(key))
+            if key.isdigit()
+            else BenchmarkSet.objects.filter(name=key)
+        )
+        benchmark_set = found.order_by("-created_at").first()
+        if benchmark_set is None:
+            raise CommandError(f"No benchmark set {key!r}.")
+        return benchmark_set
+
+
+def _settled(run: Run) -> int:
+    return run.conversations.filter(status__in=("finished", "failed", "cancelled")).count()
+
+
+def _stopped(run: Run) -> bool:
+    run.refresh_from_db(fields=["status"])
+    return run.status != JobStatus.RUNNING

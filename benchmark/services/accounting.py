@@ -1,0 +1,92 @@
+"""Token and cost accounting: every model response becomes a ModelCall row.
+
+An unknown price stays unknown: sums report it as None (shown as "unknown"), never as 0.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from decimal import Decimal
+
+from django.db.models import Count, Q, QuerySet, Sum
+
+from benchmark.engine.chat import ChatRequest, ChatResponse
+from benchmark.models import ModelCall
+
+
+class RecordingClient:
+    """Wraps a chat client and remembers (purpose, response) for every call, thread-safely."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.calls: list[tuple[str, ChatResponse]] = []
+        self._lock = threading.Lock()
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        response = self.inner.chat(request)
+        with self._lock:
+            self.calls.append((request.purpose, response))
+        return response
+
+
+def model_calls_save(calls: Iterable[tuple[str, ChatResponse]], **owner) -> list[ModelCall]:
+    """Persist calls; `owner` is run=, benchmark_set= and/or conversation=."""
+    return ModelCall.objects.bulk_create(model_call_rows(calls, **owner))
+
+
+def model_call_rows(calls: Iterable[tuple[str, ChatResponse]], **owner) -> list[ModelCall]:
+    """Unsaved ModelCall rows for (purpose, response) pairs."""
+    return [
+        ModelCall(
+            purpose=purpose,
+            model=response.model,
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+            cost_usd=response.cost_usd,
+            cached=response.cached,
+            latency_ms=response.latency_ms,
+            **owner,
+        )
+        for purpose, response in calls
+    ]
+
+
+def totals(responses: Iterable[ChatResponse]) -> dict:
+    """Token and cost sums of some responses; cost is None when any price was unknown."""
+    responses = list(responses)
+    costs = [r.cost_usd for r in responses]
+    return {
+        "input_tokens": sum(r.usage.input_tokens for r in responses),
+        "output_tokens": sum(r.usage.output_tokens for r in responses),
+        "cost_usd": None if any(c is None for c in costs) else sum(costs, Decimal(0)),
+    }
+
+
+def cost_by_purpose(calls: QuerySet[ModelCall]) -> list[dict]:
+    """Per purpose and model: calls, tokens, known cost, and how many calls had no price."""
+    rows = (
+        calls.values("purpose", "model")
+        .annotate(
+            calls=Count("id"),
+            input_tokens=Sum("input_tokens"),
+            output_tokens=Sum("output_tokens"),
+            cost=Sum("cost_usd"),
+            unpriced=Count("id", filter=Q(cost_usd__isnull=True)),
+            cached=Count("id", filter=Q(cached=True)),
+        )
+        .order_by("purpose", "model")
+    )
+    return [{**row, "cost": None if row["unpriced"] else row["cost"]} for row in rows]
+
+
+def total_cost(calls: QuerySet[ModelCall]) -> Decimal | None:
+    summary = calls.aggregate(cost=Sum("cost_usd"), unpriced=Count("id", filter=Q(cost_usd=None)))
+    if summary["unpriced"]:
+        return None
+    return summary["cost"] or Decimal(0)
+
+
+def known_cost(calls: QuerySet[ModelCall]) -> Decimal:
+    """Cost of the priced calls only: what a cost limit can compare against."""
+    return calls.aggregate(cost=Sum("cost_usd"))["cost"] or Decimal(0)

@@ -1,0 +1,191 @@
+"""Distributions, benchmark sets and the enrichment of their entries."""
+
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+
+from django.db import transaction
+from django.utils import timezone
+
+from benchmark.engine.chat import ProviderError
+from benchmark.engine.distribution import (
+    DEFAULT_DISTRIBUTION_PATH,
+    parse_distribution,
+)
+from benchmark.engine.distribution import (
+    Distribution as DistributionSpec,
+)
+from benchmark.engine.enrichment import enrich
+from benchmark.engine.sampler import sample_seeds
+from benchmark.models import (
+    BenchmarkEntry,
+    BenchmarkSet,
+    Distribution,
+    EntryStatus,
+    JobStatus,
+)
+from benchmark.services import accounting
+from benchmark.services.conversations import model_router
+
+logger = logging.getLogger(__name__)
+MAX_SET_SIZE = 20_000
+
+
+def distribution_create(*, name: str, yaml_text: str, user=None) -> Distribution:
+    """Validate and store a distribution; raises DistributionError listing every problem."""
+    spec = _parsed(yaml_text, name or "uploaded file")
+    distribution = Distribution(
+        name=name or spec.name, yaml_text=yaml_text, fingerprint=spec.fingerprint, created_by=user
+    )
+    distribution.full_clean()
+    distribution.save()
+    return distribution
+
+
+def distribution_default_ensure() -> Distribution:
+    text = DEFAULT_DISTRIBUTION_PATH.read_text(encoding="utf-8")
+    spec = _parsed(text, DEFAULT_DISTRIBUTION_PATH.name)
+    existing = Distribution.objects.filter(fingerprint=spec.fingerprint).first()
+    return existing or distribution_create(name=spec.name, yaml_text=text)
+
+
+def distribution_spec(distribution: Distribution) -> DistributionSpec:
+    return _parsed(distribution.yaml_text, distribution.name)
+
+
+@lru_cache(maxsize=32)
+def _parsed(yaml_text: str, source: str) -> DistributionSpec:
+    """Parsing takes a tenth of a second (pure-Python YAML) and a stored text never changes."""
+    return parse_distribution(yaml_text, source=source)
+
+
+@transaction.atomic
+def benchmark_set_create(
+    *,
+    name: str,
+    distribution: Distribution,
+    size: int,
+    sampler_seed: int,
+    generator_model: str,
+    user=None,
+) -> BenchmarkSet:
+    """Sample the seeds now (reproducibly) and leave one pending entry per seed."""
+    if not 1 <= size <= MAX_SET_SIZE:
+        raise ValueError(f"Size must be between 1 and {MAX_SET_SIZE:,}.")
+    benchmark_set = BenchmarkSet(
+        name=name,
+        distribution=distribution,
+        size=size,
+        sampler_seed=sampler_seed,
+        generator_model=generator_model,
+        status=JobStatus.RUNNING,
+        created_by=user,
+    )
+    benchmark_set.full_clean()
+    benchmark_set.save()
+    seeds = sample_seeds(distribution_spec(distribution), size, sampler_seed)
+    BenchmarkEntry.objects.bulk_create(_pending_entry(benchmark_set, seed) for seed in seeds)
+    return benchmark_set
+
+
+def _pending_entry(benchmark_set: BenchmarkSet, seed: dict) -> BenchmarkEntry:
+    return BenchmarkEntry(
+        benchmark_set=benchmark_set,
+        index=seed["index"],
+        seed=seed,
+        generator_model=benchmark_set.generator_model,
+        **{
+            field: seed[field]
+            for field in (
+                "condition",
+                "severity",
+                "task_category",
+                "task_subcategory",
+                "age_group",
+                "gender_identity",
+                "care_preference",
+                "personality",
+            )
+        },
+    )
+
+
+def pending_entry_ids(benchmark_set: BenchmarkSet) -> list[int]:
+    return list(
+        benchmark_set.entries.filter(status=EntryStatus.PENDING).values_list("id", flat=True)
+    )
+
+
+def entry_enrich(entry_id: int) -> None:
+    """Enrich one pending entry; invalid output fails it with the reason, never half-saved."""
+    entry = BenchmarkEntry.objects.select_related("benchmark_set").get(pk=entry_id)
+    if entry.status != EntryStatus.PENDING:
+        return
+    recorder = accounting.RecordingClient(model_router(True))
+    try:
+        result = enrich(
+            recorder,
+            entry.seed,
+            model=entry.generator_model,
+            today=entry.benchmark_set.created_at.date(),
+        )
+    except ProviderError as error:
+        _entry_fail(entry, f"provider error ({error.kind}): {error}", recorder)
+    except Exception as error:  # a bug must not leave the entry pending and the set unfinished
+        logger.exception("enriching entry %s failed unexpectedly", entry_id)
+        _entry_fail(entry, f"unexpected error: {type(error).__name__}: {error}", recorder)
+    else:
+        if result.ok:
+            _entry_ready(entry, result.entry, recorder)
+        else:
+            _entry_fail(entry, result.failure_reason, recorder)
+    benchmark_set_finish_if_done(entry.benchmark_set)
+
+
+def _entry_ready(entry: BenchmarkEntry, data: dict, recorder) -> None:
+    entry.profile = data["patient_profile"]
+    entry.story = data["patient_story"]
+    entry.complexity = data["scenario_complexity"]
+    _entry_save(entry, EntryStatus.READY, "", recorder)
+
+
+def _entry_fail(entry: BenchmarkEntry, reason: str, recorder) -> None:
+    _entry_save(entry, EntryStatus.FAILED, reason, recorder)
+
+
+@transaction.atomic
+def _entry_save(entry: BenchmarkEntry, status: str, reason: str, recorder) -> None:
+    accounting.model_calls_save(recorder.calls, benchmark_set=entry.benchmark_set)
+    # A task delivered twice may have enriched the entry meanwhile: keep the first result.
+    if (
+        not BenchmarkEntry.objects.select_for_update()
+        .filter(pk=entry.pk, status=EntryStatus.PENDING)
+        .exists()
+    ):
+        return
+    responses = [response for _, response in recorder.calls]
+    sums = accounting.totals(responses)
+    entry.status, entry.failure_reason = status, reason
+    entry.attempts = len(responses)
+    entry.raw_responses = [r.text for r in responses]
+    entry.input_tokens, entry.output_tokens = sums["input_tokens"], sums["output_tokens"]
+    entry.cost_usd = sums["cost_usd"]
+    entry.save()
+
+
+def benchmark_set_finish_if_done(benchmark_set: BenchmarkSet) -> None:
+    if not benchmark_set.entries.filter(status=EntryStatus.PENDING).exists():
+        BenchmarkSet.objects.filter(pk=benchmark_set.pk, status=JobStatus.RUNNING).update(
+            status=JobStatus.FINISHED
+        )
+
+
+def benchmark_set_retry_failed(benchmark_set: BenchmarkSet) -> list[int]:
+    """Put failed entries back to pending (after fixing a provider, say); returns their ids."""
+    failed = benchmark_set.entries.filter(status=EntryStatus.FAILED)
+    ids = list(failed.values_list("id", flat=True))
+    failed.update(status=EntryStatus.PENDING, failure_reason="", updated_at=timezone.now())
+    if ids:
+        BenchmarkSet.objects.filter(pk=benchmark_set.pk).update(status=JobStatus.RUNNING)
+    return ids

@@ -1,0 +1,251 @@
+"""Play one conversation (the unit of work) and store its trace.
+
+Idempotent: a conversation that is finished, cancelled or running elsewhere is left alone.
+Nothing is written until the conversation ends, so a worker crash loses only that
+conversation's progress, and the retry starts it from the beginning.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import lru_cache
+
+from django.conf import settings
+from django.db import DatabaseError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from benchmark.engine.agents.agent_config import parse_agent_config
+from benchmark.engine.agents.loop import CaseInput, ConversationOutcome, run_conversation
+from benchmark.engine.chat import ProviderError
+from benchmark.engine.providers.client import ModelRouter
+from benchmark.engine.sandbox import Sandbox
+from benchmark.engine.sandbox.roster import generate_roster
+from benchmark.engine.structured import StructuredFailure
+from benchmark.models import (
+    Conversation,
+    ConversationStatus,
+    JobStatus,
+    ModelCall,
+    Run,
+    Termination,
+    TraceEvent,
+)
+from benchmark.services import accounting
+
+logger = logging.getLogger(__name__)
+
+STATUS_FOR = {
+    Termination.CANCELLED: ConversationStatus.CANCELLED,
+    Termination.PROVIDER_ERROR: ConversationStatus.FAILED,
+    Termination.INFRASTRUCTURE: ConversationStatus.FAILED,
+}
+CANCEL_CHECK_SECONDS = 2.0
+
+
+@lru_cache(maxsize=2)
+def model_router(use_cache: bool) -> ModelRouter:
+    """One router per process and cache flag, so every thread shares clients and rate limits."""
+    return ModelRouter(use_cache=use_cache)
+
+
+def conversation_execute(conversation_id: int) -> bool:
+    """Run the conversation if it is waiting; returns whether it ran here."""
+    claimed = Conversation.objects.filter(
+        pk=conversation_id,
+        status__in=(ConversationStatus.QUEUED, ConversationStatus.PENDING),
+        run__status=JobStatus.RUNNING,
+    ).update(
+        status=ConversationStatus.RUNNING,
+        attempts=F("attempts") + 1,
+        started_at=timezone.now(),
+        heartbeat_at=timezone.now(),
+    )
+    if not claimed:
+        return False
+    conversation = Conversation.objects.select_related(
+        "run", "run_agent__agent_config", "entry"
+    ).get(pk=conversation_id)
+    recorder = accounting.RecordingClient(model_router(conversation.run.use_cache))
+    try:
+        outcome, initial = _play(conversation, recorder)
+        _save_outcome(conversation, outcome, initial, recorder)
+    except _SetupFailed as failure:
+        logger.warning("conversation %s not started: %s", conversation.public_id, failure)
+        _save_failure(conversation, failure.termination, str(failure), recorder)
+    except Exception as error:  # anything unexpected is an infrastructure failure, kept visible
+        logger.exception("conversation %s failed outside the loop", conversation.public_id)
+        _save_failure(
+            conversation, Termination.INFRASTRUCTURE, f"{type(error).__name__}: {error}", recorder
+        )
+    return True
+
+
+def _play(conversation: Conversation, client) -> tuple[ConversationOutcome | None, dict | None]:
+    run, entry = conversation.run, conversation.entry
+    clock = conversation.clock
+    try:
+        roster, _ = generate_roster(
+            client, entry.profile, model=run.roster_model, seed=conversation.seed
+        )
+    except ProviderError as error:
+        raise _SetupFailed(Termination.PROVIDER_ERROR, f"roster generation: {error}") from error
+    except StructuredFailure as failure:
+        raise _SetupFailed(
+            Termination.INFRASTRUCTURE, f"roster generation: {failure.reason}"
+        ) from failure
+    sandbox = Sandbox.build(profile=entry.profile, roster=roster, seed=conversation.seed, now=clock)
+    initial = sandbox.to_json()
+    outcome = run_conversation(
+        case=CaseInput(profile=entry.profile, story=entry.story, seed=entry.seed),
+        sandbox=sandbox,
+        patient_client=client,
+        assistant_client=client,
+        patient_model=run.patient_model,
+        assistant_model=conversation.run_agent.model,
+        agent=parse_agent_config(conversation.run_agent.agent_config.yaml_text),
+        now=clock,
+        max_turns=run.max_turns,
+        should_stop=_cancel_watch(run),
+        on_event=_heartbeat(conversation),
+    )
+    return outcome, initial
+
+
+class _SetupFailed(Exception):
+    def __init__(self, termination: str, message: str):
+        super().__init__(message)
+        self.termination = termination
+
+
+def _cancel_watch(run: Run):
+    """should_stop for the loop: asks the database at most every CANCEL_CHECK_SECONDS."""
+    state = {"checked": 0.0, "stop": False}
+
+    def should_stop() -> bool:
+        now = time.monotonic()
+        if not state["stop"] and now - state["checked"] > CANCEL_CHECK_SECONDS:
+            state["checked"] = now
+            status = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+            state["stop"] = status == JobStatus.CANCELLED
+        return state["stop"]
+
+    return should_stop
+
+
+def _heartbeat(conversation: Conversation):
+    """on_event for the loop: refresh the lease, at most a few times per lease period.
+
+    Every write takes SQLite's database-wide lock, so writing on every message would make
+    many concurrent conversations queue behind each other.
+    """
+    interval = min(60.0, settings.CONVERSATION_LEASE_SECONDS / 3)
+    state = {"written": time.monotonic()}
+
+    def on_event(event) -> None:
+        now = time.monotonic()
+        if event.kind != "assistant_message" or now - state["written"] < interval:
+            return
+        state["written"] = now
+        try:
+            Conversation.objects.filter(pk=conversation.pk).update(heartbeat_at=timezone.now())
+        except DatabaseError:  # a missed heartbeat must not end the conversation
+            logger.warning("heartbeat for %s not written", conversation.public_id)
+
+    return on_event
+
+
+def _save_outcome(conversation, outcome: ConversationOutcome, initial: dict, recorder) -> None:
+    sandbox = outcome.sandbox
+    reason = outcome.termination_reason
+    # Everything is built before the transaction: it holds the database write lock.
+    events = [_trace_row(conversation, seq, event) for seq, event in enumerate(outcome.events)]
+    _apply(
+        conversation,
+        status=STATUS_FOR.get(reason, ConversationStatus.FINISHED),
+        termination_reason=reason,
+        error=outcome.error,
+        sandbox_initial=initial,
+        sandbox_final=sandbox.to_json(),
+        final_state_hash=sandbox.state_hash(),
+        write_actions=list(sandbox.write_actions),
+        assistant_turns=outcome.assistant_turns,
+        usage=_json_usage(outcome.usage),
+        recorder=recorder,
+    )
+    calls = accounting.model_call_rows(
+        recorder.calls, run=conversation.run, conversation=conversation
+    )
+    with transaction.atomic():
+        conversation.events.all().delete()
+        TraceEvent.objects.bulk_create(events)
+        conversation.save()
+        ModelCall.objects.bulk_create(calls)
+
+
+def _save_failure(conversation, termination: str, message: str, recorder) -> None:
+    # Clear whatever an earlier attempt stored, so no field describes a different attempt.
+    _apply(
+        conversation,
+        status=ConversationStatus.FAILED,
+        termination_reason=termination,
+        error=message,
+        sandbox_initial=None,
+        sandbox_final=None,
+        final_state_hash="",
+        write_actions=[],
+        assistant_turns=0,
+        usage={},
+        recorder=recorder,
+    )
+    calls = accounting.model_call_rows(
+        recorder.calls, run=conversation.run, conversation=conversation
+    )
+    with transaction.atomic():
+        conversation.events.all().delete()
+        conversation.save()
+        ModelCall.objects.bulk_create(calls)
+
+
+def _apply(conversation: Conversation, *, recorder, **fields) -> None:
+    """Set the outcome fields and the token/cost totals on the (unsaved) conversation."""
+    sums = accounting.totals(response for _, response in recorder.calls)
+    for name, value in fields.items():
+        setattr(conversation, name, value)
+    conversation.input_tokens = sums["input_tokens"]
+    conversation.output_tokens = sums["output_tokens"]
+    conversation.cost_usd = sums["cost_usd"]
+    conversation.cost_known = sums["cost_usd"] is not None
+    conversation.finished_at = timezone.now()
+
+
+def _trace_row(conversation: Conversation, seq: int, event) -> TraceEvent:
+    return TraceEvent(
+        conversation=conversation,
+        event_id=event.event_id,
+        seq=seq,
+        turn=event.turn,
+        kind=event.kind,
+        content=event.content,
+        tool_name=event.tool_name,
+        tool_call_id=event.tool_call_id,
+        arguments=event.arguments,
+        ok=event.ok,
+        model_role=event.model_role,
+        input_tokens=event.input_tokens,
+        output_tokens=event.output_tokens,
+        latency_ms=event.latency_ms,
+        cost_usd=event.cost_usd,
+        cached=event.cached,
+    )
+
+
+def _json_usage(usage: dict) -> dict:
+    return {
+        role: {
+            **values,
+            "cost_usd": None if values.get("cost_usd") is None else str(values["cost_usd"]),
+        }
+        for role, values in usage.items()
+    }

@@ -1,0 +1,127 @@
+"""Read-side helpers for benchmark pages: distribution reports, filtered lists, CSV."""
+
+from __future__ import annotations
+
+import pandas as pd
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, QueryDict
+
+from benchmark import charts
+from benchmark.engine.distribution_report import realised_shares, to_csv
+from benchmark.models import BenchmarkEntry, BenchmarkSet, Conversation, Distribution, Run
+from benchmark.services.cases import distribution_spec
+
+ATTRIBUTE_TITLES = {
+    "condition": "Condition",
+    "severity": "Severity",
+    "task_category": "Task category",
+    "task_subcategory": "Task subcategory",
+    "age_group": "Age group",
+    "sex": "Sex",
+    "gender": "Gender",
+    "gender_identity": "Gender identity (derived)",
+    "care_preference": "Care preference",
+    "personality": "Personality",
+    "complexity": "Scenario complexity (from enrichment)",
+}
+
+
+def distribution_targets(distribution: Distribution) -> list[dict]:
+    """The configured shares of every attribute value, grouped per attribute."""
+    frame = realised_shares([], distribution_spec(distribution))
+    return report_sections(frame, with_realised=False)
+
+
+def realised_distribution(benchmark_set: BenchmarkSet) -> pd.DataFrame:
+    """Target vs realised share of every attribute value (the paper's Table 2 shape)."""
+    seeds = list(benchmark_set.entries.values_list("seed", flat=True))
+    frame = realised_shares(seeds, distribution_spec(benchmark_set.distribution))
+    return pd.concat([frame, _complexity_rows(benchmark_set)], ignore_index=True)
+
+
+def _complexity_rows(benchmark_set: BenchmarkSet) -> pd.DataFrame:
+    values = list(benchmark_set.entries.ready().values_list("complexity", flat=True))
+    counts = pd.Series(values, dtype="object").value_counts()
+    total = max(len(values), 1)
+    return pd.DataFrame(
+        {
+            "attribute": "complexity",
+            "value": counts.index,
+            "target_share": float("nan"),
+            "realised_share": counts.to_numpy() / total,
+            "count": counts.to_numpy(),
+            "difference": float("nan"),
+        }
+    )
+
+
+def report_sections(frame: pd.DataFrame, *, with_realised: bool = True) -> list[dict]:
+    sections = []
+    for attribute, rows in frame.groupby("attribute", sort=False):
+        rows = rows.sort_values(
+            ["target_share", "value"], ascending=[False, True], na_position="last"
+        )
+        records = rows.to_dict("records")
+        chart_rows = [
+            (str(r["value"]), _share(r["target_share"]), _share(r["realised_share"]))
+            for r in records
+        ]
+        title = ATTRIBUTE_TITLES.get(attribute, attribute)
+        sections.append(
+            {
+                "attribute": attribute,
+                "title": title,
+                "rows": records,
+                "chart": charts.paired_bars(chart_rows, title=title) if with_realised else "",
+            }
+        )
+    return sections
+
+
+def _share(value) -> float:
+    return 0.0 if pd.isna(value) else float(value)
+
+
+def csv_response(frame: pd.DataFrame, filename: str) -> HttpResponse:
+    response = HttpResponse(to_csv(frame), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def filtered_entries(
+    benchmark_set: BenchmarkSet, params: QueryDict
+) -> tuple[QuerySet[BenchmarkEntry], list[dict]]:
+    """Entries filtered by every attribute in the query string, plus the filter choices."""
+    entries = benchmark_set.entries.all()
+    filters = []
+    for field in BenchmarkEntry.FILTER_FIELDS:
+        choices = sorted(v for v in entries.values_list(field, flat=True).distinct() if v)
+        filters.append(
+            {
+                "field": field,
+                "label": ATTRIBUTE_TITLES.get(field, field.title()),
+                "choices": choices,
+                "selected": params.get(field, ""),
+            }
+        )
+    chosen = {f["field"]: f["selected"] for f in filters if f["selected"]}
+    return entries.filter(**chosen).order_by("index"), filters
+
+
+def filtered_conversations(run: Run, params: QueryDict) -> QuerySet[Conversation]:
+    conversations = run.conversations.select_related("run_agent", "entry").order_by(
+        "entry__index", "run_agent_id", "repetition"
+    )
+    for field in ("status", "termination_reason"):
+        if params.get(field):
+            conversations = conversations.filter(**{field: params[field]})
+    if params.get("agent", "").isdigit():
+        conversations = conversations.filter(run_agent_id=params["agent"])
+    return conversations
+
+
+def query_without_page(request: HttpRequest) -> str:
+    query = request.GET.copy()
+    query.pop("page", None)
+    query.pop("fragment", None)
+    return query.urlencode()

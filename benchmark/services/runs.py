@@ -1,0 +1,340 @@
+"""Benchmark runs: launch, dispatch with bounded concurrency, pause, cancel, resume, progress.
+
+The unit of work is a Conversation row (run, case, agent, repetition). Its seed is hashed from
+(run seed, set, case, repetition) without the agent, so every agent meets the same sandbox and
+roster for a case: comparisons between agents are paired. Dispatch claims pending rows with a
+conditional UPDATE, so two dispatchers never enqueue the same row twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from benchmark.engine.agents.prompts import default_patient_prompt
+from benchmark.engine.seeds import derive_seed
+from benchmark.models import (
+    AgentConfig,
+    BenchmarkSet,
+    Conversation,
+    ConversationStatus,
+    EntryStatus,
+    JobStatus,
+    Run,
+    RunAgent,
+    Termination,
+)
+from benchmark.services import accounting
+
+IN_FLIGHT = (ConversationStatus.QUEUED, ConversationStatus.RUNNING)
+RETRYABLE_TERMINATIONS = (Termination.PROVIDER_ERROR, Termination.INFRASTRUCTURE)
+
+
+def lease() -> timedelta:
+    """A queued or running conversation whose heartbeat is older than this lost its worker."""
+    return timedelta(seconds=settings.CONVERSATION_LEASE_SECONDS)
+
+
+class RunError(ValueError):
+    """A run cannot be launched or resumed as asked; the message says why."""
+
+
+@dataclass(frozen=True)
+class AgentChoice:
+    model: str
+    agent_config: AgentConfig
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} · {self.agent_config.slug}"
+
+
+def patient_prompt_version() -> str:
+    return default_patient_prompt().content_hash[:16]
+
+
+def run_config(
+    *,
+    benchmark_set: BenchmarkSet,
+    agents: Iterable[AgentChoice],
+    patient_model: str,
+    roster_model: str,
+    repetitions: int,
+    max_turns: int,
+    seed: int,
+    clock: str,
+) -> dict:
+    """Everything that changes what a run produces. Its hash guards resumes."""
+    return {
+        "benchmark_set": benchmark_set.pk,
+        "distribution": benchmark_set.distribution.fingerprint,
+        "agents": [
+            {
+                "model": a.model,
+                "agent": a.agent_config.slug,
+                "agent_fingerprint": a.agent_config.fingerprint,
+            }
+            for a in agents
+        ],
+        "patient_model": patient_model,
+        "patient_prompt_version": patient_prompt_version(),
+        "roster_model": roster_model,
+        "repetitions": repetitions,
+        "max_turns": max_turns,
+        "seed": seed,
+        "clock": clock,
+    }
+
+
+def config_hash(config: dict) -> str:
+    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@transaction.atomic
+def run_launch(
+    *,
+    name: str,
+    benchmark_set: BenchmarkSet,
+    agents: list[AgentChoice],
+    patient_model: str,
+    roster_model: str | None = None,
+    repetitions: int = 1,
+    concurrency: int = 8,
+    use_cache: bool = True,
+    cost_limit_usd: Decimal | None = None,
+    max_turns: int = 15,
+    seed: int = 0,
+    user=None,
+) -> Run:
+    if not agents:
+        raise RunError("Choose at least one agent (model + configuration).")
+    if len({a.label for a in agents}) != len(agents):
+        raise RunError("The same model and configuration were chosen twice.")
+    entries = list(benchmark_set.entries.filter(status=EntryStatus.READY))
+    if not entries:
+        raise RunError(f"Benchmark set {benchmark_set.name!r} has no ready entries yet.")
+    clock = timezone.now().replace(microsecond=0)
+    config = run_config(
+        benchmark_set=benchmark_set,
+        agents=agents,
+        patient_model=patient_model,
+        roster_model=roster_model or patient_model,
+        repetitions=repetitions,
+        max_turns=max_turns,
+        seed=seed,
+        clock=clock.isoformat(),
+    )
+    run = Run(
+        name=name,
+        benchmark_set=benchmark_set,
+        patient_model=patient_model,
+        patient_prompt_version=config["patient_prompt_version"],
+        roster_model=config["roster_model"],
+        repetitions=repetitions,
+        concurrency=concurrency,
+        use_cache=use_cache,
+        cost_limit_usd=cost_limit_usd,
+        max_turns=max_turns,
+        seed=seed,
+        config=config,
+        config_hash=config_hash(config),
+        status=JobStatus.RUNNING,
+        created_by=user,
+        started_at=timezone.now(),
+    )
+    run.full_clean()
+    run.save()
+    run_agents = [
+        RunAgent.objects.create(run=run, model=a.model, agent_config=a.agent_config, label=a.label)
+        for a in agents
+    ]
+    Conversation.objects.bulk_create(
+        Conversation(
+            run=run,
+            run_agent=agent,
+            entry=entry,
+            repetition=rep,
+            clock=clock,
+            seed=derive_seed(seed, benchmark_set.pk, entry.index, rep),
+        )
+        for entry in entries
+        for agent in run_agents
+        for rep in range(repetitions)
+    )
+    return run
+
+
+def run_check_config(run: Run, config: dict) -> None:
+    """Refuse to resume a run with a different configuration; name what changed."""
+    if config_hash(config) == run.config_hash:
+        return
+    changed = sorted(k for k in set(config) | set(run.config) if config.get(k) != run.config.get(k))
+    raise RunError(
+        f"Run {run.name!r} was launched with a different configuration "
+        f"(changed: {', '.join(changed)}). Launch a new run instead of resuming this one."
+    )
+
+
+def run_dispatch(run: Run, enqueue: Callable[[list[int]], None]) -> list[int]:
+    """Top the run up to its concurrency; recover lost work; finish or stop it when due."""
+    with transaction.atomic():
+        # Every finished conversation triggers a dispatch: lock the run row so concurrent
+        # dispatchers take turns and together never exceed the concurrency.
+        Run.objects.select_for_update().filter(pk=run.pk).first()
+        return _dispatch_locked(run, enqueue)
+
+
+def _dispatch_locked(run: Run, enqueue: Callable[[list[int]], None]) -> list[int]:
+    run.refresh_from_db()
+    if run.status != JobStatus.RUNNING:
+        return []
+    _recover_stale(run)
+    if _over_cost_limit(run):
+        return []
+    in_flight = run.conversations.filter(status__in=IN_FLIGHT).count()
+    capacity = max(run.concurrency - in_flight, 0)
+    claimed = _claim(run, capacity)
+    if claimed:
+        transaction.on_commit(lambda: enqueue(claimed))
+    elif (
+        in_flight == 0 and not run.conversations.filter(status=ConversationStatus.PENDING).exists()
+    ):
+        Run.objects.filter(pk=run.pk, status=JobStatus.RUNNING).update(
+            status=JobStatus.FINISHED, finished_at=timezone.now()
+        )
+    return claimed
+
+
+def _claim(run: Run, capacity: int) -> list[int]:
+    if capacity == 0:
+        return []
+    candidates = list(
+        run.conversations.filter(status=ConversationStatus.PENDING)
+        .order_by("entry__index", "run_agent_id", "repetition")
+        .values_list("id", flat=True)[:capacity]
+    )
+    claimed = []
+    for conversation_id in candidates:
+        won = Conversation.objects.filter(
+            pk=conversation_id, status=ConversationStatus.PENDING
+        ).update(status=ConversationStatus.QUEUED, heartbeat_at=timezone.now())
+        if won:
+            claimed.append(conversation_id)
+    return claimed
+
+
+def _recover_stale(run: Run) -> int:
+    stale = run.conversations.filter(
+        status__in=IN_FLIGHT, heartbeat_at__lt=timezone.now() - lease()
+    )
+    return stale.update(status=ConversationStatus.PENDING)
+
+
+def _over_cost_limit(run: Run) -> bool:
+    if run.cost_limit_usd is None:
+        return False
+    spent = accounting.known_cost(run.model_calls.all())
+    if spent < run.cost_limit_usd:
+        return False
+    Run.objects.filter(pk=run.pk).update(
+        status=JobStatus.PAUSED,
+        stop_reason=f"Cost limit reached: ${spent:.2f} spent of ${run.cost_limit_usd:.2f}. "
+        "Raise the limit and resume to continue.",
+    )
+    return True
+
+
+def run_pause(run: Run) -> None:
+    """Stop launching work; conversations already running finish, queued ones wait."""
+    with transaction.atomic():
+        Run.objects.filter(pk=run.pk, status=JobStatus.RUNNING).update(
+            status=JobStatus.PAUSED, stop_reason="Paused by a person."
+        )
+        run.conversations.filter(status=ConversationStatus.QUEUED).update(
+            status=ConversationStatus.PENDING
+        )
+
+
+def run_cancel(run: Run) -> None:
+    with transaction.atomic():
+        Run.objects.filter(pk=run.pk).exclude(status=JobStatus.FINISHED).update(
+            status=JobStatus.CANCELLED,
+            stop_reason="Cancelled by a person.",
+            finished_at=timezone.now(),
+        )
+        run.conversations.filter(
+            status__in=(ConversationStatus.PENDING, ConversationStatus.QUEUED)
+        ).update(status=ConversationStatus.CANCELLED, termination_reason=Termination.CANCELLED)
+
+
+def run_resume(
+    run: Run, *, retry_failed: bool = False, cost_limit_usd: Decimal | None = None
+) -> None:
+    """Continue a paused, cancelled or finished run; optionally retry infrastructure failures."""
+    if run.patient_prompt_version != patient_prompt_version():
+        raise RunError(
+            "The patient prompt changed since this run was launched; resuming would mix "
+            "prompt versions. Launch a new run."
+        )
+    with transaction.atomic():
+        if cost_limit_usd is not None:
+            run.cost_limit_usd = cost_limit_usd
+        run.status, run.stop_reason, run.finished_at = JobStatus.RUNNING, "", None
+        run.save(update_fields=["status", "stop_reason", "finished_at", "cost_limit_usd"])
+        retry = Q(status=ConversationStatus.CANCELLED)
+        if retry_failed:
+            retry |= Q(
+                status=ConversationStatus.FAILED, termination_reason__in=RETRYABLE_TERMINATIONS
+            )
+        run.conversations.filter(retry).update(
+            status=ConversationStatus.PENDING, termination_reason="", error=""
+        )
+
+
+def run_progress(run: Run) -> dict:
+    counts = dict(
+        run.conversations.values_list("status").annotate(n=Count("id")).values_list("status", "n")
+    )
+    total = sum(counts.values())
+    finished = counts.get(ConversationStatus.FINISHED, 0)
+    failed = counts.get(ConversationStatus.FAILED, 0)
+    cancelled = counts.get(ConversationStatus.CANCELLED, 0)
+    done = finished + failed + cancelled
+    tokens = run.model_calls.aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"))
+    return {
+        "total": total,
+        "finished": finished,
+        "failed": failed,
+        "cancelled": cancelled,
+        "running": counts.get(ConversationStatus.RUNNING, 0),
+        "queued": counts.get(ConversationStatus.QUEUED, 0),
+        "pending": counts.get(ConversationStatus.PENDING, 0),
+        "percent": round(100 * done / total, 1) if total else 100.0,
+        "input_tokens": tokens["i"] or 0,
+        "output_tokens": tokens["o"] or 0,
+        "cost": accounting.total_cost(run.model_calls.all()),
+        "terminations": dict(
+            run.conversations.exclude(termination_reason="")
+            .values_list("termination_reason")
+            .annotate(n=Count("id"))
+            .values_list("termination_reason", "n")
+        ),
+        "eta_seconds": _eta_seconds(run, done, total),
+    }
+
+
+def _eta_seconds(run: Run, done: int, total: int) -> float | None:
+    if run.status != JobStatus.RUNNING or not done or done >= total or not run.started_at:
+        return None
+    elapsed = (timezone.now() - run.started_at).total_seconds()
+    return elapsed / done * (total - done)

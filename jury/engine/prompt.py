@@ -1,0 +1,183 @@
+"""Judge prompt rendering from the one shared template, jury/data/prompts/judge.md.
+
+The template holds a system part and a user part (split by HTML comment markers that a
+Markdown viewer hides) with string.Template placeholders. Rendering takes the rubric, the
+patient profile, the scenario and the trace, and nothing that could identify the model under
+evaluation: there is no model argument, trace events are reduced to a fixed set of fields, and
+reasoning blocks (internal to the agent) are left out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from jury.engine.rubrics import Rubric
+
+JUDGE_TEMPLATE_PATH = Path(__file__).resolve().parent.parent / "data" / "prompts" / "judge.md"
+
+SYSTEM_MARKER = "<!-- system -->"
+USER_MARKER = "<!-- user -->"
+PLACEHOLDERS = frozenset(
+    {
+        "rubric_name",
+        "rubric_code",
+        "rubric_version",
+        "task",
+        "applicability",
+        "levels",
+        "sub_dimensions",
+        "distinctions",
+        "forced_fail",
+        "profile",
+        "scenario",
+        "trace",
+    }
+)
+
+_HIDDEN_KINDS = frozenset({"reasoning"})
+_SHOWN_KINDS = frozenset(
+    {"patient_message", "assistant_message", "tool_call", "tool_result", "error"}
+)
+
+
+class PromptTemplateError(ValueError):
+    """The judge template text cannot be used (missing marker or unknown placeholder)."""
+
+
+@dataclass(frozen=True)
+class JudgeTemplate:
+    system: Template
+    user: Template
+
+
+def parse_judge_template(text: str) -> JudgeTemplate:
+    if text.count(SYSTEM_MARKER) != 1 or text.count(USER_MARKER) != 1:
+        raise PromptTemplateError(
+            f"the judge template needs exactly one {SYSTEM_MARKER} and one {USER_MARKER} line"
+        )
+    before_user, user = text.split(USER_MARKER)
+    system = before_user.split(SYSTEM_MARKER)[1]
+    parts = JudgeTemplate(system=Template(system.strip()), user=Template(user.strip()))
+    for part in (parts.system, parts.user):
+        if not part.is_valid():
+            raise PromptTemplateError("the judge template has a malformed $placeholder")
+        unknown = set(part.get_identifiers()) - PLACEHOLDERS
+        if unknown:
+            raise PromptTemplateError(f"unknown placeholder(s): {', '.join(sorted(unknown))}")
+    return parts
+
+
+@lru_cache(maxsize=4)
+def load_judge_template(path: Path | str = JUDGE_TEMPLATE_PATH) -> JudgeTemplate:
+    return parse_judge_template(Path(path).read_text(encoding="utf-8"))
+
+
+def render_judge_prompt(
+    rubric: Rubric,
+    *,
+    profile: Mapping[str, Any],
+    scenario: Mapping[str, Any],
+    events: Iterable[Mapping[str, Any]],
+    template: JudgeTemplate | None = None,
+) -> tuple[str, str]:
+    """Return (system, user) for one judge call on one rubric.
+
+    `scenario` carries the story under "story" plus any other ground truth (task category and
+    subcategory, seed attributes, complexity); everything except the story is shown as JSON.
+    """
+    if not rubric.judged:
+        raise ValueError(f"rubric {rubric.id!r} is scored by clinicians only, not by judges")
+    template = template or load_judge_template()
+    values = {
+        "rubric_name": rubric.name,
+        "rubric_code": rubric.code,
+        "rubric_version": str(rubric.version),
+        "task": rubric.task,
+        "applicability": (
+            f"{rubric.applicability.rule} Score to give when the dimension had nothing to "
+            f"exercise: {rubric.applicability.default_score}."
+        ),
+        "levels": render_levels(rubric),
+        "sub_dimensions": render_sub_dimensions(rubric),
+        "distinctions": _bullets(rubric.distinctions) or "None for this dimension.",
+        "forced_fail": _bullets(rubric.forced_fail),
+        "profile": json.dumps(profile, indent=2, ensure_ascii=False),
+        "scenario": render_scenario(scenario),
+        "trace": render_trace(events),
+    }
+    return template.system.substitute(values), template.user.substitute(values)
+
+
+def prompt_hash(system: str, user: str) -> str:
+    # JSON keeps the boundary between the two parts unambiguous.
+    payload = json.dumps([system, user], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def render_levels(rubric: Rubric) -> str:
+    return "\n".join(
+        f"- {level.score} ({level.label}): {level.description}" for level in rubric.levels
+    )
+
+
+def render_sub_dimensions(rubric: Rubric) -> str:
+    blocks = [
+        f"### {index}. {sub.name}\n{_bullets(sub.criteria)}"
+        for index, sub in enumerate(rubric.sub_dimensions, start=1)
+    ]
+    return "\n\n".join(blocks)
+
+
+def render_scenario(scenario: Mapping[str, Any]) -> str:
+    story = str(scenario.get("story") or "(no story recorded)")
+    facts = {key: value for key, value in scenario.items() if key != "story"}
+    facts_json = json.dumps(facts, indent=2, ensure_ascii=False, sort_keys=True)
+    return f"Story: {story}\n\nScenario facts:\n```json\n{facts_json}\n```"
+
+
+def render_trace(events: Iterable[Mapping[str, Any]]) -> str:
+    lines = [_render_event(event) for event in events if event["kind"] not in _HIDDEN_KINDS]
+    return "\n".join(lines) if lines else "(the conversation has no events)"
+
+
+def _render_event(event: Mapping[str, Any]) -> str:
+    kind = event["kind"]
+    if kind not in _SHOWN_KINDS:
+        raise ValueError(f"unknown trace event kind {kind!r}")
+    head = f"#{event['event_id']} [turn {event.get('turn', '?')}]"
+    if kind == "patient_message":
+        body = f"Patient: {event.get('content', '')}"
+    elif kind == "assistant_message":
+        body = f"Assistant: {event.get('content', '')}"
+    elif kind == "tool_call":
+        body = f"Tool call {event.get('tool_name')}: {_arguments_text(event.get('arguments'))}"
+    elif kind == "tool_result":
+        status = "ok" if event.get("ok") else "error"
+        body = f"Tool result {event.get('tool_name')} ({status}): {event.get('content', '')}"
+    else:
+        # Provider error texts can name the model, so judges only learn that an error happened.
+        body = "System: the conversation was interrupted by a technical error."
+    return _indent_continuation(f"{head} {body}")
+
+
+def _arguments_text(arguments: Any) -> str:
+    if arguments is None:
+        return "{}"
+    if isinstance(arguments, str):
+        return arguments  # the raw text the model emitted, possibly malformed JSON
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _indent_continuation(text: str) -> str:
+    return text.replace("\n", "\n    ")
+
+
+def _bullets(items: Iterable[str]) -> str:
+    return "\n".join(f"- {item}" for item in items)

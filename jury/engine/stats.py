@@ -1,0 +1,278 @@
+"""Report statistics: confidence intervals, model tables, subgroup sensitivity, judge agreement.
+
+Inputs are plain DataFrames built from the merged jury results:
+- rubric scores: one row per (conversation, rubric) with `model`, `rubric`, `score` (the
+  jury-averaged score) and `passed`;
+- conversations: one row per scored conversation with `model`, `aggregate` and any seed
+  attributes (personality, severity, age_group, ...).
+Everything is grouped and vectorised; no loops over rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats as scipy_stats
+
+from jury.engine.aggregate import PASS_THRESHOLD
+
+CONFIDENCE = 0.95
+EXPORT_FORMATS = ("csv", "markdown", "latex")
+
+
+@dataclass(frozen=True)
+class MeanCI:
+    mean: float
+    low: float
+    high: float
+    sd: float  # sample standard deviation (ddof=1)
+    n: int
+
+
+def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> MeanCI:
+    """Mean with a Student-t confidence interval; the bounds are NaN below two values."""
+    array = np.asarray(values, dtype=float)
+    array = array[~np.isnan(array)]
+    n = len(array)
+    mean = float(array.mean()) if n else math.nan
+    sd = float(array.std(ddof=1)) if n > 1 else math.nan
+    low, high = _t_bounds(np.array([mean]), np.array([sd]), np.array([n]), confidence)
+    return MeanCI(mean=mean, low=float(low[0]), high=float(high[0]), sd=sd, n=n)
+
+
+def wilson_interval(successes, n, confidence: float = CONFIDENCE):
+    """Wilson score interval for a proportion; works on scalars or arrays (NaN where n = 0)."""
+    successes = np.asarray(successes, dtype=float)
+    n = np.asarray(n, dtype=float)
+    z = scipy_stats.norm.ppf(1 - (1 - confidence) / 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = successes / n
+        denominator = 1 + z**2 / n
+        centre = (p + z**2 / (2 * n)) / denominator
+        half = z / denominator * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))
+    low, high = centre - half, centre + half
+    if low.ndim == 0:
+        return float(low), float(high)
+    return low, high
+
+
+def model_table(
+    rubric_scores: pd.DataFrame,
+    conversations: pd.DataFrame,
+    *,
+    rubric_order: Sequence[str] | None = None,
+    confidence: float = CONFIDENCE,
+) -> pd.DataFrame:
+    """Per model (index, best aggregate first): n, aggregate mean with CI, then for every
+    rubric `<rubric>_mean`, `<rubric>_pass_rate` and its Wilson bounds `_pass_low/_pass_high`."""
+    table = _aggregate_summary(conversations, confidence)
+    grouped = rubric_scores.groupby(["model", "rubric"])
+    per_rubric = grouped.agg(mean=("score", "mean"), passes=("passed", "sum"), n=("passed", "size"))
+    low, high = wilson_interval(per_rubric["passes"], per_rubric["n"], confidence)
+    per_rubric = per_rubric.assign(
+        pass_rate=per_rubric["passes"] / per_rubric["n"], pass_low=low, pass_high=high
+    )
+    wide = _widen(per_rubric, ["mean", "pass_rate", "pass_low", "pass_high"], rubric_order)
+    return table.join(wide).sort_values("aggregate_mean", ascending=False)
+
+
+def model_sd_table(
+    rubric_scores: pd.DataFrame,
+    conversations: pd.DataFrame,
+    *,
+    rubric_order: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Per model: aggregate and per-rubric mean and conversation-to-conversation sd."""
+    table = conversations.groupby("model")["aggregate"].agg(["mean", "std"])
+    table.columns = ["aggregate_mean", "aggregate_sd"]
+    per_rubric = rubric_scores.groupby(["model", "rubric"])["score"].agg(["mean", "std"])
+    per_rubric.columns = ["mean", "sd"]
+    wide = _widen(per_rubric, ["mean", "sd"], rubric_order)
+    return table.join(wide).sort_values("aggregate_mean", ascending=False)
+
+
+def subgroup_sensitivity(
+    conversations: pd.DataFrame,
+    *,
+    attribute: str,
+    value: str = "aggregate",
+    confidence: float = CONFIDENCE,
+) -> pd.DataFrame:
+    """Subgroup means against each model's overall confidence band.
+
+    The band is the CI of the model's mean over all its conversations. A subgroup (one value
+    of `attribute` within one model) is flagged when its own CI lies entirely outside the band:
+    `direction` is "above" when its lower bound exceeds the band's upper bound, "below" when
+    its upper bound is under the band's lower bound. A subgroup with fewer than two
+    conversations has no CI and is never flagged.
+    """
+    overall = _mean_ci_frame(conversations.groupby("model")[value], confidence)
+    groups = _mean_ci_frame(conversations.groupby(["model", attribute])[value], confidence)
+    groups = groups.reset_index().rename(columns={attribute: "subgroup"})
+    band = overall[["low", "high"]].rename(columns={"low": "band_low", "high": "band_high"})
+    result = groups.join(band, on="model")
+    above = result["low"] > result["band_high"]
+    below = result["high"] < result["band_low"]
+    result["flagged"] = above | below
+    result["direction"] = np.select([above, below], ["above", "below"], default="")
+    return result.rename(columns={"low": "ci_low", "high": "ci_high"})
+
+
+def inter_judge_agreement(scores: pd.DataFrame, *, threshold: float = PASS_THRESHOLD):
+    """Per rubric, over conversations every judge scored validly: exact agreement share, share
+    within one point (adjacent), pass agreement share and the mean absolute difference between
+    judges (averaged over judge pairs when there are more than two)."""
+    wide = scores.pivot(index=["rubric", "conversation_id"], columns="judge", values="score")
+    if wide.shape[1] < 2:
+        raise ValueError("agreement needs at least two judges")
+    wide = wide.dropna()
+    matrix = wide.to_numpy()
+    k = matrix.shape[1]
+    spread = matrix.max(axis=1) - matrix.min(axis=1)
+    passes = matrix >= threshold
+    pairwise = np.abs(matrix[:, :, None] - matrix[:, None, :]).sum(axis=(1, 2)) / (k * (k - 1))
+    per_conversation = pd.DataFrame(
+        {
+            "exact_agreement": spread == 0,
+            "adjacent_agreement": spread <= 1,
+            "pass_agreement": passes.all(axis=1) | ~passes.any(axis=1),
+            "mean_abs_diff": pairwise,
+        },
+        index=wide.index,
+    )
+    grouped = per_conversation.groupby(level="rubric")
+    return grouped.mean().astype(float).assign(n=grouped.size())
+
+
+def format_model_table(table: pd.DataFrame, codes: Mapping[str, str]) -> pd.DataFrame:
+    """Table 4 layout as text: aggregate with CI, then per rubric mean and pass % with CI.
+    `codes` maps rubric id to its short code, in column order."""
+    columns = {
+        "Model": table.index.astype(str),
+        "Aggregate (95% CI)": _with_interval(
+            table["aggregate_mean"], table["aggregate_low"], table["aggregate_high"], 2
+        ),
+    }
+    for rubric, code in codes.items():
+        columns[f"{code} mean"] = table[f"{rubric}_mean"].map("{:.2f}".format)
+        columns[f"{code} pass % (95% CI)"] = _with_interval(
+            100 * table[f"{rubric}_pass_rate"],
+            100 * table[f"{rubric}_pass_low"],
+            100 * table[f"{rubric}_pass_high"],
+            1,
+        )
+    return pd.DataFrame(columns).reset_index(drop=True)
+
+
+def format_sd_table(table: pd.DataFrame, codes: Mapping[str, str]) -> pd.DataFrame:
+    """Table 6 layout as text: "mean (sd)" for the aggregate and each rubric."""
+    columns = {
+        "Model": table.index.astype(str),
+        "Aggregate": _with_sd(table["aggregate_mean"], table["aggregate_sd"]),
+    }
+    for rubric, code in codes.items():
+        columns[code] = _with_sd(table[f"{rubric}_mean"], table[f"{rubric}_sd"])
+    return pd.DataFrame(columns).reset_index(drop=True)
+
+
+def export_table(table: pd.DataFrame, fmt: str) -> str:
+    """A text table as CSV, Markdown (pipe table) or LaTeX (booktabs tabular)."""
+    if fmt == "csv":
+        return table.to_csv(index=False)
+    if fmt == "markdown":
+        return _markdown(table)
+    if fmt == "latex":
+        return _latex(table)
+    raise ValueError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, not {fmt!r}")
+
+
+def _aggregate_summary(conversations: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    summary = _mean_ci_frame(conversations.groupby("model")["aggregate"], confidence)
+    return summary.rename(
+        columns={"mean": "aggregate_mean", "low": "aggregate_low", "high": "aggregate_high"}
+    )[["n", "aggregate_mean", "aggregate_low", "aggregate_high"]]
+
+
+def _mean_ci_frame(grouped, confidence: float) -> pd.DataFrame:
+    frame = grouped.agg(["mean", "std", "count"]).rename(columns={"count": "n"})
+    low, high = _t_bounds(frame["mean"], frame["std"], frame["n"], confidence)
+    return frame.assign(low=low, high=high)[["n", "mean", "low", "high"]]
+
+
+def _t_bounds(mean, sd, n, confidence: float):
+    n = np.asarray(n, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        degrees = np.where(n > 1, n - 1, np.nan)
+        half = scipy_stats.t.ppf(1 - (1 - confidence) / 2, degrees) * np.asarray(sd) / np.sqrt(n)
+    return np.asarray(mean) - half, np.asarray(mean) + half
+
+
+def _widen(per_rubric: pd.DataFrame, measures: list[str], order: Sequence[str] | None):
+    wide = per_rubric[measures].unstack("rubric")
+    present = sorted(wide.columns.get_level_values("rubric").unique())
+    rubrics = list(order) if order is not None else present
+    columns = [(measure, rubric) for rubric in rubrics for measure in measures]
+    wide = wide.reindex(columns=pd.MultiIndex.from_tuples(columns))
+    wide.columns = [f"{rubric}_{measure}" for measure, rubric in wide.columns]
+    return wide
+
+
+def _with_interval(estimate, low, high, digits: int) -> pd.Series:
+    pattern = f"{{:.{digits}f}} [{{:.{digits}f}}, {{:.{digits}f}}]"
+    return pd.Series(
+        [pattern.format(*values) for values in zip(estimate, low, high, strict=True)],
+        index=estimate.index,
+    )
+
+
+def _with_sd(mean, sd) -> pd.Series:
+    return pd.Series(
+        [f"{m:.2f} ({s:.2f})" for m, s in zip(mean, sd, strict=True)], index=mean.index
+    )
+
+
+def _markdown(table: pd.DataFrame) -> str:
+    def row(cells) -> str:
+        return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
+
+    lines = [row(table.columns), row(["---"] * len(table.columns))]
+    lines += [row(values) for values in table.itertuples(index=False)]
+    return "\n".join(lines) + "\n"
+
+
+_LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
+def _latex_escape(value) -> str:
+    return "".join(_LATEX_SPECIALS.get(char, char) for char in str(value))
+
+
+def _latex(table: pd.DataFrame) -> str:
+    def row(cells) -> str:
+        return " & ".join(_latex_escape(cell) for cell in cells) + r" \\"
+
+    lines = [
+        r"\begin{tabular}{l" + "r" * (len(table.columns) - 1) + "}",
+        r"\toprule",
+        row(table.columns),
+        r"\midrule",
+        *(row(values) for values in table.itertuples(index=False)),
+        r"\bottomrule",
+        r"\end{tabular}",
+    ]
+    return "\n".join(lines) + "\n"

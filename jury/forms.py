@@ -1,0 +1,81 @@
+"""Forms for rubric versions, juries and launching a scoring job."""
+
+from __future__ import annotations
+
+from django import forms
+
+from jury.engine.aggregate import PASS_THRESHOLD
+from jury.models import Jury, MergeMode, RubricVersion
+from jury.services import juries
+
+
+class RubricVersionForm(forms.Form):
+    yaml_text = forms.CharField(
+        label="Rubric YAML",
+        widget=forms.Textarea(attrs={"class": "code", "spellcheck": "false"}),
+        help_text="The version number is set for you: the highest so far plus one.",
+    )
+    note = forms.CharField(max_length=300, required=False, label="What changed and why")
+
+    def __init__(self, *args, base: RubricVersion, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.initial.setdefault("yaml_text", base.yaml_text)
+
+
+class JuryForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    judges = forms.CharField(
+        label="Judge models, one per line",
+        widget=forms.Textarea(attrs={"rows": 3, "class": "code"}),
+        help_text="e.g. openai/gpt-5.5 and anthropic/claude-opus-4-1; offline/standard, "
+        "offline/strict, offline/lenient and offline/flaky are scripted judges.",
+    )
+    pass_threshold = forms.FloatField(initial=PASS_THRESHOLD, min_value=1, max_value=5)
+    merge_mode = forms.ChoiceField(choices=MergeMode.choices, initial=MergeMode.MEAN)
+
+    def __init__(self, *args, default_weights: dict[str, float], rubric_names: dict, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rubric_ids = list(default_weights)
+        for rubric_id, weight in default_weights.items():
+            self.fields[self._weight_field(rubric_id)] = forms.FloatField(
+                label=f"Weight: {rubric_names[rubric_id]}", initial=weight, min_value=0
+            )
+
+    @staticmethod
+    def _weight_field(rubric_id: str) -> str:
+        return f"weight_{rubric_id}"
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if Jury.objects.filter(name=name).exists():
+            raise forms.ValidationError("A jury with this name exists already.")
+        return name
+
+    def clean_judges(self) -> list[str]:
+        return juries.judges_parse(self.cleaned_data["judges"])
+
+    def clean(self) -> dict:
+        data = super().clean()
+        weights = {rubric: data.get(self._weight_field(rubric)) for rubric in self.rubric_ids}
+        if None not in weights.values():
+            data["weights"] = juries.weights_check(weights, self.rubric_ids)
+        return data
+
+    def jury_arguments(self) -> dict:
+        data = self.cleaned_data
+        return {
+            "name": data["name"],
+            "judges": data["judges"],
+            "weights": data["weights"],
+            "pass_threshold": data["pass_threshold"],
+            "merge_mode": data["merge_mode"],
+        }
+
+
+class ScoreRunForm(forms.Form):
+    jury = forms.ModelChoiceField(queryset=Jury.objects.all(), empty_label=None)
+    use_cache = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Use the response cache (identical judge calls cost nothing)",
+    )

@@ -1,0 +1,183 @@
+"""Jury data: rubric versions, jury configurations, scoring jobs, judge scores and merged results.
+
+Every score points at the rubric version that produced it; editing a rubric creates a new
+version and never changes what older scores point at.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from benchmark.models import Conversation, JobStatus, Run
+
+
+class RubricVersion(models.Model):
+    rubric_id = models.SlugField(max_length=60)
+    version = models.PositiveIntegerField()
+    name = models.CharField(max_length=120)
+    code = models.CharField(max_length=8)
+    kind = models.CharField(max_length=20)  # dimension (judged) or realism (clinicians only)
+    track = models.CharField(max_length=20, blank=True)
+    order = models.PositiveSmallIntegerField(default=0)
+    yaml_text = models.TextField()
+    fingerprint = models.CharField(max_length=64)
+    is_current = models.BooleanField(default=True)
+    note = models.CharField(max_length=300, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["order", "rubric_id", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["rubric_id", "version"], name="unique_rubric_version"),
+            models.UniqueConstraint(
+                fields=["rubric_id"], condition=Q(is_current=True), name="one_current_version"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+class MergeMode(models.TextChoices):
+    MEAN = "mean", "Mean score (pass when the jury mean >= threshold)"
+    MAJORITY = "majority", "Majority vote on pass/fail"
+
+
+class Jury(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    judges = models.JSONField(help_text="model strings, one per judge")
+    weights = models.JSONField(help_text="rubric id -> weight")
+    pass_threshold = models.FloatField(default=3.0)
+    merge_mode = models.CharField(max_length=20, choices=MergeMode.choices, default=MergeMode.MEAN)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "juries"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ScoringJob(models.Model):
+    """One jury scoring one run with pinned rubric versions."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="scoring_jobs")
+    jury = models.ForeignKey(Jury, on_delete=models.PROTECT, related_name="jobs")
+    rubric_versions = models.ManyToManyField(RubricVersion, related_name="jobs")
+    use_cache = models.BooleanField(default=True)
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.jury} on {self.run}"
+
+
+class ScoreStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    VALID = "valid", "Valid"
+    INVALID = "invalid", "Invalid answer"
+    ERROR = "error", "Provider error"
+
+
+class JudgeScore(models.Model):
+    """One judge's answer for one (conversation, rubric). Invalid answers never carry a score."""
+
+    job = models.ForeignKey(ScoringJob, on_delete=models.CASCADE, related_name="scores")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="judge_scores"
+    )
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT)
+    judge_index = models.PositiveSmallIntegerField()
+    judge_model = models.CharField(max_length=200)
+    status = models.CharField(
+        max_length=20, choices=ScoreStatus.choices, default=ScoreStatus.PENDING
+    )
+    score = models.PositiveSmallIntegerField(null=True, blank=True)
+    explanation = models.TextField(blank=True)
+    raw_output = models.TextField(blank=True)
+    invalid_reason = models.CharField(max_length=40, blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.JSONField(default=list, blank=True)  # every raw answer and why it failed
+    prompt_hash = models.CharField(max_length=64, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    cached = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "conversation", "rubric_version", "judge_index"],
+                name="unique_judge_task",
+            )
+        ]
+        indexes = [models.Index(fields=["job", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id} {self.rubric_version} judge {self.judge_index}"
+
+
+class RubricResult(models.Model):
+    """The jury's merged result for one (conversation, rubric) once all K judges are valid."""
+
+    job = models.ForeignKey(ScoringJob, on_delete=models.CASCADE, related_name="rubric_results")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="rubric_results"
+    )
+    rubric_id = models.SlugField(max_length=60)
+    mean = models.FloatField()
+    sd = models.FloatField()
+    passed = models.BooleanField()
+    pass_agreement = models.BooleanField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "conversation", "rubric_id"], name="unique_rubric_result"
+            )
+        ]
+        indexes = [models.Index(fields=["job", "rubric_id", "mean"])]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id} {self.rubric_id} {self.mean:.2f}"
+
+
+class ConversationResult(models.Model):
+    """Per conversation: complete or not, jury aggregate, each judge's aggregate, and the
+    objective outcome checks (jury.engine.outcomes), which need no judge at all."""
+
+    job = models.ForeignKey(
+        ScoringJob, on_delete=models.CASCADE, related_name="conversation_results"
+    )
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="jury_results"
+    )
+    complete = models.BooleanField(default=False)
+    missing = models.JSONField(default=list, blank=True)  # rubric ids lacking K valid scores
+    aggregate = models.FloatField(null=True, blank=True)
+    judge_aggregates = models.JSONField(default=dict, blank=True)  # judge model -> aggregate
+    booked = models.BooleanField(default=False)
+    booked_type_matches = models.BooleanField(null=True)
+    fabricated_claims = models.JSONField(default=list, blank=True)  # claimed tools, unbacked
+    fabricated_count = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "conversation"], name="unique_conv_result")
+        ]
+        indexes = [models.Index(fields=["job", "complete"])]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id} aggregate {self.aggregate}"

@@ -1,0 +1,78 @@
+"""Jury configurations: K judge models, rubric weights, pass threshold and merge mode."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+from django.core.exceptions import ValidationError
+
+from benchmark.engine.chat import ProviderError
+from benchmark.engine.providers.model_strings import parse_model_string
+from jury.engine.aggregate import PASS_THRESHOLD
+from jury.models import Jury, MergeMode
+from jury.services.rubrics import current_weights
+
+DEMO_JURY_NAME = "Offline scripted jury"
+DEMO_JUDGES = ("offline/standard", "offline/strict")
+
+
+def judges_parse(text: str) -> list[str]:
+    """Judge model strings from text, one per line; ValidationError names the bad line."""
+    judges = [line.strip() for line in text.splitlines() if line.strip()]
+    if not judges:
+        raise ValidationError("Name at least one judge model, one per line.")
+    for number, judge in enumerate(judges, start=1):
+        try:
+            parse_model_string(judge)
+        except ProviderError as error:
+            raise ValidationError(f"Line {number}: {error}") from error
+    if len(set(judges)) != len(judges):
+        # The same model twice would answer identically from the cache and would blur the
+        # per-judge views, which tell judges apart by model.
+        raise ValidationError("Each judge model may appear only once.")
+    return judges
+
+
+def weights_check(weights: Mapping[str, float], rubric_ids: Iterable[str]) -> dict[str, float]:
+    """Weights for exactly the judged rubrics: finite, >= 0, at least one positive."""
+    expected = set(rubric_ids)
+    if set(weights) != expected:
+        raise ValidationError(
+            f"Give a weight for exactly these rubrics: {', '.join(sorted(expected))}."
+        )
+    for rubric_id, weight in weights.items():
+        if not math.isfinite(weight) or weight < 0:
+            raise ValidationError(f"The weight of {rubric_id} must be a number >= 0.")
+    if not any(weight > 0 for weight in weights.values()):
+        raise ValidationError("At least one rubric needs a positive weight.")
+    return {rubric_id: float(weight) for rubric_id, weight in weights.items()}
+
+
+def jury_create(
+    *,
+    name: str,
+    judges: list[str],
+    weights: Mapping[str, float] | None = None,
+    pass_threshold: float = PASS_THRESHOLD,
+    merge_mode: str = MergeMode.MEAN,
+) -> Jury:
+    if not 1 <= pass_threshold <= 5:
+        raise ValidationError("The pass threshold must lie between 1 and 5.")
+    defaults = current_weights()
+    jury = Jury(
+        name=name,
+        judges=judges_parse("\n".join(judges)),
+        weights=weights_check(defaults if weights is None else weights, defaults),
+        pass_threshold=pass_threshold,
+        merge_mode=merge_mode,
+    )
+    jury.full_clean()
+    jury.save()
+    return jury
+
+
+def jury_demo_ensure() -> Jury:
+    """The two-judge offline jury, so the demo site can score a run with no set-up."""
+    existing = Jury.objects.filter(name=DEMO_JURY_NAME).first()
+    return existing or jury_create(name=DEMO_JURY_NAME, judges=list(DEMO_JUDGES))

@@ -1,0 +1,417 @@
+"""Read side of the jury: report frames built from stored results, tables, charts, exports.
+
+Frames are loaded with one query each (values_list into pandas) and every statistic comes from
+jury.engine.stats, so a report over thousands of conversations never loops over rows in
+Python. Only complete conversations (every rubric scored validly by all K judges) enter the
+statistics; incomplete and excluded ones are counted and shown.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+from django.db.models import Count, Q, Sum
+
+from benchmark import charts
+from benchmark.models import BenchmarkEntry, RunAgent
+from jury.engine import stats
+from jury.engine.aggregate import judge_aggregate_frame
+from jury.models import ConversationResult, JudgeScore, RubricResult, ScoreStatus, ScoringJob
+
+ATTRIBUTES = {
+    "personality": "Personality",
+    "complexity": "Scenario complexity",
+    "severity": "Severity",
+    "age_group": "Age group",
+    "gender_identity": "Gender identity",
+    "task_category": "Task category",
+}
+SCRIPTED_NOTE = "scripted, not a model"
+EXPORT_TABLES = ("models", "spread", "outcomes")
+EXPORT_FORMATS = {  # URL suffix -> (stats format, content type)
+    "csv": ("csv", "text/csv"),
+    "md": ("markdown", "text/markdown"),
+    "tex": ("latex", "application/x-tex"),
+}
+HISTOGRAM_EDGES = np.arange(1.0, 5.01, 0.5)
+FAILURES_SHOWN = 25
+
+
+@dataclass
+class Report:
+    """Everything a report page needs about one scoring job, loaded once."""
+
+    job: ScoringJob
+
+    @cached_property
+    def agents(self) -> dict[int, RunAgent]:
+        return {agent.pk: agent for agent in self.job.run.agents.all()}
+
+    @cached_property
+    def scripted(self) -> set[str]:
+        return {agent.label for agent in self.agents.values() if agent.is_scripted}
+
+    @cached_property
+    def rubrics(self) -> dict[str, str]:
+        """Judged rubric id -> short code, in rubric order."""
+        versions = self.job.rubric_versions.order_by("order")
+        return dict(versions.values_list("rubric_id", "code"))
+
+    @cached_property
+    def rubric_names(self) -> dict[str, str]:
+        return dict(self.job.rubric_versions.values_list("rubric_id", "name"))
+
+    @cached_property
+    def conversations(self) -> pd.DataFrame:
+        """One row per complete conversation: model, aggregate and the seed attributes."""
+        fields = ["conversation_id", "aggregate", "conversation__run_agent_id"]
+        fields += [f"conversation__entry__{attribute}" for attribute in ATTRIBUTES]
+        rows = ConversationResult.objects.filter(job=self.job, complete=True).values_list(*fields)
+        frame = pd.DataFrame.from_records(
+            rows, columns=["conversation_id", "aggregate", "agent", *ATTRIBUTES]
+        )
+        labels = {pk: agent.label for pk, agent in self.agents.items()}
+        return frame.assign(model=frame["agent"].map(labels)).drop(columns="agent")
+
+    @cached_property
+    def rubric_scores(self) -> pd.DataFrame:
+        """One row per (complete conversation, rubric): the jury mean and the pass verdict."""
+        rows = RubricResult.objects.filter(job=self.job).values_list(
+            "conversation_id", "rubric_id", "mean", "passed"
+        )
+        frame = pd.DataFrame.from_records(
+            rows, columns=["conversation_id", "rubric", "score", "passed"]
+        )
+        models = self.conversations[["conversation_id", "model"]]
+        return frame.merge(models, on="conversation_id", how="inner")
+
+    @cached_property
+    def counts(self) -> dict:
+        results = ConversationResult.objects.filter(job=self.job).aggregate(
+            scored=Count("id"), complete=Count("id", filter=Q(complete=True))
+        )
+        run = self.job.run.conversations
+        scorable = run.scorable().count()
+        return {
+            "complete": results["complete"],
+            "incomplete": results["scored"] - results["complete"],
+            "awaiting": scorable - results["scored"],
+            "excluded": run.count() - scorable,
+        }
+
+    @property
+    def empty(self) -> bool:
+        return self.conversations.empty
+
+    def label(self, model: str) -> str:
+        return f"{model} ({SCRIPTED_NOTE})" if model in self.scripted else model
+
+
+# --- the model tables (Table 4 and Table 6 shapes) ------------------------------------------
+
+
+def model_table(report: Report) -> pd.DataFrame:
+    return stats.model_table(
+        report.rubric_scores, report.conversations, rubric_order=list(report.rubrics)
+    )
+
+
+def model_rows(report: Report, table: pd.DataFrame) -> list[dict]:
+    """Table 4 rows for the page: aggregate with CI, then per rubric mean and pass rate."""
+    rows = []
+    for model, row in table.iterrows():  # one row per model, a handful at most
+        rubrics = [
+            {
+                "code": code,
+                "mean": row[f"{rubric}_mean"],
+                "pass_rate": 100 * row[f"{rubric}_pass_rate"],
+                "pass_low": 100 * row[f"{rubric}_pass_low"],
+                "pass_high": 100 * row[f"{rubric}_pass_high"],
+            }
+            for rubric, code in report.rubrics.items()
+        ]
+        rows.append(
+            {
+                "model": model,
+                "scripted": model in report.scripted,
+                "n": int(row["n"]),
+                "mean": row["aggregate_mean"],
+                "low": row["aggregate_low"],
+                "high": row["aggregate_high"],
+                "rubrics": rubrics,
+            }
+        )
+    return rows
+
+
+def spread_table(report: Report) -> pd.DataFrame:
+    table = stats.model_sd_table(
+        report.rubric_scores, report.conversations, rubric_order=list(report.rubrics)
+    )
+    return stats.format_sd_table(table.rename(index=report.label), report.rubrics)
+
+
+# --- objective outcome checks ----------------------------------------------------------------
+
+
+def outcome_rows(report: Report) -> list[dict]:
+    """Per model, over every scored conversation (complete or not: no judge is involved)."""
+    sums = (
+        ConversationResult.objects.filter(job=report.job)
+        .values("conversation__run_agent_id")
+        .annotate(
+            n=Count("id"),
+            booked=Count("id", filter=Q(booked=True)),
+            type_asked=Count("id", filter=Q(booked_type_matches__isnull=False)),
+            type_matched=Count("id", filter=Q(booked_type_matches=True)),
+            fabricating=Count("id", filter=Q(fabricated_count__gt=0)),
+            fabricated=Sum("fabricated_count"),
+        )
+        .order_by("conversation__run_agent_id")
+    )
+    rows = []
+    for row in sums:
+        agent = report.agents[row.pop("conversation__run_agent_id")]
+        rows.append(
+            {
+                **row,
+                "model": agent.label,
+                "scripted": agent.is_scripted,
+                "booked_percent": _percent(row["booked"], row["n"]),
+                "type_percent": _percent(row["type_matched"], row["type_asked"]),
+                "fabricating_percent": _percent(row["fabricating"], row["n"]),
+            }
+        )
+    return rows
+
+
+def outcome_table(report: Report) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "Model": report.label(row["model"]),
+            "Conversations": row["n"],
+            "Booked": f"{row['booked']} ({_format_percent(row['booked_percent'])})",
+            "Booked at the asked type": (
+                f"{row['type_matched']} of {row['type_asked']} "
+                f"({_format_percent(row['type_percent'])})"
+            ),
+            "Conversations with fabricated completions": (
+                f"{row['fabricating']} ({_format_percent(row['fabricating_percent'])})"
+            ),
+            "Fabricated completions": row["fabricated"] or 0,
+        }
+        for row in outcome_rows(report)
+    )
+
+
+def _percent(part: int, whole: int) -> float | None:
+    return 100 * part / whole if whole else None
+
+
+def _format_percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
+
+
+# --- exports -------------------------------------------------------------------------------
+
+
+def export_text(report: Report, table_name: str, suffix: str) -> str:
+    """One report table as CSV, Markdown or LaTeX (jury.engine.stats.export_table)."""
+    if table_name == "models":
+        table = stats.format_model_table(
+            model_table(report).rename(index=report.label), report.rubrics
+        )
+    elif table_name == "spread":
+        table = spread_table(report)
+    elif table_name == "outcomes":
+        table = outcome_table(report)
+    else:
+        raise ValueError(f"unknown table {table_name!r}")
+    return stats.export_table(table, EXPORT_FORMATS[suffix][0])
+
+
+# --- score distributions ------------------------------------------------------------------
+
+
+def distribution_charts(report: Report, table: pd.DataFrame) -> list[dict]:
+    """Per model: a histogram of conversation aggregates and a pass-rate strip per rubric."""
+    bins = pd.cut(
+        report.conversations["aggregate"], HISTOGRAM_EDGES, include_lowest=True, right=False
+    )
+    counts = report.conversations.groupby(["model", bins], observed=False).size().unstack()
+    labels = [f"{edge:g}" for edge in HISTOGRAM_EDGES[:-1]]
+    charts_by_model = []
+    for model in table.index:
+        histogram = list(zip(labels, counts.loc[model].astype(int).tolist(), strict=True))
+        strip = [
+            (report.rubric_names[rubric], float(table.loc[model, f"{rubric}_pass_rate"]))
+            for rubric in report.rubrics
+        ]
+        charts_by_model.append(
+            {
+                "model": model,
+                "scripted": model in report.scripted,
+                "histogram": charts.histogram(
+                    histogram, title=f"{model}: aggregate scores", width=320
+                ),
+                "strip": charts.strip(strip, title=f"{model}: pass rate per rubric"),
+            }
+        )
+    return charts_by_model
+
+
+# --- subgroup sensitivity ----------------------------------------------------------------
+
+
+def measures(report: Report) -> dict[str, str]:
+    return {"aggregate": "Aggregate", **report.rubric_names}
+
+
+def sensitivity_sections(report: Report, measure: str) -> list[dict]:
+    """Per attribute and model: subgroup means with 95% CI against the model's overall band."""
+    frame = report.conversations
+    if measure != "aggregate":
+        scores = report.rubric_scores.pivot(
+            index="conversation_id", columns="rubric", values="score"
+        )
+        frame = frame.join(scores[[measure]], on="conversation_id")
+    sections = []
+    for attribute, title in ATTRIBUTES.items():
+        result = stats.subgroup_sensitivity(frame, attribute=attribute, value=measure)
+        sections.append(
+            {
+                "title": title,
+                "models": [
+                    _sensitivity_chart(model, rows, title)
+                    for model, rows in result.groupby("model", sort=True)
+                ],
+                "flagged": result[result["flagged"]].to_dict("records"),
+            }
+        )
+    return sections
+
+
+def _sensitivity_chart(model: str, rows: pd.DataFrame, title: str) -> dict:
+    rows = rows.sort_values("subgroup")
+    band = (float(rows["band_low"].iloc[0]), float(rows["band_high"].iloc[0]))
+    intervals = [
+        charts.Interval(
+            label=str(row.subgroup) or "(blank)",
+            mean=row.mean,
+            low=_or(row.ci_low, row.mean),
+            high=_or(row.ci_high, row.mean),
+            flagged=bool(row.flagged),
+            note=f"{row.mean:.2f} (n={row.n})",
+        )
+        for row in rows.itertuples()
+    ]
+    values = [v for i in intervals for v in (i.low, i.high)] + [b for b in band if _finite(b)]
+    domain = (max(1.0, math.floor(min(values) * 2) / 2), min(5.0, math.ceil(max(values) * 2) / 2))
+    band = band if all(_finite(b) for b in band) else (intervals[0].mean, intervals[0].mean)
+    chart = charts.interval_rows(
+        intervals, band=band, domain=domain, title=f"{model}: {title.lower()}"
+    )
+    return {"model": model, "chart": chart}
+
+
+def _or(value: float, fallback: float) -> float:
+    return value if _finite(value) else fallback
+
+
+def _finite(value) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+# --- per judge ----------------------------------------------------------------------------
+
+
+def judge_scores(report: Report) -> pd.DataFrame:
+    """Valid judge scores of complete conversations: conversation_id, rubric, judge, score."""
+    rows = JudgeScore.objects.filter(
+        job=report.job,
+        status=ScoreStatus.VALID,
+        conversation__jury_results__job=report.job,
+        conversation__jury_results__complete=True,
+    ).values_list("conversation_id", "rubric_version__rubric_id", "judge_model", "score")
+    frame = pd.DataFrame.from_records(
+        rows, columns=["conversation_id", "rubric", "judge", "score"]
+    ).astype({"score": float})
+    return frame.merge(report.conversations[["conversation_id", "model"]], on="conversation_id")
+
+
+def judge_rows(report: Report, scores: pd.DataFrame) -> list[dict]:
+    """Each judge's mean per rubric and aggregate, side by side within each model."""
+    means = scores.groupby(["model", "judge", "rubric"])["score"].mean().unstack("rubric")
+    aggregates = judge_aggregate_frame(scores, report.job.jury.weights).merge(
+        report.conversations[["conversation_id", "model"]], on="conversation_id"
+    )
+    aggregate = aggregates.groupby(["model", "judge"])["aggregate"].mean()
+    return [
+        {
+            "model": model,
+            "scripted": model in report.scripted,
+            "judge": judge,
+            "aggregate": aggregate.loc[(model, judge)],
+            "means": [means.loc[(model, judge)].get(rubric) for rubric in report.rubrics],
+        }
+        for model, judge in means.index
+    ]
+
+
+def agreement_rows(report: Report, scores: pd.DataFrame) -> list[dict]:
+    """Inter-judge agreement per rubric; empty for a one-judge jury."""
+    if scores["judge"].nunique() < 2:
+        return []
+    agreement = stats.inter_judge_agreement(scores)
+    return [
+        {"rubric": report.rubric_names[rubric], **agreement.loc[rubric].to_dict()}
+        for rubric in report.rubrics
+        if rubric in agreement.index
+    ]
+
+
+# --- failure explorer --------------------------------------------------------------------
+
+
+def failure_filters(report: Report) -> dict[str, list[str]]:
+    """The values each attribute takes in this run, for the filter selects."""
+    entries = BenchmarkEntry.objects.filter(conversations__run=report.job.run)
+    return {
+        attribute: list(entries.order_by(attribute).values_list(attribute, flat=True).distinct())
+        for attribute in ATTRIBUTES
+    }
+
+
+def lowest_scoring(report: Report, *, rubric: str, agent_id: str = "", filters: dict) -> list:
+    """The lowest jury means on one rubric among complete conversations, with every judge's
+    explanation attached as `.judgements`."""
+    results = RubricResult.objects.filter(
+        job=report.job,
+        rubric_id=rubric,
+        conversation__jury_results__job=report.job,
+        conversation__jury_results__complete=True,
+    )
+    if agent_id:
+        results = results.filter(conversation__run_agent_id=agent_id)
+    for attribute, value in filters.items():
+        results = results.filter(**{f"conversation__entry__{attribute}": value})
+    lowest = list(
+        results.select_related("conversation__run_agent", "conversation__entry").order_by(
+            "mean", "conversation_id"
+        )[:FAILURES_SHOWN]
+    )
+    judgements = JudgeScore.objects.filter(
+        job=report.job,
+        rubric_version__rubric_id=rubric,
+        conversation_id__in=[result.conversation_id for result in lowest],
+    ).order_by("judge_index")
+    by_conversation: dict[int, list[JudgeScore]] = {}
+    for judgement in judgements:
+        by_conversation.setdefault(judgement.conversation_id, []).append(judgement)
+    for result in lowest:
+        result.judgements = by_conversation.get(result.conversation_id, [])
+    return lowest

@@ -1,0 +1,361 @@
+"""Scoring a run with a jury: one judge call per (conversation, rubric, judge), then merging.
+
+Launching pins the current rubric versions and creates every JudgeScore row as pending, so
+progress is a count of rows. Executing a row is idempotent: a valid row is never judged again,
+and a pending, invalid or errored row can be retried by relaunching. A judge failure never
+re-runs the conversation. Judges see the profile, the scenario and the trace, never the model
+under evaluation: nothing from RunAgent reaches the prompt or the offline judge's hints.
+"""
+
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from benchmark.engine.chat import ChatRequest, ChatResponse, Message, ProviderError
+from benchmark.engine.structured import StructuredFailure, request_json
+from benchmark.models import BenchmarkEntry, Conversation, JobStatus, Run
+from benchmark.services import accounting
+from benchmark.services.conversations import model_router
+from jury.engine.aggregate import (
+    incomplete_rubrics,
+    judge_aggregates,
+    jury_aggregate,
+    merge_judges,
+)
+from jury.engine.outcomes import outcome_checks
+from jury.engine.parse import InvalidJudgeAnswer, parse_judge_answer, validate_judge_answer
+from jury.engine.prompt import prompt_hash, render_judge_prompt
+from jury.engine.rubrics import Rubric
+from jury.models import (
+    ConversationResult,
+    JudgeScore,
+    Jury,
+    RubricResult,
+    ScoreStatus,
+    ScoringJob,
+)
+from jury.services.rubrics import current_versions, rubric_of
+
+logger = logging.getLogger(__name__)
+
+# One repair turn: enough for a judge that forgot the format, bounded so a judge that cannot
+# answer in JSON costs at most two calls per score.
+JUDGE_REPAIRS = 1
+RETRIED = (ScoreStatus.INVALID, ScoreStatus.ERROR)
+TRACE_FIELDS = ("event_id", "turn", "kind", "content", "tool_name", "arguments", "ok")
+
+
+class ScoringError(ValueError):
+    """A scoring job cannot be launched as asked; the message says why."""
+
+
+# --- launching ---------------------------------------------------------------------------
+
+
+@transaction.atomic
+def scoring_launch(*, run: Run, jury: Jury, use_cache: bool = True, user=None) -> ScoringJob:
+    """Pin the current judged rubric versions and create every judge task as pending."""
+    versions = current_versions(judged_only=True)
+    unweighted = sorted({v.rubric_id for v in versions} - set(jury.weights))
+    if unweighted:
+        raise ScoringError(
+            f"Jury {jury.name!r} has no weight for {', '.join(unweighted)}; create a new jury."
+        )
+    if not run.conversations.scorable().exists():
+        raise ScoringError(f"Run {run.name!r} has no finished conversation to score yet.")
+    job = ScoringJob.objects.create(
+        run=run, jury=jury, use_cache=use_cache, status=JobStatus.RUNNING, created_by=user
+    )
+    job.rubric_versions.set(versions)
+    scores_create_missing(job)
+    return job
+
+
+def scores_create_missing(job: ScoringJob) -> None:
+    """A pending row for every task of every scorable conversation that has none yet (a run
+    still in progress gains conversations after the job was launched)."""
+    conversation_ids = list(job.run.conversations.scorable().values_list("id", flat=True))
+    versions = list(job.rubric_versions.all())
+    JudgeScore.objects.bulk_create(
+        (
+            JudgeScore(
+                job=job,
+                conversation_id=conversation_id,
+                rubric_version=version,
+                judge_index=index,
+                judge_model=judge,
+            )
+            for conversation_id in conversation_ids
+            for version in versions
+            for index, judge in enumerate(job.jury.judges)
+        ),
+        batch_size=2000,
+        ignore_conflicts=True,
+    )
+
+
+@transaction.atomic
+def scoring_relaunch(job: ScoringJob) -> None:
+    """Retry what is not valid yet: invalid and errored rows go back to pending."""
+    scores_create_missing(job)
+    job.scores.filter(status__in=RETRIED).update(
+        status=ScoreStatus.PENDING, invalid_reason="", error=""
+    )
+    ScoringJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, finished_at=None)
+    job_finish_if_done(job)  # nothing left to retry: no task would ever finish the job
+
+
+def pending_score_ids(job: ScoringJob) -> list[int]:
+    return list(job.scores.filter(status=ScoreStatus.PENDING).values_list("id", flat=True))
+
+
+# --- the judge prompt --------------------------------------------------------------------
+
+
+def scenario_of(entry: BenchmarkEntry) -> dict:
+    """Ground truth the assistant never saw: the story, the task and every seed attribute."""
+    return {
+        "story": entry.story,
+        "task_category": entry.task_category,
+        "task_subcategory": entry.task_subcategory,
+        "complexity": entry.complexity,
+        "seed_attributes": entry.seed,
+    }
+
+
+def trace_of(conversation: Conversation) -> list[dict]:
+    """The trace as plain dicts with content fields only: no model role, tokens or costs."""
+    return list(conversation.events.order_by("seq").values(*TRACE_FIELDS))
+
+
+def judge_request(*, conversation: Conversation, rubric: Rubric, judge_model: str) -> ChatRequest:
+    """The call one judge gets for one rubric. Built from the entry and the trace only."""
+    inputs = {
+        "profile": conversation.entry.profile,
+        "scenario": scenario_of(conversation.entry),
+        "events": trace_of(conversation),
+    }
+    system, user = render_judge_prompt(rubric, **inputs)
+    return ChatRequest(
+        model=judge_model,
+        purpose="judge",
+        system=system,
+        messages=(Message(role="user", content=user),),
+        hints={"rubric": rubric.id, **inputs},
+    )
+
+
+# --- executing one judge task -------------------------------------------------------------
+
+
+def judge_score_execute(score_id: int) -> bool:
+    """Ask one judge for one score unless the row is already valid; returns whether it ran."""
+    score = JudgeScore.objects.select_related(
+        "job__jury", "job__run", "rubric_version", "conversation__entry"
+    ).get(pk=score_id)
+    if score.status == ScoreStatus.VALID:
+        return False
+    request = judge_request(
+        conversation=score.conversation,
+        rubric=rubric_of(score.rubric_version),
+        judge_model=score.judge_model,
+    )
+    recorder = accounting.RecordingClient(model_router(score.job.use_cache))
+    try:
+        result = request_json(recorder, request, validate_judge_answer, max_repairs=JUDGE_REPAIRS)
+    except ProviderError as error:
+        outcome = {"status": ScoreStatus.ERROR, "error": f"{error.kind}: {error}"}
+    except StructuredFailure as failure:
+        last = failure.responses[-1].text
+        outcome = {
+            "status": ScoreStatus.INVALID,
+            "raw_output": last,
+            "invalid_reason": reason_code(last) or "invalid",
+        }
+    except Exception as error:  # a bug must not leave the row pending forever; keep it visible
+        logger.exception("judge task %s failed", score_id)
+        outcome = {"status": ScoreStatus.ERROR, "error": f"{type(error).__name__}: {error}"}
+    else:
+        outcome = {
+            "status": ScoreStatus.VALID,
+            "score": result.data["score"],
+            "explanation": result.data["explanation"],
+            "raw_output": result.responses[-1].text,
+        }
+    prompt = prompt_hash(request.system, request.messages[0].content)
+    _record(score, recorder, prompt=prompt, **outcome)
+    conversation_merge(score.job, score.conversation)
+    job_finish_if_done(score.job)
+    return True
+
+
+def reason_code(text: str) -> str:
+    """Why an answer is unusable ("" for a usable one)."""
+    try:
+        parse_judge_answer(text)
+    except InvalidJudgeAnswer as error:
+        return error.reason_code
+    return ""
+
+
+def _record(row: JudgeScore, recorder, *, prompt: str, status: str, **fields) -> None:
+    """Store this attempt's outcome. Tokens, cost and raw answers add up over relaunches."""
+    responses = [response for _, response in recorder.calls]
+    sums = accounting.totals(responses)
+    first_attempt = not row.attempts
+    row.status = status
+    row.prompt_hash = prompt
+    row.score = fields.get("score")
+    row.explanation = fields.get("explanation", "")
+    row.raw_output = fields.get("raw_output", responses[-1].text if responses else "")
+    row.invalid_reason = fields.get("invalid_reason", "")
+    row.error = fields.get("error", "")
+    row.attempts = [*row.attempts, *(_attempt(response) for response in responses)]
+    row.input_tokens += sums["input_tokens"]
+    row.output_tokens += sums["output_tokens"]
+    row.cost_usd = _add_cost(row.cost_usd, sums["cost_usd"], first=first_attempt)
+    row.cached = bool(responses) and all(response.cached for response in responses)
+    with transaction.atomic():
+        row.save()
+        accounting.model_calls_save(recorder.calls, run=row.job.run, conversation=row.conversation)
+
+
+def _attempt(response: ChatResponse) -> dict:
+    return {
+        "text": response.text,
+        "reason_code": reason_code(response.text),
+        "cached": response.cached,
+    }
+
+
+def _add_cost(previous: Decimal | None, new: Decimal | None, *, first: bool) -> Decimal | None:
+    # An unknown price anywhere makes the total unknown, never a smaller known number.
+    if new is None or (previous is None and not first):
+        return None
+    return (previous or Decimal(0)) + new
+
+
+# --- merging --------------------------------------------------------------------------------
+
+
+def conversation_merge(job: ScoringJob, conversation: Conversation) -> ConversationResult | None:
+    """Once no task of the conversation is pending: merge each rubric whose K judges are all
+    valid, and store the conversation's aggregate (only when every rubric is complete)."""
+    rows = list(
+        job.scores.filter(conversation=conversation).values_list(
+            "rubric_version__rubric_id", "judge_model", "status", "score"
+        )
+    )
+    if any(status == ScoreStatus.PENDING for _, _, status, _ in rows):
+        return None
+    jury = job.jury
+    rubric_ids = list(job.rubric_versions.order_by("order").values_list("rubric_id", flat=True))
+    by_rubric: dict[str, dict[str, float | None]] = {rubric: {} for rubric in rubric_ids}
+    for rubric, judge, status, value in rows:
+        by_rubric[rubric][judge] = value if status == ScoreStatus.VALID else None
+    missing = incomplete_rubrics(by_rubric, rubric_ids=rubric_ids, judges=jury.judges)
+    complete_rubrics = [rubric for rubric in rubric_ids if rubric not in missing]
+    with transaction.atomic():
+        RubricResult.objects.filter(job=job, conversation=conversation).delete()
+        RubricResult.objects.bulk_create(
+            _rubric_result(job, conversation, rubric, list(by_rubric[rubric].values()))
+            for rubric in complete_rubrics
+        )
+        result, _ = ConversationResult.objects.update_or_create(
+            job=job,
+            conversation=conversation,
+            defaults=_conversation_fields(jury, conversation, by_rubric, missing),
+        )
+    return result
+
+
+def _rubric_result(job, conversation, rubric: str, scores: list[float]) -> RubricResult:
+    merged = merge_judges(scores, threshold=job.jury.pass_threshold)
+    return RubricResult(
+        job=job,
+        conversation=conversation,
+        rubric_id=rubric,
+        mean=merged.mean,
+        sd=merged.sd,
+        passed=merged.passed(job.jury.merge_mode),
+        pass_agreement=merged.pass_agreement,
+    )
+
+
+def _conversation_fields(jury: Jury, conversation, by_rubric: dict, missing: list[str]) -> dict:
+    by_judge = {
+        judge: {rubric: scores[judge] for rubric, scores in by_rubric.items()}
+        for judge in jury.judges
+    }
+    weighted = [rubric for rubric, weight in jury.weights.items() if weight > 0]
+    judged_fully = {
+        judge: scores
+        for judge, scores in by_judge.items()
+        if all(scores.get(rubric) is not None for rubric in weighted)
+    }
+    checks = outcome_checks(
+        write_actions=conversation.write_actions,
+        events=trace_of(conversation),
+        care_preference=conversation.entry.care_preference,
+    )
+    return {
+        "complete": not missing,
+        "missing": missing,
+        "aggregate": None if missing else jury_aggregate(by_judge, jury.weights),
+        "judge_aggregates": judge_aggregates(judged_fully, jury.weights),
+        "booked": checks.booked,
+        "booked_type_matches": checks.booked_type_matches,
+        "fabricated_claims": list(checks.fabricated),
+        "fabricated_count": checks.fabricated_count,
+    }
+
+
+def job_finish_if_done(job: ScoringJob) -> None:
+    if not job.scores.filter(status=ScoreStatus.PENDING).exists():
+        ScoringJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+            status=JobStatus.FINISHED, finished_at=timezone.now()
+        )
+
+
+# --- progress -------------------------------------------------------------------------------
+
+
+def scoring_progress(job: ScoringJob) -> dict:
+    """Task counts by status, tokens and cost (None when some price is unknown)."""
+    sums = job.scores.aggregate(
+        total=Count("id"),
+        valid=Count("id", filter=Q(status=ScoreStatus.VALID)),
+        invalid=Count("id", filter=Q(status=ScoreStatus.INVALID)),
+        error=Count("id", filter=Q(status=ScoreStatus.ERROR)),
+        pending=Count("id", filter=Q(status=ScoreStatus.PENDING)),
+        cached=Count("id", filter=Q(cached=True)),
+        input_tokens=Sum("input_tokens"),
+        output_tokens=Sum("output_tokens"),
+        cost=Sum("cost_usd"),
+        unpriced=Count("id", filter=Q(cost_usd__isnull=True) & ~Q(status=ScoreStatus.PENDING)),
+    )
+    total = sums["total"]
+    done = total - sums["pending"]
+    return {
+        **sums,
+        "input_tokens": sums["input_tokens"] or 0,
+        "output_tokens": sums["output_tokens"] or 0,
+        "cost": None if sums["unpriced"] else sums["cost"] or Decimal(0),
+        "done": done,
+        "percent": round(100 * done / total, 1) if total else 100.0,
+        "running": job.status == JobStatus.RUNNING and sums["pending"] > 0,
+    }
+
+
+def unusable_answers(job: ScoringJob):
+    """Invalid and errored judge answers, for the job page."""
+    return (
+        job.scores.filter(status__in=RETRIED)
+        .select_related("conversation", "rubric_version")
+        .order_by("status", "conversation_id", "rubric_version__order", "judge_index")
+    )

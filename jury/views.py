@@ -1,0 +1,284 @@
+"""Jury pages: rubrics, juries, scoring jobs and the reports built from their results."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from accounts.access import EVERYONE, STAFF, role_required
+from benchmark.models import Run
+from jury import forms
+from jury.engine.rubrics import RubricError
+from jury.models import Jury, RubricVersion, ScoringJob
+from jury.services import juries, reports, rubrics, scoring
+from jury.tasks import enqueue_pending_scores
+
+# --- rubrics -------------------------------------------------------------------------------
+
+
+@role_required(*EVERYONE)
+def rubric_list(request: HttpRequest) -> HttpResponse:
+    versions = rubrics.rubrics_visible_to(request.user)
+    return render(
+        request,
+        "jury/rubrics.html",
+        {
+            "current": versions.filter(is_current=True),
+            "older": versions.filter(is_current=False),
+        },
+    )
+
+
+@role_required(*EVERYONE)
+def rubric_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    version = _visible_rubric(request, pk)
+    return render(
+        request,
+        "jury/rubric_detail.html",
+        {
+            "version": version,
+            "rubric": rubrics.rubric_of(version),
+            "history": rubrics.rubrics_visible_to(request.user).filter(rubric_id=version.rubric_id),
+        },
+    )
+
+
+def _visible_rubric(request: HttpRequest, pk: int) -> RubricVersion:
+    version = get_object_or_404(RubricVersion, pk=pk)
+    if not rubrics.rubrics_visible_to(request.user).filter(pk=pk).exists():
+        raise PermissionDenied("This rubric belongs to the other annotation track.")
+    return version
+
+
+@role_required(*STAFF)
+def rubric_new_version(request: HttpRequest, pk: int) -> HttpResponse:
+    base = get_object_or_404(RubricVersion, pk=pk)
+    form = forms.RubricVersionForm(request.POST or None, base=base)
+    if request.method == "POST" and form.is_valid():
+        try:
+            version = rubrics.rubric_version_create(
+                rubric_id=base.rubric_id,
+                yaml_text=form.cleaned_data["yaml_text"],
+                note=form.cleaned_data["note"],
+                user=request.user,
+            )
+        except RubricError as error:
+            form.add_error("yaml_text", str(error))
+        else:
+            messages.success(request, f"Saved {version}; it is now the current version.")
+            return redirect("jury:rubric", version.pk)
+    return render(request, "jury/rubric_form.html", {"form": form, "base": base})
+
+
+# --- juries --------------------------------------------------------------------------------
+
+
+@role_required(*STAFF)
+def jury_list(request: HttpRequest) -> HttpResponse:
+    juries.jury_demo_ensure()
+    versions = rubrics.current_versions(judged_only=True)
+    form = forms.JuryForm(
+        request.POST or None,
+        default_weights=rubrics.current_weights(),
+        rubric_names={v.rubric_id: v.name for v in versions},
+    )
+    if request.method == "POST" and form.is_valid():
+        jury = juries.jury_create(**form.jury_arguments())
+        messages.success(request, f"Created the jury {jury.name}.")
+        return redirect("jury:juries")
+    return render(
+        request,
+        "jury/juries.html",
+        {
+            "juries": Jury.objects.all(),
+            "form": form,
+            "versions": versions,
+        },
+    )
+
+
+# --- scoring jobs --------------------------------------------------------------------------
+
+
+@role_required(*STAFF)
+def score_run(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(Run, pk=run_id)
+    juries.jury_demo_ensure()
+    form = forms.ScoreRunForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            job = scoring.scoring_launch(run=run, user=request.user, **form.cleaned_data)
+        except scoring.ScoringError as error:
+            form.add_error(None, str(error))
+        else:
+            queued = enqueue_pending_scores(job)
+            messages.success(request, f"Queued {queued} judge calls.")
+            return redirect("jury:job", job.pk)
+    return render(
+        request,
+        "jury/score_run.html",
+        {
+            "run": run,
+            "form": form,
+            "jobs": run.scoring_jobs.select_related("jury"),
+            "scorable": run.conversations.scorable().count(),
+            "total": run.conversations.count(),
+        },
+    )
+
+
+@role_required(*STAFF)
+def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    job = get_object_or_404(ScoringJob.objects.select_related("run", "jury"), pk=pk)
+    context = {"job": job, "progress": scoring.scoring_progress(job)}
+    if request.htmx and request.GET.get("fragment") == "progress":
+        return render(request, "jury/job_detail.html#job-progress", context)
+    context.update(
+        {
+            "unusable": scoring.unusable_answers(job)[:200],
+            "versions": job.rubric_versions.all(),
+            "counts": reports.Report(job).counts,
+        }
+    )
+    return render(request, "jury/job_detail.html", context)
+
+
+@role_required(*STAFF)
+@require_POST
+def job_retry(request: HttpRequest, pk: int) -> HttpResponse:
+    job = get_object_or_404(ScoringJob, pk=pk)
+    scoring.scoring_relaunch(job)
+    queued = enqueue_pending_scores(job)
+    messages.success(request, f"Queued {queued} judge calls; valid scores were kept.")
+    return redirect("jury:job", pk)
+
+
+# --- reports -------------------------------------------------------------------------------
+
+
+@role_required(*STAFF)
+def report_list(request: HttpRequest) -> HttpResponse:
+    jobs = ScoringJob.objects.select_related("run", "jury")
+    return render(
+        request,
+        "jury/reports.html",
+        {
+            "jobs": [(job, scoring.scoring_progress(job)) for job in jobs[:100]],
+        },
+    )
+
+
+def _report(pk: int) -> reports.Report:
+    return reports.Report(
+        get_object_or_404(ScoringJob.objects.select_related("run", "jury"), pk=pk)
+    )
+
+
+@role_required(*STAFF)
+def report(request: HttpRequest, pk: int) -> HttpResponse:
+    data = _report(pk)
+    context = {
+        "report": data,
+        "job": data.job,
+        "outcomes": reports.outcome_rows(data),
+        "tab": "models",
+    }
+    if not data.empty:
+        table = reports.model_table(data)
+        context.update(
+            {
+                "models": reports.model_rows(data, table),
+                "spread": reports.spread_table(data).to_dict("split"),
+                "distributions": reports.distribution_charts(data, table),
+            }
+        )
+    return render(request, "jury/report.html", context)
+
+
+@role_required(*STAFF)
+def report_export(request: HttpRequest, pk: int, table: str, suffix: str) -> HttpResponse:
+    if table not in reports.EXPORT_TABLES or suffix not in reports.EXPORT_FORMATS:
+        raise Http404("No such table or format.")
+    data = _report(pk)
+    if data.empty and table != "outcomes":
+        raise Http404("No complete conversations to export yet.")
+    response = HttpResponse(
+        reports.export_text(data, table, suffix),
+        content_type=f"{reports.EXPORT_FORMATS[suffix][1]}; charset=utf-8",
+    )
+    response["Content-Disposition"] = f'attachment; filename="job-{pk}-{table}.{suffix}"'
+    return response
+
+
+@role_required(*STAFF)
+def sensitivity(request: HttpRequest, pk: int) -> HttpResponse:
+    data = _report(pk)
+    measures = reports.measures(data)
+    measure = request.GET.get("measure", "aggregate")
+    if measure not in measures:
+        measure = "aggregate"
+    sections = [] if data.empty else reports.sensitivity_sections(data, measure)
+    return render(
+        request,
+        "jury/sensitivity.html",
+        {
+            "report": data,
+            "job": data.job,
+            "tab": "sensitivity",
+            "measures": measures,
+            "measure": measure,
+            "sections": sections,
+        },
+    )
+
+
+@role_required(*STAFF)
+def judges(request: HttpRequest, pk: int) -> HttpResponse:
+    data = _report(pk)
+    context = {"report": data, "job": data.job, "tab": "judges"}
+    if not data.empty:
+        scores = reports.judge_scores(data)
+        context.update(
+            {
+                "judge_rows": reports.judge_rows(data, scores),
+                "agreement": reports.agreement_rows(data, scores),
+            }
+        )
+    return render(request, "jury/judges.html", context)
+
+
+@role_required(*STAFF)
+def failures(request: HttpRequest, pk: int) -> HttpResponse:
+    data = _report(pk)
+    rubric = request.GET.get("rubric") or next(iter(data.rubrics))
+    if rubric not in data.rubrics:
+        raise Http404("No such rubric in this job.")
+    chosen = {a: request.GET[a] for a in reports.ATTRIBUTES if request.GET.get(a)}
+    options = [
+        {
+            "name": attribute,
+            "title": reports.ATTRIBUTES[attribute],
+            "values": values,
+            "chosen": chosen.get(attribute, ""),
+        }
+        for attribute, values in reports.failure_filters(data).items()
+    ]
+    agent = request.GET.get("agent", "")
+    agent = agent if agent.isdigit() else ""
+    return render(
+        request,
+        "jury/failures.html",
+        {
+            "report": data,
+            "job": data.job,
+            "tab": "failures",
+            "rubric": rubric,
+            "options": options,
+            "chosen": chosen,
+            "agent": agent,
+            "results": reports.lowest_scoring(data, rubric=rubric, agent_id=agent, filters=chosen),
+        },
+    )

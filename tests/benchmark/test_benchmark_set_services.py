@@ -1,0 +1,163 @@
+"""Benchmark sets: reproducible sampling and the enrichment of each entry."""
+
+from decimal import Decimal
+
+import pytest
+
+from benchmark.engine.chat import ChatResponse
+from benchmark.engine.sampler import sample_seeds
+from benchmark.models import BenchmarkEntry, EntryStatus, JobStatus, ModelCall
+from benchmark.services import accounting, cases
+from tests.benchmark.conftest import FakeRouter, enrich_all, make_set, provider_down, use_router
+
+pytestmark = pytest.mark.django_db
+
+
+class NeverValid:
+    """An enrichment model that always answers with something that is not an entry."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def chat(self, request):
+        self.calls += 1
+        return ChatResponse(
+            text='{"patient_story": "too short"}', model=request.model, cost_usd=Decimal("0.002")
+        )
+
+
+def entry_of(benchmark_set, index=0) -> BenchmarkEntry:
+    return benchmark_set.entries.get(index=index)
+
+
+def test_set_creation_samples_the_same_seeds_as_the_sampler(distribution):
+    first = make_set(distribution, size=6, seed=11)
+    second = make_set(distribution, size=6, seed=11, name="Again")
+    expected = sample_seeds(cases.distribution_spec(distribution), 6, 11)
+    assert list(first.entries.values_list("seed", flat=True)) == expected
+    assert list(second.entries.values_list("seed", flat=True)) == expected
+
+
+def test_a_different_sampler_seed_gives_different_cases(distribution):
+    first = make_set(distribution, size=6, seed=11)
+    other = make_set(distribution, size=6, seed=12)
+    assert list(first.entries.values_list("seed", flat=True)) != list(
+        other.entries.values_list("seed", flat=True)
+    )
+
+
+def test_seed_attributes_are_copied_to_filterable_columns(distribution):
+    entry = entry_of(make_set(distribution))
+    assert entry.status == EntryStatus.PENDING
+    assert (entry.condition, entry.personality, entry.gender_identity) == (
+        entry.seed["condition"],
+        entry.seed["personality"],
+        entry.seed["gender_identity"],
+    )
+
+
+def test_it_refuses_an_empty_set(distribution):
+    with pytest.raises(ValueError, match="Size"):
+        make_set(distribution, size=0)
+
+
+def test_enrichment_fills_the_entry_and_finishes_the_set(distribution):
+    benchmark_set = enrich_all(make_set(distribution))
+    entry = entry_of(benchmark_set)
+    assert entry.status == EntryStatus.READY
+    assert entry.profile["first_name"] and entry.story and entry.complexity
+    assert entry.attempts == 1 and entry.failure_reason == ""
+    assert entry.input_tokens > 0 and entry.output_tokens > 0
+    assert entry.cost_usd == 0  # offline/* is priced at zero in prices.yaml
+    assert benchmark_set.status == JobStatus.FINISHED
+
+
+def test_enrichment_records_a_model_call_per_attempt_with_its_purpose(distribution):
+    benchmark_set = make_set(distribution, size=1, model="offline/malformed-once")
+    enrich_all(benchmark_set)
+    entry = entry_of(benchmark_set)
+    calls = ModelCall.objects.filter(benchmark_set=benchmark_set)
+    assert entry.status == EntryStatus.READY
+    assert entry.attempts == 2  # the truncated answer, then the repaired one
+    assert (
+        list(calls.values_list("purpose", "model"))
+        == [("enrichment", "offline/malformed-once")] * 2
+    )
+    assert sum(c.input_tokens for c in calls) == entry.input_tokens
+
+
+def test_enriching_twice_does_nothing_the_second_time(distribution):
+    benchmark_set = make_set(distribution, size=1)
+    entry_id = cases.pending_entry_ids(benchmark_set)[0]
+    cases.entry_enrich(entry_id)
+    before = BenchmarkEntry.objects.get(pk=entry_id)
+    cases.entry_enrich(entry_id)
+    after = BenchmarkEntry.objects.get(pk=entry_id)
+    assert ModelCall.objects.count() == 1
+    assert (after.updated_at, after.profile) == (before.updated_at, before.profile)
+
+
+def test_invalid_output_marks_the_entry_failed_with_the_reason(distribution, monkeypatch):
+    model = NeverValid()
+    use_router(monkeypatch, model)
+    benchmark_set = enrich_all(make_set(distribution, size=1))
+    entry = entry_of(benchmark_set)
+    assert entry.status == EntryStatus.FAILED
+    assert "patient_profile" in entry.failure_reason
+    assert model.calls == entry.attempts == 3  # first answer and two repairs
+    assert len(entry.raw_responses) == 3
+    # Never half-saved: a failed entry keeps no profile, story or complexity.
+    assert (entry.profile, entry.story, entry.complexity) == (None, "", "")
+    assert ModelCall.objects.filter(benchmark_set=benchmark_set).count() == 3
+    assert benchmark_set.status == JobStatus.FINISHED
+
+
+def test_a_provider_error_marks_the_entry_failed_and_names_the_kind(distribution, monkeypatch):
+    use_router(monkeypatch, provider_down("enrichment"))
+    entry = entry_of(enrich_all(make_set(distribution, size=1)))
+    assert entry.status == EntryStatus.FAILED
+    assert "server" in entry.failure_reason and "503" in entry.failure_reason
+    assert entry.profile is None
+
+
+def test_an_unexpected_error_fails_the_entry_instead_of_leaving_it_pending(
+    distribution, monkeypatch
+):
+    use_router(monkeypatch, FakeRouter(fail={"enrichment": KeyError("choices")}))
+    benchmark_set = enrich_all(make_set(distribution, size=1))
+    entry = entry_of(benchmark_set)
+    assert entry.status == EntryStatus.FAILED
+    assert "KeyError" in entry.failure_reason
+    assert benchmark_set.status == JobStatus.FINISHED
+
+
+def test_retrying_failed_entries_puts_them_back_to_pending(distribution, monkeypatch):
+    use_router(monkeypatch, provider_down("enrichment"))
+    benchmark_set = enrich_all(make_set(distribution, size=2))
+    ids = cases.benchmark_set_retry_failed(benchmark_set)
+    benchmark_set.refresh_from_db()
+    assert sorted(ids) == sorted(benchmark_set.entries.values_list("id", flat=True))
+    assert benchmark_set.status == JobStatus.RUNNING
+    assert set(benchmark_set.entries.values_list("status", "failure_reason")) == {
+        (EntryStatus.PENDING, "")
+    }
+
+
+def test_an_unknown_price_stays_unknown_and_is_never_counted_as_zero(distribution, monkeypatch):
+    use_router(monkeypatch, FakeRouter(price=None))
+    benchmark_set = enrich_all(make_set(distribution, size=2))
+    entry = entry_of(benchmark_set)
+    calls = ModelCall.objects.filter(benchmark_set=benchmark_set)
+    assert entry.status == EntryStatus.READY
+    assert entry.cost_usd is None
+    assert accounting.total_cost(calls) is None
+    assert [row["cost"] for row in accounting.cost_by_purpose(calls)] == [None]
+    assert benchmark_set.progress()["unknown_cost"] == 2
+
+
+def test_known_prices_add_up(distribution, monkeypatch):
+    use_router(monkeypatch, FakeRouter(price=Decimal("0.25")))
+    benchmark_set = enrich_all(make_set(distribution, size=2))
+    calls = ModelCall.objects.filter(benchmark_set=benchmark_set)
+    assert accounting.total_cost(calls) == Decimal("0.5")
+    assert accounting.cost_by_purpose(calls)[0]["cost"] == Decimal("0.5")

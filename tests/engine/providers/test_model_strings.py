@@ -1,0 +1,56 @@
+import pytest
+
+from benchmark.engine.chat import ProviderError
+from benchmark.engine.providers import ModelClient, ProviderSettings, parse_model_string
+
+
+def test_it_splits_provider_and_model_at_the_first_slash():
+    parsed = parse_model_string("openai-compatible/meta-llama/Llama-3.1-8B")
+
+    assert (parsed.provider, parsed.name) == ("openai-compatible", "meta-llama/Llama-3.1-8B")
+    assert str(parsed) == "openai-compatible/meta-llama/Llama-3.1-8B"
+
+
+@pytest.mark.parametrize("model", ["gemini/pro", "gpt-5.5", "openai/", "Openai/gpt-5.5"])
+def test_it_rejects_model_strings_it_cannot_route(model):
+    with pytest.raises(ProviderError) as raised:
+        parse_model_string(model)
+
+    assert raised.value.kind == "config"
+    assert "openai/<model>" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("model", "variable"),
+    [
+        ("openai/gpt-5.5", "OPENAI_API_KEY"),
+        ("anthropic/claude-opus-4-8", "ANTHROPIC_API_KEY"),
+        ("openai-compatible/llama", "OPENAI_COMPATIBLE_BASE_URL"),
+    ],
+)
+def test_it_names_the_missing_setting(model, variable):
+    with pytest.raises(ProviderError) as raised:
+        ModelClient(model, settings=ProviderSettings())
+
+    assert raised.value.kind == "config"
+    assert variable in str(raised.value)
+
+
+def test_it_keeps_keys_out_of_the_settings_repr():
+    settings = ProviderSettings(openai_api_key="sk-secret", anthropic_api_key="ak-secret")
+
+    assert "secret" not in repr(settings)
+
+
+def test_it_reads_keys_and_limits_from_django_settings(settings):
+    settings.OPENAI_API_KEY = "sk-from-settings"
+    settings.OPENAI_COMPATIBLE_BASE_URL = "http://127.0.0.1:8000/v1"
+    settings.LLM_TIMEOUT_SECONDS = 30
+    del settings.LLM_MAX_RETRIES
+
+    loaded = ProviderSettings.from_django()
+
+    assert loaded.openai_api_key == "sk-from-settings"
+    assert loaded.openai_compatible_base_url == "http://127.0.0.1:8000/v1"
+    assert loaded.timeout_seconds == 30.0
+    assert loaded.max_retries == 6

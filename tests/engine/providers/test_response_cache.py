@@ -1,0 +1,105 @@
+import logging
+from dataclasses import replace
+from decimal import Decimal
+
+from benchmark.engine.chat import ToolSpec
+from benchmark.engine.providers import DjangoCacheStore, InMemoryStore
+from benchmark.engine.providers.cache import cache_key
+from tests.fakes.llm_server import FakeToolCall, answer
+
+MODEL = "openai/gpt-5.5"
+
+
+def test_a_repeated_call_is_answered_from_the_cache_for_free(make_client, llm_server, user_request):
+    llm_server.script(answer("See you Tuesday.", tool_calls=(FakeToolCall("c1", "f", "{}"),)))
+    client = make_client(MODEL, cache_store=InMemoryStore(), use_cache=True)
+
+    first = client.chat(user_request(MODEL))
+    second = client.chat(user_request(MODEL))
+
+    assert len(llm_server.requests) == 1
+    assert (first.cached, second.cached) == (False, True)
+    assert first.cost_usd > 0
+    assert second.cost_usd == Decimal(0)
+    assert second.usage == first.usage
+    assert (second.text, second.tool_calls) == (first.text, first.tool_calls)
+
+
+def test_a_client_with_the_cache_switched_off_calls_the_model_every_time(
+    make_client, llm_server, user_request
+):
+    store = InMemoryStore()
+    make_client(MODEL, cache_store=store, use_cache=True).chat(user_request(MODEL))
+
+    response = make_client(MODEL, cache_store=store, use_cache=False).chat(user_request(MODEL))
+
+    assert not response.cached
+    assert len(llm_server.requests) == 2
+
+
+def test_the_key_changes_with_anything_that_changes_the_answer(user_request):
+    base = user_request(MODEL)
+    tool = ToolSpec("get_profile", "Read the profile.", {"type": "object"})
+    variants = [
+        replace(base, system="Be brief."),
+        replace(base, temperature=0.7),
+        replace(base, max_tokens=10),
+        replace(base, tools=(tool,)),
+        replace(base, messages=user_request(MODEL, "Hi").messages),
+    ]
+    base_key = cache_key(base, provider="openai", base_url="https://a/v1")
+
+    keys = {cache_key(variant, provider="openai", base_url="https://a/v1") for variant in variants}
+
+    assert base_key not in keys and len(keys) == len(variants)
+    assert cache_key(base, provider="openai", base_url="https://b/v1") != base_key
+
+
+def test_hints_change_the_key_only_for_the_offline_provider(user_request):
+    plain = user_request("offline/careful")
+    hinted = replace(plain, hints={"patient_name": "Maria"})
+
+    def key(request, provider):
+        return cache_key(request, provider=provider, base_url="")
+
+    assert key(plain, "openai") == key(hinted, "openai")
+    assert key(plain, "offline") != key(hinted, "offline")
+
+
+def test_explain_key_shows_which_part_differs(make_client, user_request):
+    client = make_client(MODEL)
+
+    cold = client.explain_key(user_request(MODEL))
+    warm = client.explain_key(user_request(MODEL, temperature=1.0))
+
+    differing = [
+        name
+        for name in cold["part_hashes"]
+        if cold["part_hashes"][name] != warm["part_hashes"][name]
+    ]
+    assert differing == ["sampling"]
+    assert cold["provider"] == "openai" and cold["model"] == MODEL
+    assert cold["base_url"].startswith("http://127.0.0.1")
+
+
+def test_a_miss_is_logged_with_the_key_parts_but_no_secrets(make_client, user_request, caplog):
+    client = make_client(MODEL, cache_store=InMemoryStore(), use_cache=True)
+
+    with caplog.at_level(logging.DEBUG, logger="benchmark.llm.cache"):
+        client.chat(user_request(MODEL))
+
+    assert "cache miss" in caplog.text and "part_hashes" in caplog.text
+    assert "test-openai-key" not in caplog.text
+
+
+def test_the_django_store_round_trips_through_the_llm_cache(settings):
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+        "llm": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "llm"},
+    }
+    store = DjangoCacheStore()
+
+    store.set("llm:v1:abc", '{"text": "hi"}')
+
+    assert store.get("llm:v1:abc") == '{"text": "hi"}'
+    assert store.get("llm:v1:missing") is None

@@ -1,0 +1,256 @@
+"""A local fake of the OpenAI and Anthropic chat endpoints, for tests and benchmarks.
+
+It speaks the wire formats of POST /v1/chat/completions (OpenAI and compatible servers) and
+POST /v1/messages (Anthropic), so the real SDKs run unmodified against it. Each test scripts
+a queue of replies, written once and rendered in whichever format the request arrived in;
+when the queue is empty every request gets a plain text answer, optionally after a fixed
+delay (a stand-in for model latency in benchmarks). Every request body is recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+OPENAI_PATH = "/v1/chat/completions"
+ANTHROPIC_PATH = "/v1/messages"
+
+
+@dataclass(frozen=True)
+class FakeToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text; may be deliberately malformed (OpenAI format only)
+
+
+@dataclass(frozen=True)
+class FakeReply:
+    """One scripted answer: either a model turn (status 200) or an HTTP error."""
+
+    status: int = 200
+    text: str = ""
+    tool_calls: tuple[FakeToolCall, ...] = ()
+    reasoning: str = ""  # OpenAI: reasoning_content field; Anthropic: a thinking block
+    truncated: bool = False
+    error_message: str = ""
+    error_code: str = ""  # OpenAI error code, e.g. context_length_exceeded
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_seconds: float = 0.0
+    input_tokens: int = 11
+    output_tokens: int = 7
+
+
+def answer(
+    text: str = "",
+    *,
+    tool_calls: tuple[FakeToolCall, ...] = (),
+    reasoning: str = "",
+    truncated: bool = False,
+    delay_seconds: float = 0.0,
+) -> FakeReply:
+    return FakeReply(
+        text=text,
+        tool_calls=tool_calls,
+        reasoning=reasoning,
+        truncated=truncated,
+        delay_seconds=delay_seconds,
+    )
+
+
+def rate_limited(*, retry_after: str | None = None, retry_after_ms: str | None = None) -> FakeReply:
+    headers = {}
+    if retry_after is not None:
+        headers["retry-after"] = retry_after
+    if retry_after_ms is not None:
+        headers["retry-after-ms"] = retry_after_ms
+    return FakeReply(status=429, error_message="Rate limit reached", headers=headers)
+
+
+def server_error(status: int = 500) -> FakeReply:
+    return FakeReply(status=status, error_message="The server had an error")
+
+
+def bad_request(message: str = "Invalid value for 'messages'") -> FakeReply:
+    return FakeReply(status=400, error_message=message)
+
+
+def context_overflow() -> FakeReply:
+    """A prompt longer than the model's window, worded the way each provider words it."""
+    return FakeReply(
+        status=400,
+        error_message="prompt is too long: 210000 tokens > 200000 maximum",
+        error_code="context_length_exceeded",
+    )
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+class FakeLLMServer:
+    """Threaded HTTP server on 127.0.0.1 with an OS-chosen port."""
+
+    def __init__(self, *, delay_seconds: float = 0.0, default_text: str = "Okay."):
+        self.default_reply = answer(default_text, delay_seconds=delay_seconds)
+        self._replies: deque[FakeReply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        # Set on stop so handlers still sleeping in a slow reply finish at once.
+        self._stopping = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"{self.url}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.url
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def script(self, *replies: FakeReply) -> None:
+        with self._lock:
+            self._replies.extend(replies)
+
+    def start(self) -> FakeLLMServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def _next_reply(self, request: RecordedRequest) -> FakeReply:
+        with self._lock:
+            self._requests.append(request)
+            return self._replies.popleft() if self._replies else self.default_reply
+
+    def _wait(self, seconds: float) -> None:
+        self._stopping.wait(seconds)
+
+
+@contextmanager
+def running_fake_llm_server(**options: Any) -> Iterator[FakeLLMServer]:
+    server = FakeLLMServer(**options).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _handler_for(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            recorded = RecordedRequest(self.path, dict(self.headers.items()), body)
+            reply = fake._next_reply(recorded)
+            fake._wait(reply.delay_seconds)
+            if self.path == OPENAI_PATH:
+                payload = _openai_payload(reply, body)
+            elif self.path == ANTHROPIC_PATH:
+                payload = _anthropic_payload(reply, body)
+            else:
+                reply, payload = FakeReply(status=404), {"error": {"message": "no such path"}}
+            self._send(reply, payload)
+
+        def _send(self, reply: FakeReply, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(reply.status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            # The client may have given up waiting (a timeout test): nothing left to answer.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # keep test output quiet
+
+    return Handler
+
+
+def _openai_payload(reply: FakeReply, request: dict[str, Any]) -> dict[str, Any]:
+    if reply.status != 200:
+        return {
+            "error": {
+                "message": reply.error_message,
+                "type": "invalid_request_error",
+                "code": reply.error_code or None,
+            }
+        }
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+    if reply.reasoning:
+        message["reasoning_content"] = reply.reasoning
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.tool_calls
+        ]
+    finish = "length" if reply.truncated else "tool_calls" if reply.tool_calls else "stop"
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": request.get("model", ""),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": reply.input_tokens,
+            "completion_tokens": reply.output_tokens,
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+        },
+    }
+
+
+def _anthropic_payload(reply: FakeReply, request: dict[str, Any]) -> dict[str, Any]:
+    if reply.status != 200:
+        error_type = "rate_limit_error" if reply.status == 429 else "invalid_request_error"
+        return {"type": "error", "error": {"type": error_type, "message": reply.error_message}}
+    content: list[dict[str, Any]] = []
+    if reply.reasoning:
+        content.append({"type": "thinking", "thinking": reply.reasoning, "signature": "sig"})
+    if reply.text:
+        content.append({"type": "text", "text": reply.text})
+    for call in reply.tool_calls:
+        arguments = json.loads(call.arguments)  # Anthropic always sends parsed objects
+        content.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
+    stop = "max_tokens" if reply.truncated else "tool_use" if reply.tool_calls else "end_turn"
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": request.get("model", ""),
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+    }

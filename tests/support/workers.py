@@ -1,0 +1,134 @@
+"""Real Celery worker processes and a real redis-server for tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from celery import Celery
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def redis_server(directory: Path):
+    """Start redis-server on a free port; yields its URL. Skips when the binary is missing."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (.ci/run installs it)")
+    port = free_port()
+    server = subprocess.Popen(
+        [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", str(directory)],
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        _wait_for_redis(url)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _wait_for_redis(url: str) -> None:
+    import redis
+
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            redis.Redis.from_url(url).ping()
+            return
+        except redis.ConnectionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def test_database_url() -> str:
+    """The URL of the database this test uses, so a worker process can share it."""
+    settings = connection.settings_dict
+    if settings["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{settings['NAME']}"
+    return (
+        f"postgres://{settings['USER']}:{settings['PASSWORD']}@{settings['HOST'] or 'localhost'}"
+        f":{settings['PORT'] or 5432}/{settings['NAME']}"
+    )
+
+
+test_database_url.__test__ = False  # not a test, despite the name
+
+
+def worker_env(data_dir: Path, **extra: str) -> dict:
+    environment = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL"}}
+    environment.update({"DATA_DIR": str(data_dir), **extra})
+    return environment
+
+
+def start_worker(environment: dict, concurrency: int = 2) -> subprocess.Popen:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "--pool",
+            "threads",
+            "--concurrency",
+            str(concurrency),
+            "--loglevel",
+            "WARNING",
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def stop_worker(worker: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
+    if worker.poll() is not None:
+        return
+    os.killpg(worker.pid, sig)
+    try:
+        worker.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=15)
+
+
+def client_app(transport: dict) -> Celery:
+    """A Celery client for the given CELERY_* transport settings (see config.env)."""
+    app = Celery("test-client")
+    app.conf.update(
+        broker_url=transport["CELERY_BROKER_URL"],
+        result_backend=transport["CELERY_RESULT_BACKEND"],
+        broker_transport_options=transport["CELERY_BROKER_TRANSPORT_OPTIONS"],
+    )
+    return app
+
+
+def wait_for(condition, *, timeout: float, interval: float = 0.2, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)

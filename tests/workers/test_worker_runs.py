@@ -1,0 +1,119 @@
+"""Whole runs executed by real worker processes; a worker killed mid-conversation loses nothing."""
+
+import signal
+import time
+
+import pytest
+
+from benchmark.models import ConversationStatus, JobStatus
+from benchmark.services import agents as agent_services
+from benchmark.services import cases, runs
+from config import env
+from tests.fakes.llm_server import running_fake_llm_server
+from tests.support.workers import (
+    client_app,
+    redis_server,
+    start_worker,
+    stop_worker,
+    test_database_url,
+    wait_for,
+    worker_env,
+)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+def launch(model: str, size: int = 2, concurrency: int = 4):
+    benchmark_set = cases.benchmark_set_create(
+        name="worker set",
+        distribution=cases.distribution_default_ensure(),
+        size=size,
+        sampler_seed=5,
+        generator_model="offline/standard",
+    )
+    for entry_id in cases.pending_entry_ids(benchmark_set):
+        cases.entry_enrich(entry_id)
+    baseline = next(
+        c for c in agent_services.agent_configs_ensure_shipped() if c.slug == "baseline"
+    )
+    return runs.run_launch(
+        name=f"worker run {model}",
+        benchmark_set=benchmark_set,
+        agents=[runs.AgentChoice(model, baseline)],
+        patient_model="offline/patient",
+        concurrency=concurrency,
+        use_cache=False,
+    )
+
+
+def run_finished(run) -> bool:
+    run.refresh_from_db()
+    return run.status == JobStatus.FINISHED
+
+
+@pytest.fixture(params=["embedded", "redis"])
+def transport(request, tmp_path):
+    if request.param == "embedded":
+        yield None
+    else:
+        yield from redis_server(tmp_path)
+
+
+def test_a_run_is_executed_by_a_real_worker(tmp_path, transport):
+    run = launch("offline/careful", size=3)
+    extra = {"DATABASE_URL": test_database_url()}
+    if transport:
+        extra["REDIS_URL"] = transport
+    worker = start_worker(worker_env(tmp_path, **extra))
+    try:
+        app = client_app(env.celery_transport(transport, tmp_path / "queue"))
+        app.send_task("benchmark.run_dispatch", args=[run.pk])
+        wait_for(lambda: run_finished(run), timeout=90, what="the run to finish")
+    finally:
+        stop_worker(worker)
+    assert run.conversations.filter(status=ConversationStatus.FINISHED).count() == 3
+    for conversation in run.conversations.all():
+        assert conversation.events.count() > 0
+        assert conversation.final_state_hash
+
+
+def test_a_worker_killed_mid_conversation_loses_nothing_else(tmp_path):
+    with running_fake_llm_server(delay_seconds=0.4) as server:
+        run = launch("openai-compatible/slow-agent", size=2, concurrency=1)
+        environment = worker_env(
+            tmp_path,
+            DATABASE_URL=test_database_url(),
+            CONVERSATION_LEASE_SECONDS="2",
+            OPENAI_COMPATIBLE_BASE_URL=server.openai_base_url,
+        )
+        app = client_app(env.celery_transport(None, tmp_path / "queue"))
+        first = start_worker(environment)
+        try:
+            app.send_task("benchmark.run_dispatch", args=[run.pk])
+            wait_for(
+                lambda: run.conversations.filter(status="running").exists(),
+                timeout=60,
+                what="a conversation to start",
+            )
+            stop_worker(first, signal.SIGKILL)
+        finally:
+            stop_worker(first, signal.SIGKILL)
+        interrupted = run.conversations.get(status=ConversationStatus.RUNNING)
+        assert interrupted.events.count() == 0  # nothing half-written
+        second = start_worker(environment)
+        try:
+            time.sleep(2.5)  # let the dead worker's lease expire
+            app.send_task("benchmark.run_dispatch", args=[run.pk])
+            wait_for(lambda: run_finished(run), timeout=120, what="the run to finish")
+        finally:
+            stop_worker(second)
+    interrupted.refresh_from_db()
+    assert interrupted.status == ConversationStatus.FINISHED
+    assert interrupted.attempts == 2
+    for conversation in run.conversations.all():
+        ids = list(conversation.events.values_list("event_id", flat=True))
+        assert len(ids) == len(set(ids)) > 0
+        assert (
+            conversation.model_calls.filter(purpose="assistant").count()
+            == conversation.usage["assistant"]["calls"]
+        )
