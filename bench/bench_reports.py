@@ -79,28 +79,16 @@ def _build() -> int:
         status="finished",
     )
     seeds = sample_seeds(cases.distribution_spec(distribution), CONVERSATIONS, 0)
-    attributes = (
-        "condition",
-        "severity",
-        "task_category",
-        "task_subcategory",
-        "age_group",
-        "gender_identity",
-        "care_preference",
-        "personality",
-    )
     entries = BenchmarkEntry.objects.bulk_create(
         (
-            BenchmarkEntry(
-                benchmark_set=benchmark_set,
-                index=seed["index"],
-                seed=seed,
+            BenchmarkEntry.from_seed(
+                benchmark_set,
+                seed,
                 status=EntryStatus.READY,
                 complexity=COMPLEXITIES[seed["index"] % 4],
                 generator_model="offline/standard",
                 profile={},
                 story="",
-                **{name: seed[name] for name in attributes},
             )
             for seed in seeds
         ),
@@ -250,11 +238,6 @@ def run() -> list[dict]:
 
 
 if __name__ == "__main__":
-    outcome = run()
-    for result in outcome:
-        verdict = "PASS" if result["ok"] else "FAIL"
-        print(
-            f"{result['name']}: measured {result['measured']} {result['unit']} "
-            f"(target {result['target']} {result['unit']}) {verdict}"
-        )
-    sys.exit(0 if all(result["ok"] for result in outcome) else 1)
+    from run_all import report  # the shared measured-vs-target table
+
+    sys.exit(report(run()))

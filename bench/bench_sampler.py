@@ -54,16 +54,7 @@ def run() -> list[dict]:
     ]
 
 
-def main() -> int:
-    results = run()
-    for result in results:
-        verdict = "PASS" if result["ok"] else "FAIL"
-        print(
-            f"{result['name']}: measured {result['measured']:.3f} {result['unit']} "
-            f"(target {result['target']:.1f} {result['unit']}) {verdict}"
-        )
-    return 0 if all(result["ok"] for result in results) else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    from run_all import report  # the shared measured-vs-target table
+
+    sys.exit(report(run()))

@@ -87,6 +87,12 @@ def print_table(rows: list[dict]) -> None:
     print(f"\n{passed} of {len(rows)} figures meet their targets.")
 
 
+def report(rows: list[dict]) -> int:
+    """For a bench run on its own: print its table; exit 1 if a figure misses its target."""
+    print_table(rows)
+    return 0 if all(row["ok"] for row in rows) else 1
+
+
 def main(arguments: list[str]) -> int:
     if arguments[:1] == [CHILD_FLAG]:
         run_one_here(Path(arguments[1]), Path(arguments[2]))

@@ -86,7 +86,8 @@ class BenchmarkEntryQuerySet(models.QuerySet):
 class BenchmarkEntry(models.Model):
     """One patient case: the sampled seed and, once enriched, profile, story and complexity."""
 
-    FILTER_FIELDS = (
+    # Seed attributes copied to columns (see below), and everything the entry list filters on.
+    SEED_COLUMNS = (
         "condition",
         "severity",
         "task_category",
@@ -95,9 +96,8 @@ class BenchmarkEntry(models.Model):
         "gender_identity",
         "care_preference",
         "personality",
-        "complexity",
-        "status",
     )
+    FILTER_FIELDS = (*SEED_COLUMNS, "complexity", "status")
 
     benchmark_set = models.ForeignKey(
         BenchmarkSet, on_delete=models.CASCADE, related_name="entries"
@@ -139,6 +139,12 @@ class BenchmarkEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.benchmark_set} #{self.index}"
+
+    @classmethod
+    def from_seed(cls, benchmark_set: "BenchmarkSet", seed: dict, **fields) -> "BenchmarkEntry":
+        """An unsaved entry for a sampled seed, its attributes copied to their columns."""
+        columns = {name: seed[name] for name in cls.SEED_COLUMNS}
+        return cls(benchmark_set=benchmark_set, index=seed["index"], seed=seed, **columns, **fields)
 
     @property
     def patient_name(self) -> str:

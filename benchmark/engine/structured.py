@@ -40,7 +40,7 @@ def extract_json_object(text: str) -> dict[str, Any]:
     candidates = fenced if fenced else [stripped]
     objects = []
     for candidate in candidates:
-        objects.extend(_objects_in(candidate))
+        objects.extend(json_objects(candidate))
     if not objects:
         raise InvalidOutput("No complete JSON object was found; reply with one JSON object.")
     if len(objects) > 1:
@@ -48,7 +48,8 @@ def extract_json_object(text: str) -> dict[str, Any]:
     return objects[0]
 
 
-def _objects_in(text: str) -> list[dict[str, Any]]:
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """Every complete JSON object embedded in `text`, in order."""
     decoder = json.JSONDecoder()
     found = []
     index = text.find("{")

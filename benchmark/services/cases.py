@@ -90,24 +90,8 @@ def benchmark_set_create(
 
 
 def _pending_entry(benchmark_set: BenchmarkSet, seed: dict) -> BenchmarkEntry:
-    return BenchmarkEntry(
-        benchmark_set=benchmark_set,
-        index=seed["index"],
-        seed=seed,
-        generator_model=benchmark_set.generator_model,
-        **{
-            field: seed[field]
-            for field in (
-                "condition",
-                "severity",
-                "task_category",
-                "task_subcategory",
-                "age_group",
-                "gender_identity",
-                "care_preference",
-                "personality",
-            )
-        },
+    return BenchmarkEntry.from_seed(
+        benchmark_set, seed, generator_model=benchmark_set.generator_model
     )
 
 

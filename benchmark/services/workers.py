@@ -1,4 +1,4 @@
-"""Start a local Celery worker process: the embedded default's way to keep work off requests."""
+"""Start and stop local Celery worker processes (the demo's worker, and the tests')."""
 
 import os
 import signal
@@ -12,42 +12,36 @@ ROOT = Path(settings.BASE_DIR)
 
 
 def worker_start(
-    *, concurrency: int | None = None, log_file: Path | None = None
+    *,
+    concurrency: int | None = None,
+    log_file: Path | None = None,
+    environment: dict | None = None,
 ) -> subprocess.Popen:
     """A thread-pool worker: conversations wait on model latency, so threads are the right pool."""
     log_file = log_file or Path(settings.DATA_DIR) / "worker.log"
     command = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "config",
-        "worker",
-        "--pool",
-        "threads",
-        "--concurrency",
-        str(concurrency or settings.CELERY_WORKER_CONCURRENCY),
-        "--loglevel",
-        "INFO",
-        "--without-gossip",
-        "--without-mingle",
-    ]
+        sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "threads",
+        "--concurrency", str(concurrency or settings.CELERY_WORKER_CONCURRENCY),
+        "--loglevel", "INFO", "--without-gossip", "--without-mingle",
+    ]  # fmt: skip
     with open(log_file, "ab") as log:
         return subprocess.Popen(
             command,
             cwd=ROOT,
-            env=dict(os.environ),
+            env=dict(os.environ if environment is None else environment),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
 
 
-def worker_stop(worker: subprocess.Popen) -> None:
+def worker_stop(worker: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
+    """Stop the worker's whole process group; SIGKILL if it does not stop within 20 s."""
     if worker.poll() is not None:
         return
-    os.killpg(worker.pid, signal.SIGTERM)
+    os.killpg(worker.pid, sig)
     try:
         worker.wait(timeout=20)
     except subprocess.TimeoutExpired:
         os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=20)

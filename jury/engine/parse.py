@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from benchmark.engine.structured import InvalidOutput, extract_json_object
+from benchmark.engine.structured import InvalidOutput, extract_json_object, json_objects
 
 REASON_CODES = (
     "empty",
@@ -119,17 +119,7 @@ def _unparsable(text: str, detail: str) -> InvalidJudgeAnswer:
 def _json_object_count(text: str) -> int:
     # extract_json_object reports "no object" and "several objects" with the same exception
     # type; counting here keeps the two reason codes apart.
-    decoder = json.JSONDecoder()
-    count, index = 0, text.find("{")
-    while index != -1:
-        try:
-            value, end = decoder.raw_decode(text, index)
-        except json.JSONDecodeError:
-            index = text.find("{", index + 1)
-            continue
-        count += isinstance(value, dict)
-        index = text.find("{", end)
-    return count
+    return len(json_objects(text))
 
 
 def _straighten_quotes(text: str) -> str:

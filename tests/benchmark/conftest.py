@@ -19,12 +19,6 @@ SET_SIZE = 3
 
 
 @pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # The users of tests/conftest.py are created per test; the real hasher is slow by design.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
 def in_memory_model_cache(settings):
     settings.CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},

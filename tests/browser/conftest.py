@@ -6,10 +6,9 @@ import shutil
 import pytest
 
 from accounts.models import Role
-from benchmark.services import agents as agent_services
-from benchmark.services import cases, runs
 from benchmark.services.inline import run_execute_inline
 from tests.conftest import PASSWORD, make_user
+from tests.support.builders import enriched_set, launched_run
 
 # Playwright's sync API keeps an event loop on this thread; Django's ORM would refuse to run
 # beside it, though the fixtures here never share a connection with that loop.
@@ -72,23 +71,6 @@ def people(transactional_db):
 
 @pytest.fixture
 def finished_run(transactional_db):
-    benchmark_set = cases.benchmark_set_create(
-        name="Browser set",
-        distribution=cases.distribution_default_ensure(),
-        size=4,
-        sampler_seed=11,
-        generator_model="offline/standard",
-    )
-    for entry_id in cases.pending_entry_ids(benchmark_set):
-        cases.entry_enrich(entry_id)
-    baseline = next(
-        c for c in agent_services.agent_configs_ensure_shipped() if c.slug == "baseline"
-    )
-    run = runs.run_launch(
-        name="Browser run",
-        benchmark_set=benchmark_set,
-        patient_model="offline/patient",
-        agents=[runs.AgentChoice("offline/careful", baseline)],
-    )
+    run = launched_run(enriched_set(name="Browser set"), name="Browser run")
     run_execute_inline(run, threads=2)
     return run

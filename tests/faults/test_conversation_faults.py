@@ -9,8 +9,6 @@ import json
 import pytest
 
 from benchmark.models import ConversationStatus, JobStatus, Termination
-from benchmark.services import agents as agent_services
-from benchmark.services import cases, runs
 from benchmark.services.conversations import model_router
 from benchmark.services.inline import run_execute_inline
 from tests.fakes.llm_server import (
@@ -20,6 +18,7 @@ from tests.fakes.llm_server import (
     running_fake_llm_server,
     server_error,
 )
+from tests.support.builders import enriched_set, launched_run
 
 AGENT = "openai-compatible/agent-under-test"
 PATIENT = "openai-compatible/patient-simulator"
@@ -37,26 +36,11 @@ def fake(settings):
 
 
 def one_conversation_run(*, patient: str = "offline/patient", max_turns: int = 15):
-    benchmark_set = cases.benchmark_set_create(
-        name="faults",
-        distribution=cases.distribution_default_ensure(),
-        size=1,
-        sampler_seed=3,
-        generator_model="offline/standard",
-    )
-    cases.entry_enrich(cases.pending_entry_ids(benchmark_set)[0])
-    baseline = next(
-        c for c in agent_services.agent_configs_ensure_shipped() if c.slug == "baseline"
-    )
-    run = runs.run_launch(
-        name="faults run",
-        benchmark_set=benchmark_set,
-        patient_model=patient,
-        roster_model="offline/patient",
-        agents=[runs.AgentChoice(AGENT, baseline)],
-        use_cache=False,
-        max_turns=max_turns,
-    )
+    run = launched_run(
+        enriched_set(name="faults", size=1, sampler_seed=3), name="faults run",
+        models=(AGENT,), patient_model=patient, roster_model="offline/patient",
+        use_cache=False, max_turns=max_turns,
+    )  # fmt: skip
     run_execute_inline(run, threads=1)
     run.refresh_from_db()
     assert run.status == JobStatus.FINISHED  # never hangs, whatever happened

@@ -1,8 +1,10 @@
 """Which roles may open which page. New URLs must be added here (a test enforces it)."""
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from accounts.models import Role
+from tests.support.builders import enriched_set, launched_run
 
 STAFF = (Role.RESEARCHER, Role.ADMIN)
 ADMIN = (Role.ADMIN,)
@@ -47,37 +49,14 @@ PAGES += [
 ]
 
 
-def build_objects(users_by_role) -> dict:
-    """One object of each kind the URLs point at."""
-    return {**benchmark_objects()}
-
-
 def benchmark_objects() -> dict:
     """A one-case set, enriched, and a launched run (its conversation not played: cheap)."""
-    from types import SimpleNamespace
-
-    from benchmark.services import agents, cases, runs
-
-    benchmark_set = cases.benchmark_set_create(
-        name="Access",
-        distribution=cases.distribution_default_ensure(),
-        size=1,
-        sampler_seed=1,
-        generator_model="offline/standard",
-    )
-    entry = benchmark_set.entries.get()
-    cases.entry_enrich(entry.pk)
-    config = agents.agent_configs_ensure_shipped()[0]
-    run = runs.run_launch(
-        name="Access run",
-        benchmark_set=benchmark_set,
-        patient_model="offline/patient",
-        agents=[runs.AgentChoice("offline/careful", config)],
-    )
+    benchmark_set = enriched_set(name="Access", size=1, sampler_seed=1)
+    run = launched_run(benchmark_set, name="Access run")
     return {
         "distribution": benchmark_set.distribution,
         "set": benchmark_set,
-        "entry": entry,
+        "entry": benchmark_set.entries.get(),
         "run": run,
         "run_action": SimpleNamespace(name="pause"),
         "conversation": run.conversations.get(),
@@ -110,18 +89,15 @@ PAGES += [
     Page("jury:failures", STAFF, _JOB),
 ]
 
-_build_objects_without_jury = build_objects
 
-
-def build_objects(users_by_role) -> dict:  # noqa: F811 - extends the builder above
-    objects = _build_objects_without_jury(users_by_role)
+def build_objects(users_by_role) -> dict:
+    """One object of each kind the URLs point at."""
+    objects = benchmark_objects()
     return {**objects, **jury_objects(objects["run"])}
 
 
 def jury_objects(run) -> dict:
     """An empty scoring job (nothing judged yet) with the current rubrics pinned."""
-    from types import SimpleNamespace
-
     from jury.models import RubricVersion, ScoringJob
     from jury.services import juries, rubrics
 

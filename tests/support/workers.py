@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from celery import Celery
 from django.db import connection
+
+from benchmark.services.workers import worker_start, worker_stop
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,41 +78,11 @@ def worker_env(data_dir: Path, **extra: str) -> dict:
 
 
 def start_worker(environment: dict, concurrency: int = 2) -> subprocess.Popen:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--pool",
-            "threads",
-            "--concurrency",
-            str(concurrency),
-            "--loglevel",
-            "WARNING",
-            "--without-heartbeat",
-            "--without-gossip",
-            "--without-mingle",
-        ],
-        cwd=ROOT,
-        env=environment,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    log_file = Path(environment["DATA_DIR"]) / "worker.log"
+    return worker_start(concurrency=concurrency, log_file=log_file, environment=environment)
 
 
-def stop_worker(worker: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
-    if worker.poll() is not None:
-        return
-    os.killpg(worker.pid, sig)
-    try:
-        worker.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait(timeout=15)
+stop_worker = worker_stop
 
 
 def client_app(transport: dict) -> Celery:

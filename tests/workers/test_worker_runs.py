@@ -6,10 +6,9 @@ import time
 import pytest
 
 from benchmark.models import ConversationStatus, JobStatus
-from benchmark.services import agents as agent_services
-from benchmark.services import cases, runs
 from config import env
 from tests.fakes.llm_server import running_fake_llm_server
+from tests.support.builders import enriched_set, launched_run
 from tests.support.workers import (
     client_app,
     redis_server,
@@ -24,26 +23,10 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 def launch(model: str, size: int = 2, concurrency: int = 4):
-    benchmark_set = cases.benchmark_set_create(
-        name="worker set",
-        distribution=cases.distribution_default_ensure(),
-        size=size,
-        sampler_seed=5,
-        generator_model="offline/standard",
-    )
-    for entry_id in cases.pending_entry_ids(benchmark_set):
-        cases.entry_enrich(entry_id)
-    baseline = next(
-        c for c in agent_services.agent_configs_ensure_shipped() if c.slug == "baseline"
-    )
-    return runs.run_launch(
-        name=f"worker run {model}",
-        benchmark_set=benchmark_set,
-        agents=[runs.AgentChoice(model, baseline)],
-        patient_model="offline/patient",
-        concurrency=concurrency,
-        use_cache=False,
-    )
+    return launched_run(
+        enriched_set(name="worker set", size=size, sampler_seed=5),
+        name=f"worker run {model}", models=(model,), concurrency=concurrency, use_cache=False,
+    )  # fmt: skip
 
 
 def run_finished(run) -> bool:

@@ -15,10 +15,10 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from benchmark.models import Run
-from benchmark.services import agents, cases, conversations
-from benchmark.services.runs import AgentChoice, run_launch
+from benchmark.services import conversations
 from jury.models import Jury, ScoringJob
 from jury.services import juries, scoring
+from tests.support.builders import enriched_set, launched_run, played
 
 AGENT_MODELS = ("offline/careful", "offline/careless")
 SET_SIZE = 4
@@ -30,25 +30,8 @@ MEMORY_CACHES = {
 
 def play_run() -> Run:
     """4 entries enriched by offline/standard, played by offline/careful and offline/careless."""
-    benchmark_set = cases.benchmark_set_create(
-        name="Jury pilot",
-        distribution=cases.distribution_default_ensure(),
-        size=SET_SIZE,
-        sampler_seed=11,
-        generator_model="offline/standard",
-    )
-    for entry_id in cases.pending_entry_ids(benchmark_set):
-        cases.entry_enrich(entry_id)
-    baseline = {c.slug: c for c in agents.agent_configs_ensure_shipped()}["baseline"]
-    run = run_launch(
-        name="Jury run",
-        benchmark_set=benchmark_set,
-        patient_model="offline/patient",
-        agents=[AgentChoice(model, baseline) for model in AGENT_MODELS],
-    )
-    for conversation_id in run.conversations.values_list("id", flat=True):
-        conversations.conversation_execute(conversation_id)
-    return run
+    benchmark_set = enriched_set(name="Jury pilot", size=SET_SIZE, sampler_seed=11)
+    return played(launched_run(benchmark_set, name="Jury run", models=AGENT_MODELS))
 
 
 def score_now(job: ScoringJob) -> ScoringJob:
@@ -82,12 +65,6 @@ def world_job(world, django_db_blocker):
     """The played run scored once by the offline demo jury, committed for the module."""
     with django_db_blocker.unblock():
         return scored(Run.objects.get(pk=world), juries.jury_demo_ensure()).pk
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # Users are created in many tests here; the real hasher would dominate their run time.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
