@@ -49,13 +49,24 @@ def test_careful_and_careless_assistants_leave_different_write_actions(baseline,
     careful = offline_run(baseline, now, behaviour="careful")
     careless = offline_run(baseline, now, behaviour="careless")
     assert careful.sandbox.write_actions != careless.sandbox.write_actions
-    assert tool_names(careful) == ["get_available_appointments", "schedule_appointment"]
+    # The visit is about a condition, so the careful assistant reviews the medicines first.
+    assert tool_names(careful) == [
+        "list_medications",
+        "get_available_appointments",
+        "schedule_appointment",
+    ]
     assert tool_names(careless) == ["schedule_appointment"]
 
 
 def test_the_careful_assistant_books_a_slot_it_was_shown_and_the_patient_chose(baseline, now):
     outcome = offline_run(baseline, now, behaviour="careful")
-    offered = json.loads(next(e.content for e in outcome.events if e.kind == "tool_result"))
+    offered = json.loads(
+        next(
+            e.content
+            for e in outcome.events
+            if e.tool_name == "get_available_appointments" and e.kind == "tool_result"
+        )
+    )
     offered_ids = {slot["slot_id"] for slot in offered["slots"]}
     booking = next(e for e in outcome.events if e.tool_name == "schedule_appointment")
     assert booking.arguments["slot_id"] in offered_ids
