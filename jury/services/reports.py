@@ -31,7 +31,7 @@ ATTRIBUTES = {
     "task_category": "Task category",
 }
 SCRIPTED_NOTE = "scripted, not a model"
-EXPORT_TABLES = ("models", "spread", "outcomes")
+EXPORT_TABLES = ("models", "spread", "outcomes", "sensitivity", "agreement")
 EXPORT_FORMATS = {  # URL suffix -> (stats format, content type)
     "csv": ("csv", "text/csv"),
     "md": ("markdown", "text/markdown"),
@@ -229,6 +229,10 @@ def export_text(report: Report, table_name: str, suffix: str) -> str:
         table = spread_table(report)
     elif table_name == "outcomes":
         table = outcome_table(report)
+    elif table_name == "sensitivity":
+        table = sensitivity_table(report)
+    elif table_name == "agreement":
+        table = stats.inter_judge_agreement(judge_scores(report))
     else:
         raise ValueError(f"unknown table {table_name!r}")
     return stats.export_table(table, EXPORT_FORMATS[suffix][0])
@@ -293,6 +297,23 @@ def sensitivity_sections(report: Report, measure: str) -> list[dict]:
             }
         )
     return sections
+
+
+def sensitivity_table(report: Report) -> pd.DataFrame:
+    """Every subgroup of every attribute, for the aggregate and each rubric, one row each."""
+    scores = report.rubric_scores.pivot(index="conversation_id", columns="rubric", values="score")
+    frame = report.conversations.join(scores, on="conversation_id")
+    parts = [
+        stats.subgroup_sensitivity(frame, attribute=attribute, value=measure).assign(
+            measure=report.rubrics.get(measure, measure), attribute=attribute
+        )
+        for measure in ("aggregate", *report.rubrics)
+        for attribute in ATTRIBUTES
+    ]
+    table = pd.concat(parts, ignore_index=True)
+    table["model"] = table["model"].map(report.label)
+    leading = ["measure", "attribute", "model"]
+    return table[leading + [c for c in table.columns if c not in leading]]
 
 
 def _sensitivity_chart(model: str, rows: pd.DataFrame, title: str) -> dict:

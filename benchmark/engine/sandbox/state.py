@@ -112,30 +112,34 @@ class Sandbox:
         return cls(_json_copy(data))
 
     def to_json(self) -> dict[str, Any]:
-        return _json_copy(
-            {
-                "version": STATE_VERSION,
-                "seed": self.seed,
-                "now": self.now.isoformat(),
-                "profile": self.profile,
-                "medications": self.medications,
-                "offices": self.offices,
-                "providers": self.providers,
-                "pcp_id": self.pcp_id,
-                "slots": self.slots,
-                "appointments": self.appointments,
-                "messages": self.messages,
-                "queue_entries": self.queue_entries,
-                "queue_lengths": self.queue_lengths,
-                "write_actions": self.write_actions,
-            }
-        )
+        """A deep copy of the state: later tool calls cannot change what the caller holds."""
+        return _json_copy(self._live_state())
 
     def state_hash(self) -> str:
+        # Serialised straight from the live state: hashing needs no copy.
         canonical = json.dumps(
-            self.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+            self._live_state(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
         )
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def _live_state(self) -> dict[str, Any]:
+        """The state as a JSON-shaped dict that shares (not copies) the mutable parts."""
+        return {
+            "version": STATE_VERSION,
+            "seed": self.seed,
+            "now": self.now.isoformat(),
+            "profile": self.profile,
+            "medications": self.medications,
+            "offices": self.offices,
+            "providers": self.providers,
+            "pcp_id": self.pcp_id,
+            "slots": self.slots,
+            "appointments": self.appointments,
+            "messages": self.messages,
+            "queue_entries": self.queue_entries,
+            "queue_lengths": self.queue_lengths,
+            "write_actions": self.write_actions,
+        }
 
     @property
     def today(self) -> date:

@@ -154,6 +154,23 @@ def test_every_report_page_renders_and_exports_carry_the_model_rows(researcher_c
     assert csv.splitlines()[0].startswith("Model,Aggregate (95% CI),TC mean")
 
 
+def test_sensitivity_and_agreement_tables_export_every_row(researcher_client, scored_job):
+    def export(table: str) -> str:
+        url = reverse("jury:report_export", kwargs={"pk": scored_job.pk, "table": table,
+                                                    "suffix": "csv"})  # fmt: skip
+        response = researcher_client.get(url)
+        assert response.status_code == 200
+        return response.content.decode()
+
+    sensitivity = export("sensitivity").splitlines()
+    assert sensitivity[0].startswith("measure,attribute,model")
+    measures = {line.split(",")[0] for line in sensitivity[1:]}
+    assert measures == {"aggregate", "TC", "CS", "WA", "TQ", "CH", "CQ"}
+    assert "scripted, not a model" in sensitivity[1]
+    agreement = export("agreement").splitlines()
+    assert len(agreement) == 1 + 6  # header + one row per rubric
+
+
 def test_the_report_counts_incomplete_and_excluded_conversations(
     researcher_client, played_run, offline_jury
 ):
