@@ -94,12 +94,15 @@ class Level:
 
 
 def _use_throwaway_database(data_dir: str) -> None:
-    """Point Django at a fresh SQLite file before setup; never at the real database."""
+    """Point Django at a fresh SQLite file before setup, or at BENCH_DATABASE_URL (an empty
+    database created for the bench); never at the real database."""
     os.environ["DATA_DIR"] = data_dir
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     os.environ["DEBUG"] = "0"  # DEBUG would keep a log of every query
     for name in ("DATABASE_URL", "REDIS_URL", "APP_ENV"):
         os.environ.pop(name, None)
+    if os.environ.get("BENCH_DATABASE_URL"):
+        os.environ["DATABASE_URL"] = os.environ["BENCH_DATABASE_URL"]
     import django
     from django.core.management import call_command
 
