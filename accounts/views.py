@@ -10,8 +10,12 @@ def home(request: HttpRequest) -> HttpResponse:
     if request.user.has_role(Role.ANNOTATOR):
         return render(request, "accounts/home_annotator.html")
     from benchmark.services.dashboard import dashboard_summary
+    from jury.models import ScoringJob
 
-    return render(request, "accounts/home_staff.html", {"summary": dashboard_summary()})
+    jobs = ScoringJob.objects.select_related("run", "jury")[:5]
+    return render(
+        request, "accounts/home_staff.html", {"summary": dashboard_summary(), "jobs": jobs}
+    )
 
 
 @role_required(*ADMIN_ONLY)

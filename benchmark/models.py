@@ -11,6 +11,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Count, Q, Sum
 
+from benchmark.fields import CompressedJSONField
+
 
 class Distribution(models.Model):
     """A seed distribution file, stored verbatim; its fingerprint is its version."""
@@ -273,8 +275,8 @@ class Conversation(models.Model):
     error = models.TextField(blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     clock = models.DateTimeField(null=True, blank=True)
-    sandbox_initial = models.JSONField(null=True, blank=True)
-    sandbox_final = models.JSONField(null=True, blank=True)
+    sandbox_initial = CompressedJSONField(null=True, blank=True)
+    sandbox_final = CompressedJSONField(null=True, blank=True)
     final_state_hash = models.CharField(max_length=64, blank=True)
     write_actions = models.JSONField(default=list, blank=True)
     assistant_turns = models.PositiveSmallIntegerField(default=0)

@@ -1,0 +1,29 @@
+"""Sandbox snapshots are stored compressed and read back exactly."""
+
+import pytest
+from django.db import connection
+
+from benchmark.engine.sandbox import Sandbox
+from benchmark.models import Conversation
+from benchmark.services.conversations import conversation_execute
+
+
+@pytest.mark.django_db
+def test_a_stored_snapshot_reads_back_as_the_same_state_and_is_small(run):
+    conversation = run.conversations.first()
+    conversation_execute(conversation.pk)
+    stored = Conversation.objects.get(pk=conversation.pk)
+    assert Sandbox.from_json(stored.sandbox_final).state_hash() == stored.final_state_hash
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT sandbox_initial FROM benchmark_conversation WHERE id = %s", [stored.pk]
+        )
+        raw = bytes(cursor.fetchone()[0])
+    plain = len(repr(stored.sandbox_initial))
+    assert len(raw) < plain / 4
+
+
+@pytest.mark.django_db
+def test_a_missing_snapshot_stays_missing(run):
+    conversation = run.conversations.first()
+    assert Conversation.objects.get(pk=conversation.pk).sandbox_initial is None
