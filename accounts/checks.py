@@ -1,5 +1,7 @@
 """System checks run by runserver, migrate and the worker: unreachable Redis is named, early."""
 
+from pathlib import Path
+
 from django.conf import settings
 from django.core.checks import Error, register
 
@@ -21,3 +23,17 @@ def redis_reachable(app_configs, **kwargs):
             )
         ]
     return []
+
+
+@register(deploy=False)
+def static_files_collected(app_configs, **kwargs):
+    """Production serves hashed static files from STATIC_ROOT: without them every page fails."""
+    if not settings.PRODUCTION or (Path(settings.STATIC_ROOT) / "staticfiles.json").exists():
+        return []
+    return [
+        Error(
+            f"Static files have not been collected into {settings.STATIC_ROOT}.",
+            hint="Run: python manage.py collectstatic --noinput",
+            id="healthbench.E002",
+        )
+    ]

@@ -29,9 +29,18 @@ class User(AbstractUser):
         if self.role != Role.ANNOTATOR and self.track:
             raise ValidationError({"track": "Only annotators have a track."})
 
+    def save(self, *args, **kwargs) -> None:
+        # The role is the one source of truth: Django's staff and superuser flags follow it, so
+        # demoting an admin in the admin site really removes their access. `createsuperuser`
+        # creates an admin.
+        if self._state.adding and self.is_superuser:
+            self.role = Role.ADMIN
+        self.is_staff = self.is_superuser = self.role == Role.ADMIN
+        super().save(*args, **kwargs)
+
     @property
     def effective_role(self) -> str:
-        return Role.ADMIN if self.is_superuser else self.role
+        return self.role
 
     def has_role(self, *roles: str) -> bool:
         return self.effective_role in roles

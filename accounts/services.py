@@ -24,7 +24,6 @@ def user_ensure(
     user.role, user.track = role, track
     user.first_name, user.last_name = first_name, last_name
     user.licensed = role == Role.ANNOTATOR
-    user.is_staff = user.is_superuser = role == Role.ADMIN
     user.set_password(password)
     user.full_clean()
     user.save()

@@ -14,18 +14,21 @@ from benchmark.services import agents as agent_services
 from benchmark.services.runs import AgentChoice
 
 MAX_UPLOAD_BYTES = 1_000_000
+MAX_SEED = 2**63 - 1  # seeds are stored in signed 64-bit columns
+MAX_COST_LIMIT = Decimal("99999999.99")  # Run.cost_limit_usd: 10 digits, 2 decimals
 
 
 def optional_decimal(raw: str | None) -> Decimal | None:
+    """A cost limit typed into the resume form: blank for none, else dollars within range."""
     if raw is None or not raw.strip():
         return None
     try:
         value = Decimal(raw.strip())
     except InvalidOperation:
         raise ValueError(f"{raw!r} is not an amount in dollars.") from None
-    if value <= 0:
-        raise ValueError("A cost limit must be above zero.")
-    return value
+    if not value.is_finite() or not Decimal("0.01") <= value <= MAX_COST_LIMIT:
+        raise ValueError(f"A cost limit must be between $0.01 and ${MAX_COST_LIMIT:,}.")
+    return value.quantize(Decimal("0.01"))
 
 
 def validate_model_string(value: str) -> str:
@@ -74,7 +77,10 @@ class BenchmarkSetForm(forms.Form):
     distribution = forms.ModelChoiceField(queryset=Distribution.objects.all())
     size = forms.IntegerField(min_value=1, max_value=20_000, initial=24)
     sampler_seed = forms.IntegerField(
-        min_value=0, initial=2026, help_text="Same distribution + same seed = same cases."
+        min_value=0,
+        max_value=MAX_SEED,
+        initial=2026,
+        help_text="Same distribution + same seed = same cases.",
     )
     generator_model = forms.CharField(
         max_length=200,
@@ -119,12 +125,16 @@ class RunForm(forms.Form):
     repetitions = forms.IntegerField(min_value=1, max_value=10, initial=1)
     concurrency = forms.IntegerField(min_value=1, max_value=256, initial=16)
     max_turns = forms.IntegerField(min_value=1, max_value=15, initial=15)
-    seed = forms.IntegerField(min_value=0, initial=0)
+    seed = forms.IntegerField(min_value=0, max_value=MAX_SEED, initial=0)
     use_cache = forms.BooleanField(
         required=False, initial=True, help_text="Identical model calls are answered from the cache."
     )
     cost_limit_usd = forms.DecimalField(
-        required=False, min_value=Decimal("0.01"), label="Cost limit (USD)"
+        required=False,
+        min_value=Decimal("0.01"),
+        max_digits=10,
+        decimal_places=2,
+        label="Cost limit (USD)",
     )
 
     def __init__(self, *args, **kwargs):

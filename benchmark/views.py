@@ -121,7 +121,7 @@ def set_retry(request: HttpRequest, pk: int) -> HttpResponse:
     benchmark_set = get_object_or_404(BenchmarkSet, pk=pk)
     ids = cases.benchmark_set_retry_failed(benchmark_set)
     enqueue_entries(ids)
-    messages.success(request, f"Retrying {len(ids)} failed entries.")
+    messages.success(request, f"Retrying {len(ids)} failed or stalled entries.")
     return redirect("benchmark:set", pk)
 
 

@@ -103,6 +103,9 @@ STORAGES = {
 if PRODUCTION:
     SESSION_COOKIE_SECURE = env.env_bool(ENV, "SECURE_COOKIES", default=True)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+if env.env_bool(ENV, "BEHIND_TLS_PROXY", default=False):
+    # The proxy terminates TLS; trust its header so Django knows requests were HTTPS.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # --- Task queue -------------------------------------------------------------------------
 # With REDIS_URL, Celery talks to Redis and workers may run on any machine. Without it, the

@@ -114,6 +114,9 @@ class JudgeScore(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     cached = models.BooleanField(default=False)
+    # Set while a worker asks the judge, so a duplicate delivery of the task does nothing; a
+    # crashed worker's claim simply expires.
+    claimed_until = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

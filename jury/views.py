@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import EVERYONE, STAFF, role_required
 from benchmark.models import Run
+from benchmark.services.reports import query_id
 from jury import forms
 from jury.engine.rubrics import RubricError
 from jury.models import Jury, RubricVersion, ScoringJob
@@ -267,7 +268,7 @@ def failures(request: HttpRequest, pk: int) -> HttpResponse:
         for attribute, values in reports.failure_filters(data).items()
     ]
     agent = request.GET.get("agent", "")
-    agent = agent if agent.isdigit() else ""
+    agent = query_id(agent)
     return render(
         request,
         "jury/failures.html",

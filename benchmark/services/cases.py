@@ -6,6 +6,7 @@ import logging
 from functools import lru_cache
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from benchmark.engine.chat import ProviderError
@@ -27,6 +28,7 @@ from benchmark.models import (
 )
 from benchmark.services import accounting
 from benchmark.services.conversations import model_router
+from benchmark.services.runs import lease
 
 logger = logging.getLogger(__name__)
 MAX_SET_SIZE = 20_000
@@ -166,10 +168,12 @@ def benchmark_set_finish_if_done(benchmark_set: BenchmarkSet) -> None:
 
 
 def benchmark_set_retry_failed(benchmark_set: BenchmarkSet) -> list[int]:
-    """Put failed entries back to pending (after fixing a provider, say); returns their ids."""
-    failed = benchmark_set.entries.filter(status=EntryStatus.FAILED)
-    ids = list(failed.values_list("id", flat=True))
-    failed.update(status=EntryStatus.PENDING, failure_reason="", updated_at=timezone.now())
+    """Ids to enqueue again: failed entries (put back to pending, after fixing a provider,
+    say) and pending ones untouched for a lease period (their task was lost with a worker)."""
+    stale = Q(status=EntryStatus.PENDING, updated_at__lt=timezone.now() - lease())
+    retry = benchmark_set.entries.filter(Q(status=EntryStatus.FAILED) | stale)
+    ids = list(retry.values_list("id", flat=True))
+    retry.update(status=EntryStatus.PENDING, failure_reason="", updated_at=timezone.now())
     if ids:
         BenchmarkSet.objects.filter(pk=benchmark_set.pk).update(status=JobStatus.RUNNING)
     return ids

@@ -8,11 +8,12 @@ conversation's progress, and the retry starts it from the beginning.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from functools import lru_cache
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -68,17 +69,17 @@ def conversation_execute(conversation_id: int) -> bool:
         "run", "run_agent__agent_config", "entry"
     ).get(pk=conversation_id)
     recorder = accounting.RecordingClient(model_router(conversation.run.use_cache))
-    try:
-        outcome, initial = _play(conversation, recorder)
-        _save_outcome(conversation, outcome, initial, recorder)
-    except _SetupFailed as failure:
-        logger.warning("conversation %s not started: %s", conversation.public_id, failure)
-        _save_failure(conversation, failure.termination, str(failure), recorder)
-    except Exception as error:  # anything unexpected is an infrastructure failure, kept visible
-        logger.exception("conversation %s failed outside the loop", conversation.public_id)
-        _save_failure(
-            conversation, Termination.INFRASTRUCTURE, f"{type(error).__name__}: {error}", recorder
-        )
+    with _Heartbeat(conversation):
+        try:
+            outcome, initial = _play(conversation, recorder)
+            _save_outcome(conversation, outcome, initial, recorder)
+        except _SetupFailed as failure:
+            logger.warning("conversation %s not started: %s", conversation.public_id, failure)
+            _save_failure(conversation, failure.termination, str(failure), recorder)
+        except Exception as error:  # anything unexpected is an infrastructure failure, kept
+            logger.exception("conversation %s failed outside the loop", conversation.public_id)
+            message = f"{type(error).__name__}: {error}"
+            _save_failure(conversation, Termination.INFRASTRUCTURE, message, recorder)
     return True
 
 
@@ -108,7 +109,6 @@ def _play(conversation: Conversation, client) -> tuple[ConversationOutcome | Non
         now=clock,
         max_turns=run.max_turns,
         should_stop=_cancel_watch(run),
-        on_event=_heartbeat(conversation),
     )
     return outcome, initial
 
@@ -134,26 +134,44 @@ def _cancel_watch(run: Run):
     return should_stop
 
 
-def _heartbeat(conversation: Conversation):
-    """on_event for the loop: refresh the lease, at most a few times per lease period.
+class _Heartbeat:
+    """Refresh the conversation's lease from a side thread while this attempt plays.
 
-    Every write takes SQLite's database-wide lock, so writing on every message would make
-    many concurrent conversations queue behind each other.
+    A single model call can outlast the lease (retries, Retry-After, rate-limit waits), so the
+    lease cannot depend on the conversation making progress. Writes are a few per lease period:
+    each takes SQLite's database-wide lock.
     """
-    interval = min(60.0, settings.CONVERSATION_LEASE_SECONDS / 3)
-    state = {"written": time.monotonic()}
 
-    def on_event(event) -> None:
-        now = time.monotonic()
-        if event.kind != "assistant_message" or now - state["written"] < interval:
-            return
-        state["written"] = now
+    def __init__(self, conversation: Conversation):
+        self.conversation = conversation
+        self.interval = min(60.0, settings.CONVERSATION_LEASE_SECONDS / 3)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
         try:
-            Conversation.objects.filter(pk=conversation.pk).update(heartbeat_at=timezone.now())
-        except DatabaseError:  # a missed heartbeat must not end the conversation
-            logger.warning("heartbeat for %s not written", conversation.public_id)
+            while not self._stop.wait(self.interval):
+                try:
+                    _this_attempt(self.conversation).update(heartbeat_at=timezone.now())
+                except DatabaseError:  # a missed beat must not end the conversation
+                    logger.warning("heartbeat for %s not written", self.conversation.public_id)
+        finally:
+            connection.close()
 
-    return on_event
+
+def _this_attempt(conversation: Conversation):
+    """The conversation row, only while this attempt still owns it."""
+    return Conversation.objects.filter(
+        pk=conversation.pk, status=ConversationStatus.RUNNING, attempts=conversation.attempts
+    )
 
 
 def _save_outcome(conversation, outcome: ConversationOutcome, initial: dict, recorder) -> None:
@@ -177,11 +195,7 @@ def _save_outcome(conversation, outcome: ConversationOutcome, initial: dict, rec
     calls = accounting.model_call_rows(
         recorder.calls, run=conversation.run, conversation=conversation
     )
-    with transaction.atomic():
-        conversation.events.all().delete()
-        TraceEvent.objects.bulk_create(events)
-        conversation.save()
-        ModelCall.objects.bulk_create(calls)
+    _store(conversation, events, calls)
 
 
 def _save_failure(conversation, termination: str, message: str, recorder) -> None:
@@ -202,10 +216,28 @@ def _save_failure(conversation, termination: str, message: str, recorder) -> Non
     calls = accounting.model_call_rows(
         recorder.calls, run=conversation.run, conversation=conversation
     )
+    _store(conversation, [], calls)
+
+
+def _store(conversation: Conversation, events: list[TraceEvent], calls: list[ModelCall]) -> None:
+    """Write this attempt's outcome, unless a newer attempt has taken the conversation over.
+
+    A superseded attempt (its lease expired and the conversation was handed out again) keeps
+    only its model-call accounting: the money was spent, but its trace must not overwrite the
+    attempt that now owns the row.
+    """
     with transaction.atomic():
-        conversation.events.all().delete()
-        conversation.save()
         ModelCall.objects.bulk_create(calls)
+        if not _this_attempt(conversation).select_for_update().exists():
+            logger.warning(
+                "attempt %s of %s was superseded; outcome discarded",
+                conversation.attempts,
+                conversation.public_id,
+            )
+            return
+        conversation.events.all().delete()
+        TraceEvent.objects.bulk_create(events)
+        conversation.save()
 
 
 def _apply(conversation: Conversation, *, recorder, **fields) -> None:

@@ -115,9 +115,14 @@ def filtered_conversations(run: Run, params: QueryDict) -> QuerySet[Conversation
     for field in ("status", "termination_reason"):
         if params.get(field):
             conversations = conversations.filter(**{field: params[field]})
-    if params.get("agent", "").isdigit():
+    if query_id(params.get("agent", "")):
         conversations = conversations.filter(run_agent_id=params["agent"])
     return conversations
+
+
+def query_id(value: str) -> str:
+    """`value` if it can be a database id, else "": query strings come from anywhere."""
+    return value if value.isdigit() and int(value) < 2**63 else ""
 
 
 def query_without_page(request: HttpRequest) -> str:

@@ -199,19 +199,19 @@ def _dispatch_locked(run: Run, enqueue: Callable[[list[int]], None]) -> list[int
     if run.status != JobStatus.RUNNING:
         return []
     _recover_stale(run)
-    if _over_cost_limit(run):
-        return []
     in_flight = run.conversations.filter(status__in=IN_FLIGHT).count()
-    capacity = max(run.concurrency - in_flight, 0)
-    claimed = _claim(run, capacity)
-    if claimed:
-        transaction.on_commit(lambda: enqueue(claimed))
-    elif (
-        in_flight == 0 and not run.conversations.filter(status=ConversationStatus.PENDING).exists()
-    ):
+    pending = run.conversations.filter(status=ConversationStatus.PENDING).exists()
+    if in_flight == 0 and not pending:
         Run.objects.filter(pk=run.pk, status=JobStatus.RUNNING).update(
             status=JobStatus.FINISHED, finished_at=timezone.now()
         )
+        return []
+    # The limit only stops new work: a run whose last conversation crossed it still finishes.
+    if not pending or _over_cost_limit(run):
+        return []
+    claimed = _claim(run, max(run.concurrency - in_flight, 0))
+    if claimed:
+        transaction.on_commit(lambda: enqueue(claimed))
     return claimed
 
 
@@ -246,9 +246,9 @@ def _over_cost_limit(run: Run) -> bool:
     spent = accounting.known_cost(run.model_calls.all())
     if spent < run.cost_limit_usd:
         return False
-    Run.objects.filter(pk=run.pk).update(
-        status=JobStatus.PAUSED,
-        stop_reason=f"Cost limit reached: ${spent:.2f} spent of ${run.cost_limit_usd:.2f}. "
+    _pause(
+        run,
+        f"Cost limit reached: ${spent:.2f} spent of ${run.cost_limit_usd:.2f}. "
         "Raise the limit and resume to continue.",
     )
     return True
@@ -256,9 +256,15 @@ def _over_cost_limit(run: Run) -> bool:
 
 def run_pause(run: Run) -> None:
     """Stop launching work; conversations already running finish, queued ones wait."""
+    _pause(run, "Paused by a person.")
+
+
+def _pause(run: Run, reason: str) -> None:
+    # Queued tasks will find the run paused and do nothing: their rows go back to pending, so
+    # they neither sit "in flight" nor block the concurrency after a resume.
     with transaction.atomic():
         Run.objects.filter(pk=run.pk, status=JobStatus.RUNNING).update(
-            status=JobStatus.PAUSED, stop_reason="Paused by a person."
+            status=JobStatus.PAUSED, stop_reason=reason
         )
         run.conversations.filter(status=ConversationStatus.QUEUED).update(
             status=ConversationStatus.PENDING

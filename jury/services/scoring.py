@@ -21,6 +21,7 @@ from benchmark.engine.structured import StructuredFailure, request_json
 from benchmark.models import BenchmarkEntry, Conversation, JobStatus, Run
 from benchmark.services import accounting
 from benchmark.services.conversations import model_router
+from benchmark.services.runs import lease
 from jury.engine.aggregate import (
     incomplete_rubrics,
     judge_aggregates,
@@ -154,12 +155,12 @@ def judge_request(*, conversation: Conversation, rubric: Rubric, judge_model: st
 
 
 def judge_score_execute(score_id: int) -> bool:
-    """Ask one judge for one score unless the row is already valid; returns whether it ran."""
+    """Ask one judge for one score unless the row is valid or claimed; returns whether it ran."""
+    if not _claim(score_id):
+        return False
     score = JudgeScore.objects.select_related(
         "job__jury", "job__run", "rubric_version", "conversation__entry"
     ).get(pk=score_id)
-    if score.status == ScoreStatus.VALID:
-        return False
     request = judge_request(
         conversation=score.conversation,
         rubric=rubric_of(score.rubric_version),
@@ -194,6 +195,16 @@ def judge_score_execute(score_id: int) -> bool:
     return True
 
 
+def _claim(score_id: int) -> bool:
+    now = timezone.now()
+    return bool(
+        JudgeScore.objects.filter(pk=score_id)
+        .exclude(status=ScoreStatus.VALID)
+        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+        .update(claimed_until=now + lease())
+    )
+
+
 def reason_code(text: str) -> str:
     """Why an answer is unusable ("" for a usable one)."""
     try:
@@ -204,25 +215,33 @@ def reason_code(text: str) -> str:
 
 
 def _record(row: JudgeScore, recorder, *, prompt: str, status: str, **fields) -> None:
-    """Store this attempt's outcome. Tokens, cost and raw answers add up over relaunches."""
+    """Store this attempt's outcome. Tokens, cost and raw answers add up over relaunches.
+
+    The row is re-read under a lock, and a valid score already stored is never replaced: the
+    money spent is still accounted.
+    """
     responses = [response for _, response in recorder.calls]
     sums = accounting.totals(responses)
-    first_attempt = not row.attempts
-    row.status = status
-    row.prompt_hash = prompt
-    row.score = fields.get("score")
-    row.explanation = fields.get("explanation", "")
-    row.raw_output = fields.get("raw_output", responses[-1].text if responses else "")
-    row.invalid_reason = fields.get("invalid_reason", "")
-    row.error = fields.get("error", "")
-    row.attempts = [*row.attempts, *(_attempt(response) for response in responses)]
-    row.input_tokens += sums["input_tokens"]
-    row.output_tokens += sums["output_tokens"]
-    row.cost_usd = _add_cost(row.cost_usd, sums["cost_usd"], first=first_attempt)
-    row.cached = bool(responses) and all(response.cached for response in responses)
     with transaction.atomic():
-        row.save()
         accounting.model_calls_save(recorder.calls, run=row.job.run, conversation=row.conversation)
+        current = JudgeScore.objects.select_for_update().get(pk=row.pk)
+        if current.status == ScoreStatus.VALID:
+            return
+        first_attempt = not current.attempts
+        current.status = status
+        current.prompt_hash = prompt
+        current.score = fields.get("score")
+        current.explanation = fields.get("explanation", "")
+        current.raw_output = fields.get("raw_output", responses[-1].text if responses else "")
+        current.invalid_reason = fields.get("invalid_reason", "")
+        current.error = fields.get("error", "")
+        current.attempts = [*current.attempts, *(_attempt(response) for response in responses)]
+        current.input_tokens += sums["input_tokens"]
+        current.output_tokens += sums["output_tokens"]
+        current.cost_usd = _add_cost(current.cost_usd, sums["cost_usd"], first=first_attempt)
+        current.cached = bool(responses) and all(response.cached for response in responses)
+        current.claimed_until = None
+        current.save()
 
 
 def _attempt(response: ChatResponse) -> dict:
@@ -261,6 +280,9 @@ def conversation_merge(job: ScoringJob, conversation: Conversation) -> Conversat
     missing = incomplete_rubrics(by_rubric, rubric_ids=rubric_ids, judges=jury.judges)
     complete_rubrics = [rubric for rubric in rubric_ids if rubric not in missing]
     with transaction.atomic():
+        # Judge tasks of one job merge one at a time: two merges of the same conversation
+        # would otherwise race between the delete and the insert.
+        ScoringJob.objects.select_for_update().filter(pk=job.pk).first()
         RubricResult.objects.filter(job=job, conversation=conversation).delete()
         RubricResult.objects.bulk_create(
             _rubric_result(job, conversation, rubric, list(by_rubric[rubric].values()))

@@ -161,3 +161,16 @@ def test_known_prices_add_up(distribution, monkeypatch):
     calls = ModelCall.objects.filter(benchmark_set=benchmark_set)
     assert accounting.total_cost(calls) == Decimal("0.5")
     assert accounting.cost_by_purpose(calls)[0]["cost"] == Decimal("0.5")
+
+
+def test_retry_requeues_pending_entries_whose_task_was_lost(distribution):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from benchmark.models import BenchmarkEntry
+
+    benchmark_set = make_set(distribution)
+    lost = benchmark_set.entries.first()
+    BenchmarkEntry.objects.filter(pk=lost.pk).update(updated_at=timezone.now() - timedelta(hours=1))
+    assert cases.benchmark_set_retry_failed(benchmark_set) == [lost.pk]

@@ -279,3 +279,32 @@ def test_every_entry_of_a_set_can_be_run_after_retrying_enrichment(ready_set, ba
     for entry_id in cases.pending_entry_ids(ready_set):
         cases.entry_enrich(entry_id)
     assert launch(ready_set, baseline).conversations.count() == SET_SIZE
+
+
+def test_a_run_whose_last_conversation_crosses_the_cost_limit_still_finishes(
+    ready_set, baseline, monkeypatch
+):
+    use_router(monkeypatch, priced_router("0.50"))
+    run = launch(ready_set, baseline, models=("openai/gpt-4o-mini",),
+                 cost_limit_usd=Decimal("1.00"), concurrency=SET_SIZE)  # fmt: skip
+    for conversation_id in dispatch(run):
+        assert conversation_execute(conversation_id)
+    assert dispatch(run) == []
+    run.refresh_from_db()
+    assert run.status == JobStatus.FINISHED
+
+
+def test_a_cost_limit_pause_puts_queued_conversations_back_to_pending(
+    ready_set, baseline, monkeypatch
+):
+    run = launch(ready_set, baseline, cost_limit_usd=Decimal("0.01"), concurrency=2)
+    queued = dispatch(run)
+    ModelCall.objects.create(
+        run=run, purpose="assistant", model="openai/gpt-4o-mini", cost_usd=Decimal("0.02")
+    )
+    assert dispatch(run) == []
+    run.refresh_from_db()
+    assert run.status == JobStatus.PAUSED
+    assert set(queued) <= set(
+        run.conversations.filter(status=ConversationStatus.PENDING).values_list("id", flat=True)
+    )

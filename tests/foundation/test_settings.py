@@ -144,3 +144,11 @@ def test_unreachable_redis_is_reported_by_the_system_check(tmp_path):
     assert result.returncode != 0
     assert "REDIS_URL=redis://127.0.0.1:1/0 is set but Redis cannot be reached" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_production_without_collected_static_files_fails_the_check(tmp_path):
+    result = run_manage(
+        tmp_path, APP_ENV="production", SECRET_KEY="x" * 50, ALLOWED_HOSTS="example.org"
+    )
+    assert result.returncode != 0
+    assert "collectstatic" in result.stderr
