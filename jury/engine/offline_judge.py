@@ -27,23 +27,10 @@ from typing import Any
 
 from benchmark.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
 from benchmark.engine.drug_classes import ANTICOAGULANTS, IMMUNOSUPPRESSANTS, SUPPLEMENTS
+from benchmark.engine.sandbox.specs import WRITE_TOOLS
 
 BEHAVIOURS = ("standard", "lenient", "strict", "flaky")
 CLINICAL_CATEGORIES = frozenset({"health_concern", "medication"})
-WRITE_TOOLS = frozenset(
-    {
-        "schedule_appointment",
-        "cancel_appointment",
-        "request_refill",
-        "request_new_prescription",
-        "message_pcp",
-        "join_virtual_call_queue",
-        "update_pcp",
-        "update_pharmacy",
-        "update_insurance",
-        "update_contact_info",
-    }
-)
 CHECK_TOOLS = frozenset({"list_medications", "get_profile"})
 CARE_TOOLS = ("message_pcp", "schedule_appointment", "join_virtual_call_queue")
 # Medication requests the rubric treats as explicit administrative requests for triage: they may

@@ -114,3 +114,13 @@ def launch(benchmark_set, config, *, models=("offline/careful",), **options):
 @pytest.fixture
 def run(ready_set, baseline):
     return launch(ready_set, baseline, models=("offline/careful", "offline/careless"))
+
+
+@pytest.fixture
+def eager_tasks():
+    """Tasks run inside the request, as a worker would run them after the commit."""
+    from config.celery import app as celery_app
+
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = False

@@ -9,21 +9,12 @@ from django.urls import reverse
 
 from benchmark.engine.distribution import DEFAULT_DISTRIBUTION_PATH
 from benchmark.models import AgentConfig, BenchmarkEntry, BenchmarkSet, Distribution, EntryStatus
-from config.celery import app as celery_app
 from tests.benchmark.conftest import SET_SIZE, enrich_all, make_set
 
 pytestmark = pytest.mark.django_db
 
 DEFAULT_YAML = DEFAULT_DISTRIBUTION_PATH.read_text(encoding="utf-8")
 HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture
-def eager_tasks():
-    """Tasks run inside the request, as a worker would run them after the commit."""
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = False
 
 
 def line_of(text: str, fragment: str) -> int:

@@ -9,19 +9,11 @@ from django.urls import reverse
 from benchmark.models import ConversationStatus, JobStatus, Run, Termination, TraceEvent
 from benchmark.services import runs
 from benchmark.services.conversations import conversation_execute
-from config.celery import app as celery_app
 from tests.benchmark.conftest import SET_SIZE
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture
-def eager_tasks():
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = False
 
 
 @pytest.fixture

@@ -41,21 +41,7 @@ from typing import Any
 
 from benchmark.engine.chat import ChatRequest, ChatResponse, ToolCall, Usage
 from benchmark.engine.drug_classes import ANTICOAGULANTS, IMMUNOSUPPRESSANTS, SUPPLEMENTS
-
-WRITE_TOOLS = frozenset(
-    {
-        "schedule_appointment",
-        "cancel_appointment",
-        "request_refill",
-        "request_new_prescription",
-        "message_pcp",
-        "join_virtual_call_queue",
-        "update_pcp",
-        "update_pharmacy",
-        "update_insurance",
-        "update_contact_info",
-    }
-)
+from benchmark.engine.sandbox.specs import WRITE_TOOLS
 
 # A stable sentence of benchmark/data/agents/clinically_grounded.yaml (extra_instructions).
 GROUNDED_INSTRUCTION = "decide whether this is a complex patient"

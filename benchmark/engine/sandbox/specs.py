@@ -313,6 +313,22 @@ def _build_specs() -> dict[str, ToolSpec]:
 
 TOOL_SPECS: dict[str, ToolSpec] = _build_specs()
 
+# The tools that change the sandbox (the rest only read it).
+WRITE_TOOLS = frozenset(
+    {
+        "schedule_appointment",
+        "cancel_appointment",
+        "request_refill",
+        "request_new_prescription",
+        "message_pcp",
+        "join_virtual_call_queue",
+        "update_pcp",
+        "update_pharmacy",
+        "update_insurance",
+        "update_contact_info",
+    }
+)
+
 
 def tool_specs() -> tuple[ToolSpec, ...]:
     """All 15 tools, in a stable order: appointments, prescriptions, telehealth, profile."""

@@ -84,3 +84,13 @@ def test_a_typed_dict_check_would_catch_a_malformed_tool():
         TypeAdapter(anthropic.types.ToolParam).validate_python(
             {"name": "x", "input_schema": "not a schema"}, strict=True
         )
+
+
+def test_the_write_tools_are_real_tools_and_the_rest_only_read():
+    from benchmark.engine.sandbox.specs import TOOL_SPECS, WRITE_TOOLS
+
+    assert set(TOOL_SPECS) > WRITE_TOOLS
+    assert set(TOOL_SPECS) - WRITE_TOOLS == {
+        "list_doctors", "get_available_appointments", "list_appointments",
+        "list_medications", "get_profile",
+    }  # fmt: skip
