@@ -20,6 +20,7 @@ from tests.support.workers import (
 )
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+LEASE_SECONDS = 5
 
 
 def launch(model: str, size: int = 2, concurrency: int = 4):
@@ -66,7 +67,9 @@ def test_a_worker_killed_mid_conversation_loses_nothing_else(tmp_path):
         environment = worker_env(
             tmp_path,
             DATABASE_URL=test_database_url(),
-            CONVERSATION_LEASE_SECONDS="2",
+            # Short enough to wait out here, long enough that a busy machine's late heartbeat
+            # never makes a live conversation look dead.
+            CONVERSATION_LEASE_SECONDS=str(LEASE_SECONDS),
             OPENAI_COMPATIBLE_BASE_URL=server.openai_base_url,
         )
         app = client_app(env.celery_transport(None, tmp_path / "queue"))
@@ -85,7 +88,7 @@ def test_a_worker_killed_mid_conversation_loses_nothing_else(tmp_path):
         assert interrupted.events.count() == 0  # nothing half-written
         second = start_worker(environment)
         try:
-            time.sleep(2.5)  # let the dead worker's lease expire
+            time.sleep(LEASE_SECONDS + 0.5)  # let the dead worker's lease expire
             app.send_task("benchmark.run_dispatch", args=[run.pk])
             wait_for(lambda: run_finished(run), timeout=120, what="the run to finish")
         finally:
