@@ -67,7 +67,10 @@ class BenchmarkSet(models.Model):
             input_tokens=Sum("input_tokens"),
             output_tokens=Sum("output_tokens"),
             cost=Sum("cost_usd"),
-            unknown_cost=Count("id", filter=Q(status=EntryStatus.READY, cost_usd__isnull=True)),
+            # Failed entries spent money too: an unpriced call among them makes the cost unknown.
+            unknown_cost=Count(
+                "id", filter=~Q(status=EntryStatus.PENDING) & Q(cost_usd__isnull=True)
+            ),
         )
         counts["total"] = self.size
         counts["pending"] = self.size - counts["done"] - counts["failed"]
@@ -307,6 +310,12 @@ class Conversation(models.Model):
 
 class TraceEvent(models.Model):
     """One event of a trace. (conversation, event_id) is stable so feedback can point at it."""
+
+    # The fields copied from the engine's TraceEvent; also the fields a JSONL export carries.
+    ENGINE_FIELDS = (
+        "event_id", "turn", "kind", "content", "tool_name", "tool_call_id", "arguments", "ok",
+        "model_role", "input_tokens", "output_tokens", "latency_ms", "cost_usd", "cached",
+    )  # fmt: skip
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="events")
     event_id = models.CharField(max_length=16)

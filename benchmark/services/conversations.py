@@ -253,24 +253,8 @@ def _apply(conversation: Conversation, *, recorder, **fields) -> None:
 
 
 def _trace_row(conversation: Conversation, seq: int, event) -> TraceEvent:
-    return TraceEvent(
-        conversation=conversation,
-        event_id=event.event_id,
-        seq=seq,
-        turn=event.turn,
-        kind=event.kind,
-        content=event.content,
-        tool_name=event.tool_name,
-        tool_call_id=event.tool_call_id,
-        arguments=event.arguments,
-        ok=event.ok,
-        model_role=event.model_role,
-        input_tokens=event.input_tokens,
-        output_tokens=event.output_tokens,
-        latency_ms=event.latency_ms,
-        cost_usd=event.cost_usd,
-        cached=event.cached,
-    )
+    fields = {name: getattr(event, name) for name in TraceEvent.ENGINE_FIELDS}
+    return TraceEvent(conversation=conversation, seq=seq, **fields)
 
 
 def _json_usage(usage: dict) -> dict:

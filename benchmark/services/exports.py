@@ -9,22 +9,6 @@ from django.core.serializers.json import DjangoJSONEncoder
 
 from benchmark.models import Conversation, Run, TraceEvent
 
-EVENT_FIELDS = (
-    "event_id",
-    "turn",
-    "kind",
-    "content",
-    "tool_name",
-    "tool_call_id",
-    "arguments",
-    "ok",
-    "model_role",
-    "input_tokens",
-    "output_tokens",
-    "latency_ms",
-    "cost_usd",
-    "cached",
-)
 BATCH = 200
 
 
@@ -48,7 +32,7 @@ def run_jsonl(run: Run) -> Iterator[str]:
 def _events_by_conversation(batch: list[Conversation]) -> dict[int, list[dict]]:
     grouped: dict[int, list[dict]] = {}
     rows = TraceEvent.objects.filter(conversation__in=batch).order_by("conversation_id", "seq")
-    for row in rows.values("conversation_id", *EVENT_FIELDS):
+    for row in rows.values("conversation_id", *TraceEvent.ENGINE_FIELDS):
         grouped.setdefault(row.pop("conversation_id"), []).append(row)
     return grouped
 

@@ -174,3 +174,13 @@ def test_retry_requeues_pending_entries_whose_task_was_lost(distribution):
     lost = benchmark_set.entries.first()
     BenchmarkEntry.objects.filter(pk=lost.pk).update(updated_at=timezone.now() - timedelta(hours=1))
     assert cases.benchmark_set_retry_failed(benchmark_set) == [lost.pk]
+
+
+def test_a_failed_entry_with_unpriced_calls_makes_the_set_cost_unknown(distribution):
+    from benchmark.models import BenchmarkEntry, EntryStatus
+
+    benchmark_set = make_set(distribution)
+    BenchmarkEntry.objects.filter(pk=benchmark_set.entries.first().pk).update(
+        status=EntryStatus.FAILED, cost_usd=None
+    )
+    assert benchmark_set.progress()["unknown_cost"] == 1
