@@ -3,7 +3,8 @@
 Builds 12,000 conversations x 2 judges x 6 rubrics of synthetic stored results (bulk_create,
 no model calls) in a throwaway SQLite database inside a temporary DATA_DIR, then times GET
 requests through the Django test client, so the time covers queries, pandas statistics, SVG
-charts and template rendering.
+charts and template rendering. As in a real run, every agent plays every case (3,000 cases x 4
+agents), so the paired comparison has 3,000 shared cases per pair.
 
 Run: DJANGO_SETTINGS_MODULE=config.settings python bench/bench_reports.py
 """
@@ -25,7 +26,7 @@ COMPLEXITIES = ("regular", "chronic", "complicated", "infeasible")
 INCOMPLETE_SHARE = 0.01
 REPEATS = 3
 # Page -> target server time in seconds (the median of REPEATS requests after a warm-up).
-TARGETS = {"report": 1.0, "sensitivity": 1.0, "failures": 1.0, "judges": 2.0}
+TARGETS = {"report": 1.0, "comparison": 1.0, "sensitivity": 1.0, "failures": 1.0, "judges": 2.0}
 BATCH = 5_000
 
 
@@ -68,17 +69,18 @@ def _build() -> int:
     from jury.services import juries, rubrics
 
     rng = np.random.default_rng(7)
+    cases_count = CONVERSATIONS // len(AGENT_MODELS)
     User.objects.create_user("bench", password="bench", role=Role.ADMIN)
     distribution = cases.distribution_default_ensure()
     benchmark_set = BenchmarkSet.objects.create(
         name="Bench",
         distribution=distribution,
         sampler_seed=0,
-        size=CONVERSATIONS,
+        size=cases_count,
         generator_model="offline/standard",
         status="finished",
     )
-    seeds = sample_seeds(cases.distribution_spec(distribution), CONVERSATIONS, 0)
+    seeds = sample_seeds(cases.distribution_spec(distribution), cases_count, 0)
     entries = BenchmarkEntry.objects.bulk_create(
         (
             BenchmarkEntry.from_seed(
@@ -115,12 +117,12 @@ def _build() -> int:
             Conversation(
                 run=run,
                 run_agent=run_agents[i % len(run_agents)],
-                entry=entry,
+                entry=entries[i // len(run_agents)],
                 seed=i,
                 status=ConversationStatus.FINISHED,
                 termination_reason="patient_ended",
             )
-            for i, entry in enumerate(entries)
+            for i in range(CONVERSATIONS)
         ),
         batch_size=BATCH,
     )
@@ -129,10 +131,13 @@ def _build() -> int:
     job = ScoringJob.objects.create(run=run, jury=jury, status="finished")
     job.rubric_versions.set(versions)
 
-    # scores[conversation, rubric, judge]: each model a little better or worse than the next.
+    # scores[conversation, rubric, judge]: each model a little better or worse than the next,
+    # and some cases harder than others for every model (what pairing by case accounts for).
     quality = np.arange(CONVERSATIONS) % len(run_agents) * 0.4
+    difficulty = rng.normal(0, 0.5, size=cases_count)[np.arange(CONVERSATIONS) // len(run_agents)]
     noise = rng.normal(0, 1, size=(CONVERSATIONS, len(versions), len(jury.judges)))
-    scores = np.clip(np.rint(2.6 + quality[:, None, None] + noise), 1, 5).astype(int)
+    expected = 2.6 + quality - difficulty
+    scores = np.clip(np.rint(expected[:, None, None] + noise), 1, 5).astype(int)
     JudgeScore.objects.bulk_create(
         (
             JudgeScore(

@@ -8,7 +8,8 @@ from django import forms
 
 from benchmark.engine.agents.agent_config import AgentConfigError
 from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.model_strings import parse_model_string
+from benchmark.engine.providers.catalog import default_catalog
+from benchmark.engine.providers.model_strings import check_model_string
 from benchmark.models import AgentConfig, BenchmarkSet, Distribution, JobStatus
 from benchmark.services import agents as agent_services
 from benchmark.services.runs import AgentChoice
@@ -31,12 +32,30 @@ def optional_decimal(raw: str | None) -> Decimal | None:
     return value.quantize(Decimal("0.01"))
 
 
-def validate_model_string(value: str) -> str:
-    try:
-        parse_model_string(value)
-    except ProviderError as error:
-        raise forms.ValidationError(str(error)) from None
-    return value
+def model_validator(purpose: str):
+    """A field validator: `value` must be a model string fit for the role `purpose`."""
+
+    def validate(value: str) -> str:
+        try:
+            check_model_string(value, purpose=purpose)
+        except ProviderError as error:
+            raise forms.ValidationError(str(error)) from None
+        return value
+
+    return validate
+
+
+def unpriced_models(models: list[str]) -> list[str]:
+    """Models prices.yaml has no price for: accepted, but their cost will show as unknown."""
+    catalog = default_catalog()
+    return [model for model in models if catalog.price_for(model) is None]
+
+
+def unpriced_warning(model: str) -> str:
+    return (
+        f"{model} has no price in benchmark/data/prices.yaml: its calls will be made, "
+        "but their cost will show as unknown."
+    )
 
 
 class DistributionForm(forms.Form):
@@ -85,15 +104,34 @@ class BenchmarkSetForm(forms.Form):
     generator_model = forms.CharField(
         max_length=200,
         initial="offline/standard",
-        validators=[validate_model_string],
+        validators=[model_validator("enrichment")],
         help_text="Enrichment model, e.g. openai/gpt-5.5",
     )
 
 
+AGENT_CONFIG_EXAMPLE = """\
+# An example variant: edit it, then save. Lines starting with # are comments.
+# id: lower-case letters, digits, - and _. A new id adds a configuration; an id that
+# exists already adds a new version of that configuration.
+id: plain_language
+# name: how runs and reports label this configuration.
+name: Plain-language assistant
+# description: what this variant changes, in a sentence or two.
+description: Baseline prompt plus an instruction to explain every step in plain words.
+# prompt: the system prompt file, from benchmark/data/prompts.
+prompt: assistant_baseline.md
+# extra_instructions (optional): appended to the system prompt.
+extra_instructions: |
+  Explain each step in plain words without medical jargon, and before you finish check
+  that the patient understood what happens next.
+"""
+
+
 class AgentConfigForm(forms.Form):
     yaml_text = forms.CharField(
-        widget=forms.Textarea(attrs={"class": "code", "rows": 12}),
+        widget=forms.Textarea(attrs={"class": "code", "rows": 16}),
         label="New agent configuration (YAML)",
+        initial=AGENT_CONFIG_EXAMPLE,
     )
 
     def save_config(self) -> AgentConfig | None:
@@ -120,7 +158,7 @@ class RunForm(forms.Form):
         help_text="Each model runs with each chosen configuration on the same cases.",
     )
     patient_model = forms.CharField(
-        max_length=200, initial="offline/patient", validators=[validate_model_string]
+        max_length=200, initial="offline/patient", validators=[model_validator("patient")]
     )
     repetitions = forms.IntegerField(min_value=1, max_value=10, initial=1)
     concurrency = forms.IntegerField(min_value=1, max_value=256, initial=16)
@@ -151,9 +189,14 @@ class RunForm(forms.Form):
         models = [m for m in models if m]
         if not models:
             raise forms.ValidationError("Name at least one model.")
+        validate = model_validator("assistant")
         for model in models:
-            validate_model_string(model)
+            validate(model)
         return models
+
+    def unpriced(self) -> list[str]:
+        data = self.cleaned_data
+        return unpriced_models([*data["models"], data["patient_model"]])
 
     def launch_arguments(self) -> dict:
         data = self.cleaned_data

@@ -87,6 +87,13 @@ class BenchmarkEntryQuerySet(models.QuerySet):
     def ready(self):
         return self.filter(status=EntryStatus.READY)
 
+    def feasible(self):
+        """Cases whose patient is plausible: no eligibility rule broken on purpose."""
+        return self.filter(infeasible=False)
+
+    def infeasible(self):
+        return self.filter(infeasible=True)
+
 
 class BenchmarkEntry(models.Model):
     """One patient case: the sampled seed and, once enriched, profile, story and complexity."""
@@ -102,7 +109,7 @@ class BenchmarkEntry(models.Model):
         "care_preference",
         "personality",
     )
-    FILTER_FIELDS = (*SEED_COLUMNS, "complexity", "status")
+    FILTER_FIELDS = (*SEED_COLUMNS, "infeasible", "complexity", "status")
 
     benchmark_set = models.ForeignKey(
         BenchmarkSet, on_delete=models.CASCADE, related_name="entries"
@@ -118,6 +125,9 @@ class BenchmarkEntry(models.Model):
     gender_identity = models.CharField(max_length=40, db_index=True)
     care_preference = models.CharField(max_length=40, db_index=True)
     personality = models.CharField(max_length=40, db_index=True)
+    # Set for a seed drawn to break an eligibility rule on purpose (the seed's `broken_rule`).
+    infeasible = models.BooleanField(default=False, db_index=True)
+    broken_rule = models.CharField(max_length=500, blank=True)
 
     status = models.CharField(
         max_length=20, choices=EntryStatus.choices, default=EntryStatus.PENDING
@@ -127,6 +137,9 @@ class BenchmarkEntry(models.Model):
     story = models.TextField(blank=True)
     complexity = models.CharField(max_length=20, blank=True, db_index=True)
     generator_model = models.CharField(max_length=200)
+    # The enrichment task's lease (benchmark.services.leases), as on judge scores.
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    lease_token = models.CharField(max_length=32, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     raw_responses = models.JSONField(default=list, blank=True)
     input_tokens = models.PositiveIntegerField(default=0)
@@ -141,6 +154,7 @@ class BenchmarkEntry(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["benchmark_set", "index"], name="unique_entry_index")
         ]
+        indexes = [models.Index(fields=["benchmark_set", "status", "claimed_until"])]
 
     def __str__(self) -> str:
         return f"{self.benchmark_set} #{self.index}"
@@ -149,6 +163,8 @@ class BenchmarkEntry(models.Model):
     def from_seed(cls, benchmark_set: "BenchmarkSet", seed: dict, **fields) -> "BenchmarkEntry":
         """An unsaved entry for a sampled seed, its attributes copied to their columns."""
         columns = {name: seed[name] for name in cls.SEED_COLUMNS}
+        broken = seed.get("broken_rule")  # absent from seeds sampled before eligibility rules
+        columns.update(infeasible=bool(broken), broken_rule=broken["text"] if broken else "")
         return cls(benchmark_set=benchmark_set, index=seed["index"], seed=seed, **columns, **fields)
 
     @property

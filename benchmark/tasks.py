@@ -1,13 +1,43 @@
 """Celery tasks: thin wrappers that load ids and call services."""
 
+from functools import partial
+
 from celery import shared_task
 from celery.signals import worker_ready
-from django.conf import settings
 from django.db import transaction
 
-from benchmark.models import Conversation, JobStatus, Run
-from benchmark.services import cases, runs
+from benchmark.models import BenchmarkSet, Conversation, Run
+from benchmark.services import cases, runs, watch
 from benchmark.services.conversations import conversation_execute
+from benchmark.services.leases import LeasedTask
+
+# --- the watch, for every kind of job ---------------------------------------------------------
+
+
+@shared_task(name="jobs.watch")
+def job_watch_task(kind: str, job_id: int) -> None:
+    """Send the job's lost work again, then look again in half a lease while it runs."""
+    still_running = watch.redispatch(kind, job_id)
+    # Run eagerly (tests, --inline) there is no later: the countdown would recurse at once.
+    if still_running and not job_watch_task.request.is_eager:
+        job_watch_task.apply_async((kind, job_id), countdown=watch.interval_seconds())
+
+
+def watch_start(kind: str, job_id: int) -> None:
+    transaction.on_commit(
+        lambda: job_watch_task.apply_async((kind, job_id), countdown=watch.interval_seconds())
+    )
+
+
+@worker_ready.connect
+def resume_watches(**kwargs) -> None:
+    """A (re)started worker takes up every job still running, of every kind, at once."""
+    for kind, watched in watch.kinds().items():
+        for job_id in watched.running():
+            job_watch_task.delay(kind, job_id)
+
+
+# --- runs ---------------------------------------------------------------------------------------
 
 
 def enqueue_conversations(conversation_ids: list[int]) -> None:
@@ -27,44 +57,35 @@ def conversation_run_task(conversation_id: int) -> None:
 def run_dispatch_task(run_id: int) -> None:
     """Start (or resume) a run, and keep a watch on it."""
     runs.run_dispatch(Run.objects.get(pk=run_id), enqueue_conversations)
-    _watch_later(run_id)
+    watch_start("run", run_id)
 
 
-@shared_task(name="benchmark.run_watch")
-def run_watch_task(run_id: int) -> None:
-    """Dispatch again once per lease period while the run is running.
-
-    Conversations lost with a dead worker are picked up again here without anyone having to
-    press Resume; dispatch itself decides what is stale.
-    """
-    run = Run.objects.filter(pk=run_id).first()
-    if run is not None:
-        runs.run_dispatch(run, enqueue_conversations)
-        _watch_later(run_id)
+run_redispatch = watch.redispatcher(Run, partial(runs.run_dispatch, enqueue=enqueue_conversations))
 
 
-def _watch_later(run_id: int) -> None:
-    if Run.objects.filter(pk=run_id, status=JobStatus.RUNNING).exists():
-        run_watch_task.apply_async((run_id,), countdown=settings.CONVERSATION_LEASE_SECONDS + 5)
-
-
-@worker_ready.connect
-def resume_running_runs(**kwargs) -> None:
-    """A (re)started worker takes up every run still marked running."""
-    for run_id in Run.objects.filter(status=JobStatus.RUNNING).values_list("pk", flat=True):
-        run_watch_task.delay(run_id)
+# --- enrichment ---------------------------------------------------------------------------------
 
 
 @shared_task(name="benchmark.entry_enrich", acks_late=True)
-def entry_enrich_task(entry_id: int) -> None:
-    cases.entry_enrich(entry_id)
+def entry_enrich_task(entry_id: int, token: str | None = None) -> None:
+    cases.entry_enrich(entry_id, token)
+    set_id = cases.set_id_of(entry_id)
+    if set_id is not None:
+        enrichment_redispatch(set_id)
 
 
-def enqueue_entries(entry_ids: list[int]) -> None:
-    """Send after the surrounding transaction commits, so a worker always finds the entries."""
-    transaction.on_commit(lambda: _send_entries(entry_ids))
+def send_entries(tasks: list[LeasedTask]) -> None:
+    for entry_id, token in tasks:
+        entry_enrich_task.delay(entry_id, token)
 
 
-def _send_entries(entry_ids: list[int]) -> None:
-    for entry_id in entry_ids:
-        entry_enrich_task.delay(entry_id)
+def enrichment_start(benchmark_set: BenchmarkSet) -> None:
+    """Send the first window of the set's pending entries and watch the set; the rest follow
+    as entries finish."""
+    cases.enrichment_dispatch(benchmark_set, send_entries)
+    watch_start("set", benchmark_set.pk)
+
+
+enrichment_redispatch = watch.redispatcher(
+    BenchmarkSet, partial(cases.enrichment_dispatch, send=send_entries)
+)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -23,7 +23,7 @@ from benchmark.models import (
 from benchmark.services import agents as agent_services
 from benchmark.services import cases, exports, reports, runs, sandbox_preview
 from benchmark.services.accounting import cost_by_purpose
-from benchmark.tasks import enqueue_entries, run_dispatch_task
+from benchmark.tasks import enrichment_start, run_dispatch_task
 
 RUN_ACTIONS = {
     "pause": "Paused: no new conversations start; running ones finish.",
@@ -95,7 +95,7 @@ def set_new(request: HttpRequest) -> HttpResponse:
     form = forms.BenchmarkSetForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         benchmark_set = cases.benchmark_set_create(user=request.user, **form.cleaned_data)
-        enqueue_entries(cases.pending_entry_ids(benchmark_set))
+        enrichment_start(benchmark_set)
         messages.success(request, f"Generating {benchmark_set.size} entries in the background.")
         return redirect("benchmark:set", benchmark_set.pk)
     return render(request, "benchmark/set_form.html", {"form": form})
@@ -104,24 +104,41 @@ def set_new(request: HttpRequest) -> HttpResponse:
 @role_required(*STAFF)
 def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
     benchmark_set = get_object_or_404(BenchmarkSet.objects.select_related("distribution"), pk=pk)
-    context = {"set": benchmark_set, "progress": benchmark_set.progress()}
-    if request.htmx and request.GET.get("fragment") == "progress":
-        return render(request, "benchmark/set_detail.html#set-progress", context)
     entries, filters = reports.filtered_entries(benchmark_set, request.GET)
-    page = Paginator(entries, 50).get_page(request.GET.get("page"))
-    context.update({"page": page, "filters": filters, "query": reports.query_without_page(request)})
-    if request.htmx and request.GET.get("fragment") == "entries":
+    context = {
+        "set": benchmark_set,
+        "progress": benchmark_set.progress(),
+        "page": Paginator(entries, 50).get_page(request.GET.get("page")),
+        "filters": filters,
+        "query": reports.query_without_page(request),
+    }
+    fragment = _fragment(request)
+    if fragment == "progress":
+        return render(request, "benchmark/set_detail.html#set-live", {**context, "oob": True})
+    if fragment == "entries":
         return render(request, "benchmark/set_detail.html#entry-table", context)
     return render(request, "benchmark/set_detail.html", context)
+
+
+def _fragment(request: HttpRequest) -> str:
+    """The region an htmx request asks for ("" for the whole page)."""
+    return request.GET.get("fragment", "") if request.htmx else ""
+
+
+def _poll_url(request: HttpRequest, page: Page) -> str:
+    """This page's live regions as they are shown now: same filters, same page."""
+    query = request.GET.copy()
+    query["page"], query["fragment"] = str(page.number), "progress"
+    return f"{request.path}?{query.urlencode()}"
 
 
 @role_required(*STAFF)
 @require_POST
 def set_retry(request: HttpRequest, pk: int) -> HttpResponse:
     benchmark_set = get_object_or_404(BenchmarkSet, pk=pk)
-    ids = cases.benchmark_set_retry_failed(benchmark_set)
-    enqueue_entries(ids)
-    messages.success(request, f"Retrying {len(ids)} failed or stalled entries.")
+    count = cases.benchmark_set_retry_failed(benchmark_set)
+    enrichment_start(benchmark_set)
+    messages.success(request, f"Retrying {count} failed entries.")
     return redirect("benchmark:set", pk)
 
 
@@ -202,6 +219,8 @@ def run_new(request: HttpRequest) -> HttpResponse:
         else:
             _dispatch_after_commit(run)
             messages.success(request, f"Launched {run.name}.")
+            for model in form.unpriced():
+                messages.warning(request, forms.unpriced_warning(model))
             return redirect("benchmark:run", run.pk)
     return render(request, "benchmark/run_form.html", {"form": form})
 
@@ -209,18 +228,19 @@ def run_new(request: HttpRequest) -> HttpResponse:
 @role_required(*STAFF)
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(Run.objects.select_related("benchmark_set"), pk=pk)
-    context = {"run": run, "progress": runs.run_progress(run)}
-    if request.htmx and request.GET.get("fragment") == "progress":
-        return render(request, "benchmark/run_detail.html#run-progress", context)
     conversations = reports.filtered_conversations(run, request.GET)
-    context.update(
-        {
-            "page": Paginator(conversations, 50).get_page(request.GET.get("page")),
-            "costs": cost_by_purpose(run.model_calls.all()),
-            "agents": run.agents.all(),
-            "query": reports.query_without_page(request),
-        }
-    )
+    page = Paginator(conversations, 50).get_page(request.GET.get("page"))
+    context = {
+        "run": run,
+        "progress": runs.run_progress(run),
+        "costs": cost_by_purpose(run.model_calls.all()),
+        "page": page,
+        "query": reports.query_without_page(request),
+        "poll_url": _poll_url(request, page),
+    }
+    if _fragment(request) == "progress":
+        return render(request, "benchmark/run_detail.html#run-live", {**context, "oob": True})
+    context["agents"] = run.agents.all()
     return render(request, "benchmark/run_detail.html", context)
 
 

@@ -69,7 +69,12 @@ class ScoringJob(models.Model):
     jury = models.ForeignKey(Jury, on_delete=models.PROTECT, related_name="jobs")
     rubric_versions = models.ManyToManyField(RubricVersion, related_name="jobs")
     use_cache = models.BooleanField(default=True)
+    # Judge calls sent to the workers at once; the rest wait in the database, so a lost call is
+    # found and sent again within one lease instead of after a queue of thousands drains.
+    concurrency = models.PositiveIntegerField(default=64)
     status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    # Why a failed job failed (no judge call gave a valid score); blank otherwise.
+    failure_reason = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -114,9 +119,11 @@ class JudgeScore(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     cached = models.BooleanField(default=False)
-    # Set while a worker asks the judge, so a duplicate delivery of the task does nothing; a
-    # crashed worker's claim simply expires.
+    # The lease (benchmark.services.leases): set when the task is sent and again when a worker
+    # takes it, so a duplicate delivery does nothing and a lost task is sent again once the
+    # lease runs out. Only the message carrying the current token may claim the row.
     claimed_until = models.DateTimeField(null=True, blank=True)
+    lease_token = models.CharField(max_length=32, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -126,7 +133,7 @@ class JudgeScore(models.Model):
                 name="unique_judge_task",
             )
         ]
-        indexes = [models.Index(fields=["job", "status"])]
+        indexes = [models.Index(fields=["job", "status", "claimed_until"])]
 
     def __str__(self) -> str:
         return f"{self.conversation_id} {self.rubric_version} judge {self.judge_index}"

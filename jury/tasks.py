@@ -1,24 +1,38 @@
 """Celery tasks: thin wrappers that load ids and call the scoring service."""
 
-from celery import shared_task
-from django.db import transaction
+from functools import partial
 
+from celery import shared_task
+
+from benchmark.services import watch
+from benchmark.services.leases import LeasedTask
+from benchmark.tasks import watch_start
 from jury.models import ScoringJob
 from jury.services import scoring
 
 
 @shared_task(name="jury.judge_score", acks_late=True)
-def judge_score_task(score_id: int) -> None:
-    scoring.judge_score_execute(score_id)
+def judge_score_task(score_id: int, token: str | None = None) -> None:
+    scoring.judge_score_execute(score_id, token)
+    job_id = scoring.job_id_of(score_id)
+    if job_id is not None:
+        scoring_redispatch(job_id)
 
 
-def enqueue_pending_scores(job: ScoringJob) -> int:
-    """Queue every pending judge task of the job once the caller's transaction commits."""
-    score_ids = scoring.pending_score_ids(job)
-    transaction.on_commit(lambda: _enqueue(score_ids))
-    return len(score_ids)
+def send_scores(tasks: list[LeasedTask]) -> None:
+    for score_id, token in tasks:
+        judge_score_task.delay(score_id, token)
 
 
-def _enqueue(score_ids: list[int]) -> None:
-    for score_id in score_ids:
-        judge_score_task.delay(score_id)
+def scoring_start(job: ScoringJob) -> int:
+    """Send the first window of the job's pending judge calls and watch the job; the rest
+    follow as calls finish. Returns how many calls are pending."""
+    pending = len(scoring.pending_score_ids(job))
+    scoring.scoring_dispatch(job, send_scores)
+    watch_start("scoring", job.pk)
+    return pending
+
+
+scoring_redispatch = watch.redispatcher(
+    ScoringJob, partial(scoring.scoring_dispatch, send=send_scores)
+)

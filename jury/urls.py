@@ -17,6 +17,7 @@ urlpatterns = [
         "jobs/<int:pk>/report/<str:table>.<str:suffix>", views.report_export, name="report_export"
     ),
     path("jobs/<int:pk>/sensitivity/", views.sensitivity, name="sensitivity"),
+    path("jobs/<int:pk>/comparison/", views.comparison, name="comparison"),
     path("jobs/<int:pk>/judges/", views.judges, name="judges"),
     path("jobs/<int:pk>/failures/", views.failures, name="failures"),
 ]

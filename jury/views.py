@@ -9,13 +9,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import EVERYONE, STAFF, role_required
+from benchmark.forms import unpriced_warning
 from benchmark.models import Run
 from benchmark.services.reports import query_id
 from jury import forms
 from jury.engine.rubrics import RubricError
 from jury.models import Jury, RubricVersion, ScoringJob
 from jury.services import juries, reports, rubrics, scoring
-from jury.tasks import enqueue_pending_scores
+from jury.tasks import scoring_start
 
 # --- rubrics -------------------------------------------------------------------------------
 
@@ -89,6 +90,8 @@ def jury_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         jury = juries.jury_create(**form.jury_arguments())
         messages.success(request, f"Created the jury {jury.name}.")
+        for model in form.unpriced():
+            messages.warning(request, unpriced_warning(model))
         return redirect("jury:juries")
     return render(
         request,
@@ -115,7 +118,7 @@ def score_run(request: HttpRequest, run_id: int) -> HttpResponse:
         except scoring.ScoringError as error:
             form.add_error(None, str(error))
         else:
-            queued = enqueue_pending_scores(job)
+            queued = scoring_start(job)
             messages.success(request, f"Queued {queued} judge calls.")
             return redirect("jury:job", job.pk)
     return render(
@@ -134,16 +137,15 @@ def score_run(request: HttpRequest, run_id: int) -> HttpResponse:
 @role_required(*STAFF)
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(ScoringJob.objects.select_related("run", "jury"), pk=pk)
-    context = {"job": job, "progress": scoring.scoring_progress(job)}
+    context = {
+        "job": job,
+        "progress": scoring.scoring_progress(job),
+        "unusable": scoring.unusable_answers(job)[:200],
+        "counts": reports.Report(job).counts,
+    }
     if request.htmx and request.GET.get("fragment") == "progress":
-        return render(request, "jury/job_detail.html#job-progress", context)
-    context.update(
-        {
-            "unusable": scoring.unusable_answers(job)[:200],
-            "versions": job.rubric_versions.all(),
-            "counts": reports.Report(job).counts,
-        }
-    )
+        return render(request, "jury/job_detail.html#job-live", {**context, "oob": True})
+    context["versions"] = job.rubric_versions.all()
     return render(request, "jury/job_detail.html", context)
 
 
@@ -152,7 +154,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def job_retry(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(ScoringJob, pk=pk)
     scoring.scoring_relaunch(job)
-    queued = enqueue_pending_scores(job)
+    queued = scoring_start(job)
     messages.success(request, f"Queued {queued} judge calls; valid scores were kept.")
     return redirect("jury:job", pk)
 
@@ -186,17 +188,35 @@ def report(request: HttpRequest, pk: int) -> HttpResponse:
         "job": data.job,
         "outcomes": reports.outcome_rows(data),
         "tab": "models",
+        "pass_rates": request.GET.get("pass_rates") == "show",
     }
     if not data.empty:
         table = reports.model_table(data)
+        context["models"] = reports.model_rows(data, table, reports.best_marks(data, table))
+        if request.htmx and request.GET.get("fragment") == "models":
+            return render(request, "jury/report.html#model-table", context)
         context.update(
             {
-                "models": reports.model_rows(data, table),
                 "spread": reports.spread_table(data).to_dict("split"),
                 "distributions": reports.distribution_charts(data, table),
             }
         )
     return render(request, "jury/report.html", context)
+
+
+@role_required(*STAFF)
+def comparison(request: HttpRequest, pk: int) -> HttpResponse:
+    data = _report(pk)
+    context = {
+        "report": data,
+        "job": data.job,
+        "tab": "comparison",
+        "method": reports.COMPARISON_METHOD,
+    }
+    if not data.empty:
+        result = reports.comparisons(data, reports.model_table(data))
+        context["sections"] = reports.comparison_sections(data, result)
+    return render(request, "jury/comparison.html", context)
 
 
 @role_required(*STAFF)

@@ -76,6 +76,10 @@ class ChatRequest:
     # Structured copies of facts already present in the prompt, for the offline scripted
     # provider only. Never sent to a real model and never allowed to carry model identity.
     hints: dict[str, Any] = field(default_factory=dict)
+    # Which independent draw from the model this call belongs to: a conversation's seed (so a
+    # repetition), a judge slot, an entry. Never sent to the model; part of the response-cache
+    # key, so two samples never share a cached answer while a replay of one sample does.
+    sample: str = ""
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,9 @@ class ProviderError(Exception):
     context_overflow, malformed, config.
     """
 
-    RETRYABLE_KINDS = frozenset({"rate_limit", "server", "timeout", "connection"})
+    # A malformed body is a server fault like a 500 (a proxy cut the reply, a gateway answered
+    # with HTML): asking again usually works.
+    RETRYABLE_KINDS = frozenset({"rate_limit", "server", "timeout", "connection", "malformed"})
 
     def __init__(
         self,

@@ -10,12 +10,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from benchmark.engine import eligibility
+from benchmark.engine.eligibility import AGE_RULE, SEX_RULE, Rule, SamplingPlan, build_plan
 
 DEFAULT_DISTRIBUTION_PATH = (
     Path(__file__).resolve().parent.parent / "data" / "distributions" / "default.yaml"
@@ -32,6 +35,8 @@ WEIGHTED_ATTRIBUTES = (
     "care_preference",
     "personality",
 )
+# Drawn independently of each other and of the condition / age group / sex cell.
+INDEPENDENT_ATTRIBUTES = tuple(a for a in WEIGHTED_ATTRIBUTES if a not in eligibility.FITTED)
 # Every key of the `attributes` section: the weighted ones plus the category-dependent one.
 FILE_ATTRIBUTES = WEIGHTED_ATTRIBUTES + ("task_subcategory",)
 # Seed attributes in the order reports list them (gender_identity is derived).
@@ -47,7 +52,20 @@ SEED_ATTRIBUTES = (
     "care_preference",
     "personality",
 )
-TOP_LEVEL_FIELDS = ("name", "version", "attributes", "age_ranges", "gender_identity")
+TOP_LEVEL_FIELDS = (
+    "name",
+    "version",
+    "attributes",
+    "age_ranges",
+    "gender_identity",
+    "eligibility",
+    "infeasible_share",
+)
+RULE_FIELDS = ("sex", "age_groups", "ages", "breakable")
+# The paper keeps about 2% of seeds implausible on purpose; a file with eligibility rules
+# gets this share unless it sets its own.
+DEFAULT_INFEASIBLE_SHARE = 0.02
+MAX_INFEASIBLE_SHARE = 0.5
 # Probabilities are rounded for the fingerprint so that a distribution written by to_yaml()
 # and loaded again (renormalised, last-bit float noise) keeps its fingerprint.
 FINGERPRINT_DECIMALS = 9
@@ -88,6 +106,9 @@ class Distribution:
     subcategories: tuple[tuple[str, Weights], ...]  # task category -> probabilities
     age_ranges: tuple[tuple[str, int, int], ...]  # (age group, youngest, oldest)
     gender_identities: tuple[tuple[str, str, str], ...]  # (sex, gender, identity)
+    # Eligibility rule per condition, in condition order; empty when the file has none.
+    rules: tuple[Rule, ...]
+    infeasible_share: float
 
     def probabilities(self, attribute: str) -> dict[str, float]:
         return dict(dict(self.weights)[attribute])
@@ -107,6 +128,27 @@ class Distribution:
                 return identity
         raise KeyError((sex, gender))
 
+    def rule(self, condition: str) -> Rule:
+        return self._rules_by_condition.get(condition) or Rule(condition)
+
+    @cached_property
+    def _rules_by_condition(self) -> dict[str, Rule]:
+        return {rule.condition: rule for rule in self.rules}
+
+    def broken_rules(self, seed: dict[str, Any]) -> list[str]:
+        """The eligibility rules a seed's condition, sex and age break ([] if none)."""
+        return self.rule(seed["condition"]).broken(seed["sex"], seed["age_group"], seed["age"])
+
+    @cached_property
+    def plan(self) -> SamplingPlan:
+        """The joint (condition, age group, sex) table the sampler draws from."""
+        return build_plan(
+            {attribute: self.probabilities(attribute) for attribute in eligibility.FITTED},
+            {group: (low, high) for group, low, high in self.age_ranges},
+            self._rules_by_condition,
+            self.infeasible_share,
+        )
+
     def target_shares(self) -> list[tuple[str, str, float]]:
         """(attribute, value, expected share of all seeds), every seed attribute included."""
         shares = []
@@ -120,6 +162,20 @@ class Distribution:
             shares.extend((attribute, value, share) for value, share in table.items())
         return shares
 
+    def expected_shares(self) -> list[tuple[str, str, float]]:
+        """Like target_shares, as the sampler realises them once eligibility is applied."""
+        fitted = {attribute: self.plan.shares(attribute) for attribute in eligibility.FITTED}
+        shares = []
+        for attribute, value, target in self.target_shares():
+            if attribute in fitted:
+                share = fitted[attribute].get(value, 0.0)
+            elif attribute == "gender_identity":
+                share = self._gender_identity_shares(fitted["sex"])[value]
+            else:
+                share = target
+            shares.append((attribute, value, share))
+        return shares
+
     def _subcategory_shares(self) -> dict[str, float]:
         categories = self.probabilities("task_category")
         return {
@@ -128,8 +184,8 @@ class Distribution:
             for subcategory, probability in table
         }
 
-    def _gender_identity_shares(self) -> dict[str, float]:
-        sexes, genders = self.probabilities("sex"), self.probabilities("gender")
+    def _gender_identity_shares(self, sexes: dict[str, float] | None = None) -> dict[str, float]:
+        sexes, genders = sexes or self.probabilities("sex"), self.probabilities("gender")
         shares: dict[str, float] = {}
         for sex, gender, identity in self.gender_identities:
             shares[identity] = shares.get(identity, 0.0) + sexes[sex] * genders[gender]
@@ -144,13 +200,17 @@ class Distribution:
         identities: dict[str, dict[str, str]] = {}
         for sex, gender, identity in self.gender_identities:
             identities.setdefault(sex, {})[gender] = identity
-        return {
+        data = {
             "name": self.name,
             "version": self.version,
             "attributes": attributes,
             "age_ranges": {group: [low, high] for group, low, high in self.age_ranges},
             "gender_identity": identities,
         }
+        if self.rules:  # a file without rules keeps the fingerprint it had before they existed
+            data["eligibility"] = {rule.condition: rule.to_dict() for rule in self.rules}
+            data["infeasible_share"] = self.infeasible_share
+        return data
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
@@ -271,9 +331,16 @@ class _Reader:
             [value for value, _ in dict(weights).get("sex", ())],
             [value for value, _ in dict(weights).get("gender", ())],
         )
+        rules = self._eligibility(data.get("eligibility"), dict(weights), age_ranges)
+        share = self._infeasible_share(data, rules)
         if self.problems:
             return None
-        return Distribution(name, version, weights, subcategories, age_ranges, identities)
+        self._check_reachable(dict(weights), age_ranges, rules, share)
+        if self.problems:
+            return None
+        return Distribution(
+            name, version, weights, subcategories, age_ranges, identities, rules, share
+        )
 
     def _reject_unknown(self, path: KeyPath, data: dict, known: tuple[str, ...], kind: str):
         for key in data:
@@ -406,6 +473,142 @@ class _Reader:
                     continue
                 identities.append((sex, gender, identity))
         return tuple(identities)
+
+    def _eligibility(self, data: Any, weights: dict, age_ranges: tuple) -> tuple[Rule, ...]:
+        """One rule per condition. Optional as a whole; once present, every condition needs
+        an entry (`{}` when anyone can have it) so none is left open by oversight."""
+        path: KeyPath = ("eligibility",)
+        conditions = [value for value, _ in weights.get("condition", ())]
+        if data is None or not conditions or not age_ranges or "sex" not in weights:
+            return ()  # absent, or the attributes it refers to are faulty and already reported
+        if not isinstance(data, dict):
+            self.problem(path, "needs a mapping of condition: {sex, age_groups, ages, breakable}")
+            return ()
+        for condition in data:
+            if condition not in conditions:
+                self.problem(
+                    path + (str(condition),),
+                    f"unknown condition {condition!r}; list conditions of attributes.condition",
+                )
+        rules = []
+        for condition in conditions:
+            if condition not in data:
+                self.problem(
+                    path,
+                    f"condition {condition!r} has no eligibility entry; add "
+                    f"'{condition}: {{}}' if any patient can have it",
+                )
+                continue
+            rule = self._rule(path + (condition,), condition, data[condition], weights, age_ranges)
+            if rule is not None:
+                rules.append(rule)
+        return tuple(rules)
+
+    def _rule(
+        self, path: KeyPath, condition: str, data: Any, weights: dict, age_ranges: tuple
+    ) -> Rule | None:
+        if data is None:
+            return Rule(condition)
+        if not isinstance(data, dict):
+            self.problem(
+                path, f"needs a mapping with any of {', '.join(RULE_FIELDS)} ({{}} for none)"
+            )
+            return None
+        self._reject_unknown(path, data, RULE_FIELDS, "rule field")
+        sexes = self._choices(path + ("sex",), data, "sex", [v for v, _ in weights["sex"]])
+        groups = self._choices(
+            path + ("age_groups",), data, "age_groups", [group for group, _, _ in age_ranges]
+        )
+        ages = data.get("ages")
+        if "ages" in data and not _is_age_range(ages):
+            self.problem(
+                path + ("ages",),
+                f"needs [youngest, oldest] whole years within 0-{OLDEST_AGE}, got {ages!r}",
+            )
+            return None
+        if sexes is False or groups is False:
+            return None
+        rule = Rule(condition, sexes, groups, tuple(ages) if ages is not None else None)
+        breakable = self._breakable(path + ("breakable",), data, rule, age_ranges)
+        return None if breakable is False else replace(rule, breakable=breakable or ())
+
+    def _breakable(self, path: KeyPath, data: dict, rule: Rule, age_ranges: tuple):
+        """The rules an infeasible seed may break: ones this rule has, and for age, only
+        when some age group is excluded entirely."""
+        kinds = self._choices(path, data, "breakable", [SEX_RULE, AGE_RULE])
+        if not kinds:
+            return kinds
+        if any(kind not in rule.kinds for kind in kinds):
+            self.problem(path, f"can only list rules this condition has: {list(rule.kinds)}")
+            return False
+        if AGE_RULE in kinds and not any(
+            not rule.allowed_years(group, low, high) for group, low, high in age_ranges
+        ):
+            self.problem(
+                path,
+                "'age' needs an age group the rule excludes entirely (infeasible seeds are "
+                "drawn from such groups, never just past a boundary)",
+            )
+            return False
+        return kinds
+
+    def _choices(self, path: KeyPath, data: dict, key: str, known: list[str]):
+        """The listed values (None when the key is absent, False when faulty)."""
+        if key not in data:
+            return None
+        values = data[key]
+        if not isinstance(values, list) or not values:
+            self.problem(path, f"needs a non-empty list, e.g. [{known[0]}]")
+            return False
+        unknown = [value for value in values if value not in known]
+        if unknown:
+            self.problem(
+                path, f"unknown value(s) {', '.join(map(repr, unknown))}; known: {', '.join(known)}"
+            )
+            return False
+        return tuple(values)
+
+    def _infeasible_share(self, data: dict, rules: tuple[Rule, ...]) -> float:
+        if "infeasible_share" not in data:
+            return DEFAULT_INFEASIBLE_SHARE if rules else 0.0
+        share = data["infeasible_share"]
+        numeric = isinstance(share, (int, float)) and not isinstance(share, bool)
+        if not numeric or not 0 <= share <= MAX_INFEASIBLE_SHARE:
+            self.problem(
+                ("infeasible_share",),
+                f"needs a fraction between 0 and {MAX_INFEASIBLE_SHARE} (0.02 is 2%), "
+                f"got {share!r}",
+            )
+            return 0.0
+        if share > 0 and "eligibility" not in data:
+            self.problem(
+                ("infeasible_share",),
+                "needs eligibility rules to break; add an 'eligibility' section or set it to 0",
+            )
+        return float(share)
+
+    def _check_reachable(
+        self, weights: dict, age_ranges: tuple, rules: tuple[Rule, ...], share: float
+    ) -> None:
+        """Every weighted condition needs an eligible patient, and an infeasible share needs
+        a rule that weighted attributes can break."""
+        if not rules:
+            return
+        targets = {attribute: dict(weights[attribute]) for attribute in eligibility.FITTED}
+        ranges = {group: (low, high) for group, low, high in age_ranges}
+        by_condition = {rule.condition: rule for rule in rules}
+        for condition in eligibility.unreachable_conditions(targets, ranges, by_condition):
+            self.problem(
+                ("eligibility", condition),
+                "no patient this rule allows has a positive weight (check its sexes, age "
+                "groups and ages against the weights)",
+            )
+        if share > 0 and not eligibility.can_break_a_rule(targets, ranges, by_condition):
+            self.problem(
+                ("infeasible_share",),
+                "no eligibility rule can be broken: mark a rule 'breakable' (with a weighted "
+                "sex or age group outside it) or set infeasible_share to 0",
+            )
 
 
 def _is_age_range(bounds: Any) -> bool:

@@ -1,8 +1,11 @@
 """Seed -> patient entry: one model call, validated against a schema and the seed itself.
 
 The entry shape is the contract in docs/architecture.md. A model answer that breaks the schema
-or contradicts the seed is sent back with every problem listed by JSON path; after the bounded
-repairs the caller gets a failure with its reason, never a partially valid entry.
+or contradicts the seed (its sex, age or condition) is sent back with every problem listed by
+JSON path; after the bounded repairs the caller gets a failure with its reason, never a
+partially valid entry. A seed that breaks an eligibility rule on purpose (`broken_rule`) is
+described to the model as such, must keep its contradiction like any other seed must keep its
+attributes, and is labelled infeasible from the rule, never from the model's judgement.
 """
 
 from __future__ import annotations
@@ -25,11 +28,15 @@ from benchmark.engine.structured import ChatClient, InvalidOutput, StructuredFai
 PROMPT_PATH = Path(__file__).resolve().parent.parent / "data" / "prompts" / "enrichment.md"
 
 MEDICATION_STATUSES = ("active", "under_renewal", "past")
-SCENARIO_COMPLEXITIES = ("regular", "chronic", "complicated", "infeasible")
+INFEASIBLE = "infeasible"
+SCENARIO_COMPLEXITIES = ("regular", "chronic", "complicated", INFEASIBLE)
 ADULT_AGE = 18
 SELF_PAY = "Self Pay"
 MIN_STORY_SENTENCES, MAX_STORY_SENTENCES = 3, 5
 MAX_REPORTED_PROBLEMS = 15  # enough to fix an answer in one go without flooding the prompt
+PROMPT_SECTIONS = ("system", "user", "eligible", "infeasible")
+# Where a condition's leading diagnosis ends: "Atrial fibrillation on anticoagulation".
+CONDITION_QUALIFIERS = re.compile(r"\s(?:with|on|in|after)\s|\(.*?\)", flags=re.IGNORECASE)
 
 _TEXT = {"type": "string", "minLength": 1}
 _PHONE = {
@@ -139,8 +146,12 @@ def enrich(
     model: str,
     today: date,
     max_repairs: int = 2,
+    sample: str = "",
 ) -> EnrichmentResult:
-    """Ask `model` to turn `seed` into a patient entry. ProviderError propagates."""
+    """Ask `model` to turn `seed` into a patient entry. ProviderError propagates.
+
+    `sample` names the entry (see ChatRequest.sample): two entries with equal seeds are
+    enriched independently."""
     system, user = render_prompt(seed, today)
     request = ChatRequest(
         model=model,
@@ -148,6 +159,7 @@ def enrich(
         system=system,
         messages=(Message(role="user", content=user),),
         hints={"seed": seed, "today": today.isoformat()},
+        sample=sample,
     )
     try:
         result = request_json(
@@ -158,31 +170,43 @@ def enrich(
         )
     except StructuredFailure as failure:
         return EnrichmentResult(None, failure.reason, failure.responses)
-    return EnrichmentResult(result.data, None, result.responses)
+    return EnrichmentResult(_labelled(result.data, seed), None, result.responses)
+
+
+def _labelled(entry: dict[str, Any], seed: dict[str, Any]) -> dict[str, Any]:
+    """`entry` with the infeasible label a rule-breaking seed carries by design."""
+    if not seed.get("broken_rule"):
+        return entry
+    return {**entry, "scenario_complexity": INFEASIBLE}
 
 
 def render_prompt(seed: dict[str, Any], today: date) -> tuple[str, str]:
     """(system, user) prompt text for one seed."""
     youngest, oldest = seed["age_range"]
-    system, user = _prompt_sections()
-    user_text = Template(user).substitute(
+    sections = _prompt_sections()
+    broken = seed.get("broken_rule")
+    note = Template(sections["infeasible" if broken else "eligible"]).substitute(
+        broken_rule=broken["text"] if broken else ""
+    )
+    user_text = Template(sections["user"]).substitute(
         today=today.isoformat(),
         seed_json=json.dumps(seed, indent=2, ensure_ascii=False),
         youngest=youngest,
         oldest=oldest,
+        eligibility_note=note,
     )
-    return system, user_text
+    return sections["system"], user_text
 
 
 @lru_cache(maxsize=1)
-def _prompt_sections() -> tuple[str, str]:
-    parts = re.split(
-        r"^# (system|user)[ \t]*$", PROMPT_PATH.read_text(encoding="utf-8"), flags=re.M
-    )
+def _prompt_sections() -> dict[str, str]:
+    names = "|".join(PROMPT_SECTIONS)
+    parts = re.split(rf"^# ({names})[ \t]*$", PROMPT_PATH.read_text(encoding="utf-8"), flags=re.M)
     sections = dict(zip(parts[1::2], (part.strip() for part in parts[2::2]), strict=True))
-    if set(sections) != {"system", "user"} or len(parts) != 5:
-        raise ValueError(f"{PROMPT_PATH} needs exactly one '# system' and one '# user' section")
-    return sections["system"], sections["user"]
+    if sorted(sections) != sorted(PROMPT_SECTIONS) or len(parts) != 2 * len(PROMPT_SECTIONS) + 1:
+        headings = ", ".join(f"'# {name}'" for name in PROMPT_SECTIONS)
+        raise ValueError(f"{PROMPT_PATH} needs exactly one of each section: {headings}")
+    return sections
 
 
 def validate_entry(data: dict[str, Any], seed: dict[str, Any], *, today: date) -> dict[str, Any]:
@@ -222,6 +246,8 @@ def _seed_problems(data: dict[str, Any], seed: dict[str, Any], today: date) -> l
     profile = data["patient_profile"]
     return [
         *_demographic_problems(profile, seed, today),
+        *_condition_problems(profile, seed),
+        *_complexity_problems(data["scenario_complexity"], seed),
         *_medication_problems(profile["medications"], today),
         *_care_problems(profile),
         *_story_problems(data["patient_story"]),
@@ -239,8 +265,10 @@ def _demographic_problems(profile: dict[str, Any], seed: dict[str, Any], today: 
     if not youngest <= age <= oldest:
         problems.append(
             f"$.patient_profile.age: {age} is outside the {seed['age_group']} age group "
-            f"({youngest}-{oldest})"
+            f"({youngest}-{oldest}); the seed's age is {seed['age']}"
         )
+    elif age != seed["age"]:
+        problems.append(f"$.patient_profile.age: is {age} but the seed's age is {seed['age']}")
     born = date.fromisoformat(profile["date_of_birth"])
     if born > today:
         problems.append(f"$.patient_profile.date_of_birth: {born} is after today ({today})")
@@ -250,6 +278,40 @@ def _demographic_problems(profile: dict[str, Any], seed: dict[str, Any], today: 
             f"on {today}, but age is {age}"
         )
     return problems
+
+
+def _condition_problems(profile: dict[str, Any], seed: dict[str, Any]) -> list[str]:
+    """The seed's leading diagnosis must be among the profile's conditions, so a model
+    cannot swap it for a similar one (or for a plausible one when the seed is infeasible)."""
+    leading = _leading_diagnosis(seed["condition"])
+    if any(f" {leading} " in f" {_words(condition)} " for condition in profile["conditions"]):
+        return []
+    return [
+        f"$.patient_profile.conditions: none names the seed's condition "
+        f"{seed['condition']!r}; list it in the seed's words (at least {leading!r})"
+    ]
+
+
+def _leading_diagnosis(condition: str) -> str:
+    """The first diagnosis a condition names, in lower-case words: "Lupus (SLE) with
+    nephritis" -> "lupus", "Atrial fibrillation on anticoagulation" -> "atrial fibrillation"."""
+    leading = _words(CONDITION_QUALIFIERS.split(f" {condition} ", maxsplit=1)[0])
+    return leading or _words(condition)
+
+
+def _words(text: str) -> str:
+    """Lower-case words joined by single spaces; punctuation and apostrophes dropped."""
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", re.sub(r"['’]", "", text.lower())).split())
+
+
+def _complexity_problems(complexity: str, seed: dict[str, Any]) -> list[str]:
+    if complexity == INFEASIBLE and not seed.get("broken_rule"):
+        return [
+            "$.scenario_complexity: 'infeasible' is only for seeds that break a rule on "
+            "purpose; this seed's attributes fit together, so choose regular, chronic or "
+            "complicated"
+        ]
+    return []
 
 
 def _age_on(day: date, born: date) -> int:

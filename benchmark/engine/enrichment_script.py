@@ -1,7 +1,11 @@
-"""Offline enrichment script: builds a plausible patient entry from the seed by fixed rules.
+"""Offline enrichment script: builds a patient entry from the seed by fixed rules.
 
 Not a model. Everything is derived from `hints["seed"]` with a random.Random seeded from the
 seed's canonical JSON, so the same seed always gives the same entry in any process.
+
+The entry keeps the seed's sex, age and condition. For a seed that breaks an eligibility rule
+on purpose that keeps the contradiction, and the case is labelled infeasible; every other
+seed is plausible by construction and is never labelled so.
 
 Behaviours: any behaviour answers with a valid entry, except "malformed-once", which first
 answers with truncated JSON and only gives the valid entry on the repair turn. That exercises
@@ -335,12 +339,6 @@ FALLBACK_NOTE = ConditionNote(
      ("Multivitamin", "1 tablet", "once daily")),
 )
 
-# Attribute combinations that cannot all be true: the entry is kept and marked infeasible.
-FEMALE_ONLY = ("pregnan", "gestational", "menopaus", "polycystic ovary", "endometriosis")
-MALE_ONLY = ("prostat",)
-LATE_LIFE_ONLY = ("dementia", "alzheimer", "macular degeneration", "prostatic hyperplasia",
-                  "menopaus", "parkinson")
-PREGNANCY_AGES = (13, 50)
 URGENT_SUBCATEGORIES = ("emergency_symptoms", "mental_health_crisis", "medication_interaction")
 FIRST_NAMES = {
     "woman": ("Maria", "Aisha", "Emily", "Grace", "Sofia", "Hannah", "Priya", "Mei", "Olivia",
@@ -512,27 +510,16 @@ def matching_notes(condition: str) -> list[ConditionNote]:
 
 
 def scenario_complexity(seed: dict[str, Any]) -> str:
-    condition = seed["condition"].lower()
-    if _is_implausible(condition, seed["sex"], seed["age"], seed["age_group"]):
+    """Infeasible exactly when the seed breaks an eligibility rule on purpose (its profile
+    keeps the seed's sex, age and condition, so the contradiction stays in the case)."""
+    if seed.get("broken_rule"):
         return "infeasible"
+    condition = seed["condition"].lower()
     comorbid = " with " in condition or " and " in condition
     if comorbid or seed["severity"] == "severe" or seed["task_subcategory"] in URGENT_SUBCATEGORIES:
         return "complicated"
     # A single condition: mild enough to handle as one issue, otherwise ongoing management.
     return "regular" if seed["severity"] == "mild" else "chronic"
-
-
-def _is_implausible(condition: str, sex: str, age: int, age_group: str) -> bool:
-    def mentions(keywords: tuple[str, ...]) -> bool:
-        return any(keyword in condition for keyword in keywords)
-
-    youngest, oldest = PREGNANCY_AGES
-    return (
-        (sex == "male" and mentions(FEMALE_ONLY))
-        or (sex == "female" and mentions(MALE_ONLY))
-        or (age_group == "pediatric" and mentions(LATE_LIFE_ONLY))
-        or ("pregnan" in condition and not youngest <= age <= oldest)
-    )
 
 
 def _profile(

@@ -20,49 +20,116 @@ class ChatClient(Protocol):
     def chat(self, request: ChatRequest) -> ChatResponse: ...
 
 
+def forget_answer(client: ChatClient, request: ChatRequest) -> None:
+    """Ask `client` to drop its cached answer to `request`. Clients that cache have a
+    `forget` method (ModelClient, ModelRouter and wrappers passing it on); the others, such as
+    the bare offline provider, have nothing to forget."""
+    forget = getattr(client, "forget", None)
+    if forget is not None:
+        forget(request)
+
+
 class InvalidOutput(ValueError):
     """Raised by validators: the message says what is wrong, in words a model can act on."""
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+class UnusableJson(InvalidOutput):
+    """The answer is not exactly one JSON object. `code` names why, for reports."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise _DuplicateKey(key)
+        data[key] = value
+    return data
+
+
+# One decoder for every structured answer: a repeated key is an error, never "last one wins".
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+_VALUE_START = re.compile(r"[\[{]")
+_OBJECT_START = re.compile(r'(?:\[\s*)?\{\s*"')
 
 
 def extract_json_object(text: str) -> dict[str, Any]:
     """Return the single JSON object in `text`.
 
-    Accepts a bare object or one inside a ``` fence. Prose around a single object is
-    tolerated; two objects, arrays, truncated JSON or no object at all raise InvalidOutput.
+    The rule: exactly one JSON object in the whole answer, with no repeated key. It may stand
+    bare or inside a ``` fence, with prose around it. Anything else raises UnusableJson: no
+    object, a second object anywhere (fenced or not), an object inside an array, a repeated
+    key, truncated JSON.
     """
-    stripped = (text or "").strip()
-    if not stripped:
-        raise InvalidOutput("The answer was empty; reply with one JSON object.")
-    fenced = _FENCE.findall(stripped)
-    candidates = fenced if fenced else [stripped]
-    objects = []
-    for candidate in candidates:
-        objects.extend(json_objects(candidate))
+    if not (text or "").strip():
+        raise UnusableJson("empty", "The answer was empty; reply with one JSON object.")
+    objects, arrays, broken = json_values(text)
+    if broken:
+        raise UnusableJson(
+            "malformed_json",
+            "The answer held a JSON object that is cut off or malformed; reply with one "
+            "complete JSON object.",
+        )
+    if arrays:
+        raise UnusableJson(
+            "json_array", "The answer held a JSON array; reply with one JSON object, not a list."
+        )
     if not objects:
-        raise InvalidOutput("No complete JSON object was found; reply with one JSON object.")
+        raise UnusableJson(
+            "no_json", "No complete JSON object was found; reply with one JSON object."
+        )
     if len(objects) > 1:
-        raise InvalidOutput("The answer held more than one JSON object; reply with exactly one.")
+        raise UnusableJson(
+            "multiple_json", "The answer held more than one JSON object; reply with exactly one."
+        )
     return objects[0]
 
 
-def json_objects(text: str) -> list[dict[str, Any]]:
-    """Every complete JSON object embedded in `text`, in order."""
-    decoder = json.JSONDecoder()
-    found = []
-    index = text.find("{")
-    while index != -1:
+def json_values(text: str) -> tuple[list[dict[str, Any]], list[list[Any]], int]:
+    """Every complete top-level JSON object, every array holding an object, and the number of
+    objects that start like JSON ('{"') but do not decode (cut off, malformed), in `text`.
+
+    Scans left to right from each "{" or "["; a value that decodes is skipped whole, so the
+    objects nested inside it are not counted again. Arrays of plain values ("[1, 2]" in prose)
+    and braces in prose ("{name}") are ignored. A repeated key raises UnusableJson.
+    """
+    objects: list[dict[str, Any]] = []
+    arrays: list[list[Any]] = []
+    broken = 0
+    match = _VALUE_START.search(text)
+    while match:
+        index = match.start()
         try:
-            value, end = decoder.raw_decode(text, index)
+            value, end = _DECODER.raw_decode(text, index)
+        except _DuplicateKey as duplicate:
+            raise UnusableJson(
+                "duplicate_key",
+                f'The JSON object repeats the key "{duplicate.key}"; give each key once.',
+            ) from None
         except json.JSONDecodeError:
-            index = text.find("{", index + 1)
+            broken += bool(_OBJECT_START.match(text, index))
+            match = _VALUE_START.search(text, index + 1)
             continue
         if isinstance(value, dict):
-            found.append(value)
-        index = text.find("{", end)
-    return found
+            objects.append(value)
+        elif isinstance(value, list) and any(isinstance(item, dict) for item in value):
+            arrays.append(value)
+        match = _VALUE_START.search(text, end)
+    return objects, arrays, broken
+
+
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """Every complete top-level JSON object embedded in `text`, in order."""
+    return json_values(text)[0]
 
 
 @dataclass
@@ -99,6 +166,8 @@ def request_json(
             return StructuredResult(validate(extract_json_object(response.text)), responses)
         except InvalidOutput as error:
             reason = str(error)
+        # An answer that failed validation must never be replayed from the cache.
+        forget_answer(client, current)
         if attempt < max_repairs:
             current = _with_repair_turn(current, response.text, reason, attempt + 1)
     raise StructuredFailure(f"invalid after {max_repairs + 1} attempts: {reason}", responses)

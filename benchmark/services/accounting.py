@@ -12,6 +12,7 @@ from decimal import Decimal
 from django.db.models import Count, Q, QuerySet, Sum
 
 from benchmark.engine.chat import ChatRequest, ChatResponse
+from benchmark.engine.structured import forget_answer
 from benchmark.models import ModelCall
 
 
@@ -28,6 +29,9 @@ class RecordingClient:
         with self._lock:
             self.calls.append((request.purpose, response))
         return response
+
+    def forget(self, request: ChatRequest) -> None:
+        forget_answer(self.inner, request)
 
 
 def model_calls_save(calls: Iterable[tuple[str, ChatResponse]], **owner) -> list[ModelCall]:

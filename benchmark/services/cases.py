@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import lru_cache
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from benchmark.engine.chat import ProviderError
@@ -28,7 +28,14 @@ from benchmark.models import (
 )
 from benchmark.services import accounting
 from benchmark.services.conversations import model_router
-from benchmark.services.runs import lease
+from benchmark.services.leases import (
+    Heartbeat,
+    LeasedTask,
+    lease_claim,
+    lease_dispatch,
+    lease_extender,
+    lease_release_fields,
+)
 
 logger = logging.getLogger(__name__)
 MAX_SET_SIZE = 20_000
@@ -103,11 +110,52 @@ def pending_entry_ids(benchmark_set: BenchmarkSet) -> list[int]:
     )
 
 
-def entry_enrich(entry_id: int) -> None:
-    """Enrich one pending entry; invalid output fails it with the reason, never half-saved."""
-    entry = BenchmarkEntry.objects.select_related("benchmark_set").get(pk=entry_id)
-    if entry.status != EntryStatus.PENDING:
+# Enrichment calls sent to the workers at once per set; the rest wait in the database, so a
+# call lost with a worker is found and sent again within one lease (see services.leases).
+ENRICHMENT_WINDOW = 32
+
+
+def enrichment_dispatch(
+    benchmark_set: BenchmarkSet, send: Callable[[list[LeasedTask]], None]
+) -> list[LeasedTask]:
+    """Keep up to ENRICHMENT_WINDOW of the set's pending entries with the workers; entries
+    whose worker died are sent again once their lease runs out."""
+    with transaction.atomic():
+        locked = BenchmarkSet.objects.select_for_update().get(pk=benchmark_set.pk)
+        if locked.status != JobStatus.RUNNING:
+            return []
+        pending = locked.entries.filter(status=EntryStatus.PENDING)
+        sent = lease_dispatch(pending, window=ENRICHMENT_WINDOW, send=send)
+    benchmark_set_finish_if_done(benchmark_set)
+    return sent
+
+
+def set_id_of(entry_id: int) -> int | None:
+    return (
+        BenchmarkEntry.objects.filter(pk=entry_id)
+        .values_list("benchmark_set_id", flat=True)
+        .first()
+    )
+
+
+def running_set_ids() -> list[int]:
+    return list(BenchmarkSet.objects.filter(status=JobStatus.RUNNING).values_list("pk", flat=True))
+
+
+def entry_enrich(entry_id: int, token: str | None = None) -> None:
+    """Enrich one pending entry if this message may take it (see services.leases; token None:
+    run here unless a worker holds it). Invalid output fails it with the reason, never
+    half-saved."""
+    row = BenchmarkEntry.objects.filter(pk=entry_id, status=EntryStatus.PENDING)
+    mine = lease_claim(row, token)
+    if mine is None:
         return
+    with Heartbeat(lease_extender(row, mine), label=f"entry {entry_id}"):
+        _enrich(entry_id)
+
+
+def _enrich(entry_id: int) -> None:
+    entry = BenchmarkEntry.objects.select_related("benchmark_set").get(pk=entry_id)
     recorder = accounting.RecordingClient(model_router(True))
     try:
         result = enrich(
@@ -115,6 +163,7 @@ def entry_enrich(entry_id: int) -> None:
             entry.seed,
             model=entry.generator_model,
             today=entry.benchmark_set.created_at.date(),
+            sample=f"set-seed:{entry.benchmark_set.sampler_seed}/entry:{entry.index}",
         )
     except ProviderError as error:
         _entry_fail(entry, f"provider error ({error.kind}): {error}", recorder)
@@ -157,6 +206,8 @@ def _entry_save(entry: BenchmarkEntry, status: str, reason: str, recorder) -> No
     entry.raw_responses = [r.text for r in responses]
     entry.input_tokens, entry.output_tokens = sums["input_tokens"], sums["output_tokens"]
     entry.cost_usd = sums["cost_usd"]
+    for field, value in lease_release_fields().items():
+        setattr(entry, field, value)
     entry.save()
 
 
@@ -167,13 +218,15 @@ def benchmark_set_finish_if_done(benchmark_set: BenchmarkSet) -> None:
         )
 
 
-def benchmark_set_retry_failed(benchmark_set: BenchmarkSet) -> list[int]:
-    """Ids to enqueue again: failed entries (put back to pending, after fixing a provider,
-    say) and pending ones untouched for a lease period (their task was lost with a worker)."""
-    stale = Q(status=EntryStatus.PENDING, updated_at__lt=timezone.now() - lease())
-    retry = benchmark_set.entries.filter(Q(status=EntryStatus.FAILED) | stale)
-    ids = list(retry.values_list("id", flat=True))
-    retry.update(status=EntryStatus.PENDING, failure_reason="", updated_at=timezone.now())
-    if ids:
+def benchmark_set_retry_failed(benchmark_set: BenchmarkSet) -> int:
+    """Put failed entries back to pending (after fixing a provider, say) and the set back to
+    running; returns how many. Entries lost with a worker need no retry: the watch sends them
+    again."""
+    retry = benchmark_set.entries.filter(status=EntryStatus.FAILED)
+    count = retry.update(
+        status=EntryStatus.PENDING, failure_reason="", updated_at=timezone.now(),
+        **lease_release_fields(),
+    )  # fmt: skip
+    if count or benchmark_set.entries.filter(status=EntryStatus.PENDING).exists():
         BenchmarkSet.objects.filter(pk=benchmark_set.pk).update(status=JobStatus.RUNNING)
-    return ids
+    return count

@@ -8,12 +8,10 @@ conversation's progress, and the retry starts it from the beginning.
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from functools import lru_cache
+from functools import lru_cache, partial
 
-from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -34,6 +32,7 @@ from benchmark.models import (
     TraceEvent,
 )
 from benchmark.services import accounting
+from benchmark.services.leases import Heartbeat
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +68,7 @@ def conversation_execute(conversation_id: int) -> bool:
         "run", "run_agent__agent_config", "entry"
     ).get(pk=conversation_id)
     recorder = accounting.RecordingClient(model_router(conversation.run.use_cache))
-    with _Heartbeat(conversation):
+    with Heartbeat(partial(_refresh_heartbeat, conversation), label=str(conversation.public_id)):
         try:
             outcome, initial = _play(conversation, recorder)
             _save_outcome(conversation, outcome, initial, recorder)
@@ -109,6 +108,7 @@ def _play(conversation: Conversation, client) -> tuple[ConversationOutcome | Non
         now=clock,
         max_turns=run.max_turns,
         should_stop=_cancel_watch(run),
+        sample=f"conversation-seed:{conversation.seed}",
     )
     return outcome, initial
 
@@ -134,37 +134,8 @@ def _cancel_watch(run: Run):
     return should_stop
 
 
-class _Heartbeat:
-    """Refresh the conversation's lease from a side thread while this attempt plays.
-
-    A single model call can outlast the lease (retries, Retry-After, rate-limit waits), so the
-    lease cannot depend on the conversation making progress. Writes are a few per lease period:
-    each takes SQLite's database-wide lock.
-    """
-
-    def __init__(self, conversation: Conversation):
-        self.conversation = conversation
-        self.interval = min(60.0, settings.CONVERSATION_LEASE_SECONDS / 3)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True)
-
-    def __enter__(self) -> _Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _beat(self) -> None:
-        try:
-            while not self._stop.wait(self.interval):
-                try:
-                    _this_attempt(self.conversation).update(heartbeat_at=timezone.now())
-                except DatabaseError:  # a missed beat must not end the conversation
-                    logger.warning("heartbeat for %s not written", self.conversation.public_id)
-        finally:
-            connection.close()
+def _refresh_heartbeat(conversation: Conversation) -> None:
+    _this_attempt(conversation).update(heartbeat_at=timezone.now())
 
 
 def _this_attempt(conversation: Conversation):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import signal
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from benchmark.models import BenchmarkSet, EntryStatus, JobStatus, Run
 from benchmark.services import agents as agent_services
 from benchmark.services import cases, runs
+from benchmark.services.workers import worker_start, worker_stop
 
 DEMO_SET = "Demo set (scripted)"
 DEMO_RUN = "Demo run (scripted)"
@@ -17,17 +21,20 @@ DEMO_AGENTS = ("baseline", "clinically_grounded")
 Waiter = Callable[[Callable[[], int], int, str], None]
 
 
-def demo_set_ensure(enqueue: Callable[[list[int]], None], wait: Waiter) -> BenchmarkSet:
+def demo_set_ensure(
+    start: Callable[[BenchmarkSet], None], wait: Waiter, size: int = DEMO_SET_SIZE
+) -> BenchmarkSet:
+    """The demo set, sampled with `size` cases the first time, then reused."""
     benchmark_set = BenchmarkSet.objects.filter(name=DEMO_SET).first()
     if benchmark_set is None:
         benchmark_set = cases.benchmark_set_create(
             name=DEMO_SET,
             distribution=cases.distribution_default_ensure(),
-            size=DEMO_SET_SIZE,
+            size=size,
             sampler_seed=2026,
             generator_model="offline/standard",
         )
-    enqueue(cases.pending_entry_ids(benchmark_set))
+    start(benchmark_set)
     wait(
         lambda: benchmark_set.entries.exclude(status=EntryStatus.PENDING).count(),
         benchmark_set.size,
@@ -63,7 +70,7 @@ def demo_run_ensure(
     return run
 
 
-def demo_scoring_ensure(run: Run, enqueue: Callable, wait: Waiter):
+def demo_scoring_ensure(run: Run, start: Callable, wait: Waiter):
     """Score the demo run with the scripted jury (standard + strict judges)."""
     from jury.models import ScoringJob
     from jury.services import juries, scoring
@@ -72,7 +79,35 @@ def demo_scoring_ensure(run: Run, enqueue: Callable, wait: Waiter):
     job = ScoringJob.objects.filter(run=run, jury=jury).first()
     if job is None:
         job = scoring.scoring_launch(run=run, jury=jury)
-    enqueue(job)
+    start(job)
     total = job.scores.count()
     wait(lambda: total - scoring.scoring_progress(job)["pending"], total, "demo judge calls")
     return job
+
+
+# --- the demo's own worker -------------------------------------------------------------------
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def demo_worker() -> Iterator[subprocess.Popen]:
+    """A worker that lives exactly as long as the demo.
+
+    The worker runs in its own session, so Ctrl-C in the terminal reaches only the demo, and
+    Python's default SIGTERM and SIGHUP would end the demo without any cleanup: both are turned
+    into SystemExit here, so every way the demo stops goes through the `finally` that stops
+    the worker.
+    """
+    previous = {sig: signal.signal(sig, _exit_on_signal) for sig in STOP_SIGNALS}
+    worker = worker_start()
+    try:
+        yield worker
+    finally:
+        worker_stop(worker)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _exit_on_signal(signum: int, frame) -> None:
+    raise SystemExit(128 + signum)

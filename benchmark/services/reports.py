@@ -22,6 +22,8 @@ ATTRIBUTE_TITLES = {
     "gender_identity": "Gender identity (derived)",
     "care_preference": "Care preference",
     "personality": "Personality",
+    "infeasible": "Infeasible by design",
+    "eligibility": "Eligibility (infeasible by design)",
     "complexity": "Scenario complexity (from enrichment)",
 }
 
@@ -95,7 +97,10 @@ def filtered_entries(
     entries = benchmark_set.entries.all()
     filters = []
     for field in BenchmarkEntry.FILTER_FIELDS:
-        choices = sorted(v for v in entries.values_list(field, flat=True).distinct() if v)
+        # As text, so a yes/no column offers both and matches the submitted value. Without
+        # order_by() the default ordering's columns would make DISTINCT repeat values.
+        values = entries.order_by().values_list(field, flat=True).distinct()
+        choices = sorted(str(value) for value in values if value != "")
         filters.append(
             {
                 "field": field,

@@ -12,10 +12,8 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import timedelta
 from decimal import Decimal
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
@@ -32,16 +30,13 @@ from benchmark.models import (
     Run,
     RunAgent,
     Termination,
+    TraceEvent,
 )
 from benchmark.services import accounting
+from benchmark.services.leases import lease
 
 IN_FLIGHT = (ConversationStatus.QUEUED, ConversationStatus.RUNNING)
 RETRYABLE_TERMINATIONS = (Termination.PROVIDER_ERROR, Termination.INFRASTRUCTURE)
-
-
-def lease() -> timedelta:
-    """A queued or running conversation whose heartbeat is older than this lost its worker."""
-    return timedelta(seconds=settings.CONVERSATION_LEASE_SECONDS)
 
 
 class RunError(ValueError):
@@ -185,6 +180,10 @@ def run_check_config(run: Run, config: dict) -> None:
     )
 
 
+def running_run_ids() -> list[int]:
+    return list(Run.objects.filter(status=JobStatus.RUNNING).values_list("pk", flat=True))
+
+
 def run_dispatch(run: Run, enqueue: Callable[[list[int]], None]) -> list[int]:
     """Top the run up to its concurrency; recover lost work; finish or stop it when due."""
     with transaction.atomic():
@@ -316,6 +315,7 @@ def run_progress(run: Run) -> dict:
     failed = counts.get(ConversationStatus.FAILED, 0)
     cancelled = counts.get(ConversationStatus.CANCELLED, 0)
     done = finished + failed + cancelled
+    in_flight = sum(counts.get(status, 0) for status in IN_FLIGHT)
     tokens = run.model_calls.aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"))
     return {
         "total": total,
@@ -336,6 +336,49 @@ def run_progress(run: Run) -> dict:
             .values_list("termination_reason", "n")
         ),
         "eta_seconds": _eta_seconds(run, done, total),
+        # A paused or cancelled run still has conversations finishing: keep the page live.
+        "live": run.status == JobStatus.RUNNING or in_flight > 0,
+        "per_agent": conversation_averages(run),
+    }
+
+
+def conversation_averages(run: Run) -> list[dict]:
+    """Per agent, then for all agents: finished conversations and the mean assistant turns
+    and tool calls per finished conversation (None until one finishes)."""
+    finished = run.conversations.filter(status=ConversationStatus.FINISHED)
+    turns = {
+        row["run_agent_id"]: (row["n"], row["turns"])
+        for row in finished.values("run_agent_id").annotate(
+            n=Count("id"), turns=Sum("assistant_turns")
+        )
+    }
+    tool_calls = dict(
+        TraceEvent.objects.filter(
+            conversation__run=run,
+            conversation__status=ConversationStatus.FINISHED,
+            kind="tool_call",
+        )
+        .values("conversation__run_agent_id")
+        .annotate(n=Count("id"))
+        .values_list("conversation__run_agent_id", "n")
+    )
+    rows = [
+        _averages(agent.label, *turns.get(agent.pk, (0, 0)), tool_calls.get(agent.pk, 0))
+        for agent in run.agents.all()
+    ]
+    if len(rows) > 1:
+        finished_count = sum(n for n, _ in turns.values())
+        turn_count = sum(t for _, t in turns.values())
+        rows.append(_averages("All agents", finished_count, turn_count, sum(tool_calls.values())))
+    return rows
+
+
+def _averages(label: str, finished: int, turns: int, tool_calls: int) -> dict:
+    return {
+        "label": label,
+        "finished": finished,
+        "turns": turns / finished if finished else None,
+        "tool_calls": tool_calls / finished if finished else None,
     }
 
 

@@ -15,13 +15,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from benchmark.engine.structured import InvalidOutput, extract_json_object, json_objects
+from benchmark.engine.structured import InvalidOutput, UnusableJson, extract_json_object
 
 REASON_CODES = (
     "empty",
     "refusal",
     "no_json",
     "multiple_json",
+    "json_array",
+    "duplicate_key",
+    "malformed_json",
     "missing_field",
     "non_integer",
     "out_of_range",
@@ -59,8 +62,8 @@ def parse_judge_answer(text: str | None) -> JudgeVerdict:
         raise InvalidJudgeAnswer("empty", "The answer was empty; reply with one JSON object.")
     try:
         data = extract_json_object(text)
-    except InvalidOutput as error:
-        raise _unparsable(text, str(error)) from error
+    except UnusableJson as error:
+        raise _unparsable(text, error) from error
     return _verdict_from(data)
 
 
@@ -104,22 +107,13 @@ def _whole_number(value: Any) -> int:
     return int(number)
 
 
-def _unparsable(text: str, detail: str) -> InvalidJudgeAnswer:
-    if _json_object_count(text) > 1:
-        return InvalidJudgeAnswer(
-            "multiple_json", "The answer held more than one JSON object; reply with exactly one."
-        )
-    if _REFUSAL.search(_straighten_quotes(text)):
+def _unparsable(text: str, error: UnusableJson) -> InvalidJudgeAnswer:
+    # A refusal has no JSON at all; any JSON, however broken, means the judge tried to score.
+    if error.code == "no_json" and _REFUSAL.search(_straighten_quotes(text)):
         return InvalidJudgeAnswer(
             "refusal", "The answer declined the task; score the conversation with one JSON object."
         )
-    return InvalidJudgeAnswer("no_json", detail)
-
-
-def _json_object_count(text: str) -> int:
-    # extract_json_object reports "no object" and "several objects" with the same exception
-    # type; counting here keeps the two reason codes apart.
-    return len(json_objects(text))
+    return InvalidJudgeAnswer(error.code, str(error))
 
 
 def _straighten_quotes(text: str) -> str:

@@ -18,7 +18,7 @@ from django.db.models import Count, Q, Sum
 
 from benchmark import charts
 from benchmark.models import BenchmarkEntry, RunAgent
-from jury.engine import stats
+from jury.engine import paired, stats
 from jury.engine.aggregate import judge_aggregate_frame
 from jury.models import ConversationResult, JudgeScore, RubricResult, ScoreStatus, ScoringJob
 
@@ -31,13 +31,19 @@ ATTRIBUTES = {
     "task_category": "Task category",
 }
 SCRIPTED_NOTE = "scripted, not a model"
-EXPORT_TABLES = ("models", "spread", "outcomes", "sensitivity", "agreement")
+EXPORT_TABLES = ("models", "spread", "outcomes", "sensitivity", "agreement", "comparison")
 EXPORT_FORMATS = {  # URL suffix -> (stats format, content type)
     "csv": ("csv", "text/csv"),
     "md": ("markdown", "text/markdown"),
     "tex": ("latex", "application/x-tex"),
 }
 HISTOGRAM_EDGES = np.arange(1.0, 5.01, 0.5)
+# What the paired comparison page's legend states about the method.
+COMPARISON_METHOD = {
+    "resamples": paired.RESAMPLES,
+    "alpha": paired.ALPHA,
+    "min_cases": paired.MIN_CASES_TO_DETECT,
+}
 FAILURES_SHOWN = 25
 
 
@@ -67,12 +73,14 @@ class Report:
 
     @cached_property
     def conversations(self) -> pd.DataFrame:
-        """One row per complete conversation: model, aggregate and the seed attributes."""
+        """One row per complete conversation: model, case (the benchmark entry: every agent
+        meets the same sandbox there), aggregate and the seed attributes."""
         fields = ["conversation_id", "aggregate", "conversation__run_agent_id"]
+        fields += ["conversation__entry_id"]
         fields += [f"conversation__entry__{attribute}" for attribute in ATTRIBUTES]
         rows = ConversationResult.objects.filter(job=self.job, complete=True).values_list(*fields)
         frame = pd.DataFrame.from_records(
-            rows, columns=["conversation_id", "aggregate", "agent", *ATTRIBUTES]
+            rows, columns=["conversation_id", "aggregate", "agent", "case", *ATTRIBUTES]
         )
         labels = {pk: agent.label for pk, agent in self.agents.items()}
         return frame.assign(model=frame["agent"].map(labels)).drop(columns="agent")
@@ -120,13 +128,15 @@ def model_table(report: Report) -> pd.DataFrame:
     )
 
 
-def model_rows(report: Report, table: pd.DataFrame) -> list[dict]:
-    """Table 4 rows for the page: aggregate with CI, then per rubric mean and pass rate."""
+def model_rows(report: Report, table: pd.DataFrame, marks: dict[str, str]) -> list[dict]:
+    """Table 4 rows for the page: aggregate with CI, its standing against the best model
+    (`best_marks`), then per rubric mean and pass rate."""
     rows = []
     for model, row in table.iterrows():  # one row per model, a handful at most
         rubrics = [
             {
                 "code": code,
+                "name": report.rubric_names[rubric],
                 "mean": row[f"{rubric}_mean"],
                 "pass_rate": 100 * row[f"{rubric}_pass_rate"],
                 "pass_low": 100 * row[f"{rubric}_pass_low"],
@@ -142,10 +152,26 @@ def model_rows(report: Report, table: pd.DataFrame) -> list[dict]:
                 "mean": row["aggregate_mean"],
                 "low": row["aggregate_low"],
                 "high": row["aggregate_high"],
+                "versus_best": marks.get(model, ""),
                 "rubrics": rubrics,
             }
         )
     return rows
+
+
+def best_marks(report: Report, table: pd.DataFrame) -> dict[str, str]:
+    """Model -> "best", "indistinguishable", "different" or "untested": the paired aggregate
+    test against the top model of `table` (Holm-adjusted over all pairs); empty for one model."""
+    models = list(table.index)
+    if len(models) < 2:
+        return {}
+    comparisons = paired.paired_comparisons(
+        case_scores(report, ["aggregate"]),
+        models=models,
+        measures=["aggregate"],
+        intervals=False,
+    )
+    return paired.versus_best(comparisons, models)
 
 
 def spread_table(report: Report) -> pd.DataFrame:
@@ -222,9 +248,7 @@ def _format_percent(value: float | None) -> str:
 def export_text(report: Report, table_name: str, suffix: str) -> str:
     """One report table as CSV, Markdown or LaTeX (jury.engine.stats.export_table)."""
     if table_name == "models":
-        table = stats.format_model_table(
-            model_table(report).rename(index=report.label), report.rubrics
-        )
+        table = model_export_table(report)
     elif table_name == "spread":
         table = spread_table(report)
     elif table_name == "outcomes":
@@ -233,9 +257,114 @@ def export_text(report: Report, table_name: str, suffix: str) -> str:
         table = sensitivity_table(report)
     elif table_name == "agreement":
         table = stats.inter_judge_agreement(judge_scores(report))
+    elif table_name == "comparison":
+        table = comparison_table(report, comparisons(report, model_table(report)))
     else:
         raise ValueError(f"unknown table {table_name!r}")
     return stats.export_table(table, EXPORT_FORMATS[suffix][0])
+
+
+def model_export_table(report: Report) -> pd.DataFrame:
+    """Table 4 as text, with the paired standing against the best model as a last column."""
+    table = model_table(report)
+    text = stats.format_model_table(table.rename(index=report.label), report.rubrics)
+    marks = best_marks(report, table)
+    if marks:
+        text["Versus best (paired)"] = [marks[model] for model in table.index]
+    return text
+
+
+# --- paired comparisons ----------------------------------------------------------------------
+
+
+def case_scores(report: Report, measure_ids: list[str]) -> pd.DataFrame:
+    """Per (model, case): each measure averaged over the model's complete repetitions."""
+    frame = report.conversations
+    rubrics = [measure for measure in measure_ids if measure != "aggregate"]
+    if rubrics:
+        scores = report.rubric_scores.pivot(
+            index="conversation_id", columns="rubric", values="score"
+        )
+        frame = frame.join(scores[rubrics], on="conversation_id")
+    return paired.case_means(frame, measure_ids)
+
+
+def comparisons(report: Report, table: pd.DataFrame) -> pd.DataFrame:
+    """Every pair of agents (best aggregate first) on the aggregate and each rubric."""
+    measure_ids = ["aggregate", *report.rubrics]
+    return paired.paired_comparisons(
+        case_scores(report, measure_ids), models=list(table.index), measures=measure_ids
+    )
+
+
+def comparison_sections(report: Report, result: pd.DataFrame) -> list[dict]:
+    """One section per measure (aggregate first), one row per pair, for the page."""
+    names = measures(report)
+    return [
+        {
+            "measure": measure,
+            "title": names[measure],
+            "rows": [
+                {
+                    **row,
+                    "scripted_a": row["model_a"] in report.scripted,
+                    "scripted_b": row["model_b"] in report.scripted,
+                    "difference_text": _signed(row["mean_difference"]),
+                    "interval_text": _signed_pair(row["ci_low"], row["ci_high"]),
+                    "p_text": format_p(row["p"]),
+                    "p_holm_text": format_p(row["p_holm"]),
+                    "significant": row["p_holm"] < paired.ALPHA,
+                }
+                for row in rows.to_dict("records")
+            ],
+        }
+        for measure, rows in result.groupby("measure", sort=False)
+    ]
+
+
+def comparison_table(report: Report, result: pd.DataFrame) -> pd.DataFrame:
+    """Every (measure, pair) as text: difference with its interval, p-values, wins/ties/losses."""
+    codes = {"aggregate": "Aggregate", **report.rubrics}
+    return pd.DataFrame(
+        {
+            "Score": result["measure"].map(codes),
+            "Model A": result["model_a"].map(report.label),
+            "Model B": result["model_b"].map(report.label),
+            "Cases": result["n"],
+            "Mean difference A - B (95% CI)": [
+                _signed_interval(*values)
+                for values in zip(
+                    result["mean_difference"], result["ci_low"], result["ci_high"], strict=True
+                )
+            ],
+            "Wilcoxon p": result["p"].map(format_p),
+            "Holm p": result["p_holm"].map(format_p),
+            "A wins": result["wins"],
+            "Ties": result["ties"],
+            "B wins": result["losses"],
+            "Note": result["note"],
+        }
+    )
+
+
+def format_p(value: float) -> str:
+    if not _finite(value):
+        return "n/a"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _signed_interval(mean: float, low: float, high: float) -> str:
+    interval = _signed_pair(low, high)
+    return f"{_signed(mean)} {interval}" if interval else _signed(mean)
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.2f}" if _finite(value) else "n/a"
+
+
+def _signed_pair(low: float, high: float) -> str:
+    """The interval as "[low, high]" with signs, or "" when it is undefined."""
+    return f"[{low:+.2f}, {high:+.2f}]" if _finite(low) and _finite(high) else ""
 
 
 # --- score distributions ------------------------------------------------------------------
@@ -293,7 +422,10 @@ def sensitivity_sections(report: Report, measure: str) -> list[dict]:
                     _sensitivity_chart(model, rows, title)
                     for model, rows in result.groupby("model", sort=True)
                 ],
-                "flagged": result[result["flagged"]].to_dict("records"),
+                "flagged": [
+                    {**row, "subgroup": _readable(row["subgroup"])}
+                    for row in result[result["flagged"]].to_dict("records")
+                ],
             }
         )
     return sections
@@ -321,7 +453,7 @@ def _sensitivity_chart(model: str, rows: pd.DataFrame, title: str) -> dict:
     band = (float(rows["band_low"].iloc[0]), float(rows["band_high"].iloc[0]))
     intervals = [
         charts.Interval(
-            label=str(row.subgroup) or "(blank)",
+            label=_readable(row.subgroup),
             mean=row.mean,
             low=_or(row.ci_low, row.mean),
             high=_or(row.ci_high, row.mean),
@@ -337,6 +469,11 @@ def _sensitivity_chart(model: str, rows: pd.DataFrame, title: str) -> dict:
         intervals, band=band, domain=domain, title=f"{model}: {title.lower()}"
     )
     return {"model": model, "chart": chart}
+
+
+def _readable(value) -> str:
+    """A seed attribute value as a label: "young_adult" -> "young adult"."""
+    return str(value).replace("_", " ") or "(blank)"
 
 
 def _or(value: float, fallback: float) -> float:

@@ -10,6 +10,7 @@ under evaluation: nothing from RunAgent reaches the prompt or the offline judge'
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from decimal import Decimal
 
 from django.db import transaction
@@ -21,7 +22,14 @@ from benchmark.engine.structured import StructuredFailure, request_json
 from benchmark.models import BenchmarkEntry, Conversation, JobStatus, Run
 from benchmark.services import accounting
 from benchmark.services.conversations import model_router
-from benchmark.services.runs import lease
+from benchmark.services.leases import (
+    Heartbeat,
+    LeasedTask,
+    lease_claim,
+    lease_dispatch,
+    lease_extender,
+    lease_release_fields,
+)
 from jury.engine.aggregate import (
     incomplete_rubrics,
     judge_aggregates,
@@ -48,6 +56,7 @@ logger = logging.getLogger(__name__)
 # answer in JSON costs at most two calls per score.
 JUDGE_REPAIRS = 1
 RETRIED = (ScoreStatus.INVALID, ScoreStatus.ERROR)
+MAX_CONCURRENCY = 1024
 TRACE_FIELDS = ("event_id", "turn", "kind", "content", "tool_name", "arguments", "ok")
 
 
@@ -59,7 +68,9 @@ class ScoringError(ValueError):
 
 
 @transaction.atomic
-def scoring_launch(*, run: Run, jury: Jury, use_cache: bool = True, user=None) -> ScoringJob:
+def scoring_launch(
+    *, run: Run, jury: Jury, use_cache: bool = True, concurrency: int = 64, user=None
+) -> ScoringJob:
     """Pin the current judged rubric versions and create every judge task as pending."""
     versions = current_versions(judged_only=True)
     unweighted = sorted({v.rubric_id for v in versions} - set(jury.weights))
@@ -69,9 +80,12 @@ def scoring_launch(*, run: Run, jury: Jury, use_cache: bool = True, user=None) -
         )
     if not run.conversations.scorable().exists():
         raise ScoringError(f"Run {run.name!r} has no finished conversation to score yet.")
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise ScoringError(f"Concurrency must lie between 1 and {MAX_CONCURRENCY}.")
     job = ScoringJob.objects.create(
-        run=run, jury=jury, use_cache=use_cache, status=JobStatus.RUNNING, created_by=user
-    )
+        run=run, jury=jury, use_cache=use_cache, concurrency=concurrency,
+        status=JobStatus.RUNNING, created_by=user,
+    )  # fmt: skip
     job.rubric_versions.set(versions)
     scores_create_missing(job)
     return job
@@ -105,7 +119,7 @@ def scoring_relaunch(job: ScoringJob) -> None:
     """Retry what is not valid yet: invalid and errored rows go back to pending."""
     scores_create_missing(job)
     job.scores.filter(status__in=RETRIED).update(
-        status=ScoreStatus.PENDING, invalid_reason="", error=""
+        status=ScoreStatus.PENDING, invalid_reason="", error="", **lease_release_fields()
     )
     ScoringJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, finished_at=None)
     job_finish_if_done(job)  # nothing left to retry: no task would ever finish the job
@@ -113,6 +127,28 @@ def scoring_relaunch(job: ScoringJob) -> None:
 
 def pending_score_ids(job: ScoringJob) -> list[int]:
     return list(job.scores.filter(status=ScoreStatus.PENDING).values_list("id", flat=True))
+
+
+def scoring_dispatch(job: ScoringJob, send: Callable[[list[LeasedTask]], None]) -> list[LeasedTask]:
+    """Keep up to the job's concurrency of judge calls with the workers; calls whose worker
+    died are sent again once their lease runs out (see benchmark.services.leases)."""
+    with transaction.atomic():
+        # Every finished call dispatches: lock the job so dispatchers take turns.
+        job = ScoringJob.objects.select_for_update().get(pk=job.pk)
+        if job.status != JobStatus.RUNNING:
+            return []
+        pending = job.scores.filter(status=ScoreStatus.PENDING)
+        sent = lease_dispatch(pending, window=job.concurrency, send=send)
+    job_finish_if_done(job)
+    return sent
+
+
+def job_id_of(score_id: int) -> int | None:
+    return JudgeScore.objects.filter(pk=score_id).values_list("job_id", flat=True).first()
+
+
+def running_job_ids() -> list[int]:
+    return list(ScoringJob.objects.filter(status=JobStatus.RUNNING).values_list("pk", flat=True))
 
 
 # --- the judge prompt --------------------------------------------------------------------
@@ -134,8 +170,14 @@ def trace_of(conversation: Conversation) -> list[dict]:
     return list(conversation.events.order_by("seq").values(*TRACE_FIELDS))
 
 
-def judge_request(*, conversation: Conversation, rubric: Rubric, judge_model: str) -> ChatRequest:
-    """The call one judge gets for one rubric. Built from the entry and the trace only."""
+def judge_request(
+    *, conversation: Conversation, rubric: Rubric, judge_model: str, judge_index: int = 0
+) -> ChatRequest:
+    """The call one judge gets for one rubric. Built from the entry and the trace only.
+
+    The sample names the conversation and the judge's seat on the jury: two conversations with
+    identical traces, or one model sitting twice on a jury, are judged independently, while a
+    re-score of the same conversation by the same seat replays the cache."""
     inputs = {
         "profile": conversation.entry.profile,
         "scenario": scenario_of(conversation.entry),
@@ -148,16 +190,27 @@ def judge_request(*, conversation: Conversation, rubric: Rubric, judge_model: st
         system=system,
         messages=(Message(role="user", content=user),),
         hints={"rubric": rubric.id, **inputs},
+        sample=f"conversation:{conversation.public_id}/judge:{judge_index}",
     )
 
 
 # --- executing one judge task -------------------------------------------------------------
 
 
-def judge_score_execute(score_id: int) -> bool:
-    """Ask one judge for one score unless the row is valid or claimed; returns whether it ran."""
-    if not _claim(score_id):
+def judge_score_execute(score_id: int, token: str | None = None) -> bool:
+    """Ask one judge for one score if the row is pending and this message may take it (see
+    benchmark.services.leases; token None: run here, unless a worker holds the row); returns
+    whether it ran."""
+    row = JudgeScore.objects.filter(pk=score_id, status=ScoreStatus.PENDING)
+    mine = lease_claim(row, token)
+    if mine is None:
         return False
+    with Heartbeat(lease_extender(row, mine), label=f"judge score {score_id}"):
+        _judge(score_id)
+    return True
+
+
+def _judge(score_id: int) -> None:
     score = JudgeScore.objects.select_related(
         "job__jury", "job__run", "rubric_version", "conversation__entry"
     ).get(pk=score_id)
@@ -165,6 +218,7 @@ def judge_score_execute(score_id: int) -> bool:
         conversation=score.conversation,
         rubric=rubric_of(score.rubric_version),
         judge_model=score.judge_model,
+        judge_index=score.judge_index,
     )
     recorder = accounting.RecordingClient(model_router(score.job.use_cache))
     try:
@@ -192,17 +246,6 @@ def judge_score_execute(score_id: int) -> bool:
     _record(score, recorder, prompt=prompt, **outcome)
     conversation_merge(score.job, score.conversation)
     job_finish_if_done(score.job)
-    return True
-
-
-def _claim(score_id: int) -> bool:
-    now = timezone.now()
-    return bool(
-        JudgeScore.objects.filter(pk=score_id)
-        .exclude(status=ScoreStatus.VALID)
-        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-        .update(claimed_until=now + lease())
-    )
 
 
 def reason_code(text: str) -> str:
@@ -240,7 +283,8 @@ def _record(row: JudgeScore, recorder, *, prompt: str, status: str, **fields) ->
         current.output_tokens += sums["output_tokens"]
         current.cost_usd = _add_cost(current.cost_usd, sums["cost_usd"], first=first_attempt)
         current.cached = bool(responses) and all(response.cached for response in responses)
-        current.claimed_until = None
+        for field, value in lease_release_fields().items():
+            setattr(current, field, value)
         current.save()
 
 
@@ -338,10 +382,43 @@ def _conversation_fields(jury: Jury, conversation, by_rubric: dict, missing: lis
 
 
 def job_finish_if_done(job: ScoringJob) -> None:
-    if not job.scores.filter(status=ScoreStatus.PENDING).exists():
-        ScoringJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
-            status=JobStatus.FINISHED, finished_at=timezone.now()
-        )
+    """Once no judge call is pending: finished, or failed, with the reason, when not one call
+    gave a valid score (a job whose every call failed has nothing to report)."""
+    if job.scores.filter(status=ScoreStatus.PENDING).exists():
+        return
+    reason = "" if job.scores.filter(status=ScoreStatus.VALID).exists() else _failure_reason(job)
+    ScoringJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+        status=JobStatus.FAILED if reason else JobStatus.FINISHED,
+        failure_reason=reason,
+        finished_at=timezone.now(),
+    )
+
+
+def _failure_reason(job: ScoringJob, *, causes_shown: int = 3) -> str:
+    """The commonest causes of the job's failed judge calls, with counts ("" for none); the
+    job page lists every failed call."""
+    causes = list(
+        job.scores.filter(status__in=RETRIED)
+        .values_list("status", "error", "invalid_reason")
+        .annotate(n=Count("id"))
+        .order_by("-n")
+    )
+    if not causes:
+        return ""
+    shown = "; ".join(
+        f"{_cause(status, error, reason)} (x{n})"
+        for status, error, reason, n in causes[:causes_shown]
+    )
+    others = len(causes) - causes_shown
+    total = sum(n for *_, n in causes)
+    more = f"; {others} other causes" if others > 0 else ""
+    return f"All {total} judge calls failed: {shown}{more}."
+
+
+def _cause(status: str, error: str, invalid_reason: str) -> str:
+    if status == ScoreStatus.ERROR:
+        return error[:200]
+    return f"invalid answer: {invalid_reason or 'invalid'}"
 
 
 # --- progress -------------------------------------------------------------------------------
@@ -371,6 +448,7 @@ def scoring_progress(job: ScoringJob) -> dict:
         "done": done,
         "percent": round(100 * done / total, 1) if total else 100.0,
         "running": job.status == JobStatus.RUNNING and sums["pending"] > 0,
+        "failed": sums["invalid"] + sums["error"],
     }
 
 

@@ -134,9 +134,8 @@ def test_an_unexpected_error_fails_the_entry_instead_of_leaving_it_pending(
 def test_retrying_failed_entries_puts_them_back_to_pending(distribution, monkeypatch):
     use_router(monkeypatch, provider_down("enrichment"))
     benchmark_set = enrich_all(make_set(distribution, size=2))
-    ids = cases.benchmark_set_retry_failed(benchmark_set)
+    assert cases.benchmark_set_retry_failed(benchmark_set) == 2
     benchmark_set.refresh_from_db()
-    assert sorted(ids) == sorted(benchmark_set.entries.values_list("id", flat=True))
     assert benchmark_set.status == JobStatus.RUNNING
     assert set(benchmark_set.entries.values_list("status", "failure_reason")) == {
         (EntryStatus.PENDING, "")
@@ -163,17 +162,52 @@ def test_known_prices_add_up(distribution, monkeypatch):
     assert accounting.cost_by_purpose(calls)[0]["cost"] == Decimal("0.5")
 
 
-def test_retry_requeues_pending_entries_whose_task_was_lost(distribution):
+def sent_by_dispatch(benchmark_set, django_capture_on_commit_callbacks) -> list:
+    sent = []
+    with django_capture_on_commit_callbacks(execute=True):
+        cases.enrichment_dispatch(benchmark_set, sent.extend)
+    return sent
+
+
+def test_dispatch_keeps_a_window_in_flight_and_resends_work_whose_lease_ran_out(
+    distribution, monkeypatch, django_capture_on_commit_callbacks
+):
     from datetime import timedelta
 
     from django.utils import timezone
 
     from benchmark.models import BenchmarkEntry
 
-    benchmark_set = make_set(distribution)
-    lost = benchmark_set.entries.first()
-    BenchmarkEntry.objects.filter(pk=lost.pk).update(updated_at=timezone.now() - timedelta(hours=1))
-    assert cases.benchmark_set_retry_failed(benchmark_set) == [lost.pk]
+    monkeypatch.setattr(cases, "ENRICHMENT_WINDOW", 2)
+    benchmark_set = make_set(distribution, size=3)
+    first = sent_by_dispatch(benchmark_set, django_capture_on_commit_callbacks)
+    assert len(first) == 2
+    assert sent_by_dispatch(benchmark_set, django_capture_on_commit_callbacks) == []
+
+    # The worker holding the first entry died: its lease runs out and it is sent again.
+    lost_id, lost_token = first[0]
+    BenchmarkEntry.objects.filter(pk=lost_id).update(
+        claimed_until=timezone.now() - timedelta(seconds=1)
+    )
+    again = sent_by_dispatch(benchmark_set, django_capture_on_commit_callbacks)
+    assert [entry_id for entry_id, _ in again] == [lost_id]
+    assert again[0][1] != lost_token
+
+    cases.entry_enrich(lost_id, lost_token)  # the lost message, arriving late: refused
+    assert BenchmarkEntry.objects.get(pk=lost_id).status == EntryStatus.PENDING
+    cases.entry_enrich(lost_id, again[0][1])
+    assert BenchmarkEntry.objects.get(pk=lost_id).status == EntryStatus.READY
+
+
+def test_a_duplicate_delivery_of_an_enrichment_task_does_nothing(
+    distribution, django_capture_on_commit_callbacks
+):
+    benchmark_set = make_set(distribution, size=1)
+    [(entry_id, token)] = sent_by_dispatch(benchmark_set, django_capture_on_commit_callbacks)
+    cases.entry_enrich(entry_id, token)
+    entry = benchmark_set.entries.get()
+    cases.entry_enrich(entry_id, token)
+    assert benchmark_set.entries.get().attempts == entry.attempts == 1
 
 
 def test_a_failed_entry_with_unpriced_calls_makes_the_set_cost_unknown(distribution):
@@ -184,3 +218,56 @@ def test_a_failed_entry_with_unpriced_calls_makes_the_set_cost_unknown(distribut
         status=EntryStatus.FAILED, cost_usd=None
     )
     assert benchmark_set.progress()["unknown_cost"] == 1
+
+
+# --- infeasible cases by design --------------------------------------------------------------
+
+
+def sampler_seed_with_an_infeasible_case(distribution, size: int) -> int:
+    spec = cases.distribution_spec(distribution)
+    return next(
+        seed
+        for seed in range(1_000)
+        if any(drawn["broken_rule"] for drawn in sample_seeds(spec, size, seed))
+    )
+
+
+@pytest.fixture
+def mixed_set(distribution):
+    """A small set holding at least one case that breaks an eligibility rule on purpose."""
+    seed = sampler_seed_with_an_infeasible_case(distribution, 8)
+    return make_set(distribution, size=8, seed=seed)
+
+
+def test_the_broken_rule_is_copied_to_an_indexed_infeasible_flag(mixed_set):
+    for entry in mixed_set.entries.all():
+        broken = entry.seed["broken_rule"]
+        assert entry.infeasible is bool(broken)
+        assert entry.broken_rule == (broken["text"] if broken else "")
+    assert BenchmarkEntry._meta.get_field("infeasible").db_index
+
+
+def test_feasible_and_infeasible_querysets_split_a_set(mixed_set):
+    feasible = set(mixed_set.entries.feasible().values_list("index", flat=True))
+    infeasible = set(BenchmarkEntry.objects.infeasible().values_list("index", flat=True))
+    assert infeasible and feasible
+    assert feasible | infeasible == set(range(8)) and not feasible & infeasible
+    assert all(not entry.seed["broken_rule"] for entry in mixed_set.entries.feasible())
+
+
+def test_infeasible_cases_are_labelled_from_their_rule_and_the_rest_never_are(mixed_set):
+    enrich_all(mixed_set)
+    assert set(mixed_set.entries.values_list("status", flat=True)) == {EntryStatus.READY}
+    for entry in mixed_set.entries.all():
+        assert (entry.complexity == "infeasible") is entry.infeasible
+        assert (entry.profile["sex"], entry.profile["age"]) == (
+            entry.seed["sex"],
+            entry.seed["age"],
+        )
+
+
+def test_entries_sampled_before_eligibility_rules_count_as_feasible(distribution):
+    benchmark_set = make_set(distribution, size=1)
+    old_seed = {k: v for k, v in entry_of(benchmark_set).seed.items() if k != "broken_rule"}
+    entry = BenchmarkEntry.from_seed(benchmark_set, {**old_seed, "index": 1})
+    assert (entry.infeasible, entry.broken_rule) == (False, "")

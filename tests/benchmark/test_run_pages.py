@@ -10,6 +10,7 @@ from benchmark.models import ConversationStatus, JobStatus, Run, Termination, Tr
 from benchmark.services import runs
 from benchmark.services.conversations import conversation_execute
 from tests.benchmark.conftest import SET_SIZE
+from tests.support.regions import region
 
 pytestmark = pytest.mark.django_db
 
@@ -91,6 +92,41 @@ def test_the_launch_form_refuses_an_unknown_provider(admin_client_, ready_set, b
     assert not Run.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("field", "model", "valid"),
+    [
+        ("models", "offline/carefull", "offline/careful, offline/careless"),
+        ("models", "offline/nope", "offline/careful, offline/careless"),
+        ("models", "offline/strict", "offline/careful, offline/careless"),
+        ("patient_model", "offline/nope", "offline/patient"),
+    ],
+)
+def test_the_launch_form_refuses_an_unknown_offline_behaviour_and_lists_the_valid_ones(
+    admin_client_, ready_set, baseline, field, model, valid
+):
+    response = admin_client_.post(
+        reverse("benchmark:run_new"), launch_form(ready_set, baseline, **{field: model})
+    )
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "unknown offline behaviour" in page and valid in page
+    assert not Run.objects.exists()
+
+
+def test_a_model_missing_from_the_price_list_is_launched_with_a_warning(
+    admin_client_, ready_set, baseline
+):
+    response = admin_client_.post(
+        reverse("benchmark:run_new"),
+        launch_form(ready_set, baseline, models="offline/careful\nopenai/gpt-from-the-future"),
+        follow=True,
+    )
+    page = response.content.decode()
+    assert Run.objects.get().agents.filter(model="openai/gpt-from-the-future").exists()
+    assert "openai/gpt-from-the-future has no price" in page
+    assert "offline/careful has no price" not in page  # offline/* is priced (at zero)
+
+
 def test_the_launch_form_shows_a_run_error(admin_client_, ready_set, baseline):
     response = admin_client_.post(
         reverse("benchmark:run_new"),
@@ -124,14 +160,83 @@ def test_the_run_page_filters_conversations_by_agent_and_status(researcher_clien
     assert len(shown) == SET_SIZE and {c.run_agent_id for c in shown} == {agent.pk}
 
 
-def test_the_progress_fragment_is_only_the_progress_panel(researcher_client, run):
-    response = researcher_client.get(
-        reverse("benchmark:run", args=[run.pk]), {"fragment": "progress"}, **HTMX
+def poll(client, run, **query) -> str:
+    response = client.get(
+        reverse("benchmark:run", args=[run.pk]), {"fragment": "progress", **query}, **HTMX
     )
-    page = response.content.decode()
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_the_progress_poll_is_the_panel_plus_every_changing_region_out_of_band(
+    researcher_client, run
+):
+    page = poll(researcher_client, run)
     assert page.lstrip().startswith('<section id="run-progress"')
     assert 'hx-trigger="every 2s"' in page  # still running: keeps polling
-    assert "<html" not in page and "Conversations" not in page
+    assert "<html" not in page and "<h1>" not in page
+    for region_id in ("run-averages", "run-costs", "run-conversations"):
+        assert region(page, region_id).attrs["hx-swap-oob"] == "true", region_id
+
+
+def test_the_poll_refreshes_rows_costs_and_averages_and_stops_after_the_last_change(
+    researcher_client, run
+):
+    before = poll(researcher_client, run)
+    assert "No model calls yet" in region(before, "run-costs").text
+    assert region(before, "run-conversations").text.count("Pending") == SET_SIZE * 2
+    for conversation in run.conversations.all():
+        conversation_execute(conversation.pk)
+    runs.run_dispatch(run, lambda ids: None)  # nothing left: the run finishes
+    after = poll(researcher_client, run)
+    assert "hx-trigger" not in region(after, "run-progress").attrs  # that was the final refresh
+    rows = region(after, "run-conversations").text
+    assert rows.count("Finished") == SET_SIZE * 2 and "Pending" not in rows
+    costs = region(after, "run-costs").text
+    assert "assistant" in costs and "No model calls yet" not in costs
+    assert f"All agents {SET_SIZE * 2}" in region(after, "run-averages").text
+
+
+def test_the_poll_keeps_the_filters_and_the_page_of_the_conversation_table(researcher_client, run):
+    agent = run.agents.get(model="offline/careless")
+    response = researcher_client.get(
+        reverse("benchmark:run", args=[run.pk]), {"agent": agent.pk, "status": "pending"}
+    )
+    polled = region(response.content.decode(), "run-progress").attrs["hx-get"]
+    assert polled == response.context["poll_url"]
+    assert f"agent={agent.pk}" in polled and "status=pending" in polled
+    assert "page=1" in polled and "fragment=progress" in polled
+    refreshed = researcher_client.get(polled, **HTMX)
+    assert {c.run_agent_id for c in refreshed.context["page"]} == {agent.pk}
+
+
+def test_a_paused_run_keeps_refreshing_while_a_conversation_still_runs(researcher_client, run):
+    runs.run_pause(run)
+    run.conversations.filter(pk=run.conversations.first().pk).update(
+        status=ConversationStatus.RUNNING
+    )
+    assert 'hx-trigger="every 2s"' in poll(researcher_client, run)
+    run.conversations.update(status=ConversationStatus.FINISHED)
+    assert "hx-trigger" not in poll(researcher_client, run)
+
+
+def test_the_run_page_shows_average_turns_and_tool_calls_per_conversation(
+    researcher_client, played_run
+):
+    response = researcher_client.get(reverse("benchmark:run", args=[played_run.pk]))
+    averages = {row["label"]: row for row in response.context["progress"]["per_agent"]}
+    for agent in played_run.agents.all():
+        finished = played_run.conversations.filter(run_agent=agent, status="finished")
+        tool_calls = TraceEvent.objects.filter(conversation__in=finished, kind="tool_call")
+        expected = averages[agent.label]
+        assert expected["finished"] == finished.count() == SET_SIZE
+        assert expected["turns"] == sum(c.assistant_turns for c in finished) / SET_SIZE
+        assert expected["tool_calls"] == tool_calls.count() / SET_SIZE
+        assert expected["tool_calls"] > 0
+    table = region(response.content.decode(), "run-averages").text
+    assert "Avg. assistant turns" in table and "Avg. tool calls" in table
+    careful = averages["offline/careful · baseline"]
+    assert f"{careful['turns']:.1f}" in table and f"{careful['tool_calls']:.1f}" in table
 
 
 def test_admins_can_pause_a_run(admin_client_, run):
@@ -216,6 +321,17 @@ def test_the_conversation_page_shows_tool_calls_inline(researcher_client, played
     assert "scripted, not a model" in page
     assert "Sandbox before and after" in page
     assert response.context["sandbox_diff"]
+
+
+def test_the_tool_call_icon_is_inline_svg_so_it_needs_no_emoji_font(researcher_client, played_run):
+    call = TraceEvent.objects.filter(conversation__run=played_run, kind="tool_call").first()
+    page = researcher_client.get(
+        reverse("benchmark:conversation", args=[call.conversation.public_id])
+    ).content.decode()
+    start = page.index(f'id="{call.event_id}"')
+    summary = page[start : page.index("</summary>", start)]
+    assert "<svg" in summary and 'aria-label="tool call"' in summary
+    assert all(ord(character) < 0x1F000 for character in page)  # no emoji anywhere
 
 
 def test_a_failed_conversation_page_says_it_is_not_scored(researcher_client, run):

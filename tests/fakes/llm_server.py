@@ -45,6 +45,8 @@ class FakeReply:
     delay_seconds: float = 0.0
     input_tokens: int = 11
     output_tokens: int = 7
+    # Sent verbatim instead of a well-formed payload: a broken proxy, a truncated body.
+    raw_body: str | None = None
 
 
 def answer(
@@ -79,6 +81,11 @@ def server_error(status: int = 500) -> FakeReply:
 
 def bad_request(message: str = "Invalid value for 'messages'") -> FakeReply:
     return FakeReply(status=400, error_message=message)
+
+
+def malformed(body: str) -> FakeReply:
+    """A 200 whose body is not what the wire format promises (e.g. '{}', 'null', '<html>')."""
+    return FakeReply(raw_body=body)
 
 
 def context_overflow() -> FakeReply:
@@ -182,7 +189,7 @@ def _handler_for(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             self._send(reply, payload)
 
         def _send(self, reply: FakeReply, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
+            data = (reply.raw_body if reply.raw_body is not None else json.dumps(payload)).encode()
             self.send_response(reply.status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))

@@ -9,11 +9,13 @@ import json
 import pytest
 
 from benchmark.models import ConversationStatus, JobStatus, Termination
+from benchmark.services import runs
 from benchmark.services.conversations import model_router
 from benchmark.services.inline import run_execute_inline
 from tests.fakes.llm_server import (
     FakeToolCall,
     answer,
+    malformed,
     rate_limited,
     running_fake_llm_server,
     server_error,
@@ -35,10 +37,12 @@ def fake(settings):
     model_router.cache_clear()
 
 
-def one_conversation_run(*, patient: str = "offline/patient", max_turns: int = 15):
+def one_conversation_run(
+    *, patient: str = "offline/patient", max_turns: int = 15, agent: str = AGENT
+):
     run = launched_run(
         enriched_set(name="faults", size=1, sampler_seed=3), name="faults run",
-        models=(AGENT,), patient_model=patient, roster_model="offline/patient",
+        models=(agent,), patient_model=patient, roster_model="offline/patient",
         use_cache=False, max_turns=max_turns,
     )  # fmt: skip
     run_execute_inline(run, threads=1)
@@ -106,3 +110,24 @@ def test_a_patient_that_ends_on_turn_one_is_recorded_without_assistant_turns(fak
     assert conversation.termination_reason == Termination.PATIENT_ENDED
     assert conversation.assistant_turns == 0
     assert TOKEN not in json.dumps(list(conversation.events.values_list("content", flat=True)))
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("agent", [AGENT, "anthropic/agent-under-test"])
+@pytest.mark.parametrize("body", ["{}", "null", "<html>Bad gateway</html>"])
+def test_a_malformed_reply_is_a_provider_fault_that_retry_failed_runs_again(
+    fake, settings, agent, body
+):
+    settings.ANTHROPIC_BASE_URL = fake.anthropic_base_url
+    settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
+    fake.script(*[malformed(body)] * 3)  # the first call and its two retries
+    conversation = one_conversation_run(agent=agent)
+    assert conversation.status == ConversationStatus.FAILED
+    assert conversation.termination_reason == Termination.PROVIDER_ERROR  # never agent_error
+    assert "malformed" in conversation.error
+
+    run = conversation.run
+    runs.run_resume(run, retry_failed=True)
+    run_execute_inline(run, threads=1)
+    conversation.refresh_from_db()
+    assert conversation.status == ConversationStatus.FINISHED

@@ -85,6 +85,7 @@ PAGES += [
         (*_JOB, ("table", "export", "table"), ("suffix", "export", "suffix")),
     ),
     Page("jury:sensitivity", STAFF, _JOB),
+    Page("jury:comparison", STAFF, _JOB),
     Page("jury:judges", STAFF, _JOB),
     Page("jury:failures", STAFF, _JOB),
 ]

@@ -87,7 +87,8 @@ stop_worker = worker_stop
 
 def client_app(transport: dict) -> Celery:
     """A Celery client for the given CELERY_* transport settings (see config.env)."""
-    app = Celery("test-client")
+    # Not the current app: the project's shared tasks must keep sending through its own.
+    app = Celery("test-client", set_as_current=False)
     app.conf.update(
         broker_url=transport["CELERY_BROKER_URL"],
         result_backend=transport["CELERY_RESULT_BACKEND"],

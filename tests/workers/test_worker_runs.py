@@ -11,7 +11,6 @@ from tests.fakes.llm_server import running_fake_llm_server
 from tests.support.builders import enriched_set, launched_run
 from tests.support.workers import (
     client_app,
-    redis_server,
     start_worker,
     stop_worker,
     test_database_url,
@@ -33,14 +32,6 @@ def launch(model: str, size: int = 2, concurrency: int = 4):
 def run_finished(run) -> bool:
     run.refresh_from_db()
     return run.status == JobStatus.FINISHED
-
-
-@pytest.fixture(params=["embedded", "redis"])
-def transport(request, tmp_path):
-    if request.param == "embedded":
-        yield None
-    else:
-        yield from redis_server(tmp_path)
 
 
 def test_a_run_is_executed_by_a_real_worker(tmp_path, transport):

@@ -150,10 +150,13 @@ def run_conversation(
     should_stop: Callable[[], bool] | None = None,
     on_event: Callable[[TraceEvent], None] | None = None,
     tools: Sequence[ToolSpec] | None = None,
+    sample: str = "",
 ) -> ConversationOutcome:
     """Play one conversation to its end. Never raises once the arguments are valid.
 
-    `tools` defaults to the sandbox's 15 tool specs.
+    `tools` defaults to the sandbox's 15 tool specs. `sample` names this conversation as one
+    draw (e.g. its seed) on every model call: repetitions never share cached answers, while
+    replaying the same conversation does.
     """
     if max_turns < 1 or max_tool_rounds_per_turn < 0:
         raise ValueError("max_turns must be >= 1 and max_tool_rounds_per_turn >= 0")
@@ -168,6 +171,7 @@ def run_conversation(
         max_tool_rounds=max_tool_rounds_per_turn,
         should_stop=should_stop,
         on_event=on_event,
+        sample=sample,
     )
     reason, error = conversation.play(max_turns)
     return ConversationOutcome(
@@ -260,8 +264,10 @@ class _Conversation:
         max_tool_rounds: int,
         should_stop: Callable[[], bool] | None,
         on_event: Callable[[TraceEvent], None] | None,
+        sample: str,
     ):
         self.case = case
+        self.sample = sample
         self.sandbox = sandbox
         self.clients = clients
         self.models = models
@@ -419,11 +425,17 @@ class _Conversation:
             messages=tuple(messages),
             tools=tools or (),
             hints=hints,
+            sample=self.sample,
         )
         try:
             response = self.clients[role].chat(request)
         except ProviderError as error:
             message = f"{role} model call failed ({error.kind}): {error}"
+            raise _Ended("provider_error", message, role) from error
+        except Exception as error:  # noqa: BLE001 - see below
+            # Whatever fails inside the call machinery (client, cache, adapter) is not the
+            # agent's doing: record it as a provider fault, which a retry can re-run.
+            message = f"{role} model call failed (unexpected {type(error).__name__}): {error}"
             raise _Ended("provider_error", message, role) from error
         self.usage[role].add(response)
         return response

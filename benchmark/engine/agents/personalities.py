@@ -8,6 +8,7 @@ names the offending entry.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +28,8 @@ DIMENSIONS: tuple[str, ...] = (
     "communication_style",
 )
 LEVELS: tuple[str, ...] = ("low", "medium", "high")
+# One rendered trait line, as Personality.render() writes it: "- Health literacy (high): ...".
+_RENDERED_TRAIT = re.compile(r"^- ([A-Z][a-z ]+) \((low|medium|high)\):", re.MULTILINE)
 
 
 class PersonalityError(ValueError):
@@ -56,6 +59,17 @@ class Personality:
             label = trait.dimension.replace("_", " ").capitalize()
             lines.append(f"- {label} ({trait.level}): {trait.description}")
         return "\n".join(lines)
+
+
+def levels_in_prompt(text: str) -> dict[str, str]:
+    """The trait levels written into a patient prompt by Personality.render(): {dimension:
+    level} for every dimension found, so a scripted patient can follow the prompt it is given."""
+    levels = {}
+    for label, level in _RENDERED_TRAIT.findall(text):
+        dimension = label.lower().replace(" ", "_")
+        if dimension in DIMENSIONS:
+            levels.setdefault(dimension, level)
+    return levels
 
 
 @dataclass(frozen=True)

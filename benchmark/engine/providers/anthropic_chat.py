@@ -9,7 +9,7 @@ from typing import Any
 import anthropic
 
 from benchmark.engine.chat import ChatRequest, ChatResponse, Message, ToolCall, Usage
-from benchmark.engine.providers.errors import error_from_sdk
+from benchmark.engine.providers.errors import provider_faults
 
 # The messages API requires max_tokens; this applies when the request leaves it open.
 DEFAULT_MAX_TOKENS = 4096
@@ -36,13 +36,12 @@ class AnthropicChatProvider:
         self.base_url = str(self._client.base_url)
 
     def chat(self, request: ChatRequest) -> ChatResponse:
+        arguments = self.render(request)
         started = time.perf_counter()
-        try:
-            message = self._client.messages.create(**self.render(request))
-        except anthropic.AnthropicError as error:
-            raise error_from_sdk(error, anthropic) from error
-        latency_ms = (time.perf_counter() - started) * 1000
-        return parse_message(message, model=request.model, latency_ms=latency_ms)
+        with provider_faults(anthropic):
+            message = self._client.messages.create(**arguments)
+            latency_ms = (time.perf_counter() - started) * 1000
+            return parse_message(message, model=request.model, latency_ms=latency_ms)
 
     def render(self, request: ChatRequest) -> dict[str, Any]:
         arguments: dict[str, Any] = {

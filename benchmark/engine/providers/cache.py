@@ -1,9 +1,14 @@
 """Response cache: a repeated call with the same inputs is answered from the store for free.
 
 The key is the sha256 of canonical JSON of everything that can change a model's answer:
-provider, model, base URL, system prompt, messages, tools and sampling settings. Hints are
-left out for real models (they never see them) but kept for the offline scripted provider,
-whose answer is computed from them and from the purpose.
+provider, model, base URL, system prompt, messages, tools and sampling settings, plus the
+request's `sample` (which conversation seed, judge slot or entry the call draws for), so that
+repetitions never copy each other while a replay of the same sample is free. Hints are left
+out for real models (they never see them) but kept for the offline scripted provider, whose
+answer is computed from them and from the purpose.
+
+Only answers the caller accepted should stay: a structured call whose answer failed
+validation removes its entry (`forget`), so a retry asks the model again.
 """
 
 from __future__ import annotations
@@ -21,13 +26,15 @@ from benchmark.engine.chat import ChatRequest, ChatResponse, ToolCall, Usage
 logger = logging.getLogger("benchmark.llm.cache")
 
 # Bump when the key recipe or the stored format changes, so old entries are never misread.
-KEY_VERSION = "v1"
+KEY_VERSION = "v2"
 
 
 class CacheStore(Protocol):
     def get(self, key: str) -> str | None: ...
 
     def set(self, key: str, value: str) -> None: ...
+
+    def delete(self, key: str) -> None: ...
 
 
 class InMemoryStore:
@@ -43,6 +50,10 @@ class InMemoryStore:
         with self._lock:
             self._values[key] = value
 
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._values.pop(key, None)
+
 
 class DjangoCacheStore:
     """Stores entries in the Django cache named `alias`, with no expiry."""
@@ -55,6 +66,9 @@ class DjangoCacheStore:
 
     def set(self, key: str, value: str) -> None:
         self._cache().set(key, value, timeout=None)
+
+    def delete(self, key: str) -> None:
+        self._cache().delete(key)
 
     def _cache(self) -> Any:
         # Imported here so the providers package stays usable without Django configured.
@@ -80,6 +94,7 @@ def key_parts(request: ChatRequest, *, provider: str, base_url: str) -> dict[str
         "messages": [asdict(message) for message in request.messages],
         "tools": [asdict(tool) for tool in request.tools],
         "sampling": {"temperature": request.temperature, "max_tokens": request.max_tokens},
+        "sample": request.sample,
     }
     if provider == "offline":
         parts["purpose"] = request.purpose

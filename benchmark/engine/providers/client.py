@@ -89,6 +89,13 @@ class ModelClient:
             self._cache_store.set(key, cache.response_to_json(response))
         return response
 
+    def forget(self, request: ChatRequest) -> None:
+        """Drop the cached answer to `request`: its caller found it unusable, and a retry must
+        ask the model again rather than replay the same bad answer."""
+        key = self._cache_key(request)
+        if key is not None:
+            self._cache_store.delete(key)
+
     def cost(self, usage: Usage) -> Decimal | None:
         return self.price.cost(usage) if self.price else None
 
@@ -216,3 +223,6 @@ class ModelRouter:
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         return self.client_for(request.model).chat(request)
+
+    def forget(self, request: ChatRequest) -> None:
+        self.client_for(request.model).forget(request)

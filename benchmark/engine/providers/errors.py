@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 from types import ModuleType
@@ -19,6 +20,25 @@ CONTEXT_OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_s
 _CONTEXT_OVERFLOW_WORDING = re.compile(
     r"prompt is too long|maximum context length|context (window|length|size|limit)", re.IGNORECASE
 )
+
+
+@contextmanager
+def provider_faults(sdk: ModuleType) -> Iterator[None]:
+    """Wrap one HTTP call and the parsing of its reply: whatever goes wrong in there is the
+    server's fault and leaves as a ProviderError, never as an AttributeError or TypeError that
+    would be blamed on the model under test. Both adapters use this, so a fault is classified
+    the same way whichever SDK met it."""
+    try:
+        yield
+    except ProviderError:
+        raise
+    except sdk.APIError as error:
+        raise error_from_sdk(error, sdk) from error
+    except Exception as error:  # a body that is not the promised shape: {}, null, HTML, ...
+        raise ProviderError(
+            f"unusable answer from the model server: {type(error).__name__}: {error}",
+            kind="malformed",
+        ) from error
 
 
 def error_from_sdk(error: Exception, sdk: ModuleType) -> ProviderError:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
 from benchmark.engine.chat import ProviderError
+from benchmark.engine.providers.offline import SCRIPTS
 
 PROVIDERS = ("openai", "anthropic", "openai-compatible", "offline")
 
@@ -32,3 +34,25 @@ def parse_model_string(model: str) -> ModelString:
             kind="config",
         )
     return ModelString(provider, name)
+
+
+def offline_behaviours(purpose: str) -> tuple[str, ...] | None:
+    """The behaviours the offline script for `purpose` plays, as that script declares them in
+    its BEHAVIOURS; None when the script plays every behaviour alike."""
+    module_name, _ = SCRIPTS[purpose].split(":")
+    return getattr(importlib.import_module(module_name), "BEHAVIOURS", None)
+
+
+def check_model_string(model: str, *, purpose: str) -> ModelString:
+    """Parse `model` for a role (a key of the offline provider's SCRIPTS); an offline model
+    must name a behaviour the offline script for that role plays."""
+    parsed = parse_model_string(model)
+    known = offline_behaviours(purpose) if parsed.provider == "offline" else None
+    if known is not None and parsed.name not in known:
+        valid = ", ".join(f"offline/{behaviour}" for behaviour in known)
+        raise ProviderError(
+            f"unknown offline behaviour {parsed.name!r} in {model!r} for the {purpose} role; "
+            f"use one of {valid}",
+            kind="config",
+        )
+    return parsed

@@ -10,7 +10,7 @@ from typing import Any
 import openai
 
 from benchmark.engine.chat import ChatRequest, ChatResponse, Message, ProviderError, ToolCall, Usage
-from benchmark.engine.providers.errors import error_from_sdk
+from benchmark.engine.providers.errors import provider_faults
 
 _THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 
@@ -38,13 +38,12 @@ class OpenAIChatProvider:
         self.base_url = str(self._client.base_url)
 
     def chat(self, request: ChatRequest) -> ChatResponse:
+        arguments = self.render(request)
         started = time.perf_counter()
-        try:
-            completion = self._client.chat.completions.create(**self.render(request))
-        except openai.OpenAIError as error:
-            raise error_from_sdk(error, openai) from error
-        latency_ms = (time.perf_counter() - started) * 1000
-        return parse_completion(completion, model=request.model, latency_ms=latency_ms)
+        with provider_faults(openai):
+            completion = self._client.chat.completions.create(**arguments)
+            latency_ms = (time.perf_counter() - started) * 1000
+            return parse_completion(completion, model=request.model, latency_ms=latency_ms)
 
     def render(self, request: ChatRequest) -> dict[str, Any]:
         arguments: dict[str, Any] = {

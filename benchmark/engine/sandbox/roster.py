@@ -167,6 +167,7 @@ def generate_roster(
         system=render_roster_prompt(profile),
         messages=(Message(role="user", content="Write the directory now as one JSON object."),),
         hints={"profile": profile, "seed": seed},
+        sample=f"roster-seed:{seed}",
     )
     result = request_json(client, request, lambda data: validate_roster(data, patient_age=age))
     return result.data, result.responses

@@ -41,9 +41,9 @@ class Command(BaseCommand):
                     cases.entry_enrich(entry_id)
                     bar.update(1)
         else:
-            from benchmark.tasks import enqueue_entries
+            from benchmark.tasks import enrichment_start
 
-            enqueue_entries(pending)
+            enrichment_start(benchmark_set)
             if not no_wait:
                 wait_until(lambda: _done(benchmark_set), total=size, label="enriching")
         progress = benchmark_set.progress()

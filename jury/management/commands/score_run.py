@@ -12,7 +12,7 @@ from tqdm import tqdm
 from benchmark.models import Run
 from jury.models import Jury, ScoringJob
 from jury.services import scoring
-from jury.tasks import enqueue_pending_scores
+from jury.tasks import scoring_start
 
 POLL_SECONDS = 0.5
 
@@ -27,21 +27,33 @@ class Command(BaseCommand):
             "--no-cache", action="store_true", help="ask the judges again even for identical calls"
         )
         parser.add_argument(
+            "--concurrency",
+            type=int,
+            default=64,
+            help="judge calls with the workers at once (default 64); the rest wait their turn",
+        )
+        parser.add_argument(
             "--wait",
             action="store_true",
             help="show a progress bar until every judge call is answered",
         )
 
-    def handle(self, *args, run_id: int, jury: str, no_cache: bool, wait: bool, **options):
+    def handle(
+        self, *args, run_id: int, jury: str, no_cache: bool, concurrency: int, wait: bool, **options
+    ):
         run = Run.objects.filter(pk=run_id).first()
         if run is None:
             raise CommandError(f"There is no run {run_id}.")
         try:
-            job = scoring.scoring_launch(run=run, jury=_jury(jury), use_cache=not no_cache)
+            job = scoring.scoring_launch(
+                run=run, jury=_jury(jury), use_cache=not no_cache, concurrency=concurrency
+            )
         except scoring.ScoringError as error:
             raise CommandError(str(error)) from error
-        queued = enqueue_pending_scores(job)
-        self.stdout.write(f"Scoring job {job.pk}: {queued} judge calls queued.")
+        queued = scoring_start(job)
+        self.stdout.write(
+            f"Scoring job {job.pk}: {queued} judge calls queued, {job.concurrency} at a time."
+        )
         if wait:
             self._follow(job)
 

@@ -221,3 +221,92 @@ def test_it_loads_from_a_path(tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text(TINY, encoding="utf-8")
     assert load_distribution(path).fingerprint == parse_distribution(TINY).fingerprint
+
+
+# --- eligibility rules and the infeasible share ---------------------------------------------
+
+RULES = """\
+eligibility:
+  Asthma: {}
+  GERD: {sex: [female], age_groups: [senior], ages: [65, 80], breakable: [sex, age]}
+"""
+
+
+def test_a_file_without_eligibility_has_no_rules_and_no_infeasible_share():
+    distribution = parse_distribution(TINY)
+    assert distribution.rules == () and distribution.infeasible_share == 0
+    assert "eligibility" not in distribution.to_dict()
+
+
+def test_rules_are_read_and_the_infeasible_share_defaults_to_two_percent():
+    distribution = parse_distribution(TINY + RULES)
+    assert distribution.rule("GERD").sexes == ("female",)
+    assert distribution.rule("GERD").ages == (65, 80)
+    assert distribution.rule("GERD").breakable == ("sex", "age")
+    assert distribution.rule("Asthma").kinds == ()
+    assert distribution.infeasible_share == 0.02
+
+
+def test_rules_round_trip_and_change_the_fingerprint():
+    distribution = parse_distribution(TINY + RULES)
+    assert parse_distribution(distribution.to_yaml()).rules == distribution.rules
+    looser = parse_distribution(TINY + RULES.replace("ages: [65, 80]", "ages: [60, 80]"))
+    assert looser.fingerprint != distribution.fingerprint
+    other_share = parse_distribution(TINY + RULES + "infeasible_share: 0.05\n")
+    assert other_share.fingerprint != distribution.fingerprint
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "path", "message"),
+    [
+        ("GERD: {", "Scurvy: {}\n  GERD: {", "eligibility.Scurvy", "unknown condition 'Scurvy'"),
+        ("sex: [female]", "sex: [female, other]", "eligibility.GERD.sex", "'other'; known: female"),
+        ("sex: [female]", "sex: female", "eligibility.GERD.sex", "non-empty list"),
+        ("age_groups: [senior]", "age_groups: [elderly]", "eligibility.GERD.age_groups",
+         "unknown value(s) 'elderly'"),
+        ("ages: [65, 80]", "ages: [80, 65]", "eligibility.GERD.ages", "[youngest, oldest]"),
+        ("ages: [65, 80]", "ages: [65, 80], race: [x]", "eligibility.GERD.race",
+         "unknown rule field 'race'"),
+        ("Asthma: {}", "Asthma: {breakable: [sex]}", "eligibility.Asthma.breakable",
+         "only list rules this condition has"),
+        ("Asthma: {}", "Asthma: {ages: [5, 70], breakable: [age]}", "eligibility.Asthma.breakable",
+         "excludes entirely"),
+        ("Asthma: {}", "Asthma: []", "eligibility.Asthma", "needs a mapping"),
+        ("Asthma: {}", "Asthma: {age_groups: [senior], ages: [2, 10]}", "eligibility.Asthma",
+         "no patient this rule allows"),
+    ],
+)  # fmt: skip
+def test_a_faulty_rule_is_reported_with_its_field_and_line(old, new, path, message):
+    text = TINY + RULES.replace(old, new)
+    [problem] = problems_of(text)
+    assert problem.path == path
+    assert problem.line == line_of(text, new.splitlines()[0].strip()[:12])
+    assert message in problem.message
+
+
+def test_a_condition_without_a_rule_is_reported():
+    [problem] = problems_of(TINY + RULES.replace("  Asthma: {}\n", ""))
+    assert problem.path == "eligibility"
+    assert "'Asthma' has no eligibility entry" in problem.message
+
+
+@pytest.mark.parametrize("share", ["-0.1", "0.9", "'2%'", "true"])
+def test_an_infeasible_share_outside_0_to_0_5_is_reported_with_its_line(share):
+    text = TINY + RULES + f"infeasible_share: {share}\n"
+    [problem] = problems_of(text)
+    assert (problem.path, problem.line) == ("infeasible_share", line_of(text, "infeasible_share"))
+    assert "fraction between 0 and 0.5" in problem.message
+
+
+def test_an_infeasible_share_needs_rules_to_break():
+    [problem] = problems_of(TINY + "infeasible_share: 0.02\n")
+    assert "needs eligibility rules to break" in problem.message
+    assert parse_distribution(TINY + "infeasible_share: 0\n").infeasible_share == 0
+
+
+def test_an_infeasible_share_needs_a_breakable_rule():
+    text = TINY + RULES.replace(", breakable: [sex, age]", "")
+    [problem] = problems_of(text)
+    assert problem.path == "infeasible_share"
+    assert "no eligibility rule can be broken" in problem.message
+    assert parse_distribution(text + "infeasible_share: 0\n").infeasible_share == 0

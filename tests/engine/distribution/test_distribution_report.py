@@ -11,7 +11,8 @@ def report(distribution):
 
 def test_it_has_one_row_per_attribute_value_in_the_table_2_shape(distribution, report):
     assert list(report.columns) == COLUMNS
-    assert len(report) == len(distribution.target_shares())
+    eligibility_rows = len(distribution.plan.shares("eligibility"))
+    assert len(report) == len(distribution.target_shares()) + eligibility_rows
     assert report["count"].sum() == 3_000 * report["attribute"].nunique()
 
 

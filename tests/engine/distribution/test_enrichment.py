@@ -62,23 +62,25 @@ def test_the_request_is_an_enrichment_call_carrying_the_seed(seed, today, entry,
 
 def test_the_prompt_states_the_age_group_bounds(seed, today):
     _, user = render_prompt(seed, today)
-    assert "between 36 and 64" in user
+    assert "inside their age group (36 to 64)" in user
 
 
 @pytest.mark.parametrize(
-    "first_answer",
+    ("first_answer", "complaint"),
     [
-        "Sure! Here is a patient who lives in Ohio and has diabetes.",
-        '{"patient_profile": {"first_name": "Ana", "last_name": ',
+        ("Sure! Here is a patient who lives in Ohio and has diabetes.", "No complete JSON object"),
+        ('{"patient_profile": {"first_name": "Ana", "last_name": ', "cut off or malformed"),
     ],
     ids=["prose", "truncated"],
 )
-def test_an_unparseable_answer_is_repaired(seed, today, entry, scripted_client, first_answer):
+def test_an_unparseable_answer_is_repaired(
+    seed, today, entry, scripted_client, first_answer, complaint
+):
     client = scripted_client([first_answer, json.dumps(entry)])
     result = enrich(client, seed, model=MODEL, today=today)
     assert result.entry == entry
     feedback = client.requests[1].messages[-1].content
-    assert "No complete JSON object" in feedback
+    assert complaint in feedback
 
 
 def test_wrong_types_are_repaired_with_their_paths_fed_back(seed, today, entry, scripted_client):
@@ -225,3 +227,118 @@ def test_a_non_object_profile_is_reported_at_its_path(entry, seed, today):
     assert "$.patient_profile: 'Maria, 58' is not of type 'object'" in invalid_because(
         entry, seed, today
     )
+
+
+# --- the seed's sex, age and condition, and contradictions kept on purpose ------------------
+
+BROKEN = {
+    "rule": "sex",
+    "text": "Benign prostatic hyperplasia needs male sex at birth; this patient was born female.",
+}
+
+
+@pytest.fixture
+def infeasible_seed(seed_with):
+    return seed_with(
+        condition="Benign prostatic hyperplasia",
+        age_group="senior",
+        age=71,
+        sex="female",
+        gender="woman",
+        broken_rule=BROKEN,
+    )
+
+
+def test_the_prompt_tells_the_model_to_keep_a_contradiction_made_on_purpose(infeasible_seed, today):
+    _, user = render_prompt(infeasible_seed, today)
+    assert BROKEN["text"] in user
+    assert "implausible on purpose" in user and "keep it" in user
+    assert "This is an ordinary case" not in user
+
+
+def test_the_prompt_says_an_ordinary_seed_is_consistent(seed, today):
+    _, user = render_prompt(seed, today)
+    assert "This is an ordinary case" in user
+    assert "implausible on purpose" not in user and "$" not in user
+
+
+def test_it_refuses_an_age_other_than_the_seeds(entry, seed, today):
+    entry["patient_profile"]["age"] = 60
+    entry["patient_profile"]["date_of_birth"] = "1966-03-01"
+    assert "$.patient_profile.age: is 60 but the seed's age is 58" in invalid_because(
+        entry, seed, today
+    )
+
+
+def test_it_refuses_a_profile_that_drops_the_seeds_condition(entry, seed, today):
+    entry["patient_profile"]["conditions"] = ["Hypertension", "Chronic kidney disease"]
+    message = invalid_because(entry, seed, today)
+    assert "$.patient_profile.conditions: none names the seed's condition" in message
+    assert "'type 2 diabetes'" in message
+
+
+@pytest.mark.parametrize(
+    ("condition", "written"),
+    [
+        ("Type 2 diabetes with chronic kidney disease", "Type 2 Diabetes Mellitus"),
+        ("Alzheimer's dementia", "Alzheimer’s dementia, moderate"),
+        ("Lupus (SLE) with nephritis and anemia", "Systemic lupus erythematosus"),
+        ("Atrial fibrillation on anticoagulation", "Paroxysmal atrial fibrillation"),
+        ("Iron-deficiency anemia", "Iron deficiency anemia"),
+    ],
+)
+def test_the_condition_may_be_worded_freely_around_its_leading_diagnosis(
+    entry, seed, today, condition, written
+):
+    seed = {**seed, "condition": condition}
+    entry["patient_profile"]["conditions"] = ["Hypertension", written]
+    validate_entry(entry, seed, today=today)
+
+
+def test_a_diagnosis_only_inside_another_word_does_not_count(entry, seed_with, today):
+    seed = seed_with(condition="Gout", age_group="middle_aged", age=58, sex="female")
+    entry["patient_profile"]["conditions"] = ["Sprouting gouty tophi"]
+    assert "none names the seed's condition" in invalid_because(entry, seed, today)
+
+
+def test_infeasible_is_refused_for_a_seed_with_no_broken_rule(entry, seed, today):
+    entry["scenario_complexity"] = "infeasible"
+    assert "'infeasible' is only for seeds that break a rule" in invalid_because(entry, seed, today)
+
+
+def test_a_profile_that_contradicts_its_seed_gets_the_repair_turn(
+    seed, today, entry, scripted_client
+):
+    swapped = copy.deepcopy(entry)
+    swapped["patient_profile"]["sex"] = "male"
+    swapped["patient_profile"]["conditions"] = ["Chronic kidney disease"]
+    client = scripted_client([json.dumps(swapped), json.dumps(entry)])
+    result = enrich(client, seed, model=MODEL, today=today)
+    assert result.ok and len(client.requests) == 2
+    feedback = client.requests[1].messages[-1].content
+    assert "$.patient_profile.sex" in feedback and "$.patient_profile.conditions" in feedback
+
+
+def test_a_model_that_explains_the_contradiction_away_gets_the_repair_turn(
+    infeasible_seed, today, scripted_client
+):
+    kept = build_entry(infeasible_seed, today)
+    fixed = copy.deepcopy(kept)
+    fixed["patient_profile"]["sex"] = "male"
+    fixed["patient_profile"]["conditions"] = ["Overactive bladder"]
+    client = scripted_client([json.dumps(fixed), json.dumps(kept)])
+    result = enrich(client, infeasible_seed, model=MODEL, today=today)
+    assert result.entry == kept
+    assert "the seed's sex is 'female'" in client.requests[1].messages[-1].content
+
+
+def test_an_infeasible_seed_is_labelled_from_its_rule_whatever_the_model_says(
+    infeasible_seed, today, scripted_client
+):
+    answer = build_entry(infeasible_seed, today)
+    answer["scenario_complexity"] = "complicated"
+    result = enrich(
+        scripted_client([json.dumps(answer)]), infeasible_seed, model=MODEL, today=today
+    )
+    assert result.entry["scenario_complexity"] == "infeasible"
+    assert result.entry["patient_profile"] == answer["patient_profile"]

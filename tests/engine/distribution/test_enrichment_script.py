@@ -92,25 +92,43 @@ def test_complexity_is_mostly_complicated_with_a_few_infeasible(distribution):
     assert mix["regular"] > 0 and mix["chronic"] > 0
 
 
-def test_pregnancy_in_a_male_patient_is_infeasible(seed_with):
-    seed = seed_with(condition="Pregnancy with gestational diabetes", sex="male")
-    assert build_entry(seed, TODAY)["scenario_complexity"] == "infeasible"
+BROKEN_SEX_RULE = {
+    "rule": "sex",
+    "text": "Pregnancy with gestational diabetes needs female sex at birth; this patient was "
+    "born male.",
+}
 
 
-def test_pregnancy_in_a_trans_man_is_feasible(seed_with):
+def test_a_seed_breaking_a_rule_on_purpose_keeps_the_contradiction_and_is_infeasible(seed_with):
     seed = seed_with(
         condition="Pregnancy with gestational diabetes",
-        sex="female",
-        gender="man",
+        sex="male",
         age_group="young_adult",
         age=29,
+        broken_rule=BROKEN_SEX_RULE,
     )
+    entry = build_entry(seed, TODAY)
+    profile = entry["patient_profile"]
+    assert entry["scenario_complexity"] == "infeasible"
+    assert (profile["sex"], profile["age"]) == ("male", 29)
+    assert profile["conditions"][0] == "Pregnancy"
+    assert "pregnancy" in entry["patient_story"]
+    validate_entry(entry, seed, today=TODAY)
+
+
+def test_the_label_comes_from_the_seed_never_from_guessing(seed_with):
+    # The same attributes without a recorded rule: nobody asked for a contradiction.
+    seed = seed_with(condition="Pregnancy with gestational diabetes", sex="male", broken_rule=None)
     assert build_entry(seed, TODAY)["scenario_complexity"] != "infeasible"
 
 
-def test_a_late_life_condition_in_a_child_is_infeasible(seed_with):
-    seed = seed_with(condition="Alzheimer's dementia", age_group="pediatric", age=7)
-    assert build_entry(seed, TODAY)["scenario_complexity"] == "infeasible"
+def test_sampled_infeasible_seeds_give_valid_infeasible_entries(distribution):
+    seeds = [seed for seed in sample_seeds(distribution, 2_000, 33) if seed["broken_rule"]]
+    assert seeds
+    for seed in seeds:
+        entry = build_entry(seed, TODAY)
+        assert entry["scenario_complexity"] == "infeasible"
+        validate_entry(entry, seed, today=TODAY)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.engine.distribution import DEFAULT_DISTRIBUTION_PATH, parse_distribution
-from benchmark.engine.distribution_report import realised_shares
+from benchmark.engine.distribution_report import REPORT_ATTRIBUTES, realised_shares
 from benchmark.engine.sampler import sample_seeds
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -19,10 +19,11 @@ CONTRACT_KEYS = {
 
 
 def test_realised_shares_over_20000_seeds_stay_within_1_5_points_of_every_weight(distribution):
+    # Eligibility holds the configured shares: condition, age group and sex included.
     report = realised_shares(sample_seeds(distribution, 20_000, 2024), distribution)
     worst = report.loc[report["difference"].abs().idxmax()]
     assert abs(worst["difference"]) <= 0.015, worst.to_dict()
-    assert set(report["attribute"]) == CONTRACT_KEYS
+    assert set(report["attribute"]) == CONTRACT_KEYS | {"eligibility"} == set(REPORT_ATTRIBUTES)
 
 
 def test_the_same_integer_seed_gives_the_same_seeds_in_another_process(distribution):
@@ -54,11 +55,11 @@ def test_a_larger_sample_starts_with_the_smaller_one(distribution):
     assert sample_seeds(distribution, 500, 7)[:40] == sample_seeds(distribution, 40, 7)
 
 
-def test_every_seed_has_the_contract_keys_plus_index_age_and_age_range(distribution):
+def test_every_seed_has_the_contract_keys_plus_index_age_age_range_and_broken_rule(distribution):
     seeds = sample_seeds(distribution, 30, 3)
     assert [seed["index"] for seed in seeds] == list(range(30))
     for seed in seeds:
-        assert set(seed) == CONTRACT_KEYS | {"index", "age", "age_range"}
+        assert set(seed) == CONTRACT_KEYS | {"index", "age", "age_range", "broken_rule"}
 
 
 def test_ages_fall_inside_their_age_group(distribution):

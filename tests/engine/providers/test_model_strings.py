@@ -2,6 +2,7 @@ import pytest
 
 from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers import ModelClient, ProviderSettings, parse_model_string
+from benchmark.engine.providers.model_strings import check_model_string, offline_behaviours
 
 
 def test_it_splits_provider_and_model_at_the_first_slash():
@@ -54,3 +55,27 @@ def test_it_reads_keys_and_limits_from_django_settings(settings):
     assert loaded.openai_compatible_base_url == "http://127.0.0.1:8000/v1"
     assert loaded.timeout_seconds == 30.0
     assert loaded.max_retries == 6
+
+
+def test_offline_behaviours_are_read_from_the_script_that_plays_the_role():
+    from jury.engine import offline_judge
+
+    assert offline_behaviours("judge") == offline_judge.BEHAVIOURS
+    assert "careful" in offline_behaviours("assistant")
+
+
+@pytest.mark.parametrize("model", ["offline/carefull", "offline/nope", "offline/strict"])
+def test_an_unknown_offline_assistant_is_refused_with_the_valid_ones(model):
+    with pytest.raises(ProviderError) as raised:
+        check_model_string(model, purpose="assistant")
+
+    assert raised.value.kind == "config"
+    assert f"unknown offline behaviour {model.split('/')[1]!r}" in str(raised.value)
+    assert "offline/careful, offline/careless" in str(raised.value)
+
+
+def test_real_providers_and_known_behaviours_pass_the_check():
+    assert check_model_string("offline/flaky", purpose="judge").name == "flaky"
+    assert check_model_string("openai/any-model-name", purpose="assistant").provider == "openai"
+    with pytest.raises(ProviderError, match="unknown provider 'acme'"):
+        check_model_string("acme/robot", purpose="judge")

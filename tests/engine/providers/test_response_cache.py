@@ -2,9 +2,12 @@ import logging
 from dataclasses import replace
 from decimal import Decimal
 
+import pytest
+
 from benchmark.engine.chat import ToolSpec
 from benchmark.engine.providers import DjangoCacheStore, InMemoryStore
 from benchmark.engine.providers.cache import cache_key
+from benchmark.engine.structured import InvalidOutput, StructuredFailure, request_json
 from tests.fakes.llm_server import FakeToolCall, answer
 
 MODEL = "openai/gpt-5.5"
@@ -103,3 +106,53 @@ def test_the_django_store_round_trips_through_the_llm_cache(settings):
 
     assert store.get("llm:v1:abc") == '{"text": "hi"}'
     assert store.get("llm:v1:missing") is None
+
+
+def test_calls_of_different_samples_never_share_an_entry(make_client, llm_server, user_request):
+    client = make_client(MODEL, cache_store=InMemoryStore(), use_cache=True)
+
+    first = client.chat(user_request(MODEL, sample="conversation-seed:1"))
+    other = client.chat(user_request(MODEL, sample="conversation-seed:2"))
+    replay = client.chat(user_request(MODEL, sample="conversation-seed:1"))
+
+    assert (first.cached, other.cached, replay.cached) == (False, False, True)
+    assert len(llm_server.requests) == 2
+    assert "sample" not in llm_server.requests[0].body  # never sent to the model
+
+
+def test_the_sample_is_one_of_the_explained_key_parts(make_client, user_request):
+    explained = make_client(MODEL).explain_key(user_request(MODEL, sample="judge:1"))
+    assert "sample" in explained["part_hashes"]
+
+
+def test_forget_drops_the_cached_answer(make_client, llm_server, user_request):
+    client = make_client(MODEL, cache_store=InMemoryStore(), use_cache=True)
+    client.chat(user_request(MODEL))
+
+    client.forget(user_request(MODEL))
+    again = client.chat(user_request(MODEL))
+
+    assert not again.cached
+    assert len(llm_server.requests) == 2
+
+
+def test_an_answer_that_failed_validation_is_never_served_from_the_cache_again(
+    make_client, llm_server, user_request
+):
+
+    def needs_score(data):
+        if "score" not in data:
+            raise InvalidOutput("no score")
+        return data
+
+    llm_server.script(answer("prose, no JSON"), answer('{"note": "still no score"}'))
+    client = make_client(MODEL, cache_store=InMemoryStore(), use_cache=True)
+    with pytest.raises(StructuredFailure):
+        request_json(client, user_request(MODEL), needs_score, max_repairs=1)
+    llm_server.script(answer('{"score": 4}'))
+
+    result = request_json(client, user_request(MODEL), needs_score, max_repairs=1)
+
+    assert result.data == {"score": 4}
+    assert [response.cached for response in result.responses] == [False]
+    assert len(llm_server.requests) == 3

@@ -24,7 +24,8 @@ def reason_for(text):
         ("  \n ", "empty"),
         (None, "empty"),
         ("The assistant was careful and deserves a 4.", "no_json"),
-        ('{"score": 4, "explanation": "cut off', "no_json"),
+        ('{"score": 4, "explanation": "cut off', "malformed_json"),
+        ('{"score": 4, "explanation": "cut off {"score": 3, "explanation": "x"}', "malformed_json"),
         ("I cannot find a booking call, so I would say 2.", "no_json"),
         ("I\u2019m sorry, but I can\u2019t help with rating this conversation.", "refusal"),
         ("I must decline this request.", "refusal"),
@@ -35,6 +36,20 @@ def reason_for(text):
         ('{"score": "four", "explanation": "Good."}', "non_integer"),
         ('{"score": true, "explanation": "Good."}', "non_integer"),
         ('{"score": 3, "explanation": "a"}\n{"score": 4, "explanation": "b"}', "multiple_json"),
+        (
+            '```json\n{"score": 4, "explanation": "Good."}\n```\n'
+            'On reflection: {"score": 2, "explanation": "Missed the red flag."}',
+            "multiple_json",
+        ),
+        (
+            '```json\n{"score": 4, "explanation": "a"}\n```\n```json\n'
+            '{"score": 2, "explanation": "b"}\n```',
+            "multiple_json",
+        ),
+        ('[{"score": 4, "explanation": "Good."}]', "json_array"),
+        ('```json\n[{"score": 4, "explanation": "Good."}]\n```', "json_array"),
+        ('{"score": 4, "explanation": "Good.", "score": 2}', "duplicate_key"),
+        ('{"score": 4, "explanation": {"a": 1, "a": 2}}', "duplicate_key"),
         ('{"explanation": "No score here."}', "missing_field"),
         ('{"score": 3}', "missing_field"),
         ('{"score": 3, "explanation": "  "}', "missing_field"),
@@ -55,6 +70,14 @@ def test_each_unusable_answer_gets_its_reason_code(text, reason):
 )
 def test_it_accepts_whole_number_scores_in_any_common_form(text, score):
     assert parse_judge_answer(text).score == score
+
+
+def test_a_fenced_object_with_prose_and_unrelated_lists_around_it_is_accepted():
+    text = (
+        "I weighed items [1, 2] of the rubric.\n```json\n"
+        '{"score": 3, "explanation": "Booked {as asked} but late."}\n```\nThanks.'
+    )
+    assert parse_judge_answer(text) == JudgeVerdict(3, "Booked {as asked} but late.")
 
 
 def test_it_keeps_the_explanation_text():

@@ -71,3 +71,26 @@ def test_an_sdk_judge_that_never_answers_in_json_is_invalid_with_its_raw_text(
     assert repair[-1]["role"] == "user" and "could not be used" in repair[-1]["content"]
     result = target.jury_results.get(job=job)
     assert not result.complete and result.aggregate is None
+
+
+@pytest.mark.parametrize("judge", [JUDGE, "anthropic/claude-haiku-4-5"])
+def test_retrying_an_invalid_answer_asks_the_judge_again_with_the_cache_on(
+    played_run, fake_openai, settings, judge
+):
+    settings.ANTHROPIC_BASE_URL = fake_openai.anthropic_base_url
+    settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
+    jury = juries.jury_create(name="Cached judge", judges=[judge])
+    job = scoring.scoring_launch(run=played_run, jury=jury, use_cache=True)
+    row = rows_of(job, played_run.conversations.scorable().first()).first()
+    scoring.judge_score_execute(row.pk)  # prose twice: invalid, both answers cached
+    row.refresh_from_db()
+    assert row.status == ScoreStatus.INVALID and len(fake_openai.requests) == 2
+    verdict = {"score": 3, "explanation": "Booked without confirming the time."}
+    fake_openai.script(answer(json.dumps(verdict)))
+
+    scoring.scoring_relaunch(job)
+    scoring.judge_score_execute(row.pk)
+
+    row.refresh_from_db()
+    assert (row.status, row.score, row.cached) == (ScoreStatus.VALID, 3, False)
+    assert len(fake_openai.requests) == 3  # the judge was asked again, not the cache

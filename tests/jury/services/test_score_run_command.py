@@ -27,6 +27,16 @@ def test_score_run_finds_the_jury_by_id_and_honours_no_cache(played_run, offline
 
 
 @pytest.mark.django_db
+def test_score_run_sets_and_bounds_the_concurrency(played_run, offline_jury):
+    call_command("score_run", str(played_run.pk), "--jury", offline_jury.name, "--concurrency", "8")
+    assert newest_job().concurrency == 8
+    with pytest.raises(CommandError, match="between 1 and 1024"):
+        call_command(
+            "score_run", str(played_run.pk), "--jury", offline_jury.name, "--concurrency", "0"
+        )
+
+
+@pytest.mark.django_db
 def test_score_run_names_what_it_cannot_find(played_run):
     with pytest.raises(CommandError, match="no jury with id or name 'nobody'"):
         call_command("score_run", str(played_run.pk), "--jury", "nobody")
@@ -44,6 +54,6 @@ def test_score_run_waits_for_every_judge_call_and_prints_the_summary(
     progress = scoring.scoring_progress(job)
     assert progress["valid"] == progress["total"] == 96 and job.use_cache
     out = capsys.readouterr()
-    assert f"Scoring job {job.pk}: 96 judge calls queued." in out.out
+    assert f"Scoring job {job.pk}: 96 judge calls queued, 64 at a time." in out.out
     assert "96 valid, 0 invalid, 0 error" in out.out
     assert "96/96" in out.err  # the tqdm bar

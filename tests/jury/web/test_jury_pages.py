@@ -1,15 +1,25 @@
 """Jury pages: rubrics, juries, launching a job, progress, reports and exports."""
 
+import csv
+import io
+import re
+import statistics
+from collections import defaultdict
+
 import pytest
 from django.urls import reverse
 
 from accounts.models import Role, Track
-from jury.models import Jury, RubricVersion, ScoringJob
+from benchmark.engine.chat import ProviderError
+from jury.models import ConversationResult, Jury, RubricVersion, ScoringJob
 from jury.services import rubrics, scoring
 from tests.conftest import make_user
 from tests.jury.services.builders import AGENT_MODELS, scored
+from tests.support.regions import region
 
 pytestmark = pytest.mark.django_db
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
 
 LABELS = [f"{model} · baseline" for model in AGENT_MODELS]
 STAFF_ONLY = [
@@ -21,6 +31,7 @@ STAFF_ONLY = [
     ("jury:report", {"pk": 1}),
     ("jury:report_export", {"pk": 1, "table": "models", "suffix": "csv"}),
     ("jury:sensitivity", {"pk": 1}),
+    ("jury:comparison", {"pk": 1}),
     ("jury:judges", {"pk": 1}),
     ("jury:failures", {"pk": 1}),
     ("jury:rubric_new_version", {"pk": 1}),
@@ -105,8 +116,10 @@ def test_launching_from_the_run_page_queues_every_judge_call_after_commit(
     assert response.status_code == 302 and response["Location"] == reverse(
         "jury:job", args=[job.pk]
     )
-    assert len(callbacks) == 1
+    assert len(callbacks) == 2  # the first window of judge calls, and the job's watch
     assert job.use_cache and len(scoring.pending_score_ids(job)) == 8 * 6 * 2
+    sent = job.scores.exclude(lease_token="")
+    assert sent.count() == job.concurrency < 8 * 6 * 2  # the rest follow as calls finish
 
 
 def test_the_job_page_polls_progress_and_lists_unusable_answers(researcher_client, scored_job):
@@ -122,6 +135,103 @@ def test_the_job_page_polls_progress_and_lists_unusable_answers(researcher_clien
     )
     assert b'id="job-progress"' in fragment.content and b"<h1>" not in fragment.content
     assert b"1 invalid" in fragment.content and b"95 valid" in fragment.content
+
+
+class JudgeDown:
+    def chat(self, request):
+        raise ProviderError("upstream answered 503 three times", kind="server", status=503)
+
+
+def poll_job(client, job) -> str:
+    response = client.get(reverse("jury:job", args=[job.pk]), {"fragment": "progress"}, **HTMX)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def judge(score_ids, monkeypatch=None, router=None) -> None:
+    """Execute these judge calls in this process, through `router` when given."""
+    if router is not None:
+        monkeypatch.setattr(scoring, "model_router", lambda use_cache: router)
+    for score_id in score_ids:
+        scoring.judge_score_execute(score_id)
+    if router is not None:
+        monkeypatch.undo()
+
+
+def test_the_job_poll_refreshes_counts_and_failed_calls_and_stops_when_done(
+    researcher_client, played_run, offline_jury, monkeypatch
+):
+    job = scoring.scoring_launch(run=played_run, jury=offline_jury)
+    total = job.scores.count()
+    before = poll_job(researcher_client, job)
+    assert "hx-trigger" in region(before, "job-progress").attrs
+    assert "0 complete" in region(before, "job-counts").text
+    assert "None so far" in region(before, "job-unusable").text
+    first, second = played_run.conversations.scorable()[:2]
+    failing = list(job.scores.filter(conversation=second).values_list("id", flat=True))
+    judge(job.scores.filter(conversation=first).values_list("id", flat=True))
+    judge(failing, monkeypatch, JudgeDown())
+    during = poll_job(researcher_client, job)
+    counts = region(during, "job-counts")
+    assert counts.attrs["hx-swap-oob"] == "true"
+    assert "1 complete · 1 incomplete" in counts.text
+    errors = region(during, "job-unusable")
+    assert errors.attrs["hx-swap-oob"] == "true"
+    assert errors.text.count("upstream answered 503") == len(failing) == 12
+    assert f"{len(failing)} of {total} judge calls failed" in region(during, "job-progress").text
+    judge(scoring.pending_score_ids(job))
+    after = poll_job(researcher_client, job)
+    progress = region(after, "job-progress")
+    assert "hx-trigger" not in progress.attrs  # the job ended: this was the final refresh
+    assert progress.text.startswith("Finished")
+    assert f"{len(failing)} of {total} judge calls failed" in progress.text
+    counts = region(after, "job-counts").text
+    assert "7 complete · 1 incomplete" in counts and "0 awaiting" in counts
+
+
+def test_a_job_whose_every_call_failed_says_failed_with_the_reason(
+    researcher_client, played_run, offline_jury, monkeypatch
+):
+    job = scoring.scoring_launch(run=played_run, jury=offline_jury)
+    total = job.scores.count()
+    judge(scoring.pending_score_ids(job), monkeypatch, JudgeDown())
+    job.refresh_from_db()
+    assert job.status == "failed"
+    assert job.failure_reason.startswith(f"All {total} judge calls failed")
+    assert f"server: upstream answered 503 three times (x{total})" in job.failure_reason
+    page = researcher_client.get(reverse("jury:job", args=[job.pk])).content.decode()
+    progress = region(page, "job-progress").text
+    assert progress.startswith("Failed") and job.failure_reason in progress
+    assert "Finished" not in progress
+
+    scoring.scoring_relaunch(job)
+    judge(scoring.pending_score_ids(job))
+    job.refresh_from_db()
+    assert (job.status, job.failure_reason) == ("finished", "")
+
+
+def test_the_jury_form_refuses_an_unknown_offline_judge_and_lists_the_valid_ones(
+    researcher_client,
+):
+    form = {"name": "Typo", "judges": "offline/standard\noffline/nope",
+            "pass_threshold": "3", "merge_mode": "mean"}  # fmt: skip
+    form.update({f"weight_{rubric}": "1" for rubric in rubrics.current_weights()})
+    response = researcher_client.post(reverse("jury:juries"), form)
+    page = response.content.decode()
+    assert response.status_code == 200 and not Jury.objects.filter(name="Typo").exists()
+    assert "Line 2: unknown offline behaviour" in page
+    assert "offline/standard, offline/lenient, offline/strict, offline/flaky" in page
+
+
+def test_a_judge_missing_from_the_price_list_is_accepted_with_a_warning(researcher_client):
+    form = {"name": "Unpriced", "judges": "offline/standard\nanthropic/claude-next",
+            "pass_threshold": "3", "merge_mode": "mean"}  # fmt: skip
+    form.update({f"weight_{rubric}": "1" for rubric in rubrics.current_weights()})
+    response = researcher_client.post(reverse("jury:juries"), form, follow=True)
+    page = response.content.decode()
+    assert Jury.objects.get(name="Unpriced").judges == ["offline/standard", "anthropic/claude-next"]
+    assert "anthropic/claude-next has no price" in page
+    assert "offline/standard has no price" not in page
 
 
 def test_every_report_page_renders_and_exports_carry_the_model_rows(researcher_client, scored_job):
@@ -191,3 +301,97 @@ def test_a_staff_member_of_either_role_reaches_the_reports(client, scored_job):
         assert client.get(reverse("jury:reports")).status_code == 200
     client.force_login(make_user("ann2", Role.ANNOTATOR, Track.OPERATIONAL))
     assert client.get(reverse("jury:reports")).status_code == 403
+
+
+def _export(client, pk: int, table: str, suffix: str = "csv"):
+    return client.get(
+        reverse("jury:report_export", kwargs={"pk": pk, "table": table, "suffix": suffix})
+    )
+
+
+def _case_differences(job) -> list[float]:
+    """Careful minus careless aggregate on every case both completed, straight from the rows."""
+    by_case = defaultdict(dict)
+    results = ConversationResult.objects.filter(job=job, complete=True)
+    for result in results.select_related("conversation__run_agent"):
+        by_case[result.conversation.entry_id][result.conversation.run_agent.label] = (
+            result.aggregate
+        )
+    return [case[LABELS[0]] - case[LABELS[1]] for case in by_case.values() if len(case) == 2]
+
+
+def test_the_paired_comparison_page_compares_agents_case_by_case(researcher_client, scored_job):
+    differences = _case_differences(scored_job)
+    wins = sum(d > 1e-9 for d in differences)
+    losses = sum(d < -1e-9 for d in differences)
+    page = researcher_client.get(reverse("jury:comparison", args=[scored_job.pk]))
+    text = page.content.decode()
+    assert page.status_code == 200 and all(label in text for label in LABELS)
+    assert f"{statistics.mean(differences):+.2f}" in text
+    assert f"{wins} / {len(differences) - wins - losses} / {losses}" in text
+    assert "Clinical Safety" in text and "Holm p" in text
+    # Four cases: too few for the signed-rank test to reach 0.05, and the page says so.
+    assert "fewer than 6 shared cases" in text
+
+
+def test_the_paired_comparison_exports_one_row_per_score_and_pair(researcher_client, scored_job):
+    response = _export(researcher_client, scored_job.pk, "comparison")
+    assert response.status_code == 200
+    rows = list(csv.reader(io.StringIO(response.content.decode())))
+    assert rows[0] == ["Score", "Model A", "Model B", "Cases", "Mean difference A - B (95% CI)",
+                       "Wilcoxon p", "Holm p", "A wins", "Ties", "B wins", "Note"]  # fmt: skip
+    assert [row[0] for row in rows[1:]] == ["Aggregate", "TC", "CS", "WA", "TQ", "CH", "CQ"]
+    assert rows[1][1].startswith(LABELS[0]) and "scripted, not a model" in rows[1][1]
+    assert rows[1][3] == str(len(_case_differences(scored_job)))
+    for suffix in ("md", "tex"):
+        assert _export(researcher_client, scored_job.pk, "comparison", suffix).status_code == 200
+
+
+def test_the_model_table_marks_agents_indistinguishable_from_the_best(
+    researcher_client, scored_job
+):
+    text = researcher_client.get(reverse("jury:report", args=[scored_job.pk])).content.decode()
+    table = text[text.index('id="model-table"') : text.index("</table>")]
+    rows = {label: table[table.index(label) :].split("</tr>")[0] for label in LABELS}
+    assert ">best</span>" in rows[LABELS[0]]
+    assert "≈ best" in rows[LABELS[1]]  # four shared cases cannot separate them
+    exported = list(csv.reader(io.StringIO(_export(researcher_client, scored_job.pk,
+                                                   "models").content.decode())))  # fmt: skip
+    assert exported[0][-1] == "Versus best (paired)"
+    assert [row[-1] for row in exported[1:]] == ["best", "indistinguishable"]
+
+
+def test_the_model_table_is_compact_and_shows_pass_rates_on_request(researcher_client, scored_job):
+    url = reverse("jury:report", args=[scored_job.pk])
+    compact = researcher_client.get(url).content.decode()
+    assert "pass % [95% CI]" not in compact and "Show pass-rate columns" in compact
+    assert 'class="table compact model-table"' in compact
+    full = researcher_client.get(url, {"pass_rates": "show"}).content.decode()
+    assert full.count("pass % [95% CI]") == 6 and "Hide pass-rate columns" in full
+    fragment = researcher_client.get(
+        url, {"pass_rates": "show", "fragment": "models"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert fragment.lstrip().startswith('<div id="model-table"') and "<h1>" not in fragment
+    assert fragment.count("pass % [95% CI]") == 6
+
+
+def test_a_job_with_nothing_complete_has_an_empty_comparison(
+    researcher_client, played_run, offline_jury
+):
+    job = scoring.scoring_launch(run=played_run, jury=offline_jury)
+    page = researcher_client.get(reverse("jury:comparison", args=[job.pk]))
+    assert page.status_code == 200 and b"No conversation is complete yet" in page.content
+    assert _export(researcher_client, job.pk, "comparison").status_code == 404
+
+
+def test_sensitivity_charts_share_the_width_and_label_subgroups_in_words(
+    researcher_client, scored_job
+):
+    text = researcher_client.get(reverse("jury:sensitivity", args=[scored_job.pk])).content
+    text = text.decode()
+    assert '<div class="chart-grid">' in text
+    identities = set(scored_job.run.benchmark_set.entries.values_list("gender_identity", flat=True))
+    assert identities and all("_" in identity for identity in identities)
+    labels = set(re.findall(r'text-anchor="end"[^>]*>([^<]+)</text>', text))
+    assert {identity.replace("_", " ") for identity in identities} <= labels
+    assert not [label for label in labels if "_" in label]

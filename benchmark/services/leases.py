@@ -1,0 +1,122 @@
+"""Leased work: rows that workers execute, sent a window at a time, and never lost.
+
+Judge scores and benchmark entries carry `claimed_until` (the lease) and `lease_token`.
+`lease_dispatch` stamps up to `window` free pending rows with a fresh token and a lease and
+sends (id, token) once the transaction commits. `lease_claim` lets only the message carrying
+the row's current token take it (or, for work run in the caller's own process, anyone while
+nobody holds the row) and re-stamps the row with the worker's own token; `Heartbeat` extends
+the lease while a long model call runs. A worker that dies holds its rows only until their
+lease runs out: the job's watch (benchmark.services.watch) then dispatches them again with a
+new token, so the lost message is refused should it ever arrive.
+
+Sending a window rather than everything at once keeps the queue short: a lost task is found
+within one lease period instead of after thousands of others drain.
+
+Conversations use their status (queued / running) and heartbeat for the same purpose; the same
+watch re-dispatches them.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+logger = logging.getLogger(__name__)
+
+LeasedTask = tuple[int, str]  # (row id, lease token)
+
+
+def lease() -> timedelta:
+    """Work whose worker has not reported for this long is presumed lost and sent again."""
+    return timedelta(seconds=settings.CONVERSATION_LEASE_SECONDS)
+
+
+def new_token() -> str:
+    return secrets.token_hex(16)
+
+
+def lease_dispatch(
+    pending: QuerySet, *, window: int, send: Callable[[list[LeasedTask]], None]
+) -> list[LeasedTask]:
+    """Send free rows of `pending` until `window` of them are held; returns what was sent.
+
+    The caller serialises dispatches of one job (a row lock on the job), so together they never
+    exceed the window."""
+    now = timezone.now()
+    room = window - pending.filter(claimed_until__gt=now).count()
+    if room <= 0:
+        return []
+    free = pending.exclude(claimed_until__gt=now).order_by("pk")
+    ids = list(free.values_list("pk", flat=True)[:room])
+    if not ids:
+        return []
+    token = new_token()
+    pending.filter(pk__in=ids).update(claimed_until=now + lease(), lease_token=token)
+    messages = [(pk, token) for pk in ids]
+    transaction.on_commit(lambda: send(messages))
+    return messages
+
+
+def lease_claim(row: QuerySet, token: str | None) -> str | None:
+    """Take the (pending) row for this worker; returns the worker's own token, or None when the
+    message is stale or a duplicate, or another worker holds the row.
+
+    `token` is the one the message was sent with; None means the caller runs the work in its
+    own process (tests, --inline), which may take any row nobody holds."""
+    now = timezone.now()
+    takeable = row.filter(lease_token=token) if token else row.exclude(claimed_until__gt=now)
+    mine = new_token()
+    return mine if takeable.update(claimed_until=now + lease(), lease_token=mine) else None
+
+
+def lease_release_fields() -> dict[str, Any]:
+    """Fields that end a lease when the outcome is stored."""
+    return {"claimed_until": None, "lease_token": ""}
+
+
+class Heartbeat:
+    """Call `refresh` from a side thread every third of a lease while the work runs.
+
+    A single model call can outlast the lease (retries, Retry-After, rate-limit waits), so the
+    lease cannot depend on the work making progress. Writes are a few per lease period: each
+    takes SQLite's database-wide lock.
+    """
+
+    def __init__(self, refresh: Callable[[], Any], *, label: str):
+        self.refresh = refresh
+        self.label = label
+        self.interval = min(60.0, settings.CONVERSATION_LEASE_SECONDS / 3)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    self.refresh()
+                except DatabaseError:  # a missed beat must not end the work
+                    logger.warning("heartbeat for %s not written", self.label)
+        finally:
+            connection.close()
+
+
+def lease_extender(row: QuerySet, token: str) -> Callable[[], int]:
+    """A Heartbeat refresh that extends the lease while `token` still owns the row."""
+    return lambda: row.filter(lease_token=token).update(claimed_until=timezone.now() + lease())

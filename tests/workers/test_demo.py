@@ -1,0 +1,85 @@
+"""The demo started as a user would: short output, and stopping it stops its worker."""
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from benchmark.management.commands.demo import Command as DemoCommand
+from tests.support.workers import ROOT, free_port, wait_for
+
+
+def alive(pid: int) -> bool:
+    """A running process (a zombie has exited, it only waits to be reaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def serving(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def worker_pid(output: Path) -> int | None:
+    for line in output.read_text().splitlines():
+        if line.startswith("Worker started (pid "):
+            return int(line.removeprefix("Worker started (pid ").split(",")[0])
+    return None
+
+
+def test_the_readme_names_every_option_of_the_demo_command():
+    parser = argparse.ArgumentParser(add_help=False)
+    DemoCommand().add_arguments(parser)
+    options = [option for action in parser._actions for option in action.option_strings]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "--addr" in options
+    assert [option for option in options if option not in readme] == []
+
+
+@pytest.mark.slow
+def test_stopping_the_demo_with_sigterm_also_stops_its_worker(tmp_path):
+    # Ctrl-C takes the same path: runserver turns it into SystemExit, SIGTERM is turned into one.
+    port = free_port()
+    environment = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DATABASE_URL"}}
+    environment.update(DATA_DIR=str(tmp_path), PYTHONUNBUFFERED="1")
+    output = tmp_path / "demo.out"
+    command = [sys.executable, "manage.py", "demo", "--serve",
+               "--addr", f"127.0.0.1:{port}", "--cases", "1"]  # fmt: skip
+    with open(output, "w") as out:
+        demo = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=out, stderr=out)
+    pid = None
+    try:
+        wait_for(
+            lambda: serving(f"http://127.0.0.1:{port}/accounts/login/") or demo.poll() is not None,
+            timeout=300,
+            interval=0.5,
+            what="the demo to serve",
+        )
+        assert demo.poll() is None, output.read_text()
+        pid = worker_pid(output)
+        assert pid is not None and alive(pid), output.read_text()
+        demo.send_signal(signal.SIGTERM)
+        demo.wait(timeout=60)
+        wait_for(lambda: not alive(pid), timeout=30, what="the worker to stop")
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
+        if pid is not None and alive(pid):
+            os.killpg(pid, signal.SIGKILL)  # the demo's own worker, left behind
+    text = output.read_text()
+    assert "Stopping the demo and its worker" in text and "Traceback" not in text
+    # Short and readable: a line per stage and per login, no progress-bar redraws, no banner.
+    assert len(text.splitlines()) <= 14, text
+    assert "\r" not in text and "development server" not in text
