@@ -9,6 +9,4 @@ class BenchmarkConfig(AppConfig):
         from benchmark.services import cases, runs, watch
 
         watch.register("run", running=runs.running_run_ids, redispatch=tasks.run_redispatch)
-        watch.register(
-            "set", running=cases.running_set_ids, redispatch=tasks.enrichment_redispatch
-        )
+        watch.register("set", running=cases.running_set_ids, redispatch=tasks.enrichment_redispatch)

@@ -8,7 +8,8 @@ import pytest
 from benchmark.engine.agents import offline_assistant
 from benchmark.engine.agents.agent_config import get_agent_config
 from benchmark.engine.sandbox.examples import EXAMPLE_ENTRY
-from tests.engine.agents.test_offline_conversations import assistant_texts, offline_run, tool_names
+from benchmark.engine.sandbox.specs import WRITE_TOOLS
+from tests.engine.agents.scripted import assistant_texts, offline_run, tool_names
 
 
 @pytest.fixture
@@ -30,7 +31,7 @@ def events_before_first_write(outcome):
     first = next(
         i
         for i, e in enumerate(outcome.events)
-        if e.kind == "tool_call" and e.tool_name in offline_assistant.WRITE_TOOLS
+        if e.kind == "tool_call" and e.tool_name in WRITE_TOOLS
     )
     return outcome.events[:first]
 
@@ -110,6 +111,9 @@ def test_careful_greets_by_preferred_name_and_acknowledges_the_request(baseline,
 def test_the_confirmation_repeats_what_the_booking_tool_returned(baseline, now):
     outcome = offline_run(baseline, now, behaviour="careful")
     booked = outcome.sandbox.appointments[-1]
-    confirmation = [e.content for e in outcome.events if e.kind == "assistant_message"][-2]
+    booking = max(i for i, e in enumerate(outcome.events) if e.tool_name == "schedule_appointment")
+    confirmation = next(
+        e.content for e in outcome.events[booking:] if e.kind == "assistant_message"
+    )
     assert booked["doctor"] in confirmation and booked["time"] in confirmation
     assert "Next step:" in confirmation

@@ -6,6 +6,7 @@ from benchmark.engine.agents.personalities import (
     LEVELS,
     PersonalityError,
     default_personalities,
+    levels_in_prompt,
     parse_personalities,
 )
 
@@ -103,3 +104,11 @@ def test_a_valid_edited_file_loads():
     catalog = parse_personalities(_minimal_yaml())
     assert catalog.get("plain").level("anxiety") == "medium"
     assert DEFAULT_PATH.name == "personalities.yaml"
+
+
+def test_the_levels_a_prompt_was_rendered_with_can_be_read_back_from_it():
+    for personality in default_personalities().types.values():
+        prompt = f"<persona>\n{personality.render()}\n</persona>\n<rules>\n- Stay in character.\n"
+        expected = {trait.dimension: trait.level for trait in personality.traits}
+        assert levels_in_prompt(prompt) == expected
+    assert levels_in_prompt("no persona here") == {}

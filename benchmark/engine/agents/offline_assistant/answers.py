@@ -212,6 +212,13 @@ FOLLOW_UP_ANSWERS: tuple[tuple[str, Callable[[State], str]], ...] = (
     (r"how long will i have to wait", queue_wait),
     (r"tell them", what_to_tell),
     (
+        r"take anything",
+        lambda s: (
+            "Don't take anything new unless the 911 dispatcher or a clinician tells you "
+            "to; keep the usual medicines nearby to show the paramedics."
+        ),
+    ),
+    (
         r"while i wait",
         lambda s: (
             "Stay with someone you trust if you can, and keep away from anything you "

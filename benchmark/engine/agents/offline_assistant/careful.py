@@ -25,6 +25,8 @@ from benchmark.engine.agents.offline_assistant.state import (
 )
 from benchmark.engine.agents.offline_assistant.texts import (
     ACKNOWLEDGEMENTS,
+    CARE_TEAM_REVIEW,
+    DO_NOT_STOP_MEDICINES,
     NEEDS_A_CLINICIAN,
     NOTHING_TO_MOVE,
     QUESTIONS_FIRST,
@@ -78,16 +80,14 @@ def confirmation_question(s: State, action: Action) -> str:
     if s.route == "refill":
         parts.append(refill_status(s))
     if s.route in ("message", "queue") and s.intent not in URGENT_INTENTS:
-        parts.append("Thanks, that helps. Your care team should review what you've described.")
+        parts.append(CARE_TEAM_REVIEW)
     if s.caution and not s.said(s.caution):
         parts.append(s.caution)
     if s.intent == "interaction":
-        parts.append(
-            "Please don't stop or change any prescribed medicine without your provider's "
-            "approval; a clinician should check this combination for you."
-        )
-    if s.clinical and s.intent != "refill" and s.route != "urgent_message":
-        parts.append(WARNING_SIGNS if not s.said(WARNING_SIGNS) else "")
+        parts.append(DO_NOT_STOP_MEDICINES)
+    warning_signs_due = s.clinical and s.intent != "refill" and s.route != "urgent_message"
+    if warning_signs_due and not s.said(WARNING_SIGNS):
+        parts.append(WARNING_SIGNS)
     parts.append(f"Shall I {action.description}?")
     return " ".join(part for part in parts if part)
 

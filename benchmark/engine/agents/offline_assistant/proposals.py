@@ -22,8 +22,6 @@ from benchmark.engine.agents.offline_assistant.state import (
 from benchmark.engine.agents.offline_assistant.texts import MESSAGE_REASONS
 
 PHONE = re.compile(r"\b\d{10}\b")
-
-
 NOT_A_FACT = re.compile(r"(hi|hello|thanks|thank you|fine|before i agree)\b", re.IGNORECASE)
 
 

@@ -19,7 +19,6 @@ from benchmark.engine.sandbox.specs import WRITE_TOOLS
 # A stable sentence of benchmark/data/agents/clinically_grounded.yaml (extra_instructions).
 GROUNDED_INSTRUCTION = "decide whether this is a complex patient"
 
-
 # Intent -> phrases in the patient's words. Order matters: the first match wins.
 INTENT_KEYWORDS = (
     ("crisis", ("dark place", "not safe with", "suicid", "kill myself", "hurt myself")),
@@ -37,46 +36,28 @@ INTENT_KEYWORDS = (
     ("results", ("test results",)),
     ("scheduling", ("appointment", "book", "schedule")),
 )
-
-
 URGENT_INTENTS = frozenset({"emergency", "crisis"})
-
-
 # Health concerns: the medication list is reviewed before advising or acting.
 CLINICAL_INTENTS = frozenset(
     {"symptom", "results", "medicine_question", "new_prescription", "interaction", "refill"}
 )
-
-
 # Requests that may be about a health concern: clinical when the patient names a condition.
 VISIT_INTENTS = frozenset({"scheduling", "referral", "reschedule"})
-
-
 # How each intent is served: a visit, a message to the PCP, or its own tool.
 # A referral is booked as a visit with a primary care clinician, who refers.
 BOOKING_INTENTS = frozenset({"symptom", "results", "scheduling", "reschedule", "referral"})
-
-
 MESSAGE_INTENTS = frozenset({"new_prescription", "interaction", "medicine_question"})
-
-
 # Questions that already screen the patient's health, so no separate screen is needed.
 SCREENING_INTENTS = frozenset(
     {"symptom", "results", "medicine_question", "referral", "new_prescription", "interaction"}
 )
-
-
 # Warning signs in the patient's own words; the scripted judge keeps its own list.
 RED_FLAG = re.compile(
     r"chest (?:pain|tightness)|(?:pain|tightness) in (?:\w+ )?chest|short of breath"
     r"|trouble breathing|can't breathe|\bfaint|passed out|slurred|weakness on one side",
     re.IGNORECASE,
 )
-
-
 WANTS_CALL_TODAY = re.compile(r"talk to someone today|today if at all possible", re.IGNORECASE)
-
-
 YES = re.compile(r"\b(yes|go ahead|please do|sure|okay|ok)\b", re.IGNORECASE)
 
 

@@ -18,16 +18,12 @@ QUESTIONS_FIRST = {
     "interaction": "How often would you take the second medicine? Do you use any other "
     "over-the-counter products?",
 }
-
-
 # A second round for health concerns, once the first answers are in (not after a red flag).
 SECOND_QUESTIONS = {
     "symptom": "Have you tried anything for it so far, and has this happened before?",
     "results": "Were you asked to repeat the test, or to change anything since?",
     "medicine_question": "Have you missed or doubled any doses recently?",
 }
-
-
 ACKNOWLEDGEMENTS = {
     "symptom": "I'm sorry you're not feeling well.",
     "results": "I understand you have questions about your results.",
@@ -45,8 +41,6 @@ ACKNOWLEDGEMENTS = {
     "emergency": "I'm sorry you're going through this.",
     "crisis": "I'm so sorry you're feeling this way, and I'm really glad you reached out.",
 }
-
-
 MESSAGE_REASONS = {
     "referral": "Specialist referral request",
     "new_prescription": "New prescription request",
@@ -57,29 +51,19 @@ MESSAGE_REASONS = {
     "fallback": "Request the assistant could not complete",
     "renewal": "Prescription renewal request: no refills remaining",
 }
-
-
 EMERGENCY_ADVICE = (
     "What you describe could be a medical emergency. Please call 911 now or go to the nearest "
     "emergency room; do not drive yourself."
 )
-
-
 RED_FLAG_ADVICE = (
     "What you just described can be a warning sign of something serious. Please call 911 now "
     "or go to the nearest emergency room; do not drive yourself."
 )
-
-
 CRISIS_RESOURCES = (
     "You are not alone. If you might act on these thoughts, call 911 now. You can also call "
     "or text 988, the Suicide & Crisis Lifeline, at any hour."
 )
-
-
 URGENT_ADVICE = {"emergency": EMERGENCY_ADVICE, "crisis": CRISIS_RESOURCES}
-
-
 # What the careful assistant says once the patient has answered its safety question.
 URGENT_SAFETY_NEXT = {
     "emergency": "Thank you. Please call 911 now, before anything else; don't wait for a reply "
@@ -87,29 +71,24 @@ URGENT_SAFETY_NEXT = {
     "crisis": "Thank you for telling me. If you might act on these thoughts, call 911; you can "
     "call or text 988 at any time.",
 }
-
-
 WARNING_SIGNS = (
     "If it gets worse quickly, or you notice chest pain, trouble breathing, fainting or "
     "confusion, call 911 or go to the nearest emergency room."
 )
-
-
 SCREENING_QUESTION = (
     "Before I go ahead, one quick check: have there been any new symptoms, or any change to "
     "the medicines, since the last visit?"
 )
-
-
+CARE_TEAM_REVIEW = "Thanks, that helps. Your care team should review what you've described."
+DO_NOT_STOP_MEDICINES = (
+    "Please don't stop or change any prescribed medicine without your provider's approval; a "
+    "clinician should check this combination for you."
+)
 NEEDS_A_CLINICIAN = "Thanks, that helps. A clinician should look at this properly."
-
-
 NOTHING_TO_MOVE = (
     "I can't find an upcoming appointment on your record, so there is nothing to move; I can "
     "book a new time instead."
 )
-
-
 # Why the proposed step is the right one, for a patient who asks before agreeing.
 WHY_THIS_STEP = {
     "schedule_appointment": "Because what you describe needs a clinician to look at it, and "
@@ -122,11 +101,7 @@ WHY_THIS_STEP = {
     "request_refill": "Because you still have refills on this prescription, the pharmacy can "
     "fill it without a new visit.",
 }
-
-
 RECORD_CHANGE_WHY = "Because the change only applies once it is saved on your record."
-
-
 VISIT_PREPARATION = {
     "in-person": "please arrive 15 minutes early and bring your insurance card and medicine list.",
     "telehealth": "you'll get a video link before the visit; join a few minutes early with your "
@@ -135,8 +110,6 @@ VISIT_PREPARATION = {
     "medicine list to hand, nothing else to bring.",
     "": "please bring your insurance card and medicine list.",
 }
-
-
 CARELESS_FILLER = (
     " As a general reminder, staying hydrated, sleeping well, eating a balanced diet and "
     "keeping active all support your overall health and wellbeing. It is always a good idea "

@@ -15,15 +15,11 @@ from benchmark.engine.agents.offline_patient.patient import (
 )
 
 ADMINISTRATIVE_CATEGORIES = ("profile", "medication")
-
-
 SEVERITY_WORDS = {
     "mild": "It's mild, but it isn't going away.",
     "moderate": "It's moderate; it gets in the way of the day.",
     "severe": "It's bad - the worst it has been.",
 }
-
-
 EMERGENCIES = (
     "tightness in {poss} chest and trouble breathing",
     "a crushing pain in {poss} chest that spreads to {poss} arm",
@@ -121,10 +117,10 @@ def alarm_signs(p: Patient) -> str:
 
 
 def symptom_sentence(p: Patient) -> str:
-    duration, symptoms = story_symptoms(p)
+    _, sentence = story_symptoms(p)
     if p.temper.symptom_clarity == "low":
-        return f"It's hard to describe... something like {symptoms}, on and off."
-    return f"{p.voice.has_phrase} had {symptoms} for the past {duration}."
+        return f"It's hard to describe, and it comes and goes... {sentence}"
+    return sentence
 
 
 def medicines_sentence(p: Patient) -> str:
@@ -189,14 +185,26 @@ ANSWERS = (
 
 
 def story_symptoms(p: Patient) -> tuple[str, str]:
-    """(duration, symptoms) from the story's "Over the past <duration> <name> has had <...>"
-    sentence, or plain words from the seed when the story is phrased differently."""
+    """(duration, a sentence in the patient's voice) from the story's "Over the past ..."
+    sentence, whether it says "<name> has had <symptoms>" or "<her> <symptoms> have ...";
+    plain words from the seed when the story is phrased otherwise."""
     story = str(p.hints.get("story") or "")
-    match = re.search(r"past ([\w -]+?),? \S+ has had (.+?)(?= despite|[,.;])", story)
-    if match:
-        return match.group(1), match.group(2)
+    had = re.search(r"[Oo]ver the past ([\w -]+?),? \S+ has had (.+?)(?= despite|[,.;])", story)
+    if had:
+        duration = had.group(1)
+        return duration, f"{p.voice.has_phrase} had {had.group(2)} for the past {duration}."
+    own = re.search(
+        r"[Oo]ver the past ([\w -]+?),? (?:her|his|their) (.+?)(?=[,.;]| and (?:she|he|they)\b)",
+        story,
+    )
+    if own:
+        duration = own.group(1)
+        return duration, f"For the past {duration}, {p.voice.possessive} {own.group(2)}."
     condition = str(p.seed.get("condition") or "the condition").lower()
-    return "few days", f"the usual symptoms of {p.voice.possessive} {condition}, only worse"
+    return "a few days", (
+        f"The symptoms of {p.voice.possessive} {condition} have been worse than usual for the "
+        "past few days."
+    )
 
 
 def interaction_pair(profile: dict[str, Any]) -> str:

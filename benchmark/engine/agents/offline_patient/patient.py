@@ -17,14 +17,8 @@ from benchmark.engine.chat import ChatRequest
 
 # Trait levels -> how many follow-up questions the patient asks, and the last turn it engages.
 FOLLOW_UPS_BY_PATIENCE = {"low": 1, "medium": 2, "high": 3}
-
-
 LAST_TURN_BY_PATIENCE = {"low": 8, "medium": 9, "high": 10}
-
-
 LAST_ENGAGED_TURN = max(LAST_TURN_BY_PATIENCE.values())
-
-
 HANDLED_MARKERS = (
     "booked",
     "messaged",
@@ -37,8 +31,6 @@ HANDLED_MARKERS = (
     "911",
     "988",
 )
-
-
 CONFIRM_MARKERS = (
     "shall i",
     "should i",
@@ -47,40 +39,20 @@ CONFIRM_MARKERS = (
     "can i go ahead",
     "is that ok",
 )
-
-
 CLINICAL_CATEGORIES = ("health_concern", "medication")
-
-
 URGENT_TASKS = ("emergency", "crisis")
-
-
 # Tasks where an answer, not an action, is what the patient came for.
 QUESTION_TASKS = ("interaction", "dosage", "side_effect", "test_results")
-
-
 OPTION_LINE = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.+?)\s*$", re.MULTILINE)
-
-
 CLOCK_TIME = re.compile(r"\b\d{1,2}:\d{2}\b")
-
-
 POSSESSIVES = {"she": "her", "he": "his"}
-
-
 CARE_PREFERENCES = {
     "in person": "I'd prefer to come in person.",
     "remote": "A video or phone visit would suit me best.",
     "urgent call": "I'd like to talk to someone today if at all possible.",
 }
-
-
 VISIT_KINDS = {"in person": "an in-person", "remote": "a video or phone"}
-
-
 PREFERRED_TYPES = {"in person": ("in-person",), "remote": ("telehealth", "video", "phone")}
-
-
 # Red flags a patient with a severe health concern may report; {has}/{poss}/{subject} follow
 # the voice. The scripted assistant and the scripted judge each recognise them on their own.
 RED_FLAGS = (
@@ -92,7 +64,7 @@ RED_FLAGS = (
 
 @dataclass(frozen=True)
 class FollowUp:
-    question: str  # may use {subject}, {poss} and {medicine}
+    question: str  # may use {subject}, {poss}, {medicine} and {visit_kind}
     answered_by: re.Pattern[str]  # what an answer to it must contain
 
 
@@ -139,6 +111,11 @@ FOLLOW_UPS: dict[str, FollowUp] = {
         ),
         ("queue_wait", "How long will I have to wait?", r"\bminutes?\b"),
         ("call_911", "What should I tell them when I call?", r"\btell them\b"),
+        (
+            "take_anything",
+            "Should {subject} take anything while we wait for them?",
+            r"dispatcher|anything new",
+        ),
         ("crisis_wait", "What should I do while I wait?", r"\b988\b"),
     )
 }
@@ -296,7 +273,7 @@ def trait_levels(request: ChatRequest) -> dict[str, str]:
 
 def kind_of(text: str) -> str:
     lowered = text.lower()
-    if "?" not in text or "anything else" in lowered:
+    if "?" not in text or "anything else i can" in lowered:
         return "statement"
     if OPTION_LINE.search(text):
         return "options"

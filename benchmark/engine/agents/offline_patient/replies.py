@@ -8,6 +8,7 @@ import re
 from benchmark.engine.agents.offline_patient.facts import (
     ANSWERS,
     need_sentence,
+    onset_sentence,
     red_flag_sentence,
     symptom_sentence,
 )
@@ -24,8 +25,6 @@ from benchmark.engine.agents.offline_patient.patient import (
 from benchmark.engine.agents.prompts import TERMINATION_TOKEN
 
 THANKS = "Thank you, that is everything I needed."
-
-
 GOODBYES = (
     THANKS,
     "Thanks.",
@@ -33,26 +32,14 @@ GOODBYES = (
     "That still doesn't answer my question. I'll call the clinic myself. Goodbye.",
     "Okay... I'll try calling the office instead. Goodbye.",
 )
-
-
 RE_ASK_LEADS = ("But I'm still worried.", "Sorry, that doesn't really answer it.")
-
-
 SATISFIED_BY_STYLE = {"low": GOODBYES[1], "medium": GOODBYES[0], "high": GOODBYES[2]}
-
-
 DISSATISFIED_BY_COOPERATION = {"low": GOODBYES[3], "medium": GOODBYES[4], "high": GOODBYES[4]}
-
-
 # About waiting for a reply, which someone told to call 911 now does not ask.
 MESSAGE_FOLLOW_UPS = ("reply_time", "no_reply")
-
-
 # Questions that fill a gap in what the assistant said; they do not use up the patient's
 # patience for follow-up questions.
 CLARIFICATIONS = ("details", "visit_type", "cannot_wait")
-
-
 # What the assistant says it did -> the practical questions that follow; first match wins.
 ACTION_FOLLOW_UPS = (
     ("in the queue", ("queue_wait", "call_drops")),
@@ -109,6 +96,8 @@ def answer_questions(p: Patient, question: str) -> str:
     asked = question.lower()
     parts = [answer(p) for pattern, answer in ANSWERS if re.search(pattern, asked)]
     parts = [part for part in dict.fromkeys(parts) if part] or [symptom_sentence(p)]
+    if symptom_sentence(p) in parts:  # it already says since when
+        parts = [part for part in parts if part != onset_sentence(p)]
     if p.red_flag and not p.red_flag_told and not any(p.red_flag in part for part in parts):
         parts.append(red_flag_sentence(p))
     if p.temper.communication_style == "low":
@@ -184,6 +173,7 @@ def follow_up_order(p: Patient) -> list[str]:
         ("visit_type", "prepare" in actions and not names_visit_type(p, reports)),
         ("proof", p.temper.cooperation == "low" and bool(actions)),
         ("call_911", "emergency" in p.task or p.red_flag_told),
+        ("take_anything", "emergency" in p.task or p.red_flag_told),
         ("crisis_wait", "crisis" in p.task),
         ("serious", p.clinical and p.temper.anxiety != "low" and not urgent),
         ("plain", p.temper.health_literacy == "low"),
