@@ -19,6 +19,8 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from benchmark.engine.agents.prompts import default_patient_prompt
+from benchmark.engine.chat import ProviderError
+from benchmark.engine.providers.model_strings import check_model_string
 from benchmark.engine.seeds import derive_seed
 from benchmark.models import (
     AgentConfig,
@@ -115,6 +117,7 @@ def run_launch(
         raise RunError("Choose at least one agent (model + configuration).")
     if len({a.label for a in agents}) != len(agents):
         raise RunError("The same model and configuration were chosen twice.")
+    _check_models(agents, patient_model)
     entries = list(benchmark_set.entries.filter(status=EntryStatus.READY))
     if not entries:
         raise RunError(f"Benchmark set {benchmark_set.name!r} has no ready entries yet.")
@@ -167,6 +170,17 @@ def run_launch(
         for rep in range(repetitions)
     )
     return run
+
+
+def _check_models(agents: list[AgentChoice], patient_model: str) -> None:
+    """Refuse an unknown provider or offline behaviour before anything is created, whichever
+    door (form, CLI, demo) the run comes through."""
+    roles = [(choice.model, "assistant") for choice in agents] + [(patient_model, "patient")]
+    for model, purpose in roles:
+        try:
+            check_model_string(model, purpose=purpose)
+        except ProviderError as error:
+            raise RunError(str(error)) from error
 
 
 def run_check_config(run: Run, config: dict) -> None:

@@ -153,7 +153,8 @@ def _render_event(event: Mapping[str, Any]) -> str:
         raise ValueError(f"unknown trace event kind {kind!r}")
     head = f"#{event['event_id']} [turn {event.get('turn', '?')}]"
     if kind == "patient_message":
-        body = f"Patient: {event.get('content', '')}"
+        # The loop stores a bare end-of-conversation token as an empty message.
+        body = f"Patient: {event.get('content') or '(left the conversation)'}"
     elif kind == "assistant_message":
         body = f"Assistant: {event.get('content', '')}"
     elif kind == "tool_call":

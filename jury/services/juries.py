@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from django.core.exceptions import ValidationError
 
 from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.model_strings import parse_model_string
+from benchmark.engine.providers.model_strings import check_model_string
 from jury.engine.aggregate import PASS_THRESHOLD
 from jury.models import Jury, MergeMode
 from jury.services.rubrics import current_weights
@@ -24,7 +24,7 @@ def judges_parse(text: str) -> list[str]:
         raise ValidationError("Name at least one judge model, one per line.")
     for number, judge in enumerate(judges, start=1):
         try:
-            parse_model_string(judge)
+            check_model_string(judge, purpose="judge")
         except ProviderError as error:
             raise ValidationError(f"Line {number}: {error}") from error
     if len(set(judges)) != len(judges):

@@ -12,11 +12,13 @@ from benchmark.models import (
     EntryStatus,
     JobStatus,
     ModelCall,
+    Run,
     Termination,
 )
 from benchmark.services import cases, runs
 from benchmark.services.conversations import conversation_execute
 from tests.benchmark.conftest import SET_SIZE, launch, make_set, priced_router, use_router
+from tests.support.builders import enriched_set, launched_run
 
 pytestmark = pytest.mark.django_db
 
@@ -308,3 +310,22 @@ def test_a_cost_limit_pause_puts_queued_conversations_back_to_pending(
     assert set(queued) <= set(
         run.conversations.filter(status=ConversationStatus.PENDING).values_list("id", flat=True)
     )
+
+
+@pytest.mark.parametrize(
+    ("model", "patient", "complaint"),
+    [
+        ("offline/carefull", "offline/patient", "unknown offline behaviour 'carefull'"),
+        ("offline/careful", "offline/nope", "unknown offline behaviour 'nope'"),
+        ("acme/model-1", "offline/patient", "acme"),
+    ],
+)
+def test_a_run_with_an_unknown_model_is_refused_whichever_door_it_comes_through(
+    model, patient, complaint
+):
+    from benchmark.services.runs import RunError
+
+    benchmark_set = enriched_set(name="doors", size=1, sampler_seed=2)
+    with pytest.raises(RunError, match=complaint):
+        launched_run(benchmark_set, models=(model,), patient_model=patient)
+    assert not Run.objects.filter(benchmark_set=benchmark_set).exists()

@@ -146,3 +146,16 @@ def test_a_template_without_the_user_marker_is_rejected():
 def test_the_renderer_cannot_be_given_a_model_or_agent():
     parameters = set(inspect.signature(render_judge_prompt).parameters)
     assert parameters == {"rubric", "profile", "scenario", "events", "template"}
+
+
+def test_an_empty_last_patient_message_reads_as_the_patient_leaving():
+    from jury.engine.prompt import render_trace
+
+    events = [
+        {"event_id": "e0001", "turn": 1, "kind": "patient_message", "content": "Hi"},
+        {"event_id": "e0002", "turn": 1, "kind": "assistant_message", "content": "Booked."},
+        {"event_id": "e0003", "turn": 2, "kind": "patient_message", "content": ""},
+    ]
+    assert render_trace(events).splitlines()[-1] == (
+        "#e0003 [turn 2] Patient: (left the conversation)"
+    )
