@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from django import forms
 
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.model_strings import check_model_string
 from benchmark.forms import unpriced_models
 from jury.engine.aggregate import PASS_THRESHOLD
 from jury.models import Jury, MergeMode, RubricVersion
@@ -55,13 +53,7 @@ class JuryForm(forms.Form):
         return name
 
     def clean_judges(self) -> list[str]:
-        judges = juries.judges_parse(self.cleaned_data["judges"])
-        for number, judge in enumerate(judges, start=1):
-            try:
-                check_model_string(judge, purpose="judge")
-            except ProviderError as error:
-                raise forms.ValidationError(f"Line {number}: {error}") from None
-        return judges
+        return juries.judges_parse(self.cleaned_data["judges"])
 
     def unpriced(self) -> list[str]:
         return unpriced_models(self.cleaned_data["judges"])

@@ -27,7 +27,7 @@ def send_scores(tasks: list[LeasedTask]) -> None:
 def scoring_start(job: ScoringJob) -> int:
     """Send the first window of the job's pending judge calls and watch the job; the rest
     follow as calls finish. Returns how many calls are pending."""
-    pending = len(scoring.pending_score_ids(job))
+    pending = scoring.pending_score_count(job)
     scoring.scoring_dispatch(job, send_scores)
     watch_start("scoring", job.pk)
     return pending

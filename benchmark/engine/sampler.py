@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
@@ -55,7 +55,7 @@ class _Tables:
     subcategories: dict[str, _Table]
     age_ranges: dict[str, tuple[int, int]]
     identities: dict[tuple[str, str], str]
-    rules: dict[str, Rule]
+    rule_of: Callable[[str], Rule]  # Distribution.rule: a condition's eligibility rule
 
     @classmethod
     def of(cls, distribution: Distribution) -> _Tables:
@@ -72,7 +72,7 @@ class _Tables:
             identities={
                 (sex, gender): identity for sex, gender, identity in distribution.gender_identities
             },
-            rules={rule.condition: rule for rule in distribution.rules},
+            rule_of=distribution.rule,
         )
 
 
@@ -117,6 +117,6 @@ def _draw_seed(index: int, rng: random.Random, tables: _Tables) -> dict[str, Any
 
 
 def _broken_rule(cell: Cell, age: int, tables: _Tables) -> dict[str, str]:
-    rule = tables.rules[cell.condition]
+    rule = tables.rule_of(cell.condition)
     text = rule.explain(cell.broken_rule, cell.sex, cell.age_group, age)
     return {"rule": cell.broken_rule, "text": text}

@@ -129,6 +129,10 @@ def pending_score_ids(job: ScoringJob) -> list[int]:
     return list(job.scores.filter(status=ScoreStatus.PENDING).values_list("id", flat=True))
 
 
+def pending_score_count(job: ScoringJob) -> int:
+    return job.scores.filter(status=ScoreStatus.PENDING).count()
+
+
 def scoring_dispatch(job: ScoringJob, send: Callable[[list[LeasedTask]], None]) -> list[LeasedTask]:
     """Keep up to the job's concurrency of judge calls with the workers; calls whose worker
     died are sent again once their lease runs out (see benchmark.services.leases)."""

@@ -429,13 +429,14 @@ class _Conversation:
         )
         try:
             response = self.clients[role].chat(request)
-        except ProviderError as error:
-            message = f"{role} model call failed ({error.kind}): {error}"
-            raise _Ended("provider_error", message, role) from error
         except Exception as error:  # noqa: BLE001 - see below
             # Whatever fails inside the call machinery (client, cache, adapter) is not the
-            # agent's doing: record it as a provider fault, which a retry can re-run.
-            message = f"{role} model call failed (unexpected {type(error).__name__}): {error}"
+            # agent's doing: it is recorded as a provider fault, which a retry can re-run.
+            if isinstance(error, ProviderError):
+                kind = error.kind
+            else:
+                kind = f"unexpected {type(error).__name__}"
+            message = f"{role} model call failed ({kind}): {error}"
             raise _Ended("provider_error", message, role) from error
         self.usage[role].add(response)
         return response

@@ -11,9 +11,7 @@ from typing import Any
 
 from benchmark.engine.drug_classes import ANTICOAGULANTS, IMMUNOSUPPRESSANTS, SUPPLEMENTS
 
-# The clinically grounded instruction's complex-patient rule. Only the drug-class vocabulary is
-# shared with the offline judge; the judge keeps its own rule, read from the rubric, so the
-# measuring instrument does not move when the agent does.
+# Medicines (supplements left out) from which a patient counts as complex.
 POLYPHARMACY = 3
 
 
