@@ -7,12 +7,14 @@ from urllib.parse import urljoin, urlparse
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
 from accounts.models import Role, Track
 from benchmark.models import RunAgent
 from jury.models import JudgeScore
 from jury.services import juries, scoring
 from tests.conftest import make_user
+from tests.foundation.access_table import PAGES, PUBLIC, build_objects
 from tests.support.builders import enriched_set, launched_run, played
 
 LINK_ATTRIBUTES = {"href", "hx-get", "action", "src"}
@@ -38,7 +40,18 @@ def scored_world(django_db_setup, django_db_blocker):
         for score_id in scoring.pending_score_ids(job):
             scoring.judge_score_execute(score_id)
         annotator = make_user("blinded", Role.ANNOTATOR, Track.OPERATIONAL)
-    yield annotator
+        # Every URL of the site, pointed at the scored run and job where it takes them.
+        objects = build_objects({}) | {
+            "run": run,
+            "conversation": run.conversations.first(),
+            "scoring_job": job,
+        }
+        refused_urls = [
+            reverse(page.name, kwargs=page.kwargs(objects))
+            for page in PAGES
+            if Role.ANNOTATOR not in page.roles and page.name not in PUBLIC
+        ]
+    yield annotator, refused_urls
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, verbosity=0)
 
@@ -68,7 +81,7 @@ def crawl(client, start: str = "/") -> dict[str, str]:
         response = client.get(url)
         body = _body(response)
         if response.status_code != 200 or "html" not in response.get("Content-Type", ""):
-            pages[url] = body if response.status_code == 200 else ""  # exports count too
+            pages[url] = body  # exports and error pages count too
             continue
         text = body
         pages[url] = text
@@ -84,18 +97,22 @@ def crawl(client, start: str = "/") -> dict[str, str]:
     return pages
 
 
-@pytest.mark.django_db
-def test_an_annotator_never_sees_model_identity_or_jury_scores(client, scored_world):
-    client.force_login(scored_world)
-    pages = crawl(client)
-    assert len(pages) > 3  # the crawl really went somewhere
-    leaks = [
+def leaks_in(pages: dict[str, str]) -> list[tuple[str, str]]:
+    return [
         (url, secret)
         for url, text in pages.items()
         for secret in forbidden_strings()
         if secret in str(text) or secret in url
     ]
-    assert leaks == []
+
+
+@pytest.mark.django_db
+def test_an_annotator_never_sees_model_identity_or_jury_scores(client, scored_world):
+    annotator, _ = scored_world
+    client.force_login(annotator)
+    pages = crawl(client)
+    assert len(pages) > 3  # the crawl really went somewhere
+    assert leaks_in(pages) == []
     scoreish = re.compile(r"jury (mean|aggregate)|pass rate", re.IGNORECASE)
     assert [url for url, text in pages.items() if scoreish.search(str(text))] == []
 
@@ -108,3 +125,19 @@ def test_the_same_crawl_finds_model_names_for_a_researcher(client, scored_world)
     pages = crawl(client)
     found = {s for text in pages.values() for s in forbidden_strings() if s in str(text)}
     assert "offline/careless" in found
+
+
+@pytest.mark.django_db
+def test_the_error_pages_an_annotator_can_reach_show_nothing_blinded(client, scored_world):
+    """Every staff URL (run, conversation, reports, exports of the scored run) answers an
+    annotator with the styled 403 page, and a guessed URL with the 404 page: neither names a
+    model, a configuration or a judge's words."""
+    annotator, refused_urls = scored_world
+    client.force_login(annotator)
+    responses = {url: client.get(url) for url in [*refused_urls, "/no/such/page/"]}
+    assert {
+        url: r.status_code for url, r in responses.items() if r.status_code not in (403, 404)
+    } == {}
+    pages = {url: _body(response) for url, response in responses.items()}
+    assert all("way-back" in text for text in pages.values())  # the site's error pages
+    assert leaks_in(pages) == []
