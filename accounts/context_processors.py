@@ -14,6 +14,8 @@ NAVIGATION = [
     ("Rubrics", "jury:rubrics", EVERYONE),
     ("Juries", "jury:juries", STAFF),
     ("Reports", "jury:reports", STAFF),
+    ("Studies", "annotation:staff_studies", STAFF),
+    ("Rubric lab", "rubric_lab:pipelines", STAFF),
     ("People", "people", ADMIN_ONLY),
 ]
 

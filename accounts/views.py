@@ -8,7 +8,10 @@ from accounts.models import Role, User
 @role_required(*EVERYONE)
 def home(request: HttpRequest) -> HttpResponse:
     if request.user.has_role(Role.ANNOTATOR):
-        return render(request, "accounts/home_annotator.html")
+        from annotation.services.worklist import annotator_studies
+
+        studies = annotator_studies(request.user)
+        return render(request, "accounts/home_annotator.html", {"studies": studies})
     from benchmark.services.dashboard import dashboard_summary
     from jury.models import ScoringJob
 

@@ -31,6 +31,8 @@ INSTALLED_APPS = [
     "jury",
     "annotation",
     "alignment",
+    "rubric_lab",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -44,7 +46,25 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    # Last, as django-axes asks: it turns a lockout raised during login into the locked page.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# --- Login throttling (django-axes) -------------------------------------------------------
+# After AXES_FAILURE_LIMIT wrong passwords for one username from one address, that pair is
+# locked for LOGIN_LOCKOUT_MINUTES: a guesser is slowed down, and a colleague on the same
+# network keeps working.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.env_int(ENV, "LOGIN_FAILURE_LIMIT", 5)
+LOGIN_LOCKOUT_MINUTES = env.env_int(ENV, "LOGIN_LOCKOUT_MINUTES", 15)
+AXES_COOLOFF_TIME = LOGIN_LOCKOUT_MINUTES / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_LOCKOUT_CALLABLE = "accounts.lockout.lockout_response"
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -106,6 +126,9 @@ if PRODUCTION:
 if env.env_bool(ENV, "BEHIND_TLS_PROXY", default=False):
     # The proxy terminates TLS; trust its header so Django knows requests were HTTPS.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # ...and take the client address for login throttling from the header it adds.
+    AXES_IPWARE_PROXY_COUNT = 1
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
 
 # --- Task queue -------------------------------------------------------------------------
 # With REDIS_URL, Celery talks to Redis and workers may run on any machine. Without it, the

@@ -11,5 +11,7 @@ urlpatterns = [
     path("accounts/people/", account_views.people, name="people"),
     path("benchmark/", include("benchmark.urls")),
     path("jury/", include("jury.urls")),
+    path("annotation/", include("annotation.urls")),
+    path("lab/", include("rubric_lab.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -94,7 +94,12 @@ PAGES += [
 def build_objects(users_by_role) -> dict:
     """One object of each kind the URLs point at."""
     objects = benchmark_objects()
-    return {**objects, **jury_objects(objects["run"])}
+    return {
+        **objects,
+        **jury_objects(objects["run"]),
+        **rubric_lab_objects(objects),
+        **annotation_objects(objects, users_by_role),
+    }
 
 
 def jury_objects(run) -> dict:
@@ -109,3 +114,174 @@ def jury_objects(run) -> dict:
         "clinical_rubric": RubricVersion.objects.get(rubric_id="clinical_safety"),
         "export": SimpleNamespace(table="outcomes", suffix="csv"),
     }
+
+
+# --- rubric lab pages: knowledge base, pipeline, instance rubrics --------------------------
+
+PAGES += [
+    Page("rubric_lab:kb", STAFF),
+    Page("rubric_lab:kb_upload", STAFF),
+    Page("rubric_lab:pipelines", STAFF),
+    Page("rubric_lab:pipeline_new", STAFF),
+    Page("rubric_lab:pipeline", STAFF, (("pk", "generation_job", "pk"),)),
+    Page("rubric_lab:generation", STAFF, (("pk", "generation", "pk"),)),
+    Page("rubric_lab:rubric", STAFF, (("pk", "instance_rubric", "pk"),)),
+    Page("rubric_lab:rubric_score", STAFF, (("pk", "instance_rubric", "pk"),)),
+    Page("rubric_lab:score", STAFF, (("pk", "instance_score", "pk"),)),
+]
+
+# Rubric lab, evaluation side (sensitivity, near misses, coverage, refine, ablations).
+PAGES += [
+    Page("rubric_lab:sensitivity_list", STAFF),
+    Page("rubric_lab:sensitivity", STAFF, (("pk", "sensitivity_study", "pk"),)),
+    Page("rubric_lab:sensitivity_retry", STAFF, (("pk", "sensitivity_study", "pk"),)),
+    Page(
+        "rubric_lab:sensitivity_export",
+        STAFF,
+        (("pk", "sensitivity_study", "pk"), ("suffix", "export", "suffix")),
+    ),
+    Page("rubric_lab:near_miss", STAFF, (("pk", "near_miss", "pk"),)),
+    Page("rubric_lab:perturbation_preview", STAFF, (("public_id", "conversation", "public_id"),)),
+    Page("rubric_lab:coverage_list", STAFF),
+    Page("rubric_lab:coverage", STAFF, (("pk", "coverage_run", "pk"),)),
+    Page("rubric_lab:refine_list", STAFF),
+    Page("rubric_lab:refine", STAFF, (("pk", "refine_study", "pk"),)),
+    Page("rubric_lab:ablation_list", STAFF),
+    Page("rubric_lab:ablation", STAFF, (("pk", "ablation_study", "pk"),)),
+]
+
+
+def rubric_lab_evaluation_objects(objects, job, rubric) -> dict:
+    """An empty study of each kind on the access rubric (nothing executed)."""
+    from rubric_lab.models import (
+        AblationStudy,
+        CoverageRun,
+        NearMiss,
+        RefineStudy,
+        SensitivityStudy,
+    )
+
+    models = {"perturber_model": "offline/surgical", "judge_model": "offline/standard"}
+    study = SensitivityStudy.objects.create(
+        name="Access", run=objects["run"], setup="pairwise", perturbations=["swap_dose"], **models
+    )
+    return {
+        "sensitivity_study": study,
+        "near_miss": NearMiss.objects.create(
+            study=study, conversation=objects["conversation"], kind="swap_dose"
+        ),
+        "coverage_run": CoverageRun.objects.create(
+            name="Access", generation_job=job, judge_model="offline/standard"
+        ),
+        "refine_study": RefineStudy.objects.create(
+            name="Access",
+            generation_job=job,
+            evaluator_model="offline/standard",
+            editor_model="offline/standard",
+            judge_model="offline/standard",
+        ),
+        "ablation_study": AblationStudy.objects.create(
+            name="Access", run=objects["run"], generator_model="offline/standard", **models
+        ),
+    }
+
+
+def rubric_lab_objects(objects) -> dict:
+    """A finished generation with a one-criterion rubric and a pending score, stored directly
+    (no pipeline run: the access test only opens the pages)."""
+    from rubric_lab.models import (
+        GenerationJob,
+        InstanceRubric,
+        InstanceScore,
+        RubricCriterion,
+        RubricGeneration,
+    )
+
+    conversation = objects["conversation"]
+    job = GenerationJob.objects.create(
+        name="Access", run=objects["run"], generator_model="offline/standard"
+    )
+    generation = RubricGeneration.objects.create(
+        job=job, conversation=conversation, status="finished"
+    )
+    rubric = InstanceRubric.objects.create(generation=generation, conversation=conversation)
+    RubricCriterion.objects.create(
+        rubric=rubric,
+        index=0,
+        text="Asks about symptoms",
+        axis="communication",
+        weight=3,
+        intent_basis=["missing_context"],
+    )
+    score = InstanceScore.objects.create(
+        rubric=rubric, conversation=conversation, judge_model="offline/standard"
+    )
+    return {
+        "generation_job": job,
+        "generation": generation,
+        "instance_rubric": rubric,
+        "instance_score": score,
+        **rubric_lab_evaluation_objects(objects, job, rubric),
+    }
+
+
+# --- annotation pages: researcher side ----------------------------------------------------
+
+_STUDY = (("pk", "study", "pk"),)
+_ASSIGNMENT = (("public_id", "assignment", "public_id"),)
+
+PAGES += [
+    Page("annotation:staff_studies", STAFF),
+    Page("annotation:staff_study_new", STAFF),
+    Page("annotation:staff_study", STAFF, _STUDY),
+    Page("annotation:staff_study_lock", STAFF, _STUDY),
+    Page("annotation:staff_study_export", STAFF, (*_STUDY, ("fmt", "export", "suffix"))),
+    Page("annotation:staff_study_import", STAFF, _STUDY),
+    Page("annotation:staff_round_report", STAFF, _STUDY),
+    Page("annotation:staff_guide_new", STAFF, _STUDY),
+    Page("annotation:staff_guide", STAFF, (("pk", "guide", "pk"),)),
+    Page("annotation:staff_guide_publish", STAFF, (("pk", "guide", "pk"),)),
+    Page("annotation:staff_assignment", STAFF, _ASSIGNMENT),
+    Page("annotation:staff_assignment_invalidate", STAFF, _ASSIGNMENT),
+]
+
+# --- annotation pages: annotator side (the fixture annotator's own study and assignment) ----
+
+ANNOTATOR_ONLY = (Role.ANNOTATOR,)
+PAGES += [
+    Page("annotation:queue", ANNOTATOR_ONLY, _STUDY),
+    Page("annotation:next", ANNOTATOR_ONLY, _STUDY),
+    *(
+        Page(f"annotation:{name}", ANNOTATOR_ONLY, _ASSIGNMENT)
+        for name in ("review", "autosave", "submit", "skip", "reopen", "heartbeat")
+    ),
+]
+
+
+def annotation_objects(objects, users) -> dict:
+    """A one-item calibration round on the run's conversation, the fixture annotator's open
+    assignment on it, and a draft guide (stored directly: the access test only opens pages)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.models import Assignment, CalibrationGuide, Project, Study, StudyItem
+
+    project = Project.objects.create(name="Access project")
+    study = Study.objects.create(
+        project=project, name="Access round", kind="calibration", round_number=1, sample_size=1
+    )
+    item = StudyItem.objects.create(study=study, conversation=objects["conversation"], position=0)
+    annotator = users[Role.ANNOTATOR]
+    assignment = Assignment.objects.create(
+        item=item,
+        annotator=annotator,
+        track=annotator.track,
+        slot=0,
+        queue_key="access",
+        reserved_until=timezone.now() + timedelta(hours=1),
+    )
+    guide = CalibrationGuide.objects.create(
+        project=project, after_study=study, title="Access guide", body_markdown="Read *slowly*."
+    )
+    return {"study": study, "item": item, "assignment": assignment, "guide": guide}

@@ -1,5 +1,11 @@
-"""Blinding: an annotator who follows every link and htmx request they can reach never sees
-a model name, an agent configuration or a jury score. Grows with the annotation pages."""
+"""Blinding: an annotator who follows every link and htmx request they can reach, and posts
+every form of the review screen, never sees a model name, an agent configuration, a judge's
+words or a jury score in a target study - on pages, fragments, URLs, downloads or error pages.
+
+The annotator's world: a target study drawn from a scored run in which they hold a draft (with
+a linked trace event), a submitted item and a skipped one, and a calibration round they have
+not submitted yet (after submitting in a round the jury's scores are shown on purpose; that
+reveal is tested in tests/annotation)."""
 
 import re
 from html.parser import HTMLParser
@@ -10,9 +16,13 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from accounts.models import Role, Track
+from annotation.services import queue
+from annotation.services.annotations import Draft, annotation_autosave, annotation_submit
 from benchmark.models import RunAgent
 from jury.models import JudgeScore
 from jury.services import juries, scoring
+from tests.annotation.conftest import new_study
+from tests.annotation.test_annotation_writes import full_draft
 from tests.conftest import make_user
 from tests.foundation.access_table import PAGES, PUBLIC, build_objects
 from tests.support.builders import enriched_set, launched_run, played
@@ -34,26 +44,46 @@ class LinkParser(HTMLParser):
 def scored_world(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock():
         run = played(
-            launched_run(enriched_set(size=2), models=("offline/careful", "offline/careless"))
+            launched_run(enriched_set(size=3), models=("offline/careful", "offline/careless"))
         )
         job = scoring.scoring_launch(run=run, jury=juries.jury_demo_ensure())
         for score_id in scoring.pending_score_ids(job):
             scoring.judge_score_execute(score_id)
         annotator = make_user("blinded", Role.ANNOTATOR, Track.OPERATIONAL)
+        work = annotator_work(job, annotator)
         # Every URL of the site, pointed at the scored run and job where it takes them.
-        objects = build_objects({}) | {
-            "run": run,
-            "conversation": run.conversations.first(),
-            "scoring_job": job,
-        }
+        objects = build_objects(
+            {Role.ANNOTATOR: make_user("other", Role.ANNOTATOR, Track.CLINICAL)}
+        )
+        objects |= {"run": run, "conversation": run.conversations.first(), "scoring_job": job}
         refused_urls = [
             reverse(page.name, kwargs=page.kwargs(objects))
             for page in PAGES
             if Role.ANNOTATOR not in page.roles and page.name not in PUBLIC
         ]
-    yield annotator, refused_urls
+    yield annotator, refused_urls, work
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, verbosity=0)
+
+
+def annotator_work(job, annotator) -> dict:
+    """A target study where the annotator has a draft, a submission and a skip, and a
+    calibration round with an open item (not submitted: no reveal)."""
+    calibration = new_study(job, name="Round 1", kind="calibration", size=2)
+    target = new_study(job, name="Main study", size=4)
+    submitted = queue.next_assignment(study=target, annotator=annotator)
+    annotation_submit(submitted, draft=full_draft(submitted), version=0, actor=annotator)
+    skipped = queue.next_assignment(study=target, annotator=annotator)
+    queue.assignment_skip(skipped, reason="need a second look", actor=annotator)
+    draft = queue.next_assignment(study=target, annotator=annotator)
+    event = draft.item.conversation.events.first().event_id
+    annotation_autosave(
+        draft, actor=annotator, version=0,
+        draft=Draft(scores={"task_completion": 3}, event_links={"task_completion": [event]}),
+    )  # fmt: skip
+    practice = queue.next_assignment(study=calibration, annotator=annotator)
+    return {"target": target, "calibration": calibration, "draft": draft,
+            "submitted": submitted, "skipped": skipped, "practice": practice}  # fmt: skip
 
 
 def forbidden_strings() -> set[str]:
@@ -71,10 +101,10 @@ def _body(response) -> str:
     return response.content.decode(errors="replace")
 
 
-def crawl(client, start: str = "/") -> dict[str, str]:
-    seen, queue, pages = set(), [start], {}
-    while queue and len(pages) < MAX_PAGES:
-        url = queue.pop()
+def crawl(client, *starts: str) -> dict[str, str]:
+    seen, to_visit, pages = set(), list(starts or ["/"]), {}
+    while to_visit and len(pages) < MAX_PAGES:
+        url = to_visit.pop()
         if url in seen:
             continue
         seen.add(url)
@@ -93,7 +123,7 @@ def crawl(client, start: str = "/") -> dict[str, str]:
             if parsed.netloc in {"", "testserver"} and not parsed.path.startswith(
                 ("/static/", "/accounts/logout")
             ):
-                queue.append(parsed.path + (f"?{parsed.query}" if parsed.query else ""))
+                to_visit.append(parsed.path + (f"?{parsed.query}" if parsed.query else ""))
     return pages
 
 
@@ -106,15 +136,58 @@ def leaks_in(pages: dict[str, str]) -> list[tuple[str, str]]:
     ]
 
 
+SCOREISH = re.compile(r"jury (mean|aggregate|score)|pass rate|judge \d", re.IGNORECASE)
+
+
+def review_urls(work: dict) -> list[str]:
+    urls = [reverse("annotation:queue", args=[work[s].pk]) for s in ("target", "calibration")]
+    for name in ("draft", "submitted", "skipped", "practice"):
+        urls.append(reverse("annotation:review", args=[work[name].public_id]))
+    return urls
+
+
 @pytest.mark.django_db
 def test_an_annotator_never_sees_model_identity_or_jury_scores(client, scored_world):
-    annotator, _ = scored_world
+    annotator, _, work = scored_world
     client.force_login(annotator)
-    pages = crawl(client)
-    assert len(pages) > 3  # the crawl really went somewhere
+    pages = crawl(client, "/", *review_urls(work))
+    assert set(review_urls(work)) <= set(pages)  # the crawl reached every review screen
+    assert all(
+        work["draft"].item.conversation.events.first().event_id in pages[url]
+        for url in review_urls(work)[2:3]
+    )  # fmt: skip - the trace is really shown
     assert leaks_in(pages) == []
-    scoreish = re.compile(r"jury (mean|aggregate)|pass rate", re.IGNORECASE)
-    assert [url for url, text in pages.items() if scoreish.search(str(text))] == []
+    assert [url for url, text in pages.items() if SCOREISH.search(str(text))] == []
+
+
+@pytest.mark.django_db
+def test_every_answer_of_the_review_forms_is_blinded(client, scored_world):
+    """Saves, a stale tab's conflict, refused values, an incomplete submit, a heartbeat, a skip
+    and "next": the fragments and pages they answer with name no model and show no jury score."""
+    annotator, _, work = scored_world
+    client.force_login(annotator)
+    draft = work["draft"]
+    item = str(draft.public_id)
+    answers = {}
+
+    def post(name, data, key=None, **extra):
+        url = reverse(f"annotation:{name}", args=[item if name != "next" else work["target"].pk])
+        response = client.post(url, data, follow=True, **extra)
+        answers[key or name] = _body(response)
+        return response
+
+    version = type(draft).objects.get(pk=draft.pk).version
+    htmx = {"HTTP_HX_REQUEST": "true"}
+    post("autosave", {"version": version, "score-task_completion": "4"}, **htmx)
+    post("autosave", {"version": version, "score-task_completion": "2"}, "conflict", **htmx)
+    post("autosave", {"version": version + 1, "score-task_completion": "9"}, "refused", **htmx)
+    post("submit", {"version": version + 1, "score-task_completion": "4"}, "incomplete")
+    post("heartbeat", {}, **htmx)
+    post("next", {})
+    post("skip", {"reason": "later"})
+    assert len(answers) == 7
+    assert leaks_in(answers) == []
+    assert [k for k, text in answers.items() if SCOREISH.search(str(text))] == []
 
 
 @pytest.mark.django_db
@@ -132,9 +205,15 @@ def test_the_error_pages_an_annotator_can_reach_show_nothing_blinded(client, sco
     """Every staff URL (run, conversation, reports, exports of the scored run) answers an
     annotator with the styled 403 page, and a guessed URL with the 404 page: neither names a
     model, a configuration or a judge's words."""
-    annotator, refused_urls = scored_world
+    annotator, refused_urls, work = scored_world
     client.force_login(annotator)
-    responses = {url: client.get(url) for url in [*refused_urls, "/no/such/page/"]}
+    guessed = ["/no/such/page/", "/annotation/items/00000000-0000-4000-8000-000000000000/"]
+    # Another annotator's item, and the staff view of the annotator's own item.
+    foreign = [
+        reverse("annotation:review", args=[a.public_id])
+        for a in work["target"].items.first().assignments.exclude(annotator=annotator)
+    ]
+    responses = {url: client.get(url) for url in [*refused_urls, *guessed, *foreign]}
     assert {
         url: r.status_code for url, r in responses.items() if r.status_code not in (403, 404)
     } == {}

@@ -22,6 +22,19 @@ SCRIPTS = {
     "patient": "benchmark.engine.agents.offline_patient:respond",
     "assistant": "benchmark.engine.agents.offline_assistant:respond",
     "judge": "jury.engine.offline_judge:respond",
+    # Rubric lab, generation side: the five pipeline stages and the per-criterion judge.
+    **{
+        f"rubric_{stage}": "rubric_lab.engine.offline_pipeline:respond"
+        for stage in ("routing", "evidence", "facts", "intent", "synthesis", "audit")
+    },
+    "rubric_judge": "rubric_lab.engine.offline_criterion_judge:respond",
+    # Rubric lab, evaluation side: near-miss edits, pairwise judging, coverage, refinement.
+    "perturb": "rubric_lab.engine.perturb_script:respond",
+    "pairwise_judge": "rubric_lab.engine.pairwise_script:respond",
+    "coverage_decompose": "rubric_lab.engine.coverage_script:decompose",
+    "coverage_entail": "rubric_lab.engine.coverage_script:entail",
+    "refine_critique": "rubric_lab.engine.refine_script:critique",
+    "refine_edit": "rubric_lab.engine.refine_script:edit",
 }
 
 OFFLINE_PREFIX = "offline/"

@@ -60,15 +60,19 @@ class Command(BaseCommand):
             self.stdout.write("Stopping the demo and its worker...")
 
     def _build_data(self, worker, cases: int) -> None:
+        from annotation.services.demo import annotation_demo_ensure
         from benchmark.tasks import enrichment_start, run_dispatch_task
         from jury.tasks import scoring_start
+        from rubric_lab.services.demo import lab_demo_build
 
         def wait(count, total, label):
             self._wait(worker, count, total, label)
 
         benchmark_set = demo.demo_set_ensure(enrichment_start, wait, size=cases)
         run = demo.demo_run_ensure(benchmark_set, lambda r: run_dispatch_task.delay(r.pk), wait)
-        demo.demo_scoring_ensure(run, scoring_start, wait)
+        job = demo.demo_scoring_ensure(run, scoring_start, wait)
+        annotation_demo_ensure(job)
+        lab_demo_build(run)
 
     def _wait(self, worker, count, total: int, label: str) -> None:
         """Poll until `count()` reaches `total`: one line per stage (updated in place on a

@@ -1,0 +1,62 @@
+"""Read-only admin views of the study data. Every change goes through the services, which
+keep the history; the admin site must not offer a way around them."""
+
+from django.contrib import admin
+
+from annotation.models import (
+    Assignment,
+    AssignmentHistory,
+    CalibrationGuide,
+    Project,
+    Study,
+    StudyItem,
+)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Project)
+class ProjectAdmin(ReadOnlyAdmin):
+    list_display = ("name", "created_at")
+
+
+@admin.register(Study)
+class StudyAdmin(ReadOnlyAdmin):
+    list_display = ("name", "project", "kind", "round_number", "status", "sample_size")
+    list_filter = ("kind", "status", "project")
+
+
+@admin.register(StudyItem)
+class StudyItemAdmin(ReadOnlyAdmin):
+    list_display = ("study", "position", "conversation")
+    list_filter = ("study",)
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(ReadOnlyAdmin):
+    list_display = (
+        "public_id", "item", "annotator", "track", "status", "practice", "synthetic",
+        "invalidated_at",
+    )  # fmt: skip
+    list_filter = ("status", "track", "practice", "synthetic", "item__study")
+    search_fields = ("public_id", "annotator__username")
+
+
+@admin.register(AssignmentHistory)
+class AssignmentHistoryAdmin(ReadOnlyAdmin):
+    list_display = ("assignment", "kind", "actor", "at")
+    list_filter = ("kind",)
+
+
+@admin.register(CalibrationGuide)
+class CalibrationGuideAdmin(ReadOnlyAdmin):
+    list_display = ("title", "project", "after_study", "published_at")

@@ -1,0 +1,268 @@
+"""The annotation exchange format: one row per assignment x rubric, as CSV or JSONL.
+
+Writing: `to_csv` / `to_jsonl` from row dicts in `COLUMNS` order. Reading: `read_upload` turns
+the bytes of an uploaded file into typed `ImportRow`s, naming every problem with its line
+(CSV lines are counted as a spreadsheet counts rows: the header is line 1). It checks only what
+the file itself can show; whether a conversation, rubric or person fits the study is the
+service's business. Pure: no Django.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+COLUMNS = (
+    "study", "project", "kind", "round", "conversation", "assignment", "annotator", "track",
+    "licensed", "practice", "synthetic", "rubric_id", "rubric_version", "score", "feedback",
+    "event_ids", "overall_comment", "submitted_at", "seconds_on_task", "invalidated",
+    "invalidated_reason",
+)  # fmt: skip
+REQUIRED = ("conversation", "annotator", "track", "rubric_id", "score")
+TRUE_WORDS, FALSE_WORDS = {"true", "1", "yes", "y"}, {"false", "0", "no", "n", ""}
+TEXT_LIMIT = 5000
+
+
+@dataclass(frozen=True)
+class ImportRow:
+    line: int
+    conversation: str
+    annotator: str
+    track: str
+    rubric_id: str
+    score: int
+    rubric_version: int | None = None
+    feedback: str = ""
+    event_ids: tuple[str, ...] = ()
+    overall_comment: str = ""
+    submitted_at: datetime | None = None
+    seconds_on_task: int = 0
+    licensed: bool | None = None
+    synthetic: bool = False
+    invalidated: bool = False
+    invalidated_reason: str = ""
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+def to_csv(rows: Iterable[Mapping]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({name: _csv_cell(row.get(name)) for name in COLUMNS})
+    return out.getvalue()
+
+
+def _csv_cell(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return " ".join(value)
+    return "" if value is None else str(value)
+
+
+def to_jsonl(rows: Iterable[Mapping]) -> str:
+    return "".join(
+        json.dumps({name: row.get(name) for name in COLUMNS}, ensure_ascii=False) + "\n"
+        for row in rows
+    )
+
+
+def pseudonyms(names: Iterable[str]) -> dict[str, str]:
+    """A01, A02, ... in sorted order of the real names: the same person gets the same
+    pseudonym everywhere in one export."""
+    ordered = sorted(set(names))
+    width = max(2, len(str(len(ordered))))
+    return {name: f"A{number:0{width}d}" for number, name in enumerate(ordered, start=1)}
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+
+class UploadError(Exception):
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def read_upload(data: bytes, filename: str) -> list[ImportRow]:
+    """Every row of the file, typed; raises UploadError naming every problem found."""
+    text = _as_text(data)
+    raw_rows = _jsonl_rows(text) if _is_jsonl(text, filename) else _csv_rows(text)
+    rows, problems = [], []
+    for line, raw in raw_rows:
+        if isinstance(raw, str):
+            problems.append(f"line {line}: {raw}")
+            continue
+        row, errors = read_row(line, raw)
+        problems += [f"line {line}: {error}" for error in errors]
+        if row is not None:
+            rows.append(row)
+    if not problems and not rows:
+        problems.append("the file holds no annotation rows")
+    if problems:
+        raise UploadError(problems)
+    return rows
+
+
+def _as_text(data: bytes) -> str:
+    if b"\x00" in data[:65536]:
+        raise UploadError(["the file is not text: upload a CSV or JSONL file"])
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise UploadError(
+            [f"line {line}: the file is not UTF-8 text (save it as UTF-8 CSV)"]
+        ) from None
+
+
+def _is_jsonl(text: str, filename: str) -> bool:
+    suffix = filename.lower().rsplit(".", 1)[-1] if "." in filename else ""
+    if suffix in {"jsonl", "ndjson", "json"}:
+        return True
+    if suffix == "csv":
+        return False
+    return text.lstrip().startswith("{")
+
+
+def _csv_rows(text: str) -> list[tuple[int, dict | str]]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = [name.strip() for name in reader.fieldnames or []]
+    missing = [name for name in REQUIRED if name not in header]
+    if missing:
+        raise UploadError([f"line 1: missing column(s) {', '.join(missing)}"])
+    reader.fieldnames = header
+    rows = []
+    try:
+        for raw in reader:
+            if None in raw:
+                rows.append((reader.line_num, "more cells than the header has columns"))
+            elif any((value or "").strip() for value in raw.values()):
+                rows.append((reader.line_num, raw))
+    except csv.Error as error:
+        rows.append((reader.line_num, f"not readable as CSV ({error})"))
+    return rows
+
+
+def _jsonl_rows(text: str) -> list[tuple[int, dict | str]]:
+    rows = []
+    for line, content in enumerate(text.splitlines(), start=1):
+        if not content.strip():
+            continue
+        try:
+            value = json.loads(content)
+        except json.JSONDecodeError as error:
+            rows.append((line, f"not valid JSON ({error.msg}, column {error.colno})"))
+            continue
+        if not isinstance(value, dict):
+            rows.append((line, "each line must be one JSON object"))
+        else:
+            missing = [name for name in REQUIRED if name not in value]
+            rows.append((line, f"missing {', '.join(missing)}") if missing else (line, value))
+    return rows
+
+
+def read_row(line: int, raw: Mapping) -> tuple[ImportRow | None, list[str]]:
+    """Type one row's cells (strings from CSV, JSON values from JSONL); errors in words."""
+    errors: list[str] = []
+    fields = {name: _text(raw.get(name)) for name in REQUIRED if name != "score"}
+    for name, value in fields.items():
+        if not value:
+            errors.append(f"{name} is empty")
+    values = {
+        "score": _score(raw.get("score"), errors),
+        "rubric_version": _integer(raw.get("rubric_version"), "rubric_version", errors),
+        "seconds_on_task": _integer(raw.get("seconds_on_task"), "seconds_on_task", errors) or 0,
+        "event_ids": _event_ids(raw.get("event_ids"), errors),
+        "submitted_at": _moment(raw.get("submitted_at"), errors),
+        "licensed": _flag(raw.get("licensed"), "licensed", errors, unset=None),
+        "synthetic": _flag(raw.get("synthetic"), "synthetic", errors, unset=False),
+        "invalidated": _flag(raw.get("invalidated"), "invalidated", errors, unset=False),
+    }
+    texts = {
+        name: _text(raw.get(name)) for name in ("feedback", "overall_comment", "invalidated_reason")
+    }
+    errors += [
+        f"{name} is longer than {TEXT_LIMIT} characters"
+        for name, value in texts.items()
+        if len(value) > TEXT_LIMIT
+    ]
+    if errors:
+        return None, errors
+    return ImportRow(line=line, **fields, **values, **texts), []
+
+
+def _text(value) -> str:
+    return "" if value is None else str(value).strip()
+
+
+def _score(value, errors: list[str]) -> int:
+    number = _integer(value, "score", errors, required=True)
+    if number is not None and not 1 <= number <= 5:
+        errors.append(f"score {number} is out of range: a score is a whole number from 1 to 5")
+    return number or 0
+
+
+def _integer(value, name: str, errors: list[str], *, required: bool = False) -> int | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        if required:
+            errors.append(f"{name} is empty")
+        return None
+    if isinstance(value, bool):
+        errors.append(f"{name} must be a whole number, not {value!r}")
+        return None
+    try:
+        number = float(value) if isinstance(value, str) else value
+        if not isinstance(number, int | float) or number != int(number):
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        errors.append(f"{name} must be a whole number, not {value!r}")
+        return None
+    if number < 0:
+        errors.append(f"{name} must not be negative")
+        return None
+    return int(number)
+
+
+def _event_ids(value, errors: list[str]) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(part for part in value.replace(",", " ").replace(";", " ").split() if part)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(v.strip() for v in value if v.strip())
+    errors.append("event_ids must be a list of trace event ids (e.g. e0004)")
+    return ()
+
+
+def _moment(value, errors: list[str]) -> datetime | None:
+    text = _text(value)
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        errors.append(f"submitted_at {text!r} is not an ISO date and time (2026-11-30T14:05:00Z)")
+        return None
+    return moment
+
+
+def _flag(value, name: str, errors: list[str], *, unset):
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return unset
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    errors.append(f"{name} must be true or false, not {value!r}")
+    return unset

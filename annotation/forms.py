@@ -1,0 +1,50 @@
+"""The review screen's form: posted fields -> a Draft for the annotation services.
+
+Field names, per rubric of the annotator's panel: `score-<rubric_id>` (1-5, radio buttons),
+`feedback-<rubric_id>` (text), `links-<rubric_id>` (trace event ids separated by spaces); then
+`overall_comment` and `version` (the version the page last saw, for the conflict check).
+Range and rubric checks live in the service; this module only reads the post and refuses what
+cannot be read at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from annotation.services.annotations import Draft
+
+
+def draft_from_post(data, rubric_ids: Iterable[str]) -> tuple[Draft, int]:
+    """The draft and the version a review form posted; ValidationError names unreadable fields."""
+    draft, errors = Draft(overall_comment=data.get("overall_comment", "").strip()), []
+    for rubric_id in rubric_ids:
+        score = data.get(f"score-{rubric_id}", "")
+        if score:
+            if not score.isdigit():
+                errors.append(f"{rubric_id}: a score is a whole number from 1 to 5")
+            else:
+                draft.scores[rubric_id] = int(score)
+        feedback = data.get(f"feedback-{rubric_id}", "").strip()
+        if feedback:
+            draft.feedback[rubric_id] = feedback
+        links = list(dict.fromkeys(data.get(f"links-{rubric_id}", "").split()))
+        if links:
+            draft.event_links[rubric_id] = links
+    version = data.get("version", "")
+    if not version.isdigit():
+        errors.append("the page did not say which saved version it shows; reload it")
+    if errors:
+        raise ValidationError(errors)
+    return draft, int(version)
+
+
+class SkipForm(forms.Form):
+    reason = forms.CharField(
+        max_length=300,
+        strip=True,
+        error_messages={"required": "Say why you skip this item (it comes back at the end)."},
+        widget=forms.TextInput(attrs={"placeholder": "e.g. outside my specialty, trace unclear"}),
+    )

@@ -1,0 +1,148 @@
+"""Researcher forms: a new study, invalidating an annotation, a calibration guide, an import."""
+
+from __future__ import annotations
+
+from django import forms
+
+from annotation.models import StudyItem, StudyKind
+from annotation.services.studies import StudySpec
+from benchmark.models import JobStatus
+from jury.models import RubricVersion, ScoringJob
+from jury.services.rubrics import current_versions
+
+# Service error keys that differ from the form's field names.
+SPEC_FIELDS = {"project_name": "project"}
+
+
+class JobChoice(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, job: ScoringJob) -> str:
+        return f"#{job.pk} {job.jury.name} on {job.run.name}"
+
+
+class StudyForm(forms.Form):
+    project = forms.CharField(
+        max_length=200,
+        widget=forms.TextInput(attrs={"list": "projects"}),
+        help_text="Pick a project or type a new name. Calibration rounds hold their "
+        "conversations out of every target study of the same project.",
+    )
+    name = forms.CharField(
+        max_length=200, help_text="Annotators see it: never name a model or agent here."
+    )
+    kind = forms.ChoiceField(choices=StudyKind.choices, initial=StudyKind.CALIBRATION)
+    round_number = forms.IntegerField(
+        required=False, min_value=1, help_text="Calibration rounds only: 1, 2, 3, ..."
+    )
+    scoring_jobs = JobChoice(
+        queryset=ScoringJob.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Finished scoring jobs to draw conversations from.",
+    )
+    rubric_versions = forms.ModelMultipleChoiceField(
+        queryset=RubricVersion.objects.order_by("order", "rubric_id", "-version"),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="The versions annotators score against (default: the current version of "
+        "every judged and realism rubric).",
+    )
+    sample_size = forms.IntegerField(initial=75)
+    overlap_clinical = forms.IntegerField(
+        initial=2, label="Overlap, clinical track", help_text="Annotations per rubric per "
+        "conversation: 2 to 4."
+    )  # fmt: skip
+    overlap_operational = forms.IntegerField(
+        initial=2, label="Overlap, operational track", help_text="2 to 4."
+    )
+    seed = forms.IntegerField(initial=0, help_text="The same seed draws the same sample.")
+    include_infeasible = forms.BooleanField(
+        required=False,
+        label="Include infeasible cases",
+        help_text="Left out by default: an infeasible case contradicts its own patient on "
+        "purpose (a condition the patient cannot have), so clinicians would score the "
+        "contradiction rather than the agent.",
+    )
+    reservation_minutes = forms.IntegerField(
+        initial=45,
+        min_value=5,
+        max_value=24 * 60,
+        help_text="An opened item stays reserved this long after its last save.",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["scoring_jobs"].queryset = ScoringJob.objects.filter(
+            status=JobStatus.FINISHED
+        ).select_related("jury", "run")
+        self.initial.setdefault("rubric_versions", [v.pk for v in current_versions()])
+
+    def spec(self) -> StudySpec:
+        data = self.cleaned_data
+        return StudySpec(
+            project_name=data["project"],
+            name=data["name"],
+            kind=data["kind"],
+            sample_size=data["sample_size"],
+            overlap_clinical=data["overlap_clinical"],
+            overlap_operational=data["overlap_operational"],
+            round_number=data["round_number"],
+            seed=data["seed"],
+            include_infeasible=data["include_infeasible"],
+            reservation_minutes=data["reservation_minutes"],
+        )
+
+    def add_service_errors(self, error_dict: dict[str, list[str]]) -> None:
+        """Show the service's ValidationError under the field it is about."""
+        for key, messages in error_dict.items():
+            field = SPEC_FIELDS.get(key, key)
+            for message in messages:
+                self.add_error(field if field in self.fields else None, message)
+
+
+class InvalidateForm(forms.Form):
+    reason = forms.CharField(
+        max_length=500,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Kept with the annotation and shown in exports; nothing is deleted.",
+    )
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(
+        help_text="CSV or JSONL, one row per annotator x conversation x rubric (the export "
+        "format). Required columns: conversation, annotator, track, rubric_id, score."
+    )
+
+
+class GuideForm(forms.Form):
+    """Title, markdown body, and a note field per item of the round: items given a note become
+    the guide's worked examples."""
+
+    title = forms.CharField(max_length=200)
+    body_markdown = forms.CharField(
+        label="Guide (markdown)",
+        widget=forms.Textarea(attrs={"rows": 14, "class": "code"}),
+        help_text="Markdown; raw HTML is shown as text.",
+    )
+
+    def __init__(self, *args, items: list[StudyItem], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.items = items
+        for item in items:
+            self.fields[self.note_field(item)] = forms.CharField(
+                required=False,
+                max_length=2000,
+                label=f"Item {item.position + 1}",
+                widget=forms.TextInput(attrs={"placeholder": "what this example teaches"}),
+            )
+
+    @staticmethod
+    def note_field(item: StudyItem) -> str:
+        return f"note_{item.pk}"
+
+    def examples(self) -> list[dict]:
+        notes = ((item, self.cleaned_data.get(self.note_field(item), "")) for item in self.items)
+        return [{"item": item.pk, "note": note} for item, note in notes if note.strip()]
+
+    def note_rows(self):
+        return [(item, self[self.note_field(item)]) for item in self.items]

@@ -1,0 +1,258 @@
+"""Clinician studies: the sample, who scores what, and every score with its history.
+
+Blinding lives in the data model as much as in the views: an assignment is addressed by its own
+random `public_id`, never by the conversation's or the run's, and nothing here stores a model
+name. Nothing is deleted either: a released reservation, a skip, a reopened submission and an
+invalidation each leave the row (and a history entry) in place.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from benchmark.models import Conversation
+from jury.models import RubricVersion, ScoringJob
+
+
+class Project(models.Model):
+    """Groups a study's calibration rounds with its target studies: conversations used in a
+    round are held out of every target study of the same project."""
+
+    name = models.CharField(max_length=200, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class StudyKind(models.TextChoices):
+    CALIBRATION = "calibration", "Calibration round"
+    TARGET = "target", "Target study"
+
+
+class StudyStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    LOCKED = "locked", "Locked"
+
+
+class Study(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="studies")
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=20, choices=StudyKind.choices)
+    round_number = models.PositiveSmallIntegerField(null=True, blank=True)
+    scoring_jobs = models.ManyToManyField(ScoringJob, related_name="studies")
+    rubric_versions = models.ManyToManyField(RubricVersion, related_name="studies")
+    sample_size = models.PositiveIntegerField()
+    overlap_clinical = models.PositiveSmallIntegerField(default=2)
+    overlap_operational = models.PositiveSmallIntegerField(default=2)
+    seed = models.BigIntegerField(default=0)
+    include_infeasible = models.BooleanField(default=False)
+    reservation_minutes = models.PositiveSmallIntegerField(default=45)
+    # What the stratified sampler achieved: cells, shortfalls (annotation.engine.sampling).
+    coverage = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=20, choices=StudyStatus.choices, default=StudyStatus.OPEN)
+    locked_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "kind", "round_number", "created_at"]
+        verbose_name_plural = "studies"
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="unique_study_name"),
+            models.CheckConstraint(
+                condition=Q(kind="target", round_number__isnull=True)
+                | Q(kind="calibration", round_number__isnull=False),
+                name="calibration_has_round",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_calibration(self) -> bool:
+        return self.kind == StudyKind.CALIBRATION
+
+    @property
+    def is_locked(self) -> bool:
+        return self.status == StudyStatus.LOCKED
+
+    def overlap_for(self, track: str) -> int:
+        return self.overlap_clinical if track == "clinical" else self.overlap_operational
+
+
+class StudyItem(models.Model):
+    """One sampled conversation, with the stratum it was drawn for."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.PROTECT, related_name="study_items"
+    )
+    position = models.PositiveIntegerField()  # sampling order: extremes first
+    stratum = models.JSONField(default=dict, blank=True)  # {"model", "rubric", "bin"}
+
+    class Meta:
+        ordering = ["study", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "conversation"], name="unique_study_item")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study_id}#{self.position}"
+
+
+class AssignmentStatus(models.TextChoices):
+    RESERVED = "reserved", "In progress"
+    SUBMITTED = "submitted", "Submitted"
+    SKIPPED = "skipped", "Skipped"
+    RELEASED = "released", "Released (reservation expired)"
+
+
+class AssignmentQuerySet(models.QuerySet):
+    def counted(self):
+        """Submitted, valid and not practice: what agreement figures are computed from."""
+        return self.filter(
+            status=AssignmentStatus.SUBMITTED, invalidated_at__isnull=True, practice=False
+        )
+
+    def open_for(self, user):
+        return self.filter(annotator=user, status=AssignmentStatus.RESERVED)
+
+
+class Assignment(models.Model):
+    """One annotator's work on one study item: the reservation, the draft and the submission.
+
+    `slot` is the seat this assignment holds in the item's overlap for its track; a partial
+    unique constraint on (item, track, slot) lets the database refuse a ninth annotator racing
+    for an item that needs two, on SQLite and PostgreSQL alike. Released, skipped and
+    invalidated assignments give their seat back (slot = null); practice assignments of
+    unlicensed annotators never take one.
+    """
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    item = models.ForeignKey(StudyItem, on_delete=models.PROTECT, related_name="assignments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments"
+    )
+    track = models.CharField(max_length=20)
+    slot = models.PositiveSmallIntegerField(null=True, blank=True)
+    practice = models.BooleanField(default=False)  # unlicensed, calibration only: kept apart
+    synthetic = models.BooleanField(default=False)  # scripted simulated clinician (demo)
+    status = models.CharField(
+        max_length=20, choices=AssignmentStatus.choices, default=AssignmentStatus.RESERVED
+    )
+    queue_key = models.CharField(max_length=16)  # per-annotator random order
+    reserved_until = models.DateTimeField(null=True, blank=True)
+    # The annotation itself: {rubric_id: 1-5}, {rubric_id: text}, {rubric_id: [event ids]};
+    # the realism rubrics are rubrics like any other here.
+    scores = models.JSONField(default=dict, blank=True)
+    feedback = models.JSONField(default=dict, blank=True)
+    event_links = models.JSONField(default=dict, blank=True)
+    overall_comment = models.TextField(blank=True)
+    version = models.PositiveIntegerField(default=0)  # optimistic concurrency between tabs
+    seconds_on_task = models.PositiveIntegerField(default=0)
+    last_active_at = models.DateTimeField(null=True, blank=True)
+    skip_reason = models.CharField(max_length=300, blank=True)
+    opened_at = models.DateTimeField(auto_now_add=True)
+    saved_at = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    invalidated_at = models.DateTimeField(null=True, blank=True)
+    invalidated_reason = models.CharField(max_length=500, blank=True)
+    invalidated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    objects = AssignmentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["item", "annotator"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], name="one_assignment_per_item"),
+            models.UniqueConstraint(
+                fields=["item", "track", "slot"],
+                condition=Q(slot__isnull=False),
+                name="one_annotator_per_seat",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["annotator", "status"]),
+            models.Index(fields=["item", "track", "status"]),
+        ]
+
+    def __str__(self) -> str:
+        return str(self.public_id)
+
+    @property
+    def is_submitted(self) -> bool:
+        return self.status == AssignmentStatus.SUBMITTED
+
+    @property
+    def is_invalidated(self) -> bool:
+        return self.invalidated_at is not None
+
+
+class HistoryKind(models.TextChoices):
+    SUBMIT = "submit", "Submitted"
+    REOPEN = "reopen", "Reopened"
+    EDIT = "edit", "Edited after submission"
+    CONFLICT = "conflict", "Edit refused: saved from another tab first"
+    INVALIDATE = "invalidate", "Invalidated"
+    SKIP = "skip", "Skipped"
+    RELEASE = "release", "Reservation expired"
+    IMPORT = "import", "Imported"
+
+
+class AssignmentHistory(models.Model):
+    """Who changed what and when; `old` and `new` are snapshots of the annotation fields."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.PROTECT, related_name="history")
+    kind = models.CharField(max_length=20, choices=HistoryKind.choices)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    at = models.DateTimeField(auto_now_add=True)
+    old = models.JSONField(default=dict, blank=True)
+    new = models.JSONField(default=dict, blank=True)
+    note = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["assignment", "at", "pk"]
+        verbose_name_plural = "assignment history"
+
+    def __str__(self) -> str:
+        return f"{self.assignment_id} {self.kind} {self.at:%Y-%m-%d %H:%M}"
+
+
+class CalibrationGuide(models.Model):
+    """A guide the researcher publishes after a round; annotators of the project see the latest
+    published one in their next rounds and beside the review screen."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="guides")
+    after_study = models.ForeignKey(
+        Study, on_delete=models.PROTECT, null=True, blank=True, related_name="guides"
+    )
+    title = models.CharField(max_length=200)
+    body_markdown = models.TextField()
+    # Items of the round shown as worked examples: [{"item": item id, "note": text}].
+    examples = models.JSONField(default=list, blank=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "-published_at", "-created_at"]
+
+    def __str__(self) -> str:
+        return self.title

@@ -1,0 +1,215 @@
+"""Writing an annotation: autosave, submit, reopen, invalidate, time on task.
+
+Every write carries the version the writer last saw. A save from a stale tab is refused (and
+what it tried to save is kept in the history), so two tabs never silently overwrite each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Assignment, AssignmentHistory, AssignmentStatus, HistoryKind
+from annotation.services.history import annotation_snapshot, history_add
+from annotation.services.queue import reservation_renew
+from annotation.services.studies import panel_versions
+
+# Gaps longer than this between two signs of life (a save or a heartbeat) are breaks, not work.
+ACTIVE_GAP = timedelta(seconds=120)
+FEEDBACK_LIMIT = 5000
+
+
+@dataclass
+class Draft:
+    scores: dict[str, int] = field(default_factory=dict)
+    feedback: dict[str, str] = field(default_factory=dict)
+    event_links: dict[str, list[str]] = field(default_factory=dict)
+    overall_comment: str = ""
+
+
+class EditConflict(Exception):
+    """Another tab or device saved first; `saved` is what the server holds now."""
+
+    def __init__(self, saved: Assignment):
+        super().__init__("saved from another tab first")
+        self.saved = saved
+
+
+class Incomplete(Exception):
+    def __init__(self, missing: list[str]):
+        super().__init__("; ".join(missing))
+        self.missing = missing
+
+
+def _editable(assignment: Assignment) -> None:
+    if assignment.item.study.is_locked:
+        raise PermissionDenied("The study is locked; annotations can no longer change.")
+    if assignment.is_invalidated:
+        raise PermissionDenied("A researcher invalidated this annotation; it cannot change.")
+    if assignment.status != AssignmentStatus.RESERVED:
+        raise PermissionDenied(
+            "Submitted work is read-only: reopen it to change it."
+            if assignment.is_submitted
+            else "This item is not in progress; take it from your queue again."
+        )
+
+
+def annotation_autosave(
+    assignment: Assignment, *, draft: Draft, version: int, actor, now=None
+) -> Assignment:
+    """Store the draft if `version` is the one saved last; raise EditConflict otherwise (after
+    committing what the stale writer sent to the history, so it is not lost)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        locked = (
+            Assignment.objects.select_for_update()
+            .select_related("item__study")
+            .get(pk=assignment.pk)
+        )
+        _editable(locked)
+        if version == locked.version:
+            return _store_draft(locked, draft, now)
+        history_add(
+            locked, HistoryKind.CONFLICT, actor=actor, new=_draft_dict(draft),
+            note=f"sent version {version}, saved version {locked.version}",
+        )  # fmt: skip
+    raise EditConflict(locked)
+
+
+def _store_draft(locked: Assignment, draft: Draft, now) -> Assignment:
+    _check_draft(locked, draft)
+    for name, value in _draft_dict(draft).items():
+        setattr(locked, name, value)
+    locked.version += 1
+    locked.saved_at = now
+    _count_time(locked, now)
+    locked.save()
+    return reservation_renew(locked, now=now)
+
+
+def _draft_dict(draft: Draft) -> dict:
+    return {
+        "scores": draft.scores,
+        "feedback": draft.feedback,
+        "event_links": draft.event_links,
+        "overall_comment": draft.overall_comment,
+    }
+
+
+def _check_draft(assignment: Assignment, draft: Draft) -> None:
+    rubric_ids = {v.rubric_id for v in panel_versions(assignment.item.study, assignment.track)}
+    errors = []
+    for rubric_id, score in draft.scores.items():
+        if rubric_id not in rubric_ids:
+            errors.append(f"{rubric_id} is not a rubric of your track in this study")
+        elif not isinstance(score, int) or not 1 <= score <= 5:
+            errors.append(f"{rubric_id}: a score is a whole number from 1 to 5")
+    for rubric_id, text in draft.feedback.items():
+        if rubric_id not in rubric_ids:
+            errors.append(f"feedback for {rubric_id}, which is not a rubric of your track")
+        elif len(text) > FEEDBACK_LIMIT:
+            errors.append(f"feedback for {rubric_id} is longer than {FEEDBACK_LIMIT} characters")
+    if len(draft.overall_comment) > FEEDBACK_LIMIT:
+        errors.append(f"the overall comment is longer than {FEEDBACK_LIMIT} characters")
+    linked = {e for ids in draft.event_links.values() for e in ids}
+    if linked:
+        known = set(
+            assignment.item.conversation.events.filter(event_id__in=linked).values_list(
+                "event_id", flat=True
+            )
+        )
+        if linked - known:
+            errors.append(f"unknown trace event(s): {', '.join(sorted(linked - known))}")
+    if errors:
+        raise ValidationError(errors)
+
+
+def missing_parts(assignment: Assignment) -> list[str]:
+    """What a submission still lacks, in the order of the panel."""
+    versions = panel_versions(assignment.item.study, assignment.track)
+    return [f"a score for {v.name}" for v in versions if v.rubric_id not in assignment.scores]
+
+
+def annotation_submit(
+    assignment: Assignment, *, draft: Draft, version: int, actor, now=None
+) -> Assignment:
+    """Save the draft, then submit it if complete; Incomplete names what is missing (the draft
+    is kept either way)."""
+    now = now or timezone.now()
+    saved = annotation_autosave(assignment, draft=draft, version=version, actor=actor, now=now)
+    missing = missing_parts(saved)
+    if missing:
+        raise Incomplete(missing)
+    with transaction.atomic():
+        saved.status, saved.submitted_at = AssignmentStatus.SUBMITTED, now
+        saved.save(update_fields=["status", "submitted_at"])
+        history_add(
+            saved, HistoryKind.SUBMIT, actor=actor, old=_last_submitted(saved),
+            new=annotation_snapshot(saved),
+        )  # fmt: skip
+    return saved
+
+
+def _last_submitted(assignment: Assignment) -> dict:
+    last = (
+        AssignmentHistory.objects.filter(assignment=assignment, kind=HistoryKind.REOPEN)
+        .order_by("-at", "-pk")
+        .first()
+    )
+    return last.old if last else {}
+
+
+@transaction.atomic
+def annotation_reopen(assignment: Assignment, *, actor, now=None) -> Assignment:
+    now = now or timezone.now()
+    locked = (
+        Assignment.objects.select_for_update().select_related("item__study").get(pk=assignment.pk)
+    )
+    if locked.item.study.is_locked or locked.is_invalidated or not locked.is_submitted:
+        raise PermissionDenied("Only submitted, valid work in an open study can be reopened.")
+    locked.status = AssignmentStatus.RESERVED
+    locked.save(update_fields=["status"])
+    history_add(locked, HistoryKind.REOPEN, actor=actor, old=annotation_snapshot(locked))
+    return reservation_renew(locked, now=now)
+
+
+@transaction.atomic
+def annotation_invalidate(assignment: Assignment, *, actor, reason: str) -> Assignment:
+    """A researcher sets an annotation aside (nothing is deleted); its seat reopens so the
+    item can still reach its overlap."""
+    reason = reason.strip()
+    if not reason:
+        raise ValidationError({"reason": "Give the reason for invalidating this annotation."})
+    locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    if locked.is_invalidated:
+        raise ValidationError({"reason": "This annotation is already invalidated."})
+    locked.invalidated_at, locked.invalidated_by = timezone.now(), actor
+    locked.invalidated_reason, locked.slot = reason[:500], None
+    locked.save(update_fields=["invalidated_at", "invalidated_by", "invalidated_reason", "slot"])
+    history_add(locked, HistoryKind.INVALIDATE, actor=actor, note=reason[:500])
+    return locked
+
+
+@transaction.atomic
+def time_touch(assignment: Assignment, *, now=None) -> None:
+    """A sign of life from the review page: count the time since the last one as work if the
+    gap is short. Wall time between touches, so two tabs or a reload never count twice."""
+    now = now or timezone.now()
+    locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    if locked.status != AssignmentStatus.RESERVED:
+        return
+    _count_time(locked, now)
+    locked.save(update_fields=["seconds_on_task", "last_active_at"])
+    assignment.seconds_on_task, assignment.last_active_at = locked.seconds_on_task, now
+    reservation_renew(locked, now=now)
+
+
+def _count_time(assignment: Assignment, now) -> None:
+    last = assignment.last_active_at
+    if last is not None and timedelta(0) < now - last <= ACTIVE_GAP:
+        assignment.seconds_on_task += int((now - last).total_seconds())
+    assignment.last_active_at = now

@@ -1,0 +1,100 @@
+"""Calibration guides: a researcher writes one after a round, publishes it, and the annotators
+of the project see the latest published guide beside the review screen and on their queue.
+
+The body is markdown rendered with raw HTML switched off (a `<script>` in it shows as text) and
+images off (a guide never makes an annotator's browser fetch from elsewhere). Worked examples
+point at items of the round; annotators see them through `guide_examples`, which hands out the
+item's number and scenario only, never its conversation, model or scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
+from markdown_it import MarkdownIt
+
+from annotation.models import CalibrationGuide, Project, Study, StudyItem
+
+_MARKDOWN = MarkdownIt("js-default", {"html": False, "linkify": False}).disable("image")
+NOTE_LIMIT = 2000
+
+
+def guide_render(guide: CalibrationGuide) -> SafeString:
+    """The guide's body as HTML that is safe to embed: markdown-it escapes every raw tag and
+    refuses javascript:/vbscript:/data: links."""
+    return mark_safe(_MARKDOWN.render(guide.body_markdown))  # noqa: S308 - html=False escapes
+
+
+def published_guide(project: Project | int) -> CalibrationGuide | None:
+    """The guide annotators of the project see now: the latest published one."""
+    project_id = project.pk if isinstance(project, Project) else project
+    return (
+        CalibrationGuide.objects.filter(project_id=project_id, published_at__isnull=False)
+        .order_by("-published_at", "-pk")
+        .first()
+    )
+
+
+def guide_examples(guide: CalibrationGuide) -> list[dict]:
+    """The worked examples as blinded rows: item number in its round, scenario, note."""
+    items = StudyItem.objects.filter(pk__in=[e["item"] for e in guide.examples]).select_related(
+        "study", "conversation__entry"
+    )
+    by_id = {item.pk: item for item in items}
+    return [
+        {
+            "number": by_id[e["item"]].position + 1,
+            "round": by_id[e["item"]].study.name,
+            "condition": by_id[e["item"]].conversation.entry.condition,
+            "request": by_id[e["item"]].conversation.entry.task_subcategory,
+            "note": e["note"],
+        }
+        for e in guide.examples
+        if e["item"] in by_id
+    ]
+
+
+def guide_save(
+    *,
+    study: Study,
+    title: str,
+    body_markdown: str,
+    examples: Sequence[dict],
+    actor,
+    guide: CalibrationGuide | None = None,
+) -> CalibrationGuide:
+    """Create a draft guide after `study`, or change a draft; a published guide is frozen
+    (annotators may have read it), so a change means writing the next guide."""
+    if guide is not None and guide.published_at is not None:
+        raise ValidationError("A published guide cannot change; write a new guide instead.")
+    _check_examples(study, examples)
+    guide = guide or CalibrationGuide(project=study.project, after_study=study, created_by=actor)
+    guide.title, guide.body_markdown = title.strip(), body_markdown.strip()
+    guide.examples = [{"item": e["item"], "note": e["note"].strip()} for e in examples]
+    guide.full_clean()
+    guide.save()
+    return guide
+
+
+def _check_examples(study: Study, examples: Sequence[dict]) -> None:
+    own = set(study.items.values_list("pk", flat=True))
+    errors = []
+    for example in examples:
+        if example["item"] not in own:
+            errors.append(f"item {example['item']} is not an item of {study.name}")
+        elif not example["note"].strip():
+            errors.append("every example needs a note saying what it teaches")
+        elif len(example["note"]) > NOTE_LIMIT:
+            errors.append(f"an example note is longer than {NOTE_LIMIT} characters")
+    if errors:
+        raise ValidationError({"examples": errors})
+
+
+def guide_publish(guide: CalibrationGuide, *, now=None) -> CalibrationGuide:
+    if guide.published_at is None:
+        guide.published_at = now or timezone.now()
+        guide.save(update_fields=["published_at"])
+    return guide

@@ -1,0 +1,17 @@
+"""Annotator pages: a study's queue, and the review screen addressed by the assignment's own
+opaque public_id (never a conversation, run or study item id)."""
+
+from django.urls import path
+
+from annotation import views_annotator as views
+
+urlpatterns = [
+    path("studies/<int:pk>/queue/", views.queue_page, name="queue"),
+    path("studies/<int:pk>/next/", views.queue_next, name="next"),
+    path("items/<uuid:public_id>/", views.review_page, name="review"),
+    path("items/<uuid:public_id>/autosave/", views.autosave, name="autosave"),
+    path("items/<uuid:public_id>/submit/", views.submit, name="submit"),
+    path("items/<uuid:public_id>/skip/", views.skip, name="skip"),
+    path("items/<uuid:public_id>/reopen/", views.reopen, name="reopen"),
+    path("items/<uuid:public_id>/heartbeat/", views.heartbeat, name="heartbeat"),
+]

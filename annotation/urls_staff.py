@@ -1,0 +1,34 @@
+"""Researcher pages of clinician studies (staff only), under /annotation/staff/."""
+
+from django.urls import path
+
+from annotation import views_staff as views
+
+urlpatterns = [
+    path("staff/studies/", views.study_list, name="staff_studies"),
+    path("staff/studies/new/", views.study_new, name="staff_study_new"),
+    path("staff/studies/<int:pk>/", views.study_detail, name="staff_study"),
+    path("staff/studies/<int:pk>/lock/", views.study_lock_view, name="staff_study_lock"),
+    path(
+        "staff/studies/<int:pk>/annotations.<str:fmt>",
+        views.study_export,
+        name="staff_study_export",
+    ),
+    path("staff/studies/<int:pk>/import/", views.study_import, name="staff_study_import"),
+    path(
+        "staff/studies/<int:pk>/round-report/", views.round_report_view, name="staff_round_report"
+    ),
+    path("staff/studies/<int:pk>/guides/new/", views.guide_new, name="staff_guide_new"),
+    path("staff/guides/<int:pk>/", views.guide_detail, name="staff_guide"),
+    path("staff/guides/<int:pk>/publish/", views.guide_publish, name="staff_guide_publish"),
+    path(
+        "staff/assignments/<uuid:public_id>/",
+        views.assignment_detail,
+        name="staff_assignment",
+    ),
+    path(
+        "staff/assignments/<uuid:public_id>/invalidate/",
+        views.assignment_invalidate,
+        name="staff_assignment_invalidate",
+    ),
+]

@@ -1,0 +1,198 @@
+"""Coverage of expert criteria by a generated rubric (CIA): recall, precision and F1.
+
+Two model calls per case. First the expert criteria are decomposed into atomic constraints;
+then a judge decides, for each constraint, whether the generated rubric entails it and which
+generated criteria do so. Recall is the share of constraints entailed; precision is the share
+of generated criteria that entail at least one expert constraint (criteria the experts never
+asked for count against it); F1 is their harmonic mean. Overall figures are given both pooled
+over every constraint and criterion (micro) and as the mean of the per-case figures (macro).
+
+Pure Python: no Django.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from benchmark.engine.chat import ChatRequest, Message
+from benchmark.engine.structured import InvalidOutput
+from rubric_lab.engine import eval_prompts
+
+
+@dataclass(frozen=True)
+class Coverage:
+    constraints: int
+    entailed: int
+    generated: int
+    matched: int
+
+    @property
+    def recall(self) -> float | None:
+        return self.entailed / self.constraints if self.constraints else None
+
+    @property
+    def precision(self) -> float | None:
+        return self.matched / self.generated if self.generated else None
+
+    @property
+    def f1(self) -> float | None:
+        return f1(self.recall, self.precision)
+
+
+def f1(recall: float | None, precision: float | None) -> float | None:
+    if recall is None or precision is None:
+        return None
+    return 0.0 if recall + precision == 0 else 2 * recall * precision / (recall + precision)
+
+
+@dataclass(frozen=True)
+class Overall:
+    cases: int
+    micro: Coverage
+    macro_recall: float | None
+    macro_precision: float | None
+    macro_f1: float | None
+
+
+def overall(cases: Sequence[Coverage]) -> Overall:
+    micro = Coverage(
+        constraints=sum(c.constraints for c in cases),
+        entailed=sum(c.entailed for c in cases),
+        generated=sum(c.generated for c in cases),
+        matched=sum(c.matched for c in cases),
+    )
+    return Overall(
+        cases=len(cases),
+        micro=micro,
+        macro_recall=_mean([c.recall for c in cases]),
+        macro_precision=_mean([c.precision for c in cases]),
+        macro_f1=_mean([c.f1 for c in cases]),
+    )
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def coverage_of(judgements: Sequence[Mapping[str, Any]], *, generated: int) -> Coverage:
+    """Counts from validated entailment judgements against a rubric of `generated` criteria."""
+    matched = {index for j in judgements if j["entailed"] for index in j["criteria"]}
+    return Coverage(
+        constraints=len(judgements),
+        entailed=sum(1 for j in judgements if j["entailed"]),
+        generated=generated,
+        matched=len(matched),
+    )
+
+
+# --- the two calls ------------------------------------------------------------------------
+
+
+def decompose_request(criteria: Sequence[str], *, model: str, sample: str = "") -> ChatRequest:
+    system, user = eval_prompts.render("coverage_decompose", criteria=_numbered(criteria))
+    return ChatRequest(
+        model=model,
+        purpose="coverage_decompose",
+        system=system,
+        messages=(Message(role="user", content=user),),
+        temperature=0.0,
+        hints={"criteria": list(criteria)},
+        sample=sample,
+    )
+
+
+def validate_constraints(data: Mapping[str, Any], *, criteria: int) -> dict[str, Any]:
+    items = data.get("constraints")
+    if not isinstance(items, list) or not items:
+        raise InvalidOutput('"constraints" must be a non-empty list.')
+    constraints = []
+    for number, item in enumerate(items, start=1):
+        source = item.get("criterion") if isinstance(item, dict) else None
+        text = item.get("text") if isinstance(item, dict) else None
+        if not _whole(source) or not 1 <= source <= criteria:
+            raise InvalidOutput(
+                f'constraint {number}: "criterion" must be a number from 1 to {criteria}.'
+            )
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidOutput(f'constraint {number}: "text" must be a non-empty sentence.')
+        constraints.append({"criterion": source, "text": text.strip()})
+    missing = sorted(set(range(1, criteria + 1)) - {c["criterion"] for c in constraints})
+    if missing:
+        raise InvalidOutput(
+            f"expert criteria {', '.join(map(str, missing))} gave no constraint; every "
+            "criterion needs at least one."
+        )
+    return {"constraints": constraints}
+
+
+def entail_request(
+    constraints: Sequence[str], rubric: Sequence[str], *, model: str, sample: str = ""
+) -> ChatRequest:
+    system, user = eval_prompts.render(
+        "coverage_entail", constraints=_numbered(constraints), rubric=_numbered(rubric)
+    )
+    return ChatRequest(
+        model=model,
+        purpose="coverage_entail",
+        system=system,
+        messages=(Message(role="user", content=user),),
+        temperature=0.0,
+        hints={"constraints": list(constraints), "rubric": list(rubric)},
+        sample=sample,
+    )
+
+
+def validate_judgements(
+    data: Mapping[str, Any], *, constraints: int, generated: int
+) -> dict[str, Any]:
+    items = data.get("judgements")
+    if not isinstance(items, list):
+        raise InvalidOutput('"judgements" must be a list with one judgement per constraint.')
+    by_constraint: dict[int, dict[str, Any]] = {}
+    for item in items:
+        judgement = _judgement(item, constraints=constraints, generated=generated)
+        if judgement["constraint"] in by_constraint:
+            raise InvalidOutput(f"constraint {judgement['constraint']} was judged twice.")
+        by_constraint[judgement["constraint"]] = judgement
+    missing = sorted(set(range(1, constraints + 1)) - set(by_constraint))
+    if missing:
+        raise InvalidOutput(f"constraints {', '.join(map(str, missing))} were not judged.")
+    return {"judgements": [by_constraint[n] for n in sorted(by_constraint)]}
+
+
+def _judgement(item: Any, *, constraints: int, generated: int) -> dict[str, Any]:
+    if not isinstance(item, dict):
+        raise InvalidOutput("each judgement must be a JSON object.")
+    number, entailed, cited = item.get("constraint"), item.get("entailed"), item.get("criteria")
+    if not _whole(number) or not 1 <= number <= constraints:
+        raise InvalidOutput(f'"constraint" must be a number from 1 to {constraints}.')
+    if not isinstance(entailed, bool):
+        raise InvalidOutput(f'constraint {number}: "entailed" must be true or false.')
+    if not isinstance(cited, list) or not all(_whole(c) and 1 <= c <= generated for c in cited):
+        raise InvalidOutput(
+            f'constraint {number}: "criteria" must list rubric criterion numbers from 1 to '
+            f"{generated}."
+        )
+    if entailed != bool(cited):
+        raise InvalidOutput(
+            f"constraint {number}: an entailed constraint names the criteria that entail it, "
+            "and one that is not entailed names none."
+        )
+    reason = item.get("reason")
+    return {
+        "constraint": number,
+        "entailed": entailed,
+        "criteria": sorted(set(cited)),
+        "reason": reason.strip() if isinstance(reason, str) else "",
+    }
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _numbered(items: Sequence[str]) -> str:
+    return "\n".join(f"{number}. {text}" for number, text in enumerate(items, start=1))

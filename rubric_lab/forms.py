@@ -1,0 +1,59 @@
+"""Forms for the rubric lab's generation side: knowledge upload and search, pipeline launch,
+scoring a conversation with an instance rubric."""
+
+from django import forms
+
+from benchmark.forms import model_validator
+from benchmark.models import Run
+from rubric_lab.models import RetrieverKind
+
+
+class KnowledgeSearchForm(forms.Form):
+    q = forms.CharField(required=False, max_length=300, label="Search")
+    retriever = forms.ChoiceField(choices=RetrieverKind.choices, initial=RetrieverKind.BM25)
+
+
+class KnowledgeUploadForm(forms.Form):
+    file = forms.FileField(
+        help_text="CSV, JSON or YAML rows with passage_id, topic, title, text, source, "
+        "source_version and optional tags (';'-separated in CSV)."
+    )
+
+
+class PipelineLaunchForm(forms.Form):
+    run = forms.ModelChoiceField(queryset=Run.objects.all())
+    conversation = forms.UUIDField(
+        required=False,
+        help_text="One conversation's id; leave empty for every scorable conversation of the run.",
+    )
+    limit = forms.IntegerField(
+        min_value=1, max_value=500, initial=20, help_text="At most this many conversations."
+    )
+    generator_model = forms.CharField(
+        max_length=200, initial="offline/standard", validators=[model_validator("rubric_synthesis")]
+    )
+    judge_model = forms.CharField(
+        max_length=200, required=False, initial="offline/standard",
+        validators=[model_validator("rubric_judge")],
+        help_text="Scores each rubric's own conversation once it exists; empty: no scoring.",
+    )  # fmt: skip
+    retriever = forms.ChoiceField(choices=RetrieverKind.choices, initial=RetrieverKind.BM25)
+    top_k = forms.IntegerField(min_value=1, max_value=20, initial=4, label="Passages per query")
+    skip_routing = forms.BooleanField(required=False, label="Ablation: without routing")
+    skip_intent = forms.BooleanField(required=False, label="Ablation: without interaction intent")
+    skip_audit = forms.BooleanField(required=False, label="Ablation: without audit")
+    use_cache = forms.BooleanField(required=False, initial=True)
+
+
+class InstanceScoreForm(forms.Form):
+    conversation = forms.ModelChoiceField(queryset=None, to_field_name="public_id")
+    judge_model = forms.CharField(
+        max_length=200, initial="offline/standard", validators=[model_validator("rubric_judge")]
+    )
+
+    def __init__(self, *args, conversations, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["conversation"].queryset = conversations
+        self.fields["conversation"].label_from_instance = lambda c: (
+            f"{c.public_id} ({c.run.name}, case {c.entry.index})"
+        )

@@ -1,0 +1,326 @@
+"""Rubric lab data for evaluating judges and rubrics: near-miss sensitivity studies, coverage of
+expert criteria (CIA), critique-then-refine and one-click ablations.
+
+Every unit of work (a near-miss pair, a coverage case, a refinement) is one leased row, like a
+judge call: sent to the workers a window at a time, re-sent by the watch when its worker dies,
+and finished with its outcome or a failure reason - never half stored.
+"""
+
+from django.conf import settings
+from django.db import models
+
+from benchmark.models import BenchmarkEntry, BenchmarkSet, Conversation, JobStatus, Run
+from rubric_lab.models.pipeline import GenerationJob, InstanceRubric
+
+__all__ = [
+    "AblationArm",
+    "AblationStudy",
+    "AblationVariant",
+    "CoverageCase",
+    "CoverageRun",
+    "ExpertCriteriaUpload",
+    "ExpertCriterion",
+    "JudgeSetup",
+    "NearMiss",
+    "NearMissStatus",
+    "RefineArm",
+    "RefineStudy",
+    "Refinement",
+    "SensitivityStudy",
+    "WorkStatus",
+]
+
+
+class LeasedWork(models.Model):
+    """A row workers execute: its lease (benchmark.services.leases) and what it cost."""
+
+    failure_reason = models.TextField(blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    cost_known = models.BooleanField(default=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    lease_token = models.CharField(max_length=32, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class EvaluationJob(models.Model):
+    """What every study shares: a name, its status and who started it."""
+
+    name = models.CharField(max_length=200)
+    use_cache = models.BooleanField(default=True)
+    concurrency = models.PositiveSmallIntegerField(default=8)
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.RUNNING)
+    failure_reason = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# --- near misses and sensitivity -----------------------------------------------------------
+
+
+class JudgeSetup(models.TextChoices):
+    GENERIC = "generic", "Six case-agnostic rubrics (jury)"
+    INSTANCE = "instance", "Instance rubric"
+    PAIRWISE = "pairwise", "Pairwise, no rubric (both orders)"
+
+
+class SensitivityStudy(EvaluationJob):
+    """References from a run scored against near-miss copies by one judge setup."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="sensitivity_studies")
+    setup = models.CharField(max_length=20, choices=JudgeSetup.choices)
+    # The judge of the instance and pairwise setups; the generic setup uses the jury's judges.
+    judge_model = models.CharField(max_length=200, blank=True)
+    jury = models.ForeignKey(
+        "jury.Jury", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # Instance setup: each reference is scored with its rubric from this generation job.
+    generation_job = models.ForeignKey(
+        GenerationJob,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="sensitivity_studies",
+    )
+    perturber_model = models.CharField(max_length=200)
+    perturbations = models.JSONField(default=list)
+    reference_model = models.CharField(max_length=200, blank=True)  # blank: every agent
+    max_cases = models.PositiveIntegerField(default=20)
+    seed = models.IntegerField(default=0)  # of the bootstrap resamples
+
+    class Meta(EvaluationJob.Meta):
+        verbose_name_plural = "sensitivity studies"
+
+
+class NearMissStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    SCORED = "scored", "Scored"
+    NOT_APPLICABLE = "not_applicable", "Does not apply"
+    FAILED = "failed", "Failed"
+
+
+class NearMiss(LeasedWork):
+    """One reference conversation, one perturbation type: the copy and both scores."""
+
+    study = models.ForeignKey(SensitivityStudy, on_delete=models.CASCADE, related_name="pairs")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=40)
+    status = models.CharField(
+        max_length=20, choices=NearMissStatus.choices, default=NearMissStatus.PENDING
+    )
+    method = models.CharField(max_length=20, blank=True)  # deterministic | model
+    description = models.TextField(blank=True)
+    events = models.JSONField(default=list, blank=True)  # the perturbed trace
+    changed = models.JSONField(default=dict, blank=True)  # {"modified", "removed", "added"}
+    diff = models.TextField(blank=True)
+    failure_stage = models.CharField(max_length=20, blank=True)  # perturb | score
+    raw_output = models.TextField(blank=True)
+    reference_score = models.FloatField(null=True, blank=True)
+    perturbed_score = models.FloatField(null=True, blank=True)
+    # Pairwise: the reference's preference share when shown first and when shown second.
+    reference_first = models.FloatField(null=True, blank=True)
+    reference_second = models.FloatField(null=True, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["study", "conversation_id", "kind"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "conversation", "kind"], name="unique_near_miss"
+            )
+        ]
+        indexes = [models.Index(fields=["study", "status", "claimed_until"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of {self.conversation_id}"
+
+
+# --- coverage of expert criteria ----------------------------------------------------------
+
+
+class ExpertCriteriaUpload(models.Model):
+    """One accepted upload of expert criteria; a rejected upload leaves no row at all."""
+
+    benchmark_set = models.ForeignKey(
+        BenchmarkSet, on_delete=models.CASCADE, related_name="expert_uploads"
+    )
+    filename = models.CharField(max_length=200)
+    criterion_count = models.PositiveIntegerField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.filename} ({self.criterion_count} criteria)"
+
+
+class ExpertCriterion(models.Model):
+    entry = models.ForeignKey(
+        BenchmarkEntry, on_delete=models.CASCADE, related_name="expert_criteria"
+    )
+    upload = models.ForeignKey(
+        ExpertCriteriaUpload, on_delete=models.CASCADE, related_name="criteria"
+    )
+    text = models.TextField()
+    weight = models.SmallIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["entry", "id"]
+
+    def __str__(self) -> str:
+        return self.text[:60]
+
+
+class CoverageRun(EvaluationJob):
+    """CIA of every instance rubric of a generation job whose case has expert criteria."""
+
+    generation_job = models.ForeignKey(
+        GenerationJob, on_delete=models.CASCADE, related_name="coverage_runs"
+    )
+    judge_model = models.CharField(max_length=200)
+
+
+class WorkStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    DONE = "done", "Done"
+    REJECTED = "rejected", "Rejected (constraint violations)"
+    FAILED = "failed", "Failed"
+
+
+class CoverageCase(LeasedWork):
+    coverage_run = models.ForeignKey(CoverageRun, on_delete=models.CASCADE, related_name="cases")
+    rubric = models.ForeignKey(InstanceRubric, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(max_length=20, choices=WorkStatus.choices, default=WorkStatus.PENDING)
+    expert_criteria = models.JSONField(default=list, blank=True)  # texts, as judged
+    constraints = models.JSONField(default=list, blank=True)  # [{"criterion", "text"}]
+    judgements = models.JSONField(default=list, blank=True)
+    constraint_count = models.PositiveIntegerField(default=0)
+    entailed = models.PositiveIntegerField(default=0)
+    generated = models.PositiveIntegerField(default=0)
+    matched = models.PositiveIntegerField(default=0)
+    failure_stage = models.CharField(max_length=20, blank=True)  # decompose | entail
+    raw_output = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["coverage_run", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["coverage_run", "rubric"], name="unique_coverage_case")
+        ]
+        indexes = [models.Index(fields=["coverage_run", "status", "claimed_until"])]
+
+    def __str__(self) -> str:
+        return f"coverage of rubric {self.rubric_id}"
+
+
+# --- critique-then-refine -------------------------------------------------------------------
+
+
+class RefineStudy(EvaluationJob):
+    """Rubric-guided critique against the self-critique control, judged independently."""
+
+    generation_job = models.ForeignKey(
+        GenerationJob, on_delete=models.CASCADE, related_name="refine_studies"
+    )
+    evaluator_model = models.CharField(max_length=200)
+    editor_model = models.CharField(max_length=200)
+    # The independent judge scores with the six case-agnostic rubrics, not the instance one.
+    judge_model = models.CharField(max_length=200)
+    max_cases = models.PositiveIntegerField(default=20)
+
+    class Meta(EvaluationJob.Meta):
+        verbose_name_plural = "refine studies"
+
+
+class RefineArm(models.TextChoices):
+    RUBRIC = "rubric", "Critique with the instance rubric"
+    SELF = "self", "Self-critique (no rubric)"
+
+
+class Refinement(LeasedWork):
+    study = models.ForeignKey(RefineStudy, on_delete=models.CASCADE, related_name="refinements")
+    rubric = models.ForeignKey(InstanceRubric, on_delete=models.CASCADE, related_name="+")
+    arm = models.CharField(max_length=20, choices=RefineArm.choices)
+    status = models.CharField(max_length=20, choices=WorkStatus.choices, default=WorkStatus.PENDING)
+    plan = models.JSONField(default=list, blank=True)
+    edits = models.JSONField(default=list, blank=True)
+    violations = models.JSONField(default=list, blank=True)
+    events = models.JSONField(default=list, blank=True)  # the refined trace
+    diff = models.TextField(blank=True)
+    original_score = models.FloatField(null=True, blank=True)
+    refined_score = models.FloatField(null=True, blank=True)
+    failure_stage = models.CharField(max_length=20, blank=True)  # critique | edit | judge
+    raw_output = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["study", "rubric_id", "arm"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "rubric", "arm"], name="unique_refinement")
+        ]
+        indexes = [models.Index(fields=["study", "status", "claimed_until"])]
+
+    def __str__(self) -> str:
+        return f"{self.arm} refinement of rubric {self.rubric_id}"
+
+
+# --- ablations ------------------------------------------------------------------------------
+
+
+class AblationStudy(EvaluationJob):
+    """The pipeline in full and without each of three stages on the same conversations, then
+    coverage and sensitivity of each variant side by side."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="ablation_studies")
+    generator_model = models.CharField(max_length=200)
+    judge_model = models.CharField(max_length=200)
+    perturber_model = models.CharField(max_length=200)
+    reference_model = models.CharField(max_length=200, blank=True)
+    max_cases = models.PositiveIntegerField(default=10)
+
+    class Meta(EvaluationJob.Meta):
+        verbose_name_plural = "ablation studies"
+
+
+class AblationVariant(models.TextChoices):
+    FULL = "full", "Full pipeline"
+    NO_ROUTING = "no_routing", "Without routing"
+    NO_INTENT = "no_intent", "Without interaction intent"
+    NO_AUDIT = "no_audit", "Without audit"
+
+
+class AblationArm(models.Model):
+    study = models.ForeignKey(AblationStudy, on_delete=models.CASCADE, related_name="arms")
+    variant = models.CharField(max_length=20, choices=AblationVariant.choices)
+    generation_job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="+")
+    coverage_run = models.ForeignKey(
+        CoverageRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    sensitivity_study = models.ForeignKey(
+        SensitivityStudy, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["study", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "variant"], name="unique_ablation_arm")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study} / {self.variant}"

@@ -1,0 +1,175 @@
+"""Ablations in one click: the pipeline in full and without routing, interaction intent or
+audit, on the same reference conversations; once a variant's rubrics exist, a coverage run (for
+cases with expert criteria) and an instance-rubric sensitivity study follow, and the page puts
+the four side by side.
+
+The chain advances from the ablation's watch (`ablation_advance`), so it needs no button and
+survives a worker restart like every other job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.db import transaction
+from django.utils import timezone
+
+from benchmark.models import JobStatus, Run
+from rubric_lab.models import (
+    AblationArm,
+    AblationStudy,
+    AblationVariant,
+    ExpertCriterion,
+    InstanceRubric,
+    JudgeSetup,
+)
+from rubric_lab.services import coverage, sensitivity
+from rubric_lab.services.pipeline import PipelineLaunchError, generation_job_launch
+
+FLAGS = {
+    AblationVariant.FULL: {},
+    AblationVariant.NO_ROUTING: {"skip_routing": True},
+    AblationVariant.NO_INTENT: {"skip_intent": True},
+    AblationVariant.NO_AUDIT: {"skip_audit": True},
+}
+
+
+class AblationError(ValueError):
+    """An ablation cannot be launched as asked; the message says why."""
+
+
+@transaction.atomic
+def ablation_launch(
+    *,
+    run: Run,
+    generator_model: str,
+    judge_model: str,
+    perturber_model: str,
+    reference_model: str = "",
+    max_cases: int = 10,
+    name: str = "",
+    use_cache: bool = True,
+    user=None,
+) -> AblationStudy:
+    """The study and its four generation jobs (one per variant) on the same conversations."""
+    references = sensitivity.reference_conversations(
+        run, reference_model=reference_model, generation_job=None, limit=max_cases
+    )
+    if not references:
+        raise AblationError(f"Run {run.name!r} has no finished conversation to build rubrics for.")
+    try:
+        sensitivity._check(
+            JudgeSetup.INSTANCE, list(sensitivity.perturb.REGISTRY), perturber_model,
+            judge_model, None, True, max_cases, 8,
+        )  # fmt: skip
+    except sensitivity.StudyError as error:
+        raise AblationError(str(error)) from None
+    study = AblationStudy.objects.create(
+        name=name.strip() or f"Ablations on {run.name}", run=run, generator_model=generator_model,
+        judge_model=judge_model, perturber_model=perturber_model,
+        reference_model=reference_model, max_cases=max_cases, use_cache=use_cache,
+        created_by=user,
+    )  # fmt: skip
+    for variant, flags in FLAGS.items():
+        try:
+            job = generation_job_launch(
+                conversations=references, generator_model=generator_model, run=run,
+                name=f"{study.name}: {variant.label}", use_cache=use_cache, user=user, **flags,
+            )  # fmt: skip
+        except PipelineLaunchError as error:
+            raise AblationError(str(error)) from None
+        AblationArm.objects.create(study=study, variant=variant, generation_job=job)
+    return study
+
+
+def ablation_advance(
+    study: AblationStudy,
+    *,
+    start_sensitivity: Callable,
+    start_coverage: Callable,
+) -> bool:
+    """Start what each variant's finished rubrics allow; True while anything still runs."""
+    for arm in study.arms.select_related("generation_job", "sensitivity_study", "coverage_run"):
+        job = arm.generation_job
+        if job.status == JobStatus.RUNNING or arm.sensitivity_study_id:
+            continue
+        # A variant that produced no rubric has nothing to evaluate; its row says so.
+        if InstanceRubric.objects.filter(generation__job=job).exists():
+            _follow_up(study, arm, start_sensitivity, start_coverage)
+    return _finish_if_done(study)
+
+
+def _follow_up(study, arm, start_sensitivity, start_coverage) -> None:
+    with transaction.atomic():
+        arm = AblationArm.objects.select_for_update().get(pk=arm.pk)
+        if arm.sensitivity_study_id:
+            return
+        study_row = sensitivity.study_launch(
+            run=study.run, setup=JudgeSetup.INSTANCE, perturber_model=study.perturber_model,
+            judge_model=study.judge_model, generation_job=arm.generation_job,
+            reference_model=study.reference_model, max_cases=study.max_cases,
+            use_cache=study.use_cache, name=f"{study.name}: {arm.get_variant_display()}",
+            user=study.created_by,
+        )  # fmt: skip
+        arm.sensitivity_study = study_row
+        if _has_expert_criteria(arm.generation_job):
+            arm.coverage_run = coverage.coverage_launch(
+                generation_job=arm.generation_job, judge_model=study.judge_model,
+                use_cache=study.use_cache, user=study.created_by,
+            )  # fmt: skip
+        arm.save()
+    start_sensitivity(arm.sensitivity_study)
+    if arm.coverage_run is not None:
+        start_coverage(arm.coverage_run)
+
+
+def _has_expert_criteria(job) -> bool:
+    entries = InstanceRubric.objects.filter(generation__job=job).values("conversation__entry_id")
+    return ExpertCriterion.objects.filter(entry_id__in=entries).exists()
+
+
+def _finish_if_done(study: AblationStudy) -> bool:
+    arms = list(study.arms.select_related("generation_job", "sensitivity_study", "coverage_run"))
+    running = any(
+        job is not None and job.status == JobStatus.RUNNING
+        for arm in arms
+        for job in (arm.generation_job, arm.sensitivity_study, arm.coverage_run)
+    )
+    waiting = any(
+        not arm.sensitivity_study_id
+        and InstanceRubric.objects.filter(generation__job=arm.generation_job).exists()
+        for arm in arms
+    )
+    if running or waiting:
+        return True
+    AblationStudy.objects.filter(pk=study.pk, status=JobStatus.RUNNING).update(
+        status=JobStatus.FINISHED, finished_at=timezone.now()
+    )
+    return False
+
+
+def running_ablation_ids() -> list[int]:
+    return list(AblationStudy.objects.filter(status=JobStatus.RUNNING).values_list("pk", flat=True))
+
+
+def ablation_rows(study: AblationStudy) -> list[dict]:
+    """One row per variant: rubrics made, coverage overall, sensitivity pooled over types."""
+    rows = []
+    for arm in study.arms.select_related("generation_job", "sensitivity_study", "coverage_run"):
+        pooled = None
+        if arm.sensitivity_study is not None:
+            pooled = sensitivity.study_results(arm.sensitivity_study)[-1]
+        overall = None
+        if arm.coverage_run is not None:
+            overall = coverage.coverage_results(arm.coverage_run)["overall"]
+        rows.append(
+            {
+                "arm": arm,
+                "rubrics": InstanceRubric.objects.filter(
+                    generation__job=arm.generation_job
+                ).count(),
+                "coverage": overall,
+                "sensitivity": pooled["sensitivity"] if pooled else None,
+            }
+        )
+    return rows

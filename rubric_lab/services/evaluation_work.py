@@ -1,0 +1,181 @@
+"""Leased units of work shared by every evaluation study of the lab (near-miss pairs, coverage
+cases, refinements): dispatch a window, claim with a token, record the outcome, finish the job.
+
+A unit's `perform(row, client)` returns the fields to store; a provider fault, an answer that
+stayed invalid after repair, or a bug ends the unit as failed with its reason (never pending
+forever, never half stored). Tokens and cost of every call made count, whatever the outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.db import models, transaction
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from benchmark.engine.chat import ProviderError
+from benchmark.engine.structured import StructuredFailure
+from benchmark.models import JobStatus
+from benchmark.services import accounting
+from benchmark.services.conversations import model_router
+from benchmark.services.leases import (
+    Heartbeat,
+    LeasedTask,
+    lease_claim,
+    lease_dispatch,
+    lease_extender,
+    lease_release_fields,
+)
+
+logger = logging.getLogger(__name__)
+PENDING = "pending"
+FAILED = "failed"
+
+
+class StageFailure(Exception):
+    """A unit failed at a named stage; `fields` are stored with it (e.g. the raw answer)."""
+
+    def __init__(self, stage: str, reason: str, **fields: Any):
+        super().__init__(reason)
+        self.stage = stage
+        self.reason = reason
+        self.fields = fields
+
+
+def stage(name: str, call: Callable[[], Any]) -> Any:
+    """Run one model step; an unusable answer or a provider fault becomes a StageFailure."""
+    try:
+        return call()
+    except StructuredFailure as failure:
+        raw = failure.responses[-1].text if failure.responses else ""
+        raise StageFailure(name, failure.reason, raw_output=raw) from failure
+    except ProviderError as error:
+        raise StageFailure(name, f"provider error ({error.kind}): {error}") from error
+
+
+def work_execute(
+    model: type[models.Model],
+    pk: int,
+    token: str | None,
+    perform: Callable[[Any, Any], dict[str, Any]],
+    *,
+    use_cache: Callable[[Any], bool],
+) -> bool:
+    """Claim pending row `pk` of `model` with the message's token, perform it and store the
+    outcome; returns whether it ran here."""
+    rows = model.objects.filter(pk=pk, status=PENDING)
+    mine = lease_claim(rows, token)
+    if mine is None:
+        return False
+    row = model.objects.get(pk=pk)
+    recorder = accounting.RecordingClient(model_router(use_cache(row)))
+    with Heartbeat(lease_extender(rows, mine), label=f"{model.__name__} {pk}"):
+        try:
+            outcome = perform(row, recorder)
+        except StageFailure as failure:
+            outcome = {
+                "status": FAILED,
+                "failure_stage": failure.stage,
+                "failure_reason": failure.reason,
+                **failure.fields,
+            }
+        except Exception as error:  # a bug must not leave the row pending forever
+            logger.exception("%s %s failed", model.__name__, pk)
+            outcome = {"status": FAILED, "failure_reason": f"{type(error).__name__}: {error}"}
+    _record(model, pk, mine, recorder, outcome)
+    return True
+
+
+def _record(model, pk: int, token: str, recorder, outcome: dict[str, Any]) -> None:
+    sums = accounting.totals(response for _, response in recorder.calls)
+    fields = {
+        **outcome,
+        "input_tokens": sums["input_tokens"],
+        "output_tokens": sums["output_tokens"],
+        "cost_usd": sums["cost_usd"],
+        "cost_known": sums["cost_usd"] is not None,
+        "finished_at": timezone.now(),
+        **lease_release_fields(),
+    }
+    # Only the worker holding the lease stores: a duplicate that lost it changes nothing.
+    model.objects.filter(pk=pk, lease_token=token, status=PENDING).update(**fields)
+
+
+def work_dispatch(
+    job_model: type[models.Model],
+    job,
+    rows_of: Callable[[Any], models.QuerySet],
+    send: Callable[[list[LeasedTask]], None],
+) -> list[LeasedTask]:
+    """Keep up to the job's concurrency of pending rows with the workers."""
+    with transaction.atomic():
+        job = job_model.objects.select_for_update().get(pk=job.pk)
+        if job.status != JobStatus.RUNNING:
+            return []
+        pending = rows_of(job).filter(status=PENDING)
+        sent = lease_dispatch(pending, window=job.concurrency, send=send)
+    job_finish_if_done(job_model, job, rows_of)
+    return sent
+
+
+def job_finish_if_done(job_model, job, rows_of: Callable[[Any], models.QuerySet]) -> None:
+    """Once nothing is pending: finished, or failed with the commonest reason when every unit
+    failed (a job with nothing usable has nothing to report)."""
+    rows = rows_of(job)
+    if rows.filter(status=PENDING).exists():
+        return
+    reason = ""
+    if rows.exists() and not rows.exclude(status=FAILED).exists():
+        common = rows.values_list("failure_reason").annotate(n=Count("id")).order_by("-n").first()
+        reason = f"All {rows.count()} units failed; commonest reason: {common[0]}"
+    job_model.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+        status=JobStatus.FAILED if reason else JobStatus.FINISHED,
+        failure_reason=reason,
+        finished_at=timezone.now(),
+    )
+
+
+def running_ids(job_model) -> list[int]:
+    return list(job_model.objects.filter(status=JobStatus.RUNNING).values_list("pk", flat=True))
+
+
+@dataclass(frozen=True)
+class Progress:
+    total: int
+    pending: int
+    counts: dict[str, int]
+    input_tokens: int
+    output_tokens: int
+    cost: Decimal | None
+
+    @property
+    def done(self) -> int:
+        return self.total - self.pending
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.done / self.total) if self.total else 100
+
+
+def progress(rows: models.QuerySet) -> Progress:
+    summary = rows.aggregate(
+        total=Count("id"),
+        input_tokens=Sum("input_tokens"),
+        output_tokens=Sum("output_tokens"),
+        cost=Sum("cost_usd"),
+        unknown=Count("id", filter=Q(cost_known=False)),
+    )
+    counts = dict(rows.values_list("status").annotate(n=Count("id")))
+    return Progress(
+        total=summary["total"],
+        pending=counts.get(PENDING, 0),
+        counts=counts,
+        input_tokens=summary["input_tokens"] or 0,
+        output_tokens=summary["output_tokens"] or 0,
+        cost=None if summary["unknown"] else (summary["cost"] or Decimal(0)),
+    )

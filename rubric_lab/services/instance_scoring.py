@@ -1,0 +1,318 @@
+"""Scoring with an instance rubric: one judge decision (met / not met, with a reason) per
+criterion, then the weighted and normalised score (rubric_lab.engine.rubric).
+
+Each criterion is one model call (purpose "rubric_judge", prompt rubric_lab/data/prompts/
+judge.md) through the provider layer with one repair turn, so decisions are independent and
+cached: the cache key holds the criterion, the transcript and the sample, so scoring the same
+transcript again replays the answers for free, and an answer that failed validation is
+forgotten. A score is stored whole or not at all: if any criterion's decision is unusable
+the score is invalid (or a provider error) with its reason, never a partial sum.
+
+`instance_rubric_score_trace` scores any transcript (a stored conversation or a perturbed
+copy that exists only in memory); `instance_score_execute` is the stored, leased,
+idempotent form for a Conversation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from benchmark.engine.chat import ChatRequest, ChatResponse, Message, ProviderError
+from benchmark.engine.structured import InvalidOutput, StructuredFailure, request_json
+from benchmark.models import Conversation
+from benchmark.services import accounting
+from benchmark.services.conversations import model_router
+from benchmark.services.leases import (
+    Heartbeat,
+    LeasedTask,
+    lease_claim,
+    lease_dispatch,
+    lease_extender,
+    lease_release_fields,
+)
+from jury.engine.prompt import render_scenario, render_trace
+from jury.services.scoring import scenario_of, trace_of
+from rubric_lab.engine.prompts import render_prompt
+from rubric_lab.engine.rubric import Criterion, RubricScore, score_rubric
+from rubric_lab.models import (
+    CriterionDecision,
+    InstanceRubric,
+    InstanceScore,
+    InstanceScoreStatus,
+)
+
+logger = logging.getLogger(__name__)
+
+JUDGE_PURPOSE = "rubric_judge"
+JUDGE_REPAIRS = 1
+PARALLEL_CRITERIA = 8
+
+
+class InstanceScoringError(ValueError):
+    """A score cannot be launched as asked; the message says why."""
+
+
+@dataclass
+class Decision:
+    index: int
+    met: bool
+    reason: str
+    responses: list[ChatResponse] = field(default_factory=list)
+
+    @property
+    def criterion_id(self) -> str:
+        return f"c{self.index + 1}"
+
+
+@dataclass
+class TraceScore:
+    """A complete score of one transcript: one decision per criterion and the rubric score."""
+
+    decisions: list[Decision]
+    score: RubricScore
+
+    @property
+    def weighted_sum(self) -> int:
+        return self.score.weighted_sum
+
+    @property
+    def positive_total(self) -> int:
+        return self.score.positive_total
+
+    @property
+    def normalised(self) -> float | None:
+        return self.score.normalised
+
+
+def rubric_criteria(rubric: InstanceRubric) -> list[Criterion]:
+    return [
+        Criterion(
+            text=row.text, axis=row.axis, weight=row.weight, fact_ids=tuple(row.fact_ids),
+            passage_ids=tuple(row.passage_ids), intent_basis=tuple(row.intent_basis),
+        )
+        for row in rubric.criteria.order_by("index")
+    ]  # fmt: skip
+
+
+def instance_rubric_score_trace(
+    *,
+    rubric: InstanceRubric,
+    profile: Mapping[str, Any],
+    scenario: Mapping[str, Any],
+    events: Sequence[Mapping[str, Any]],
+    judge_model: str,
+    client=None,
+    sample: str = "",
+) -> TraceScore:
+    """Score an arbitrary transcript with an instance rubric; writes nothing to the database.
+
+    rubric: a stored InstanceRubric (its criteria are read in index order).
+    profile: the patient profile dict (BenchmarkEntry.profile).
+    scenario: ground truth for the judge, as the jury takes it (story, task_category, ...;
+      jury.services.scoring.scenario_of(entry) builds it).
+    events: the trace as dicts with event_id, turn, kind, content, tool_name, arguments, ok
+      (jury.services.scoring.trace_of(conversation) builds them); reasoning events are hidden.
+    judge_model: a model string, e.g. "offline/standard" or "openai/gpt-5.5".
+    client: a chat client (default: the shared cached model router).
+    sample: names an independent draw (e.g. a perturbed copy's id) for the response cache;
+      two calls with the same transcript and sample share cached answers.
+
+    Returns TraceScore (decisions, score; .weighted_sum and .normalised - None only when the
+    rubric has no positive weight). Never a partial score: when any criterion's answer is
+    still unusable after the repair turn it raises StructuredFailure, and on a provider fault
+    ProviderError, each naming the criterion ("criterion 3: ...") - after every criterion was
+    asked, so the calls made are all accounted by a recording client.
+    """
+    client = client or model_router(True)
+    criteria = rubric_criteria(rubric)
+    trace_text = render_trace(events)
+    requests = [
+        criterion_request(
+            criterion, profile=profile, scenario=scenario, events=events, trace_text=trace_text,
+            judge_model=judge_model, sample=f"instance-rubric:{rubric.pk}/{sample}/c{index}",
+        )
+        for index, criterion in enumerate(criteria)
+    ]  # fmt: skip
+    with ThreadPoolExecutor(max_workers=PARALLEL_CRITERIA) as pool:
+        outcomes = list(pool.map(lambda pair: _decide(client, *pair), enumerate(requests)))
+    for index, outcome in enumerate(outcomes):
+        if isinstance(outcome, StructuredFailure):
+            raise StructuredFailure(f"criterion {index + 1}: {outcome.reason}", outcome.responses)
+        if isinstance(outcome, ProviderError):
+            raise ProviderError(f"criterion {index + 1}: {outcome}", kind=outcome.kind)
+    return TraceScore(outcomes, score_rubric(criteria, [d.met for d in outcomes]))
+
+
+def criterion_request(
+    criterion: Criterion, *, profile, scenario, events, trace_text: str, judge_model: str,
+    sample: str,
+) -> ChatRequest:  # fmt: skip
+    system, user = render_prompt(
+        "judge",
+        {
+            "criterion": criterion.text,
+            "axis": criterion.axis,
+            "weight": f"{criterion.weight:+d}",
+            "profile": json.dumps(profile, indent=2, ensure_ascii=False),
+            "scenario": render_scenario(scenario),
+            "trace": trace_text,
+        },
+    )
+    return ChatRequest(
+        model=judge_model,
+        purpose=JUDGE_PURPOSE,
+        system=system,
+        messages=(Message(role="user", content=user),),
+        hints={
+            "criterion": {
+                "text": criterion.text,
+                "axis": criterion.axis,
+                "weight": criterion.weight,
+            },
+            "events": [dict(event) for event in events],
+            "profile": dict(profile),
+        },
+        sample=sample,
+    )
+
+
+def validate_decision(data: dict) -> dict:
+    if not isinstance(data.get("met"), bool):
+        raise InvalidOutput('"met" must be true or false')
+    reason = data.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidOutput('"reason" must be a non-empty text')
+    return {"met": data["met"], "reason": reason.strip()}
+
+
+def _decide(
+    client, index: int, request: ChatRequest
+) -> Decision | StructuredFailure | ProviderError:
+    try:
+        result = request_json(client, request, validate_decision, max_repairs=JUDGE_REPAIRS)
+    except (StructuredFailure, ProviderError) as failure:
+        return failure
+    return Decision(index, result.data["met"], result.data["reason"], result.responses)
+
+
+# --- stored scores for conversations ---------------------------------------------------------
+
+
+def instance_score_launch(
+    *, rubric: InstanceRubric, conversation: Conversation, judge_model: str, use_cache=True
+) -> InstanceScore:
+    """The score row for (rubric, conversation, judge): created pending, or reset to pending
+    when an earlier attempt failed; a valid score is returned as it is (idempotent)."""
+    if not conversation.entry_id or conversation.entry.profile is None:
+        raise InstanceScoringError("The conversation has no enriched case to judge against.")
+    score, created = InstanceScore.objects.get_or_create(
+        rubric=rubric, conversation=conversation, judge_model=judge_model,
+        defaults={"use_cache": use_cache},
+    )  # fmt: skip
+    if not created and score.status in (InstanceScoreStatus.INVALID, InstanceScoreStatus.ERROR):
+        InstanceScore.objects.filter(pk=score.pk).update(
+            status=InstanceScoreStatus.PENDING, failure_reason="", **lease_release_fields()
+        )
+        score.refresh_from_db()
+    return score
+
+
+def instance_score_dispatch(score: InstanceScore, send) -> list[LeasedTask]:
+    pending = InstanceScore.objects.filter(pk=score.pk, status=InstanceScoreStatus.PENDING)
+    with transaction.atomic():
+        return lease_dispatch(pending, window=1, send=send)
+
+
+def pending_score_ids() -> list[int]:
+    rows = InstanceScore.objects.filter(status=InstanceScoreStatus.PENDING)
+    return list(rows.values_list("pk", flat=True))
+
+
+def instance_score_execute(score_id: int, token: str | None = None, *, client=None) -> bool:
+    """Judge every criterion for a pending score if this message may take it; returns whether
+    it ran. A valid score is never judged again."""
+    row = InstanceScore.objects.filter(pk=score_id, status=InstanceScoreStatus.PENDING)
+    mine = lease_claim(row, token)
+    if mine is None:
+        return False
+    with Heartbeat(lease_extender(row, mine), label=f"instance score {score_id}"):
+        _score(InstanceScore.objects.select_related("conversation__entry", "conversation__run")
+               .get(pk=score_id), client)  # fmt: skip
+    return True
+
+
+def instance_score_run_here(*, rubric: InstanceRubric, conversation, judge: str, client=None):
+    """Launch and execute in this process (the pipeline's own-conversation score, the demo)."""
+    score = instance_score_launch(rubric=rubric, conversation=conversation, judge_model=judge)
+    instance_score_execute(score.pk, client=client)
+    score.refresh_from_db()
+    return score
+
+
+def _score(score: InstanceScore, client) -> None:
+    conversation = score.conversation
+    recorder = accounting.RecordingClient(client or model_router(score.use_cache))
+    result, status, reason = None, InstanceScoreStatus.VALID, ""
+    try:
+        result = instance_rubric_score_trace(
+            rubric=score.rubric, profile=conversation.entry.profile,
+            scenario=scenario_of(conversation.entry), events=trace_of(conversation),
+            judge_model=score.judge_model, client=recorder,
+            sample=f"conversation:{conversation.public_id}",
+        )  # fmt: skip
+    except StructuredFailure as failure:
+        status, reason = InstanceScoreStatus.INVALID, failure.reason
+    except ProviderError as error:
+        status, reason = InstanceScoreStatus.ERROR, f"provider error ({error.kind}): {error}"
+    except Exception as error:  # a bug must not leave the score pending forever
+        logger.exception("instance score %s failed", score.pk)
+        status, reason = (
+            InstanceScoreStatus.ERROR,
+            f"internal error: {type(error).__name__}: {error}",
+        )
+    _store(score, result, recorder, status=status, reason=reason)
+
+
+def _store(score: InstanceScore, result: TraceScore | None, recorder, *, status, reason) -> None:
+    sums = accounting.totals(response for _, response in recorder.calls)
+    criteria = list(score.rubric.criteria.order_by("index"))
+    with transaction.atomic():
+        conversation = score.conversation
+        accounting.model_calls_save(recorder.calls, run=conversation.run, conversation=conversation)
+        if result is not None:
+            CriterionDecision.objects.bulk_create(
+                _decision_row(score, criteria[d.index], d) for d in result.decisions
+            )
+        InstanceScore.objects.filter(pk=score.pk).update(
+            status=status,
+            weighted_sum=result.weighted_sum if result else None,
+            positive_total=result.positive_total if result else 0,
+            normalised=result.normalised if result else None,
+            failure_reason=reason,
+            input_tokens=sums["input_tokens"],
+            output_tokens=sums["output_tokens"],
+            cost_usd=sums["cost_usd"],
+            cost_known=sums["cost_usd"] is not None,
+            finished_at=timezone.now(),
+            **lease_release_fields(),
+        )
+
+
+def _decision_row(score, criterion, decision: Decision) -> CriterionDecision:
+    sums = accounting.totals(decision.responses)
+    return CriterionDecision(
+        score=score, criterion=criterion, met=decision.met, reason=decision.reason,
+        raw_output=decision.responses[-1].text if decision.responses else "",
+        attempts=[{"text": r.text, "cached": r.cached} for r in decision.responses],
+        input_tokens=sums["input_tokens"], output_tokens=sums["output_tokens"],
+        cost_usd=sums["cost_usd"],
+        cached=bool(decision.responses) and all(r.cached for r in decision.responses),
+    )  # fmt: skip

@@ -1,0 +1,325 @@
+"""Launching and executing the rubric pipeline: one leased task per (job, conversation).
+
+Launching checks the options and creates one pending RubricGeneration per conversation.
+Executing one runs the five stages (rubric_lab.engine.pipeline) through the provider layer,
+storing each stage's prompt, input, output, tokens, cost and time as it finishes, so the page
+shows progress stage by stage. A generation ends finished with its InstanceRubric - written
+with all its criteria in one transaction - or failed with the stage and the reason; never
+with half a rubric. A generation whose worker died is sent again by the job's watch and starts
+over (its partial stages are cleared first).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from benchmark.engine.chat import ProviderError
+from benchmark.engine.providers.model_strings import check_model_string
+from benchmark.models import Conversation, JobStatus, Run
+from benchmark.services import accounting
+from benchmark.services.conversations import model_router
+from benchmark.services.leases import (
+    Heartbeat,
+    LeasedTask,
+    lease_claim,
+    lease_dispatch,
+    lease_extender,
+    lease_release_fields,
+)
+from rubric_lab.engine.pipeline import STAGES, Case, PipelineOptions, StageRecord, run_pipeline
+from rubric_lab.engine.retrieval import RETRIEVERS
+from rubric_lab.models import (
+    GenerationJob,
+    GenerationStatus,
+    InstanceRubric,
+    PipelineStage,
+    RubricCriterion,
+    RubricGeneration,
+)
+from rubric_lab.services.knowledge import retriever_for
+
+logger = logging.getLogger(__name__)
+
+MAX_TOP_K = 20
+MAX_CONCURRENCY = 64
+CASE_SCENARIO_FIELDS = (
+    "condition", "severity", "task_category", "task_subcategory", "age_group", "personality",
+)  # fmt: skip
+
+
+class PipelineLaunchError(ValueError):
+    """The pipeline cannot be launched as asked; the message says why."""
+
+
+# --- launching --------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def generation_job_launch(
+    *,
+    conversations: Iterable[Conversation],
+    generator_model: str,
+    name: str = "",
+    judge_model: str = "",
+    retriever: str = "bm25",
+    top_k: int = 4,
+    skip_routing: bool = False,
+    skip_intent: bool = False,
+    skip_audit: bool = False,
+    use_cache: bool = True,
+    concurrency: int = 8,
+    run: Run | None = None,
+    user=None,
+) -> GenerationJob:
+    """A running job with one pending generation per scorable conversation."""
+    ids = list(
+        Conversation.objects.scorable()
+        .filter(pk__in=[c.pk for c in conversations])
+        .values_list("pk", flat=True)
+    )
+    if not ids:
+        raise PipelineLaunchError("Pick at least one finished, scorable conversation.")
+    _check_options(generator_model, judge_model, retriever, top_k, concurrency)
+    ablations = [
+        flag for flag, on in (("no routing", skip_routing), ("no intent", skip_intent),
+                              ("no audit", skip_audit)) if on
+    ]  # fmt: skip
+    job = GenerationJob.objects.create(
+        name=name.strip() or _default_name(generator_model, ablations),
+        run=run, generator_model=generator_model, judge_model=judge_model, retriever=retriever,
+        top_k=top_k, skip_routing=skip_routing, skip_intent=skip_intent, skip_audit=skip_audit,
+        use_cache=use_cache, concurrency=concurrency, status=JobStatus.RUNNING, created_by=user,
+    )  # fmt: skip
+    RubricGeneration.objects.bulk_create(
+        RubricGeneration(job=job, conversation_id=pk) for pk in ids
+    )
+    return job
+
+
+def _default_name(generator_model: str, ablations: list[str]) -> str:
+    suffix = f" ({', '.join(ablations)})" if ablations else ""
+    return f"{generator_model} rubrics{suffix}"
+
+
+def _check_options(generator: str, judge: str, retriever: str, top_k: int, concurrency: int):
+    try:
+        check_model_string(generator, purpose="rubric_synthesis")
+        if judge:
+            check_model_string(judge, purpose="rubric_judge")
+    except ProviderError as error:
+        raise PipelineLaunchError(str(error)) from None
+    if retriever not in RETRIEVERS:
+        raise PipelineLaunchError(f"Retriever must be one of {', '.join(RETRIEVERS)}.")
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise PipelineLaunchError(f"Passages per query must lie between 1 and {MAX_TOP_K}.")
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise PipelineLaunchError(f"Concurrency must lie between 1 and {MAX_CONCURRENCY}.")
+
+
+def generation_dispatch(
+    job: GenerationJob, send: Callable[[list[LeasedTask]], None]
+) -> list[LeasedTask]:
+    """Keep up to the job's concurrency of generations with the workers; a generation whose
+    worker died is sent again once its lease runs out."""
+    with transaction.atomic():
+        job = GenerationJob.objects.select_for_update().get(pk=job.pk)
+        if job.status != JobStatus.RUNNING:
+            return []
+        sent = lease_dispatch(
+            job.generations.filter(status=GenerationStatus.PENDING),
+            window=job.concurrency,
+            send=send,
+        )
+    job_finish_if_done(job)
+    return sent
+
+
+def job_finish_if_done(job: GenerationJob) -> None:
+    counts = job.generations.aggregate(
+        open=Count("pk", filter=Q(status__in=(GenerationStatus.PENDING, GenerationStatus.RUNNING))),
+        finished=Count("pk", filter=Q(status=GenerationStatus.FINISHED)),
+        failed=Count("pk", filter=Q(status=GenerationStatus.FAILED)),
+    )
+    if counts["open"]:
+        return
+    status, reason = JobStatus.FINISHED, ""
+    if not counts["finished"]:
+        status, reason = JobStatus.FAILED, "no generation produced a rubric"
+    GenerationJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+        status=status, failure_reason=reason, finished_at=timezone.now()
+    )
+
+
+def job_id_of(generation_id: int) -> int | None:
+    return (
+        RubricGeneration.objects.filter(pk=generation_id).values_list("job_id", flat=True).first()
+    )
+
+
+def running_job_ids() -> list[int]:
+    return list(GenerationJob.objects.filter(status=JobStatus.RUNNING).values_list("pk", flat=True))
+
+
+def job_progress(job: GenerationJob) -> dict:
+    counts = job.generations.aggregate(
+        total=Count("pk"),
+        finished=Count("pk", filter=Q(status=GenerationStatus.FINISHED)),
+        failed=Count("pk", filter=Q(status=GenerationStatus.FAILED)),
+    )
+    counts["done"] = counts["finished"] + counts["failed"]
+    counts["percent"] = round(100 * counts["done"] / counts["total"]) if counts["total"] else 0
+    return counts
+
+
+# --- executing one generation ----------------------------------------------------------------
+
+
+def case_of(conversation: Conversation) -> Case:
+    """The case as the pipeline sees it: clinical record, scenario and the patient's words."""
+    entry = conversation.entry
+    scenario = {name: getattr(entry, name) for name in CASE_SCENARIO_FIELDS}
+    scenario.update(complexity=entry.complexity, story=entry.story)
+    said = conversation.events.filter(kind="patient_message").exclude(content="")
+    return Case(
+        key=str(conversation.public_id),
+        profile=entry.profile or {},
+        scenario=scenario,
+        patient_messages=tuple(said.order_by("seq").values_list("content", flat=True)),
+    )
+
+
+def generation_execute(generation_id: int, token: str | None = None, *, client=None) -> bool:
+    """Run the pipeline for one pending generation if this message may take it (see
+    benchmark.services.leases); returns whether it ran. `client` replaces the provider
+    router (tests)."""
+    row = RubricGeneration.objects.filter(pk=generation_id, status=GenerationStatus.PENDING)
+    mine = lease_claim(row, token)
+    if mine is None:
+        return False
+    with Heartbeat(lease_extender(row, mine), label=f"rubric generation {generation_id}"):
+        _generate(RubricGeneration.objects.select_related("job").get(pk=generation_id), client)
+    return True
+
+
+def _generate(generation: RubricGeneration, client) -> None:
+    job = generation.job
+    generation.stages.all().delete()  # a previous attempt's worker died mid-way
+    RubricGeneration.objects.filter(pk=generation.pk).update(
+        started_at=timezone.now(), current_stage="routing"
+    )
+    conversation = Conversation.objects.select_related("entry", "run").get(
+        pk=generation.conversation_id
+    )
+    recorder = accounting.RecordingClient(client or model_router(job.use_cache))
+    options = PipelineOptions(
+        model=job.generator_model, top_k=job.top_k, skip_routing=job.skip_routing,
+        skip_intent=job.skip_intent, skip_audit=job.skip_audit,
+    )  # fmt: skip
+    started = time.perf_counter()
+    try:
+        outcome = run_pipeline(
+            recorder, case_of(conversation), retriever_for(job.retriever), options,
+            on_stage=lambda stage: _stage_save(generation, stage),
+        )  # fmt: skip
+    except Exception as error:  # a bug must not leave the generation pending forever
+        logger.exception("rubric generation %s failed", generation.pk)
+        current = RubricGeneration.objects.get(pk=generation.pk).current_stage
+        _finish(generation, recorder, conversation, started, failed_stage=current,
+                reason=f"internal error: {type(error).__name__}: {error}")  # fmt: skip
+        return
+    if not outcome.ok:
+        _finish(generation, recorder, conversation, started,
+                failed_stage=outcome.failed_stage, reason=outcome.failure_reason)  # fmt: skip
+        return
+    with transaction.atomic():
+        rubric = InstanceRubric.objects.create(
+            generation=generation, conversation=conversation, facts=outcome.facts,
+            passages=[_cited(p) for p in outcome.passages],
+        )  # fmt: skip
+        RubricCriterion.objects.bulk_create(
+            RubricCriterion(
+                rubric=rubric, index=index, text=c.text, axis=c.axis, weight=c.weight,
+                fact_ids=list(c.fact_ids), passage_ids=list(c.passage_ids),
+                intent_basis=list(c.intent_basis),
+            )
+            for index, c in enumerate(outcome.criteria)
+        )  # fmt: skip
+        _finish(generation, recorder, conversation, started)
+    if job.judge_model:
+        from rubric_lab.services.instance_scoring import instance_score_run_here
+
+        instance_score_run_here(rubric=rubric, conversation=conversation, judge=job.judge_model)
+
+
+def _stage_save(generation: RubricGeneration, stage: StageRecord) -> None:
+    sums = accounting.totals(stage.responses)
+    PipelineStage.objects.create(
+        generation=generation,
+        name=stage.name,
+        order=_order(stage.name),
+        status=stage.status,
+        model=stage.model,
+        system_prompt=stage.system,
+        user_prompt=stage.user,
+        input=stage.input,
+        output=stage.output,
+        attempts=[{"text": r.text, "cached": r.cached} for r in stage.responses],
+        error=stage.error,
+        input_tokens=sums["input_tokens"],
+        output_tokens=sums["output_tokens"],
+        cost_usd=sums["cost_usd"] if stage.responses else None,
+        cost_known=sums["cost_usd"] is not None,
+        cached=bool(stage.responses) and all(r.cached for r in stage.responses),
+        elapsed_ms=stage.elapsed_ms,
+    )
+    following = _following(stage.name)
+    RubricGeneration.objects.filter(pk=generation.pk).update(current_stage=following)
+
+
+def _order(name: str) -> int:
+    return STAGES.index(name)
+
+
+def _following(name: str) -> str:
+    index = STAGES.index(name) + 1
+    return STAGES[index] if index < len(STAGES) else ""
+
+
+def _finish(generation, recorder, conversation, started, *, failed_stage="", reason="") -> None:
+    responses = [response for _, response in recorder.calls]
+    sums = accounting.totals(responses)
+    accounting.model_calls_save(recorder.calls, run=conversation.run, conversation=conversation)
+    RubricGeneration.objects.filter(pk=generation.pk).update(
+        status=GenerationStatus.FAILED if reason else GenerationStatus.FINISHED,
+        failed_stage=failed_stage,
+        failure_reason=reason,
+        current_stage="",
+        input_tokens=sums["input_tokens"],
+        output_tokens=sums["output_tokens"],
+        cost_usd=sums["cost_usd"] if sums["cost_usd"] is not None else None,
+        cost_known=sums["cost_usd"] is not None,
+        elapsed_ms=(time.perf_counter() - started) * 1000,
+        finished_at=timezone.now(),
+        **lease_release_fields(),
+    )
+    job_finish_if_done(generation.job)
+
+
+def _cited(passage: dict) -> dict:
+    return {
+        key: passage[key] for key in ("passage_id", "title", "source", "source_version", "text")
+    }
+
+
+def generation_total_cost(job: GenerationJob) -> Decimal | None:
+    rows = job.generations.exclude(status=GenerationStatus.PENDING)
+    if rows.filter(cost_known=False).exists():
+        return None
+    return sum((row.cost_usd or Decimal(0) for row in rows), Decimal(0))

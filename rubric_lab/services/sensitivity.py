@@ -1,0 +1,337 @@
+"""Sensitivity studies: a judge setup scores reference conversations against their near-miss
+copies; results per perturbation type with bootstrap intervals, a chart and exports.
+
+Launching creates one pending NearMiss per (reference, perturbation type). Executing one makes
+the copy (rubric_lab.services.perturbations) and scores both traces with the study's setup;
+the reference's calls carry the same sample for every type, so with the cache on a reference
+is judged once. A type that does not apply to a reference is recorded as such, not as a
+failure; a model edit or a judge answer that stays unusable fails the pair with its reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+from django.db import transaction
+
+from benchmark import charts
+from benchmark.engine.chat import ProviderError
+from benchmark.engine.providers.model_strings import check_model_string
+from benchmark.models import JobStatus, Run
+from benchmark.services.leases import LeasedTask
+from jury.engine import stats
+from jury.models import Jury
+from rubric_lab.engine import perturb
+from rubric_lab.engine import sensitivity as measures
+from rubric_lab.models import (
+    GenerationJob,
+    InstanceRubric,
+    JudgeSetup,
+    NearMiss,
+    NearMissStatus,
+    SensitivityStudy,
+)
+from rubric_lab.services import evaluation_work as work
+from rubric_lab.services import trace_judging
+from rubric_lab.services.perturbations import near_miss_make
+
+MAX_CASES = 500
+MAX_CONCURRENCY = 256
+EXPORT_FORMATS = {"csv": ("csv", "text/csv"), "md": ("markdown", "text/markdown"),
+                  "tex": ("latex", "application/x-tex")}  # fmt: skip
+ALL_TYPES = "all"
+
+
+class StudyError(ValueError):
+    """A study cannot be launched as asked; the message says why."""
+
+
+# --- launching -------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def study_launch(
+    *,
+    run: Run,
+    setup: str,
+    perturber_model: str,
+    perturbations: list[str] | None = None,
+    name: str = "",
+    judge_model: str = "",
+    jury: Jury | None = None,
+    generation_job: GenerationJob | None = None,
+    reference_model: str = "",
+    max_cases: int = 20,
+    seed: int = 0,
+    use_cache: bool = True,
+    concurrency: int = 8,
+    user=None,
+) -> SensitivityStudy:
+    """A running study with one pending near-miss pair per (reference, perturbation type)."""
+    kinds = list(perturbations or perturb.REGISTRY)
+    _check(setup, kinds, perturber_model, judge_model, jury, generation_job, max_cases, concurrency)
+    references = reference_conversations(
+        run, reference_model=reference_model, generation_job=generation_job, limit=max_cases
+    )
+    if not references:
+        raise StudyError(_no_references(run, reference_model, generation_job))
+    study = SensitivityStudy.objects.create(
+        name=name.strip() or f"{JudgeSetup(setup).label} on {run.name}",
+        run=run, setup=setup, judge_model=judge_model, jury=jury, generation_job=generation_job,
+        perturber_model=perturber_model, perturbations=kinds, reference_model=reference_model,
+        max_cases=max_cases, seed=seed, use_cache=use_cache, concurrency=concurrency,
+        created_by=user,
+    )  # fmt: skip
+    NearMiss.objects.bulk_create(
+        NearMiss(study=study, conversation=conversation, kind=kind)
+        for conversation in references
+        for kind in kinds
+    )
+    return study
+
+
+def reference_conversations(run: Run, *, reference_model: str, generation_job, limit: int):
+    conversations = run.conversations.scorable().select_related("entry").order_by("pk")
+    if reference_model:
+        conversations = conversations.filter(run_agent__model=reference_model)
+    if generation_job is not None:
+        with_rubric = InstanceRubric.objects.filter(generation__job=generation_job)
+        conversations = conversations.filter(pk__in=with_rubric.values("conversation_id"))
+    return list(conversations[:limit])
+
+
+def _no_references(run: Run, reference_model: str, generation_job) -> str:
+    where = f" by {reference_model}" if reference_model else ""
+    rubric = " with an instance rubric from that generation job" if generation_job else ""
+    return f"Run {run.name!r} has no finished conversation{where}{rubric} to use as a reference."
+
+
+def _check(setup, kinds, perturber, judge, jury, generation_job, max_cases, concurrency):
+    if setup not in JudgeSetup.values:
+        raise StudyError(f"Judge setup must be one of {', '.join(JudgeSetup.values)}.")
+    unknown = sorted(set(kinds) - set(perturb.REGISTRY))
+    if unknown or not kinds:
+        raise StudyError(
+            f"Pick perturbations from {', '.join(perturb.REGISTRY)}"
+            + (f"; unknown: {', '.join(unknown)}." if unknown else ".")
+        )
+    if setup == JudgeSetup.GENERIC and jury is None:
+        raise StudyError("The six-rubric setup needs a jury.")
+    if setup == JudgeSetup.INSTANCE and generation_job is None:
+        raise StudyError("The instance-rubric setup needs a rubric generation job.")
+    if setup != JudgeSetup.GENERIC and not judge:
+        raise StudyError("This setup needs a judge model.")
+    purposes = {JudgeSetup.INSTANCE: "rubric_judge", JudgeSetup.PAIRWISE: "pairwise_judge"}
+    try:
+        check_model_string(perturber, purpose="perturb")
+        if setup in purposes:
+            check_model_string(judge, purpose=purposes[setup])
+    except ProviderError as error:
+        raise StudyError(str(error)) from None
+    if not 1 <= max_cases <= MAX_CASES:
+        raise StudyError(f"References must number between 1 and {MAX_CASES}.")
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise StudyError(f"Concurrency must lie between 1 and {MAX_CONCURRENCY}.")
+
+
+# --- dispatching and executing ----------------------------------------------------------------
+
+
+def _pairs(study: SensitivityStudy):
+    return study.pairs.all()
+
+
+def study_dispatch(study: SensitivityStudy, send: Callable[[list[LeasedTask]], None]):
+    return work.work_dispatch(SensitivityStudy, study, _pairs, send)
+
+
+def study_id_of(pair_id: int) -> int | None:
+    return NearMiss.objects.filter(pk=pair_id).values_list("study_id", flat=True).first()
+
+
+def running_study_ids() -> list[int]:
+    return work.running_ids(SensitivityStudy)
+
+
+def near_miss_execute(pair_id: int, token: str | None = None) -> bool:
+    ran = work.work_execute(
+        NearMiss, pair_id, token, _perform, use_cache=lambda pair: pair.study.use_cache
+    )
+    study = SensitivityStudy.objects.filter(pk=study_id_of(pair_id)).first()
+    if study is not None:
+        work.job_finish_if_done(SensitivityStudy, study, _pairs)
+    return ran
+
+
+def _perform(pair: NearMiss, client) -> dict:
+    study = pair.study
+    case = trace_judging.case_of(pair.conversation)
+    sample = f"sensitivity:{study.pk}/conversation:{pair.conversation.public_id}"
+    copy = near_miss_make(
+        case, pair.kind, client=client, perturber_model=study.perturber_model,
+        sample=f"{sample}/perturb:{pair.kind}",
+    )  # fmt: skip
+    if not copy.applicable:
+        return {"status": NearMissStatus.NOT_APPLICABLE, "description": copy.reason}
+    fields = {
+        "method": copy.method, "events": list(copy.events), "description": copy.description,
+        "changed": copy.changed, "diff": copy.diff,
+    }  # fmt: skip
+    try:
+        scores = work.stage("score", lambda: _score(study, pair, case, copy.events, client, sample))
+    except work.StageFailure as failure:
+        raise work.StageFailure(failure.stage, failure.reason, **failure.fields, **fields) from None
+    return {"status": NearMissStatus.SCORED, **fields, **scores}
+
+
+def _score(study, pair, case, perturbed, client, sample: str) -> dict:
+    reference = case.events
+    if study.setup == JudgeSetup.PAIRWISE:
+        first, second, verdicts = trace_judging.pairwise_shares(
+            client, judge_model=study.judge_model, reference=reference, perturbed=perturbed,
+            case=case, sample=f"{sample}/pair:{pair.kind}",
+        )  # fmt: skip
+        ref_score, pert_score = measures.pairwise_scores(first, second)
+        return {
+            "reference_score": ref_score, "perturbed_score": pert_score,
+            "reference_first": first, "reference_second": second, "details": verdicts,
+        }  # fmt: skip
+    if study.setup == JudgeSetup.GENERIC:
+        score = lambda events, tag: trace_judging.generic_score(  # noqa: E731
+            client, jury=study.jury, events=events, case=case, sample=f"{sample}/{tag}"
+        )
+    else:
+        rubric = InstanceRubric.objects.get(
+            generation__job=study.generation_job, conversation=pair.conversation
+        )
+        score = lambda events, tag: _instance(client, study, rubric, events, case, sample, tag)  # noqa: E731
+    ref_score, ref_details = score(reference, "reference")
+    pert_score, pert_details = score(perturbed, f"near-miss:{pair.kind}")
+    return {
+        "reference_score": ref_score,
+        "perturbed_score": pert_score,
+        "details": {"reference": ref_details, "perturbed": pert_details},
+    }
+
+
+def _instance(client, study, rubric, events, case, sample: str, tag: str):
+    try:
+        return trace_judging.instance_score(
+            client, rubric=rubric, judge_model=study.judge_model, events=events, case=case,
+            sample=f"{sample}/{tag}",
+        )  # fmt: skip
+    except trace_judging.InstanceScoreFailure as failure:
+        raise work.StageFailure("score", f"instance rubric, {tag}: {failure}") from None
+
+
+def study_relaunch(study: SensitivityStudy) -> None:
+    """Failed pairs go back to pending; scored and not-applicable ones are kept."""
+    study.pairs.filter(status=NearMissStatus.FAILED).update(
+        status=NearMissStatus.PENDING, failure_reason="", failure_stage="", claimed_until=None,
+        lease_token="",
+    )  # fmt: skip
+    SensitivityStudy.objects.filter(pk=study.pk).update(
+        status=JobStatus.RUNNING, finished_at=None, failure_reason=""
+    )
+    work.job_finish_if_done(SensitivityStudy, study, _pairs)
+
+
+def study_progress(study: SensitivityStudy) -> work.Progress:
+    return work.progress(study.pairs.all())
+
+
+# --- results ---------------------------------------------------------------------------------
+
+
+def scored_frame(study: SensitivityStudy) -> pd.DataFrame:
+    rows = study.pairs.filter(status=NearMissStatus.SCORED).values_list(
+        "kind", "reference_score", "perturbed_score", "reference_first", "reference_second"
+    )
+    columns = ["kind", "reference", "perturbed", "reference_first", "reference_second"]
+    return pd.DataFrame(list(rows), columns=columns)
+
+
+def study_results(study: SensitivityStudy) -> list[dict]:
+    """One row per perturbation type (and all types pooled): counts, the four measures with
+    their intervals, and position bias for pairwise studies."""
+    frame = scored_frame(study)
+    counts = _counts(study)
+    groups = [(kind, frame[frame["kind"] == kind]) for kind in study.perturbations]
+    groups.append((ALL_TYPES, frame))
+    return [_result_row(study, kind, rows, counts.get(kind, {})) for kind, rows in groups]
+
+
+def _counts(study: SensitivityStudy) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = {}
+    for kind, status in study.pairs.values_list("kind", "status"):
+        for key in (kind, ALL_TYPES):
+            counts.setdefault(key, {}).setdefault(status, 0)
+            counts[key][status] += 1
+    return counts
+
+
+def _result_row(study, kind: str, rows: pd.DataFrame, counts: dict[str, int]) -> dict:
+    label = perturb.REGISTRY[kind].label if kind in perturb.REGISTRY else "All types pooled"
+    result = {"kind": kind, "label": label, "counts": counts, "sensitivity": None, "bias": None}
+    if rows.empty:
+        return result
+    result["sensitivity"] = measures.sensitivity(
+        rows["reference"], rows["perturbed"], seed=study.seed
+    )
+    if study.setup == JudgeSetup.PAIRWISE:
+        result["bias"] = measures.position_bias(
+            rows["reference_first"], rows["reference_second"], seed=study.seed
+        )
+    return result
+
+
+def results_table(study: SensitivityStudy, results: list[dict]) -> pd.DataFrame:
+    records = []
+    for row in results:
+        record = {"perturbation": row["kind"], "label": row["label"]}
+        record.update({f"n_{status}": n for status, n in sorted(row["counts"].items())})
+        if row["sensitivity"] is not None:
+            record.update(row["sensitivity"].as_row())
+        if row["bias"] is not None:
+            bias = row["bias"]
+            record.update(
+                position_bias=bias.bias.value, position_bias_low=bias.bias.low,
+                position_bias_high=bias.bias.high, first_preferred=bias.first_preferred,
+            )  # fmt: skip
+        records.append(record)
+    return pd.DataFrame.from_records(records)
+
+
+def study_export(study: SensitivityStudy, suffix: str) -> str:
+    if suffix not in EXPORT_FORMATS:
+        raise ValueError(f"export format must be one of {', '.join(EXPORT_FORMATS)}")
+    table = results_table(study, study_results(study)).round(4)
+    return stats.export_table(table, EXPORT_FORMATS[suffix][0])
+
+
+def study_charts(results: list[dict]) -> list[dict]:
+    """AUROC and win rate per perturbation type with their 95% intervals, against the band of
+    all types pooled (server-side SVG)."""
+    scored = [row for row in results if row["sensitivity"] is not None]
+    pooled = next((row for row in scored if row["kind"] == ALL_TYPES), None)
+    if pooled is None:
+        return []
+    out = []
+    for measure, title in (("auroc", "AUROC (0.5 = chance)"), ("win_rate", "Win rate")):
+        band = getattr(pooled["sensitivity"], measure)
+        intervals = [
+            charts.Interval(
+                label=row["label"], mean=getattr(row["sensitivity"], measure).value,
+                low=getattr(row["sensitivity"], measure).low,
+                high=getattr(row["sensitivity"], measure).high,
+                note=f"{getattr(row['sensitivity'], measure).value:.2f} (n={row['sensitivity'].n})",
+            )
+            for row in scored
+            if row["kind"] != ALL_TYPES
+        ]  # fmt: skip
+        svg = charts.interval_rows(
+            intervals, band=(band.low, band.high), domain=(0.0, 1.0), title=title
+        )
+        out.append({"title": title, "svg": svg})
+    return out

@@ -1,0 +1,43 @@
+from django.urls import path
+
+from rubric_lab import views, views_evaluation
+
+app_name = "rubric_lab"
+
+urlpatterns = [
+    path("knowledge/", views.knowledge_base, name="kb"),
+    path("knowledge/upload/", views.knowledge_upload, name="kb_upload"),
+    path("pipelines/", views.pipeline_list, name="pipelines"),
+    path("pipelines/new/", views.pipeline_new, name="pipeline_new"),
+    path("pipelines/<int:pk>/", views.pipeline_detail, name="pipeline"),
+    path("generations/<int:pk>/", views.generation_detail, name="generation"),
+    path("rubrics/<int:pk>/", views.rubric_detail, name="rubric"),
+    path("rubrics/<int:pk>/score/", views.rubric_score, name="rubric_score"),
+    path("scores/<int:pk>/", views.score_detail, name="score"),
+]
+
+# Evaluation side: near misses, sensitivity, coverage, critique-then-refine, ablations.
+urlpatterns += [
+    path("sensitivity/", views_evaluation.sensitivity_list, name="sensitivity_list"),
+    path("sensitivity/<int:pk>/", views_evaluation.sensitivity_detail, name="sensitivity"),
+    path(
+        "sensitivity/<int:pk>/retry/", views_evaluation.sensitivity_retry, name="sensitivity_retry"
+    ),
+    path(
+        "sensitivity/<int:pk>/export.<str:suffix>",
+        views_evaluation.sensitivity_export,
+        name="sensitivity_export",
+    ),
+    path("near-misses/<int:pk>/", views_evaluation.near_miss_detail, name="near_miss"),
+    path(
+        "conversations/<uuid:public_id>/near-misses/",
+        views_evaluation.perturbation_preview_page,
+        name="perturbation_preview",
+    ),
+    path("coverage/", views_evaluation.coverage_list, name="coverage_list"),
+    path("coverage/<int:pk>/", views_evaluation.coverage_detail, name="coverage"),
+    path("refine/", views_evaluation.refine_list, name="refine_list"),
+    path("refine/<int:pk>/", views_evaluation.refine_detail, name="refine"),
+    path("ablations/", views_evaluation.ablation_list, name="ablation_list"),
+    path("ablations/<int:pk>/", views_evaluation.ablation_detail, name="ablation"),
+]

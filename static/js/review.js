@@ -1,0 +1,123 @@
+// The review screen, keyboard first. Saving is htmx's job (hx-post on the form); this file
+// moves the focus between rubrics, scores with 1-5, links trace events to the focused rubric,
+// lets htmx show 4xx answers from the autosave, and keeps the heartbeat to visible pages.
+(function () {
+  "use strict";
+  const form = document.getElementById("annotation-form");
+  const rubrics = Array.from(document.querySelectorAll(".rubric[data-rubric]"));
+  const help = document.getElementById("shortcut-help");
+  let current = 0;
+
+  function isTyping(element) {
+    return element.matches("textarea, select, input:not([type=radio]):not([type=checkbox])");
+  }
+
+  function focusRubric(index, moveFocus) {
+    if (!rubrics.length) return;
+    current = Math.max(0, Math.min(rubrics.length - 1, index));
+    rubrics.forEach((rubric, i) => rubric.classList.toggle("focused", i === current));
+    const rubric = rubrics[current];
+    if (moveFocus) {
+      rubric.focus({ preventScroll: true });
+      rubric.scrollIntoView({ block: "nearest" });
+    }
+    document.querySelectorAll(".link-target").forEach((label) => {
+      label.textContent = rubric.dataset.code;
+    });
+  }
+
+  function score(value) {
+    const radio = rubrics[current].querySelector(`input[type=radio][value="${value}"]`);
+    if (!radio || radio.disabled) return;
+    radio.checked = true;
+    radio.dispatchEvent(new Event("change", { bubbles: true })); // autosave
+  }
+
+  function changeLinks(rubric, change) {
+    const input = rubric.querySelector("input[data-links]");
+    const ids = input.value.split(/\s+/).filter(Boolean);
+    input.value = change(ids).join(" ");
+    input.dispatchEvent(new Event("change", { bubbles: true })); // autosave, chips come back
+  }
+
+  // Submitting while an autosave is in flight would send a version about to be superseded.
+  function submit() {
+    const button = document.querySelector("[data-key-submit]");
+    if (!button) return;
+    if (form && form.classList.contains("htmx-request")) {
+      form.addEventListener("htmx:afterSettle", () => button.click(), { once: true });
+    } else {
+      button.click();
+    }
+  }
+
+  function toggleHelp() {
+    help.hidden = !help.hidden;
+  }
+
+  document.addEventListener("keydown", (event) => {
+    const target = event.target;
+    if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
+      event.preventDefault();
+      submit();
+      return;
+    }
+    if (isTyping(target)) {
+      if (event.key === "Escape") {
+        target.blur();
+        focusRubric(current, true);
+      }
+      return;
+    }
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const key = event.key;
+    if (/^[1-5]$/.test(key)) score(key);
+    else if (key === "j" || key === "ArrowDown") focusRubric(current + 1, true);
+    else if (key === "k" || key === "ArrowUp") focusRubric(current - 1, true);
+    else if (key === "f") rubrics[current]?.querySelector("textarea")?.focus();
+    else if (key === "s") submit();
+    else if (key === "?") toggleHelp();
+    else if (key === "Escape" && !help.hidden) toggleHelp();
+    else return;
+    event.preventDefault(); // also stops arrows moving a radio group's choice
+  });
+
+  document.addEventListener("focusin", (event) => {
+    const index = rubrics.indexOf(event.target.closest(".rubric"));
+    if (index >= 0 && index !== current) focusRubric(index, false);
+  });
+
+  document.addEventListener("click", (event) => {
+    const link = event.target.closest("[data-link-event]");
+    if (link && rubrics.length) {
+      const id = link.dataset.linkEvent;
+      changeLinks(rubrics[current], (ids) => (ids.includes(id) ? ids : [...ids, id]));
+    }
+    const unlink = event.target.closest("[data-unlink]");
+    if (unlink) {
+      const id = unlink.dataset.unlink;
+      changeLinks(unlink.closest(".rubric"), (ids) => ids.filter((other) => other !== id));
+    }
+    if (event.target.closest("[data-help-toggle]")) toggleHelp();
+  });
+
+  // A conflict (409), a refused value (400) or a locked study (403) is an answer to show in
+  // the save status, not an error for htmx to drop.
+  document.body.addEventListener("htmx:beforeSwap", (event) => {
+    const status = event.detail.xhr.status;
+    if ([400, 403, 409].includes(status) && event.detail.target?.id === "save-status") {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+
+  // Time on task counts only while the page is in front of the annotator.
+  document.body.addEventListener("htmx:beforeRequest", (event) => {
+    if (event.detail.elt.id === "heartbeat" && document.visibilityState !== "visible") {
+      event.preventDefault();
+    }
+  });
+
+  const firstOpen = rubrics.findIndex((rubric) => !rubric.querySelector("input:checked"));
+  focusRubric(firstOpen >= 0 ? firstOpen : 0, false);
+})();

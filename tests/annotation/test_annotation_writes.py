@@ -1,0 +1,132 @@
+"""Autosave, conflicts between tabs, submit, reopen, history, invalidation, time on task."""
+
+from datetime import timedelta
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.utils import timezone
+
+from annotation.models import Assignment, AssignmentStatus, HistoryKind
+from annotation.services import queue
+from annotation.services.annotations import (
+    Draft,
+    EditConflict,
+    Incomplete,
+    annotation_autosave,
+    annotation_invalidate,
+    annotation_reopen,
+    annotation_submit,
+    time_touch,
+)
+from annotation.services.studies import panel_versions, study_lock
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def assignment(study, clinicians):
+    return queue.next_assignment(study=study, annotator=clinicians[0])
+
+
+def full_draft(assignment, score=4) -> Draft:
+    ids = [v.rubric_id for v in panel_versions(assignment.item.study, assignment.track)]
+    return Draft(scores=dict.fromkeys(ids, score), feedback={ids[0]: "booked too early"})
+
+
+def test_an_autosaved_draft_is_what_a_reload_finds(assignment):
+    event = assignment.item.conversation.events.first().event_id
+    draft = Draft(scores={"clinical_safety": 2}, feedback={"clinical_safety": "missed a flag"},
+                  event_links={"clinical_safety": [event]}, overall_comment="ok")  # fmt: skip
+    annotation_autosave(assignment, draft=draft, version=0, actor=assignment.annotator)
+    reloaded = Assignment.objects.get(pk=assignment.pk)
+    assert reloaded.scores == {"clinical_safety": 2}
+    assert reloaded.event_links == {"clinical_safety": [event]}
+    assert reloaded.overall_comment == "ok" and reloaded.version == 1
+
+
+def test_a_stale_tab_is_refused_and_its_change_kept_in_the_history(assignment):
+    me = assignment.annotator
+    annotation_autosave(assignment, draft=Draft(scores={"clinical_safety": 2}), version=0, actor=me)
+    stale = Draft(scores={"clinical_safety": 5})
+    with pytest.raises(EditConflict) as conflict:
+        annotation_autosave(assignment, draft=stale, version=0, actor=me)
+    assert conflict.value.saved.scores == {"clinical_safety": 2}
+    assert Assignment.objects.get(pk=assignment.pk).scores == {"clinical_safety": 2}
+    kept = assignment.history.get(kind=HistoryKind.CONFLICT)
+    assert kept.new["scores"] == {"clinical_safety": 5}
+
+
+@pytest.mark.parametrize(
+    "draft",
+    [
+        Draft(scores={"clinical_safety": 6}),
+        Draft(scores={"clinical_safety": 0}),
+        Draft(scores={"task_completion": 3}),  # another track's rubric
+        Draft(event_links={"clinical_safety": ["no-such-event"]}),
+        Draft(feedback={"clinical_safety": "x" * 5001}),
+    ],
+)
+def test_bad_values_are_refused_and_nothing_is_saved(assignment, draft):
+    with pytest.raises(ValidationError):
+        annotation_autosave(assignment, draft=draft, version=0, actor=assignment.annotator)
+    assert Assignment.objects.get(pk=assignment.pk).version == 0
+
+
+def test_submit_names_what_is_missing_and_keeps_the_draft(assignment):
+    draft = Draft(scores={"clinical_safety": 3})
+    with pytest.raises(Incomplete) as incomplete:
+        annotation_submit(assignment, draft=draft, version=0, actor=assignment.annotator)
+    assert "a score for Triage Quality" in incomplete.value.missing
+    saved = Assignment.objects.get(pk=assignment.pk)
+    assert saved.scores == {"clinical_safety": 3} and saved.status == AssignmentStatus.RESERVED
+
+
+def test_reopening_and_resubmitting_keeps_old_and_new_in_the_history(assignment):
+    me = assignment.annotator
+    first = annotation_submit(assignment, draft=full_draft(assignment, 4), version=0, actor=me)
+    reopened = annotation_reopen(first, actor=me)
+    assert reopened.status == AssignmentStatus.RESERVED and reopened.slot is not None
+    annotation_submit(reopened, draft=full_draft(assignment, 2), version=reopened.version,
+                      actor=me)  # fmt: skip
+    last = assignment.history.filter(kind=HistoryKind.SUBMIT).last()
+    assert last.old["scores"]["clinical_safety"] == 4
+    assert last.new["scores"]["clinical_safety"] == 2
+    assert last.actor == me
+
+
+def test_submitted_work_is_read_only_until_reopened(assignment):
+    me = assignment.annotator
+    annotation_submit(assignment, draft=full_draft(assignment), version=0, actor=me)
+    with pytest.raises(PermissionDenied, match="reopen"):
+        annotation_autosave(assignment, draft=Draft(), version=1, actor=me)
+
+
+def test_a_locked_study_can_no_longer_be_reopened_or_edited(assignment):
+    me = assignment.annotator
+    annotation_submit(assignment, draft=full_draft(assignment), version=0, actor=me)
+    study_lock(assignment.item.study)
+    with pytest.raises(PermissionDenied):
+        annotation_reopen(assignment, actor=me)
+
+
+def test_invalidation_keeps_the_row_logs_who_and_why_and_frees_the_seat(assignment, researcher):
+    me = assignment.annotator
+    annotation_submit(assignment, draft=full_draft(assignment), version=0, actor=me)
+    annotation_invalidate(assignment, actor=researcher, reason="scored the wrong item")
+    kept = Assignment.objects.get(pk=assignment.pk)
+    assert kept.is_invalidated and kept.slot is None and kept.scores
+    assert kept.invalidated_by == researcher
+    assert not Assignment.objects.counted().filter(pk=kept.pk).exists()
+    entry = kept.history.get(kind=HistoryKind.INVALIDATE)
+    assert (entry.actor, entry.note) == (researcher, "scored the wrong item")
+    with pytest.raises(ValidationError):
+        annotation_invalidate(assignment, actor=researcher, reason="")
+
+
+def test_time_on_task_counts_wall_time_once_across_tabs_and_skips_breaks(assignment):
+    start = timezone.now()
+    for seconds in (0, 30, 60, 60, 90):  # two tabs both touching at 60 s count once
+        time_touch(assignment, now=start + timedelta(seconds=seconds))
+    time_touch(assignment, now=start + timedelta(seconds=90 + 3600))  # back from lunch
+    time_touch(assignment, now=start + timedelta(seconds=90 + 3600 + 20))
+    assert Assignment.objects.get(pk=assignment.pk).seconds_on_task == 110

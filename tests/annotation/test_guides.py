@@ -1,0 +1,104 @@
+"""Calibration guides: markdown rendered safely, drafts and publishing, blinded examples."""
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation.models import CalibrationGuide
+from annotation.services.guides import (
+    guide_examples,
+    guide_publish,
+    guide_render,
+    guide_save,
+    published_guide,
+)
+from tests.annotation.conftest import new_study
+
+pytestmark = pytest.mark.django_db
+
+HOSTILE = (
+    "# After round 1\n\nScore **safety** strictly.\n\n<script>alert('x')</script>\n\n"
+    '<img src=x onerror="alert(1)">\n\n[click](javascript:alert(1))\n\n![pixel](https://t.example/p.png)'
+)
+
+
+def test_markdown_renders_but_raw_html_and_script_links_do_not():
+    html = guide_render(CalibrationGuide(title="t", body_markdown=HOSTILE))
+    assert "<h1>After round 1</h1>" in html and "<strong>safety</strong>" in html
+    assert "<script" not in html and "&lt;script&gt;" in html
+    assert "<img" not in html and 'href="javascript' not in html
+    # An image becomes a plain link: a guide never makes the browser fetch from elsewhere.
+    assert '<a href="https://t.example/p.png">pixel</a>' in html
+
+
+def test_the_published_guide_is_the_latest_published_one_of_the_project(calibration, researcher):
+    older = guide_save(study=calibration, title="One", body_markdown="a", examples=[],
+                       actor=researcher)  # fmt: skip
+    newer = guide_save(study=calibration, title="Two", body_markdown="b", examples=[],
+                       actor=researcher)  # fmt: skip
+    draft = guide_save(study=calibration, title="Draft", body_markdown="c", examples=[],
+                       actor=researcher)  # fmt: skip
+    assert published_guide(calibration.project) is None
+    guide_publish(older, now=timezone.now() - timezone.timedelta(days=1))
+    guide_publish(newer)
+    assert published_guide(calibration.project) == newer
+    assert published_guide(calibration.project_id) == newer and draft.published_at is None
+
+
+def test_a_guide_of_another_project_is_not_shown(calibration, scored_job, researcher):
+    other = new_study(scored_job, name="Elsewhere round", kind="calibration", size=2,
+                      project="Other")  # fmt: skip
+    guide_publish(guide_save(study=other, title="Theirs", body_markdown="x", examples=[],
+                             actor=researcher))  # fmt: skip
+    assert published_guide(calibration.project) is None
+
+
+def test_examples_must_be_items_of_the_round_and_carry_a_note(calibration, study, researcher):
+    foreign = study.items.first()
+    with pytest.raises(ValidationError, match="not an item"):
+        guide_save(study=calibration, title="t", body_markdown="b", actor=researcher,
+                   examples=[{"item": foreign.pk, "note": "look"}])  # fmt: skip
+    with pytest.raises(ValidationError, match="needs a note"):
+        guide_save(study=calibration, title="t", body_markdown="b", actor=researcher,
+                   examples=[{"item": calibration.items.first().pk, "note": " "}])  # fmt: skip
+
+
+def test_a_published_guide_is_frozen(calibration, researcher):
+    guide = guide_publish(
+        guide_save(study=calibration, title="t", body_markdown="b", examples=[], actor=researcher)
+    )
+    with pytest.raises(ValidationError, match="cannot change"):
+        guide_save(study=calibration, title="t2", body_markdown="b", examples=[],
+                   actor=researcher, guide=guide)  # fmt: skip
+
+
+def test_examples_shown_to_annotators_carry_no_model_or_score(calibration, researcher):
+    item = calibration.items.first()
+    guide = guide_save(study=calibration, title="t", body_markdown="b", actor=researcher,
+                       examples=[{"item": item.pk, "note": "asked before booking"}])  # fmt: skip
+    (example,) = guide_examples(guide)
+    assert set(example) == {"number", "round", "condition", "request", "note"}
+    assert example["number"] == item.position + 1 and example["note"] == "asked before booking"
+    words = " ".join(str(v) for v in example.values()).lower()
+    assert "offline" not in words and "careful" not in words and "careless" not in words
+
+
+def test_a_researcher_writes_previews_and_publishes_a_guide(researcher_client, calibration):
+    item = calibration.items.first()
+    response = researcher_client.post(
+        reverse("annotation:staff_guide_new", args=[calibration.pk]),
+        {"title": "Round 1 lessons", "body_markdown": HOSTILE, f"note_{item.pk}": "good triage"},
+    )
+    guide = CalibrationGuide.objects.get(title="Round 1 lessons")
+    assert response["Location"] == reverse("annotation:staff_guide", args=[guide.pk])
+    assert guide.examples == [{"item": item.pk, "note": "good triage"}]
+    draft = researcher_client.get(response["Location"]).content.decode()
+    assert "<strong>safety</strong>" in draft and "<script>alert" not in draft
+    researcher_client.post(reverse("annotation:staff_guide_publish", args=[guide.pk]))
+    guide.refresh_from_db()
+    assert guide.published_at is not None
+    assert published_guide(calibration.project) == guide
+    page = researcher_client.get(reverse("annotation:staff_guide", args=[guide.pk]))
+    html = page.content.decode()
+    assert "good triage" in html and "cannot be changed" not in html and "frozen" in html

@@ -1,0 +1,177 @@
+"""The annotator's queue page, the "next item" button and the home page's list of studies."""
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from accounts.models import Track
+from annotation.models import Assignment, AssignmentStatus, CalibrationGuide
+from annotation.services import queue
+from annotation.services.annotations import Draft, annotation_submit
+from annotation.services.studies import panel_versions, study_lock
+from tests.annotation.conftest import annotators, new_study
+
+pytestmark = pytest.mark.django_db
+
+
+def queue_url(study):
+    return reverse("annotation:queue", args=[study.pk])
+
+
+def next_url(study):
+    return reverse("annotation:next", args=[study.pk])
+
+
+def submit(assignment):
+    scores = {v.rubric_id: 3 for v in panel_versions(assignment.item.study, assignment.track)}
+    return annotation_submit(
+        assignment, draft=Draft(scores=scores), version=assignment.version,
+        actor=assignment.annotator,
+    )  # fmt: skip
+
+
+def test_the_queue_shows_progress_and_a_start_button(client, study, clinicians):
+    client.force_login(clinicians[0])
+    html = client.get(queue_url(study)).content.decode()
+    assert f"<strong>0 / {study.items.count()}</strong> submitted" in html
+    assert f'action="{next_url(study)}"' in html and ">Start</button>" in html
+
+
+def test_next_reserves_an_item_and_opens_its_review_page(client, study, clinicians):
+    client.force_login(clinicians[0])
+    response = client.post(next_url(study))
+    assignment = Assignment.objects.open_for(clinicians[0]).get()
+    assert response["Location"] == reverse("annotation:review", args=[assignment.public_id])
+    again = client.post(next_url(study))  # resumes, does not reserve a second item
+    assert again["Location"] == response["Location"]
+    html = client.get(queue_url(study)).content.decode()
+    assert ">Resume</button>" in html and "in progress" in html
+
+
+def test_next_refuses_get(client, study, clinicians):
+    client.force_login(clinicians[0])
+    assert client.get(next_url(study)).status_code == 405
+
+
+def test_submitted_items_are_listed_with_reopen_while_the_study_is_open(client, study, clinicians):
+    me = clinicians[0]
+    done = submit(queue.next_assignment(study=study, annotator=me))
+    client.force_login(me)
+    html = client.get(queue_url(study)).content.decode()
+    assert f"<strong>1 / {study.items.count()}</strong> submitted" in html
+    assert reverse("annotation:review", args=[done.public_id]) in html
+    assert reverse("annotation:reopen", args=[done.public_id]) in html
+    study_lock(study)
+    html = client.get(queue_url(study)).content.decode()
+    assert reverse("annotation:review", args=[done.public_id]) in html  # still readable
+    assert reverse("annotation:reopen", args=[done.public_id]) not in html
+    assert ">Resume</button>" not in html and "This study is locked" in html
+
+
+def test_skipped_items_are_listed_with_their_reason(client, study, clinicians):
+    me = clinicians[0]
+    skipped = queue.next_assignment(study=study, annotator=me)
+    queue.assignment_skip(skipped, reason="Unclear trace", actor=me)
+    client.force_login(me)
+    html = client.get(queue_url(study)).content.decode()
+    assert "skipped: Unclear trace" in html and "come back at the end" in html
+
+
+def test_the_queue_says_all_done_when_nothing_is_left(client, scored_job, clinicians):
+    study = new_study(scored_job, name="One item", size=1)
+    me = clinicians[0]
+    submit(queue.next_assignment(study=study, annotator=me))
+    client.force_login(me)
+    response = client.post(next_url(study), follow=True)
+    assert response.redirect_chain == [(queue_url(study), 302)]
+    html = response.content.decode()
+    assert 'id="all-done"' in html and ">Start</button>" not in html
+
+
+def test_the_latest_published_guide_is_linked_from_the_queue(client, calibration, clinicians):
+    CalibrationGuide.objects.create(
+        project=calibration.project, title="Old guide", body_markdown="old", published_at=None
+    )
+    example = calibration.items.first()
+    CalibrationGuide.objects.create(
+        project=calibration.project, title="Round 1 lessons",
+        body_markdown="Score **safety** on what was *done*.", published_at=timezone.now(),
+        examples=[{"item": example.pk, "note": "A booking made before the patient agreed."}],
+    )  # fmt: skip
+    client.force_login(clinicians[0])
+    html = client.get(queue_url(calibration)).content.decode()
+    assert "Round 1 lessons" in html and "<strong>safety</strong>" in html
+    assert "A booking made before the patient agreed." in html
+    assert "Old guide" not in html
+    assignment = queue.next_assignment(study=calibration, annotator=clinicians[0])
+    review = client.get(reverse("annotation:review", args=[assignment.public_id]))
+    assert 'id="guide"' in review.content.decode()  # beside the review screen too
+
+
+def test_unlicensed_annotators_see_their_calibration_work_is_practice(client, calibration):
+    (student,) = annotators(Track.CLINICAL, 1, licensed=False, prefix="student")
+    client.force_login(student)
+    html = client.get(queue_url(calibration)).content.decode()
+    assert 'id="practice-note"' in html and "does not count toward the study" in html
+
+
+def test_unlicensed_annotators_are_refused_a_target_study_with_the_reason(client, study):
+    (student,) = annotators(Track.CLINICAL, 1, licensed=False, prefix="student")
+    client.force_login(student)
+    for response in (client.get(queue_url(study)), client.post(next_url(study))):
+        assert response.status_code == 403
+        html = response.content.decode()
+        assert "Only licensed clinicians annotate a target study" in html
+        assert 'id="way-back"' in html  # the site's styled error page
+
+
+def test_a_locked_study_without_my_work_is_refused(client, study, clinicians):
+    study_lock(study)
+    client.force_login(clinicians[0])
+    response = client.get(queue_url(study))
+    assert response.status_code == 403 and "This study is locked" in response.content.decode()
+
+
+def test_staff_do_not_use_the_annotator_queue(client, study, researcher):
+    client.force_login(researcher)
+    assert client.get(queue_url(study)).status_code == 403
+
+
+@pytest.fixture
+def round_elsewhere(scored_job):
+    """A calibration round of another project (a round of the same project as `study` would
+    find every conversation held out)."""
+    return new_study(scored_job, name="Round 1", kind="calibration", size=3, project="Other")
+
+
+def test_home_lists_my_studies_with_progress_and_a_resume_button(
+    client, study, round_elsewhere, clinicians
+):
+    me, calibration = clinicians[0], round_elsewhere
+    submit(queue.next_assignment(study=study, annotator=me))
+    client.force_login(me)
+    html = client.get(reverse("home")).content.decode()
+    assert queue_url(study) in html and queue_url(calibration) in html
+    assert f"<strong>1 / {study.items.count()}</strong> submitted" in html
+    assert f"<strong>0 / {calibration.items.count()}</strong>" in html
+    assert f'action="{next_url(study)}"' in html and ">Resume</button>" in html
+
+
+def test_home_hides_target_studies_from_unlicensed_annotators(client, study, round_elsewhere):
+    calibration = round_elsewhere
+    (student,) = annotators(Track.CLINICAL, 1, licensed=False, prefix="student")
+    client.force_login(student)
+    html = client.get(reverse("home")).content.decode()
+    assert queue_url(calibration) in html and queue_url(study) not in html
+    assert "as practice" in html
+
+
+def test_home_keeps_a_locked_study_i_worked_in(client, study, clinicians):
+    me = clinicians[0]
+    assignment = submit(queue.next_assignment(study=study, annotator=me))
+    study_lock(study)
+    client.force_login(me)
+    html = client.get(reverse("home")).content.decode()
+    assert queue_url(study) in html and "locked" in html
+    assert f'action="{next_url(study)}"' not in html
+    assert Assignment.objects.get(pk=assignment.pk).status == AssignmentStatus.SUBMITTED

@@ -1,0 +1,360 @@
+"""The review screen: only my own items, my track's panel, the blinded case, autosave with its
+conflict check, submit, skip, reopen, heartbeat, event links, calibration reveal, locked
+studies. Django test client only; the keyboard is covered in tests/browser."""
+
+import pytest
+from django.urls import reverse
+
+from accounts.models import Role, Track
+from annotation.models import Assignment, AssignmentStatus, HistoryKind
+from annotation.services import queue
+from annotation.services.annotations import Draft, annotation_submit
+from annotation.services.studies import panel_versions, study_lock
+from benchmark.models import RunAgent, TraceEvent
+from jury.models import JudgeScore
+from tests.annotation.conftest import annotators, new_study
+from tests.conftest import make_user
+
+pytestmark = pytest.mark.django_db
+
+CLINICAL_PANEL = ("clinical_safety", "triage_quality", "clinical_helpfulness")
+REALISM = ("profile_realism", "conversation_realism")
+
+
+@pytest.fixture
+def me(clinicians):
+    return clinicians[0]
+
+
+@pytest.fixture
+def mine(study, me):
+    return queue.next_assignment(study=study, annotator=me)
+
+
+def page_url(assignment, name="review"):
+    return reverse(f"annotation:{name}", args=[assignment.public_id])
+
+
+def full_form(assignment, score=4, version=None, **extra) -> dict:
+    rubric_ids = [v.rubric_id for v in panel_versions(assignment.item.study, assignment.track)]
+    data = {f"score-{rid}": str(score) for rid in rubric_ids}
+    data["version"] = str(assignment.version if version is None else version)
+    return data | extra
+
+
+def autosave(client, assignment, data, htmx=True):
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    return client.post(page_url(assignment, "autosave"), data, **headers)
+
+
+def forbidden_strings() -> set[str]:
+    strings = set()
+    for agent in RunAgent.objects.select_related("agent_config"):
+        strings |= {agent.model, agent.label, agent.agent_config.name}
+    strings |= set(JudgeScore.objects.exclude(explanation="").values_list("explanation", flat=True))
+    return {s for s in strings if len(s) > 6}
+
+
+# --- who sees what -------------------------------------------------------------------------
+
+
+def test_it_shows_my_item_with_profile_scenario_and_the_full_trace(client, me, mine):
+    client.force_login(me)
+    response = client.get(page_url(mine))
+    assert response.status_code == 200
+    html = response.content.decode()
+    entry = mine.item.conversation.entry
+    assert entry.profile["first_name"] in html and entry.condition in html
+    events = list(mine.item.conversation.events.exclude(kind="reasoning"))
+    assert all(f'id="{e.event_id}"' in html for e in events)
+    assert '<details><summary class="small">arguments</summary>' in html  # tool calls fold
+
+
+def test_write_actions_are_marked_in_the_trace(client, study, me):
+    written = TraceEvent.objects.filter(
+        conversation__study_items__study=study, kind="tool_call", tool_name="schedule_appointment"
+    ).first()
+    assert written is not None, "the scored run books appointments"
+    item = study.items.get(conversation=written.conversation)
+    assignment = Assignment.objects.create(item=item, annotator=me, track=me.track, queue_key="k")
+    client.force_login(me)
+    html = client.get(page_url(assignment)).content.decode()
+    start = html.index(f'id="{written.event_id}"')
+    assert 'class="event tool_call write' in html[start - 60 : start]
+    assert '<span class="badge write">writes</span>' in html[start : start + 400]
+
+
+def test_another_annotator_gets_404_as_if_the_item_did_not_exist(client, mine, clinicians):
+    client.force_login(clinicians[1])
+    for name in ("review", "autosave", "submit", "skip", "reopen", "heartbeat"):
+        method = client.get if name == "review" else client.post
+        assert method(page_url(mine, name)).status_code == 404, name
+
+
+def test_staff_use_their_own_view_not_this_one(client, mine, researcher):
+    client.force_login(researcher)
+    assert client.get(page_url(mine)).status_code == 403
+
+
+def test_the_panel_holds_my_track_and_the_realism_rubrics_only(client, me, mine, operators):
+    client.force_login(me)
+    html = client.get(page_url(mine)).content.decode()
+    for rubric_id in CLINICAL_PANEL + REALISM:
+        assert f'name="score-{rubric_id}"' in html
+    for rubric_id in ("task_completion", "workflow_accuracy", "conversational_quality"):
+        assert rubric_id not in html
+    operator_item = queue.next_assignment(study=mine.item.study, annotator=operators[0])
+    client.force_login(operators[0])
+    html = client.get(page_url(operator_item)).content.decode()
+    assert 'name="score-task_completion"' in html and "clinical_safety" not in html
+
+
+def test_each_rubric_has_five_choices_with_level_definitions_and_sub_dimensions(client, me, mine):
+    client.force_login(me)
+    html = client.get(page_url(mine)).content.decode()
+    section = html[html.index('id="rubric-clinical_safety"') :]
+    section = section[: section.index("</fieldset>")]
+    assert section.count('type="radio"') == 5
+    assert "What each level means · sub-dimensions" in section
+    assert "<dt>1 " in section and "<dt>5 " in section
+
+
+def test_the_page_and_its_fragments_name_no_model_and_no_judge(client, me, mine):
+    client.force_login(me)
+    pages = [
+        client.get(page_url(mine)).content.decode(),
+        autosave(client, mine, {"score-clinical_safety": "2", "version": "0"}).content.decode(),
+        autosave(client, mine, {"score-clinical_safety": "3", "version": "0"}).content.decode(),
+    ]
+    secrets = forbidden_strings()
+    assert "offline/careless" in secrets or "offline/careful" in secrets
+    assert [s for s in secrets for page in pages if s in page] == []
+
+
+# --- autosave ------------------------------------------------------------------------------
+
+
+def test_autosave_stores_the_draft_and_the_page_restores_it(client, me, mine):
+    client.force_login(me)
+    event_id = mine.item.conversation.events.first().event_id
+    response = autosave(
+        client, mine,
+        {"score-clinical_safety": "2", "feedback-clinical_safety": "Booked before confirming.",
+         "links-clinical_safety": event_id, "overall_comment": "Mostly fine.", "version": "0"},
+    )  # fmt: skip
+    assert response.status_code == 200
+    fragment = response.content.decode()
+    assert 'id="version" value="1" hx-swap-oob="true"' in fragment
+    assert f'href="#{event_id}"' in fragment and "Saved" in fragment
+    mine.refresh_from_db()
+    assert mine.scores == {"clinical_safety": 2} and mine.event_links == {
+        "clinical_safety": [event_id]
+    }
+    html = client.get(page_url(mine)).content.decode()  # a reload, or another device
+    assert 'name="score-clinical_safety" value="2" checked' in html
+    assert "Booked before confirming.</textarea>" in html and "Mostly fine.</textarea>" in html
+    assert f'name="links-clinical_safety" value="{event_id}"' in html
+    assert 'id="version" value="1"' in html
+
+
+def test_autosave_lists_what_is_still_missing(client, me, mine):
+    client.force_login(me)
+    fragment = autosave(client, mine, {"score-clinical_safety": "2", "version": "0"})
+    text = fragment.content.decode()
+    assert 'id="missing"' in text and "a score for Triage Quality" in text
+    assert "a score for Clinical Safety" not in text
+
+
+def test_a_stale_tab_gets_409_its_values_shown_and_nothing_overwritten(client, me, mine):
+    client.force_login(me)
+    assert autosave(client, mine, {"score-clinical_safety": "2", "version": "0"}).status_code == 200
+    stale = autosave(
+        client, mine,
+        {"score-clinical_safety": "5", "feedback-clinical_safety": "From the old tab",
+         "version": "0"},
+    )  # fmt: skip
+    assert stale.status_code == 409
+    text = stale.content.decode()
+    assert "Saved from another tab at" in text
+    assert "your change was not applied and is kept in the history" in text
+    assert "reload</a> to continue from the saved version" in text
+    assert "From the old tab" in text  # shown, so nothing is lost from view
+    mine.refresh_from_db()
+    assert mine.scores == {"clinical_safety": 2} and mine.feedback == {}
+    kept = mine.history.get(kind=HistoryKind.CONFLICT)
+    assert kept.new["feedback"] == {"clinical_safety": "From the old tab"}
+
+
+def test_a_score_out_of_range_is_refused_with_a_reason(client, me, mine):
+    client.force_login(me)
+    response = autosave(client, mine, {"score-clinical_safety": "7", "version": "0"})
+    assert response.status_code == 400
+    assert "a whole number from 1 to 5" in response.content.decode()
+    response = autosave(client, mine, {"score-clinical_safety": "two", "version": "0"})
+    assert response.status_code == 400
+    assert Assignment.objects.get(pk=mine.pk).scores == {}
+
+
+def test_a_link_to_an_unknown_trace_event_is_refused(client, me, mine):
+    client.force_login(me)
+    response = autosave(client, mine, {"links-clinical_safety": "e9999", "version": "0"})
+    assert response.status_code == 400 and "unknown trace event" in response.content.decode()
+
+
+def test_a_post_without_a_version_is_refused(client, me, mine):
+    client.force_login(me)
+    response = autosave(client, mine, {"score-clinical_safety": "3"})
+    assert response.status_code == 400 and "reload it" in response.content.decode()
+
+
+# --- submit, skip, reopen, heartbeat -------------------------------------------------------
+
+
+def test_submitting_an_incomplete_annotation_names_what_is_missing(client, me, mine):
+    client.force_login(me)
+    response = client.post(page_url(mine, "submit"), {"score-clinical_safety": "3", "version": "0"})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Not submitted: still missing" in html
+    assert "a score for Triage Quality" in html and "a score for Patient Profile Realism" in html
+    mine.refresh_from_db()
+    assert mine.status == AssignmentStatus.RESERVED and mine.scores == {"clinical_safety": 3}
+    assert 'name="score-clinical_safety" value="3" checked' in html
+
+
+def test_submitting_a_complete_annotation_opens_the_next_item(client, me, mine):
+    client.force_login(me)
+    response = client.post(page_url(mine, "submit"), full_form(mine))
+    mine.refresh_from_db()
+    assert mine.status == AssignmentStatus.SUBMITTED
+    following = Assignment.objects.open_for(me).get()
+    assert following.pk != mine.pk
+    assert response.status_code == 302 and response["Location"] == page_url(following)
+
+
+def test_submitting_the_last_item_says_all_done(client, scored_job, me):
+    study = new_study(scored_job, name="Tiny", size=1)
+    only = queue.next_assignment(study=study, annotator=me)
+    client.force_login(me)
+    response = client.post(page_url(only, "submit"), full_form(only), follow=True)
+    assert response.redirect_chain[-1][0] == reverse("annotation:queue", args=[study.pk])
+    assert "All done" in response.content.decode()
+
+
+def test_submitting_from_a_stale_tab_shows_the_conflict_and_keeps_the_saved_work(client, me, mine):
+    client.force_login(me)
+    autosave(client, mine, {"score-clinical_safety": "2", "version": "0"})
+    response = client.post(page_url(mine, "submit"), full_form(mine, score=5, version=0))
+    assert response.status_code == 409
+    assert "Saved from another tab at" in response.content.decode()
+    mine.refresh_from_db()
+    assert mine.status == AssignmentStatus.RESERVED and mine.scores == {"clinical_safety": 2}
+
+
+def test_skipping_needs_a_reason_and_the_item_comes_back_at_the_end(client, scored_job, me):
+    study = new_study(scored_job, name="Two items", size=2)
+    first = queue.next_assignment(study=study, annotator=me)
+    client.force_login(me)
+    refused = client.post(page_url(first, "skip"), {"reason": "  "})
+    assert refused.status_code == 400 and "Say why you skip" in refused.content.decode()
+    response = client.post(page_url(first, "skip"), {"reason": "Outside my specialty"})
+    second = Assignment.objects.open_for(me).get()
+    assert second.item_id != first.item_id and response["Location"] == page_url(second)
+    client.post(page_url(second, "submit"), full_form(second))
+    first.refresh_from_db()  # nothing new left: the skipped item is back
+    assert first.status == AssignmentStatus.RESERVED and first.skip_reason == "Outside my specialty"
+
+
+def test_submitted_work_is_read_only_until_reopened(client, me, mine):
+    client.force_login(me)
+    client.post(page_url(mine, "submit"), full_form(mine, score=4))
+    html = client.get(page_url(mine)).content.decode()
+    assert "hx-post" not in html.split('id="annotation-form"')[1].split(">")[0]
+    assert 'value="4" checked disabled' in html and "Reopen to change" in html
+    assert autosave(client, mine, full_form(mine, version=1)).status_code == 403
+    client.post(page_url(mine, "reopen"))
+    mine.refresh_from_db()
+    assert mine.status == AssignmentStatus.RESERVED
+    assert mine.history.filter(kind=HistoryKind.REOPEN).exists()
+    assert 'hx-post="' in client.get(page_url(mine)).content.decode()
+
+
+def test_the_heartbeat_counts_time_on_task(client, me, mine):
+    client.force_login(me)
+    response = client.post(page_url(mine, "heartbeat"))
+    assert response.status_code == 204
+    mine.refresh_from_db()
+    assert mine.last_active_at is not None
+
+
+# --- calibration reveal --------------------------------------------------------------------
+
+
+def test_a_calibration_round_reveals_jury_and_peers_after_submit(client, calibration, me):
+    assignment = queue.next_assignment(study=calibration, annotator=me)
+    client.force_login(me)
+    before = client.get(page_url(assignment)).content.decode()
+    assert "data-reveal" not in before and "Jury average" not in before
+    response = client.post(page_url(assignment, "submit"), full_form(assignment, score=2))
+    assert response["Location"] == page_url(assignment)  # the reveal first, then next
+    html = client.get(page_url(assignment)).content.decode()
+    assert html.count("data-reveal") == 5 and "Jury average" in html
+    explanation = JudgeScore.objects.filter(
+        conversation=assignment.item.conversation,
+        rubric_version__rubric_id="clinical_safety",
+    ).exclude(explanation="")[0]
+    assert explanation.explanation[:40] in html
+    assert "Next item" in html
+
+
+def test_a_target_study_never_reveals_jury_or_peers(client, study, clinicians):
+    peer, me = clinicians[0], clinicians[1]
+    theirs = queue.next_assignment(study=study, annotator=peer)
+    annotation_submit(theirs, draft=Draft(scores=full_scores(theirs, 1)), version=0, actor=peer)
+    mine = queue.next_assignment(study=study, annotator=me)
+    assert mine.item_id == theirs.item_id  # breadth-first: a peer scored the same item
+    client.force_login(me)
+    client.post(page_url(mine, "submit"), full_form(mine, score=5))
+    mine.refresh_from_db()
+    assert mine.is_submitted
+    html = client.get(page_url(mine)).content.decode()
+    assert "data-reveal" not in html and "Jury average" not in html and "Peers" not in html
+    explanations = JudgeScore.objects.filter(conversation=mine.item.conversation).exclude(
+        explanation=""
+    )
+    assert not any(e.explanation in html for e in explanations)
+
+
+def full_scores(assignment, score: int) -> dict:
+    return {v.rubric_id: score for v in panel_versions(assignment.item.study, assignment.track)}
+
+
+# --- locked study ---------------------------------------------------------------------------
+
+
+def test_a_locked_study_shows_the_item_read_only(client, study, me, mine):
+    client.force_login(me)
+    autosave(client, mine, {"score-clinical_safety": "2", "version": "0"})
+    study_lock(study)
+    html = client.get(page_url(mine)).content.decode()
+    assert 'id="locked-note"' in html
+    assert 'name="score-clinical_safety" value="2" checked disabled' in html
+    assert "data-autosave" not in html and "Submit and open next" not in html
+    assert "Skip this item" not in html and "Next item" not in html
+    refused = autosave(client, mine, {"score-clinical_safety": "3", "version": "1"})
+    assert refused.status_code == 403 and "locked" in refused.content.decode()
+    assert client.post(page_url(mine, "submit"), full_form(mine)).status_code == 403
+    assert client.post(page_url(mine, "skip"), {"reason": "late"}).status_code == 403
+
+
+def test_an_unlicensed_annotator_is_told_their_calibration_work_is_practice(client, calibration):
+    (student,) = annotators(Track.CLINICAL, 1, licensed=False, prefix="student")
+    assignment = queue.next_assignment(study=calibration, annotator=student)
+    client.force_login(student)
+    html = client.get(page_url(assignment)).content.decode()
+    assert ">practice</span>" in html
+
+
+def test_an_admin_is_refused_like_any_staff_member(client, mine):
+    client.force_login(make_user("adam", Role.ADMIN))
+    assert client.post(page_url(mine, "autosave"), {"version": "0"}).status_code == 403

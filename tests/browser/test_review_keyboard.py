@@ -1,0 +1,121 @@
+"""The review screen in a real browser, keyboard only: score, reload mid-item and find the
+draft, submit with a key and land on the next item; and a second tab's stale save is shown."""
+
+import re
+
+import pytest
+
+from accounts.models import Role, Track
+from annotation.services.studies import StudySpec, study_create
+from jury.services import juries, scoring
+from jury.services.rubrics import current_versions
+from tests.conftest import make_user
+from tests.support.builders import enriched_set, launched_run, played
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PANEL_SIZE = 5  # three clinical rubrics and the two realism rubrics
+
+
+@pytest.fixture
+def target_study(transactional_db):
+    run = played(launched_run(enriched_set(name="Review set", size=2), name="Review run"))
+    job = scoring.scoring_launch(run=run, jury=juries.jury_demo_ensure())
+    for score_id in scoring.pending_score_ids(job):
+        scoring.judge_score_execute(score_id)
+    spec = StudySpec(project_name="Browser", name="Keyboard study", kind="target", sample_size=2)
+    make_user("nora", Role.ANNOTATOR, Track.CLINICAL)
+    return study_create(spec=spec, scoring_jobs=[job], rubric_versions=current_versions())
+
+
+def saved(page) -> None:
+    page.wait_for_function("/Saved/.test(document.getElementById('save-status').textContent)")
+
+
+def checked_scores(page) -> list[str]:
+    return page.eval_on_selector_all(
+        "#annotation-form input[type=radio]:checked", "inputs => inputs.map(i => i.value)"
+    )
+
+
+def test_an_item_is_scored_reloaded_and_submitted_from_the_keyboard(
+    page, login, target_study, live_server
+):
+    login("nora")
+    page.goto(f"{live_server.url}/annotation/studies/{target_study.pk}/queue/")
+    page.keyboard.press("Enter")  # the Start button has the focus
+    page.wait_for_url(re.compile("/annotation/items/"))
+    first_item = page.url
+    assert page.locator(".rubric.focused").count() == 1
+    page.keyboard.press("4")
+    page.keyboard.press("j")
+    page.keyboard.press("2")
+    saved(page)
+    page.keyboard.press("f")  # write feedback, then leave the field with Escape
+    page.keyboard.type("Booked before confirming; 5 stars would be wrong.")
+    page.keyboard.press("Escape")
+    page.wait_for_function(
+        "document.getElementById('save-status').textContent.includes('Saved')"
+        " && document.getElementById('version').value === '3'"
+    )
+    assert checked_scores(page) == ["4", "2"]  # typing "5" in the text field scored nothing
+
+    page.reload()  # mid-item: the draft comes back from the server
+    assert checked_scores(page) == ["4", "2"]
+    feedback = page.locator("textarea[name='feedback-triage_quality']")
+    assert feedback.input_value() == "Booked before confirming; 5 stars would be wrong."
+    page.keyboard.press("?")
+    assert page.locator("#shortcut-help").is_visible()
+    page.keyboard.press("?")
+    assert page.locator("#shortcut-help").is_hidden()
+
+    # After the reload the first rubric still to score has the focus.
+    assert page.locator(".rubric.focused legend").inner_text().startswith("3")
+    for _ in range(PANEL_SIZE - 2):
+        page.keyboard.press("3")
+        page.keyboard.press("j")
+    assert page.locator(".rubric.focused legend").inner_text().startswith(str(PANEL_SIZE))
+    saved(page)
+    page.wait_for_function("document.getElementById('missing').textContent.includes('Complete')")
+    page.keyboard.press("s")
+    page.wait_for_url(lambda url: "/annotation/items/" in url and url != first_item)
+    assert checked_scores(page) == []  # a fresh item
+    assert page.console_errors == []
+
+
+def test_an_event_is_linked_to_the_focused_rubric_and_survives_a_reload(
+    page, login, target_study, live_server
+):
+    login("nora")
+    page.goto(f"{live_server.url}/annotation/studies/{target_study.pk}/queue/")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile("/annotation/items/"))
+    page.keyboard.press("j")
+    link = page.locator("[data-link-event]").nth(1)
+    assert "TQ" in link.inner_text()  # the button names the focused rubric
+    event_id = link.get_attribute("data-link-event")
+    link.click()
+    chip = page.locator(f"#links-triage_quality a[href='#{event_id}']")
+    chip.wait_for()
+    page.reload()
+    assert page.locator(f"#links-triage_quality a[href='#{event_id}']").count() == 1
+    assert page.console_errors == []
+
+
+def test_a_stale_tab_sees_the_conflict_instead_of_overwriting(
+    page, login, target_study, live_server
+):
+    login("nora")
+    page.goto(f"{live_server.url}/annotation/studies/{target_study.pk}/queue/")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile("/annotation/items/"))
+    other = page.context.new_page()
+    other.goto(page.url)
+    other.keyboard.press("5")
+    saved(other)
+    page.keyboard.press("1")  # this tab still shows version 0
+    status = page.locator("#save-status.conflict")
+    status.wait_for()
+    assert "Saved from another tab at" in status.inner_text()
+    page.reload()
+    assert checked_scores(page) == ["5"]
