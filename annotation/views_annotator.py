@@ -27,6 +27,7 @@ from annotation.services.annotations import (
     annotation_autosave,
     annotation_reopen,
     annotation_submit,
+    can_reopen,
     missing_parts,
     time_touch,
 )
@@ -51,11 +52,6 @@ def _is_editable(assignment: Assignment) -> bool:
         and not study.is_locked
         and not assignment.is_invalidated
     )
-
-
-def _can_reopen(assignment: Assignment) -> bool:
-    study = assignment.item.study
-    return assignment.is_submitted and not study.is_locked and not assignment.is_invalidated
 
 
 # --- queue ---------------------------------------------------------------------------------
@@ -129,7 +125,7 @@ def _review_context(request: HttpRequest, assignment: Assignment, **extra) -> di
         | {
             "rubrics": _panel_rows(context["panel"], assignment, reveal),
             "editable": editable,
-            "can_reopen": _can_reopen(assignment),
+            "can_reopen": can_reopen(assignment),
             "missing": missing_parts(assignment) if editable else [],
             "progress": queue.queue_progress(assignment.item.study, request.user),
             "skip_form": forms.SkipForm(),

@@ -13,7 +13,6 @@ code: no Django, no database.
 
 from __future__ import annotations
 
-import json
 import random
 import statistics
 import sys
@@ -23,27 +22,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmark.engine.providers.client import ModelClient  # noqa: E402
-from benchmark.engine.providers.offline import OfflineProvider  # noqa: E402
 from benchmark.engine.providers.settings import ProviderSettings  # noqa: E402
 from rubric_lab.engine.knowledge import Passage, load_shipped_corpus  # noqa: E402
 from rubric_lab.engine.pipeline import Case, PipelineOptions, run_pipeline  # noqa: E402
 from rubric_lab.engine.retrieval import BM25Retriever  # noqa: E402
-from tests.fakes.llm_server import FakeLLMServer, answer  # noqa: E402
+from tests.rubric_lab.stage_server import (  # noqa: E402
+    StageServer,
+    case_marker,
+    scripted_answers,
+)
 
 PROVIDER_DELAY = 0.2
 RUBRIC_TARGET_SECONDS = 2.0
 CORPUS_SIZE = 10_000
 QUERIES = 200
 QUERY_TARGET_MS = 20.0
-OPENINGS = {
-    "routing": "You plan the evidence search",
-    "evidence": "You consolidate retrieved",
-    "facts": "You build the reference board",
-    "intent": "You read what a patient needs",
-    "synthesis": "You write an instance-specific rubric",
-    "audit": "You audit a draft",
-}
-
 CASE = Case(
     key="bench",
     profile={
@@ -60,36 +53,10 @@ CASE = Case(
 )  # fmt: skip
 
 
-class StageServer(FakeLLMServer):
-    """Answers each stage with the scripted answer, after the fixed delay."""
-
-    def __init__(self, answers: dict[str, str]):
-        super().__init__()
-        self.answers = answers
-
-    def _next_reply(self, request):
-        super()._next_reply(request)
-        sent = json.dumps(request.body)
-        stage = next(name for name, opening in OPENINGS.items() if opening in sent)
-        return answer(self.answers[stage], delay_seconds=PROVIDER_DELAY)
-
-
-class Recorder:
-    def __init__(self):
-        self.offline = OfflineProvider("standard")
-        self.answers: dict[str, str] = {}
-
-    def chat(self, request):
-        response = self.offline.chat(request)
-        self.answers[request.purpose.removeprefix("rubric_")] = response.text
-        return response
-
-
 def rubric_rows() -> list[dict]:
     retriever = BM25Retriever(load_shipped_corpus())
-    recorder = Recorder()
-    run_pipeline(recorder, CASE, retriever, PipelineOptions(model="offline/standard"))
-    server = StageServer(recorder.answers).start()
+    answers = {case_marker(CASE): scripted_answers(CASE, retriever)}
+    server = StageServer(answers, delay_seconds=PROVIDER_DELAY).start()
     try:
         settings = ProviderSettings(
             openai_api_key="sk-bench-not-a-key", openai_base_url=server.openai_base_url,

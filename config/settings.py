@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from config import env
+from config import env, security
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 ENV = os.environ
@@ -37,6 +37,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.security.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -46,6 +47,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "accounts.middleware.AnnotatorIdleTimeoutMiddleware",
     # Last, as django-axes asks: it turns a lockout raised during login into the locked page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -59,6 +61,9 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = env.env_int(ENV, "LOGIN_FAILURE_LIMIT", 5)
+# An annotator's session ends after this long without a request (the review screen's
+# heartbeat counts as a request while the page is visible).
+ANNOTATOR_IDLE_MINUTES = env.env_int(ENV, "ANNOTATOR_IDLE_MINUTES", 30)
 LOGIN_LOCKOUT_MINUTES = env.env_int(ENV, "LOGIN_LOCKOUT_MINUTES", 15)
 AXES_COOLOFF_TIME = LOGIN_LOCKOUT_MINUTES / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
@@ -120,9 +125,18 @@ STORAGES = {
     },
 }
 
+CONTENT_SECURITY_POLICY = security.CONTENT_SECURITY_POLICY
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
 if PRODUCTION:
     SESSION_COOKIE_SECURE = env.env_bool(ENV, "SECURE_COOKIES", default=True)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+    # HTTPS only, remembered by browsers; SECURE_SSL_REDIRECT=false when a proxy redirects.
+    SECURE_SSL_REDIRECT = env.env_bool(ENV, "SECURE_SSL_REDIRECT", default=True)
+    SECURE_HSTS_SECONDS = env.env_int(ENV, "SECURE_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.env_bool(ENV, "SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env.env_bool(ENV, "SECURE_HSTS_PRELOAD", default=True)
 if env.env_bool(ENV, "BEHIND_TLS_PROXY", default=False):
     # The proxy terminates TLS; trust its header so Django knows requests were HTTPS.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -1,10 +1,12 @@
 """Celery tasks: thin wrappers that load ids and call the rubric-lab services.
 
-One task per case: `rubric_lab.generate` runs the whole pipeline for one conversation. Both
-kinds of work are leased (benchmark.services.leases) and watched (benchmark.services.watch),
-so a worker that dies loses nothing: the watch sends the work again with a new token.
+One task per case: `rubric_lab.generate` runs the whole pipeline for one conversation. Every
+kind of work is leased (benchmark.services.leases) and watched (benchmark.services.watch), so
+a worker that dies loses nothing: the watch sends the work again with a new token.
 """
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 from celery import shared_task
@@ -16,28 +18,54 @@ from rubric_lab.models import GenerationJob, InstanceScore, InstanceScoreStatus
 from rubric_lab.services import instance_scoring, pipeline
 
 
-@shared_task(name="rubric_lab.generate", acks_late=True)
-def generation_task(generation_id: int, token: str | None = None) -> None:
-    pipeline.generation_execute(generation_id, token)
-    job_id = pipeline.job_id_of(generation_id)
-    if job_id is not None:
-        generation_redispatch(job_id)
+@dataclass(frozen=True)
+class LeasedJobTasks:
+    """A job of leased units: the Celery task of one unit, how to start the job (first window
+    sent, watch started) and the watch's redispatch."""
+
+    unit_task: Callable
+    start: Callable
+    redispatch: Callable[[int], bool]
 
 
-def send_generations(tasks: list[LeasedTask]) -> None:
-    for generation_id, token in tasks:
-        generation_task.delay(generation_id, token)
+def leased_job_tasks(
+    *,
+    task_name: str,
+    watch_kind: str,
+    job_model,
+    execute: Callable[[int, str | None], bool],
+    job_id_of: Callable[[int], int | None],
+    dispatch: Callable,
+) -> LeasedJobTasks:
+    """The tasks of one kind of job. A unit's task executes it, then tops up the job's window,
+    so the queue keeps moving without waiting for the watch."""
+
+    @shared_task(name=task_name, acks_late=True)
+    def unit_task(pk: int, token: str | None = None) -> None:
+        execute(pk, token)
+        job_id = job_id_of(pk)
+        if job_id is not None:
+            redispatch(job_id)
+
+    def send(tasks: list[LeasedTask]) -> None:
+        for pk, token in tasks:
+            unit_task.delay(pk, token)
+
+    def start(job) -> None:
+        dispatch(job, send)
+        watch_start(watch_kind, job.pk)
+
+    redispatch = watch.redispatcher(job_model, partial(dispatch, send=send))
+    return LeasedJobTasks(unit_task, start, redispatch)
 
 
-def generation_start(job: GenerationJob) -> None:
-    """Send the first window of the job's generations and watch the job."""
-    pipeline.generation_dispatch(job, send_generations)
-    watch_start("rubric_generation", job.pk)
-
-
-generation_redispatch = watch.redispatcher(
-    GenerationJob, partial(pipeline.generation_dispatch, send=send_generations)
-)
+generations = leased_job_tasks(
+    task_name="rubric_lab.generate", watch_kind="rubric_generation", job_model=GenerationJob,
+    execute=pipeline.generation_execute, job_id_of=pipeline.job_id_of,
+    dispatch=pipeline.generation_dispatch,
+)  # fmt: skip
+generation_start = generations.start
+generation_redispatch = generations.redispatch
 
 
 @shared_task(name="rubric_lab.instance_score", acks_late=True)

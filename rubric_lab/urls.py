@@ -36,8 +36,16 @@ urlpatterns += [
     ),
     path("coverage/", views_evaluation.coverage_list, name="coverage_list"),
     path("coverage/<int:pk>/", views_evaluation.coverage_detail, name="coverage"),
+    path(
+        "coverage/<int:pk>/export.<str:suffix>",
+        views_evaluation.coverage_export,
+        name="coverage_export",
+    ),
     path("refine/", views_evaluation.refine_list, name="refine_list"),
     path("refine/<int:pk>/", views_evaluation.refine_detail, name="refine"),
+    path(
+        "refine/<int:pk>/export.<str:suffix>", views_evaluation.refine_export, name="refine_export"
+    ),
     path("ablations/", views_evaluation.ablation_list, name="ablation_list"),
     path("ablations/<int:pk>/", views_evaluation.ablation_detail, name="ablation"),
 ]

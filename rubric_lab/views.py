@@ -25,6 +25,7 @@ from rubric_lab.services import instance_scoring, knowledge, pipeline
 from rubric_lab.tasks import generation_start, instance_score_start
 
 SEARCH_RESULTS = 8
+LIST_LIMIT = 100
 LAUNCH_OPTIONS = (
     "generator_model", "judge_model", "retriever", "top_k",
     "skip_routing", "skip_intent", "skip_audit", "use_cache",
@@ -85,8 +86,7 @@ def knowledge_upload(request: HttpRequest) -> HttpResponse:
 
 @role_required(*STAFF)
 def pipeline_list(request: HttpRequest) -> HttpResponse:
-    jobs = GenerationJob.objects.select_related("run")[:100]
-    rows = [(job, pipeline.job_progress(job)) for job in jobs]
+    rows = pipeline.jobs_with_progress(LIST_LIMIT)
     return render(request, "rubric_lab/pipeline_list.html", {"rows": rows})
 
 

@@ -3,53 +3,59 @@ refine and ablations. Staff only; long work runs in the workers, pages poll its 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import STAFF, role_required
-from benchmark.models import BenchmarkSet, Conversation, Run
-from jury.models import Jury
+from benchmark.models import Conversation, JobStatus
 from jury.services import juries
+from rubric_lab import forms_evaluation as forms
 from rubric_lab import tasks_evaluation as tasks
 from rubric_lab.engine import perturb
 from rubric_lab.models import (
     AblationStudy,
     CoverageRun,
-    GenerationJob,
-    JudgeSetup,
     NearMiss,
     RefineStudy,
     SensitivityStudy,
 )
-from rubric_lab.services import ablations, coverage, refine, sensitivity
+from rubric_lab.services import ablations, coverage, exports, refine, sensitivity
 from rubric_lab.services import evaluation_work as work
 from rubric_lab.services.perturbations import perturbation_preview
 
 
-def _live(request: HttpRequest, template: str, context: dict) -> HttpResponse:
-    """The page, or only its progress region for an htmx poll."""
-    if request.htmx and request.GET.get("fragment") == "progress":
-        return render(request, f"{template}#progress", context)
-    return render(request, template, context)
+def _polled(request: HttpRequest) -> bool:
+    return bool(request.htmx) and request.GET.get("fragment") == "progress"
 
 
-def _int(value, default: int) -> int:
+def _live(request: HttpRequest, template: str, context: dict, *, job) -> HttpResponse:
+    """The page, or only its progress region for an htmx poll. The poll that finds the job
+    over reloads the page once, so the results appear without the researcher reloading."""
+    if not _polled(request):
+        return render(request, template, context)
+    response = render(request, f"{template}#progress", context)
+    if job.status != JobStatus.RUNNING:
+        response["HX-Refresh"] = "true"
+    return response
+
+
+def _launched(form, launch: Callable[[dict], Any], refusal: type[Exception]) -> Any:
+    """What `launch(cleaned data)` made for a valid form, else None; a refusal by the service
+    (e.g. no reference to use) is shown on the form, which keeps every value typed."""
+    if not form.is_valid():
+        return None
     try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
-
-def _choices() -> dict:
-    return {
-        "runs": Run.objects.order_by("-pk")[:50],
-        "generation_jobs": GenerationJob.objects.order_by("-pk")[:50],
-        "juries": Jury.objects.all(),
-        "setups": JudgeSetup.choices,
-        "perturbations": perturb.REGISTRY.values(),
-    }
+        return launch(form.cleaned_data)
+    except refusal as failure:
+        # An upload refusal names every bad row: one error each.
+        for message in getattr(failure, "errors", None) or [str(failure)]:
+            form.add_error(None, message)
+        return None
 
 
 # --- sensitivity ------------------------------------------------------------------------
@@ -57,35 +63,19 @@ def _choices() -> dict:
 
 @role_required(*STAFF)
 def sensitivity_list(request: HttpRequest) -> HttpResponse:
-    juries.jury_demo_ensure()
-    error, form = "", request.POST
+    jury = juries.jury_demo_ensure()
+    form = forms.SensitivityLaunchForm(request.POST or None, initial={"jury": jury.pk})
     if request.method == "POST":
-        try:
-            study = sensitivity.study_launch(
-                run=get_object_or_404(Run, pk=_int(form.get("run"), 0)),
-                setup=form.get("setup", ""),
-                perturber_model=form.get("perturber_model", "").strip(),
-                perturbations=form.getlist("perturbations"),
-                name=form.get("name", ""),
-                judge_model=form.get("judge_model", "").strip(),
-                jury=Jury.objects.filter(pk=_int(form.get("jury"), 0)).first(),
-                generation_job=GenerationJob.objects.filter(
-                    pk=_int(form.get("generation_job"), 0)
-                ).first(),
-                reference_model=form.get("reference_model", "").strip(),
-                max_cases=_int(form.get("max_cases"), 20),
-                seed=_int(form.get("seed"), 0),
-                use_cache=form.get("use_cache") == "on",
-                user=request.user,
-            )
-        except sensitivity.StudyError as failure:
-            error = str(failure)
-        else:
+        study = _launched(
+            form,
+            lambda data: sensitivity.study_launch(user=request.user, **data),
+            sensitivity.StudyError,
+        )
+        if study is not None:
             tasks.sensitivity_start(study)
             messages.success(request, f"Queued {study.pairs.count()} near-miss pairs.")
             return redirect("rubric_lab:sensitivity", study.pk)
-    context = {"studies": SensitivityStudy.objects.select_related("run")[:100], "error": error,
-               "form": form, **_choices()}  # fmt: skip
+    context = {"studies": SensitivityStudy.objects.select_related("run")[:100], "form": form}
     return render(request, "rubric_lab/sensitivity_list.html", context)
 
 
@@ -93,14 +83,14 @@ def sensitivity_list(request: HttpRequest) -> HttpResponse:
 def sensitivity_detail(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(SensitivityStudy.objects.select_related("run", "jury"), pk=pk)
     context = {"study": study, "progress": sensitivity.study_progress(study)}
-    if not (request.htmx and request.GET.get("fragment") == "progress"):
+    if not _polled(request):
         results = sensitivity.study_results(study)
         context.update(
             results=results,
             charts=sensitivity.study_charts(results),
             pairs=study.pairs.select_related("conversation")[:500],
         )
-    return _live(request, "rubric_lab/sensitivity_detail.html", context)
+    return _live(request, "rubric_lab/sensitivity_detail.html", context, job=study)
 
 
 @role_required(*STAFF)
@@ -115,13 +105,15 @@ def sensitivity_retry(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*STAFF)
 def sensitivity_export(request: HttpRequest, pk: int, suffix: str) -> HttpResponse:
     study = get_object_or_404(SensitivityStudy, pk=pk)
-    if suffix not in sensitivity.EXPORT_FORMATS:
+    return _export(suffix, lambda: sensitivity.study_export(study, suffix), f"sensitivity-{pk}")
+
+
+def _export(suffix: str, text_of: Callable[[], str], filename: str) -> HttpResponse:
+    """A result table as a download; an unknown format is a 404 before any work."""
+    if suffix not in exports.FORMATS:
         raise Http404("No such format.")
-    response = HttpResponse(
-        sensitivity.study_export(study, suffix),
-        content_type=f"{sensitivity.EXPORT_FORMATS[suffix][1]}; charset=utf-8",
-    )
-    response["Content-Disposition"] = f'attachment; filename="sensitivity-{pk}.{suffix}"'
+    response = HttpResponse(text_of(), content_type=exports.content_type(suffix))
+    response["Content-Disposition"] = f'attachment; filename="{filename}.{suffix}"'
     return response
 
 
@@ -145,52 +137,56 @@ def perturbation_preview_page(request: HttpRequest, public_id) -> HttpResponse:
 
 @role_required(*STAFF)
 def coverage_list(request: HttpRequest) -> HttpResponse:
-    upload_errors, launch_error = [], ""
-    if request.method == "POST" and request.POST.get("action") == "upload":
-        benchmark_set = get_object_or_404(BenchmarkSet, pk=_int(request.POST.get("set"), 0))
-        upload = request.FILES.get("file")
-        try:
-            if upload is None:
-                raise coverage.UploadError(["choose a CSV or JSON file"])
-            saved = coverage.expert_criteria_upload(
-                benchmark_set=benchmark_set, filename=upload.name,
-                content=upload.read().decode("utf-8", errors="replace"), user=request.user,
-            )  # fmt: skip
-        except coverage.UploadError as failure:
-            upload_errors = failure.errors
-        else:
+    posted = request.POST if request.method == "POST" else None
+    action = request.POST.get("action")
+    upload_form = forms.ExpertCriteriaUploadForm(
+        posted if action == "upload" else None, request.FILES or None
+    )
+    launch_form = forms.CoverageLaunchForm(posted if action == "launch" else None)
+    if action == "upload":
+        saved = _launched(upload_form, _expert_criteria_save(request), coverage.UploadError)
+        if saved is not None:
             messages.success(request, f"Saved {saved.criterion_count} expert criteria.")
             return redirect("rubric_lab:coverage_list")
-    elif request.method == "POST":
-        try:
-            run = coverage.coverage_launch(
-                generation_job=get_object_or_404(
-                    GenerationJob, pk=_int(request.POST.get("generation_job"), 0)
-                ),
-                judge_model=request.POST.get("judge_model", "").strip(),
-                name=request.POST.get("name", ""),
-                user=request.user,
-            )
-        except coverage.CoverageError as failure:
-            launch_error = str(failure)
-        else:
+    elif action == "launch":
+        run = _launched(
+            launch_form,
+            lambda data: coverage.coverage_launch(user=request.user, **data),
+            coverage.CoverageError,
+        )
+        if run is not None:
             tasks.coverage_start(run)
             return redirect("rubric_lab:coverage", run.pk)
     context = {
         "runs": CoverageRun.objects.select_related("generation_job")[:100],
-        "sets": BenchmarkSet.objects.order_by("-pk")[:50],
-        "upload_errors": upload_errors, "launch_error": launch_error, **_choices(),
+        "upload_form": upload_form, "launch_form": launch_form,
     }  # fmt: skip
     return render(request, "rubric_lab/coverage_list.html", context)
+
+
+def _expert_criteria_save(request: HttpRequest) -> Callable[[dict], Any]:
+    def save(data: dict):
+        return coverage.expert_criteria_upload(
+            benchmark_set=data["benchmark_set"], filename=data["file"].name,
+            content=data["file"].read().decode("utf-8", errors="replace"), user=request.user,
+        )  # fmt: skip
+
+    return save
 
 
 @role_required(*STAFF)
 def coverage_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(CoverageRun.objects.select_related("generation_job"), pk=pk)
     context = {"run": run, "progress": work.progress(run.cases.all())}
-    if not (request.htmx and request.GET.get("fragment") == "progress"):
+    if not _polled(request):
         context.update(coverage.coverage_results(run), failed=run.cases.filter(status="failed"))
-    return _live(request, "rubric_lab/coverage_detail.html", context)
+    return _live(request, "rubric_lab/coverage_detail.html", context, job=run)
+
+
+@role_required(*STAFF)
+def coverage_export(request: HttpRequest, pk: int, suffix: str) -> HttpResponse:
+    run = get_object_or_404(CoverageRun, pk=pk)
+    return _export(suffix, lambda: coverage.coverage_export(run, suffix), f"coverage-{pk}")
 
 
 # --- critique-then-refine -------------------------------------------------------------------
@@ -198,28 +194,15 @@ def coverage_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @role_required(*STAFF)
 def refine_list(request: HttpRequest) -> HttpResponse:
-    error = ""
+    form = forms.RefineLaunchForm(request.POST or None)
     if request.method == "POST":
-        form = request.POST
-        try:
-            study = refine.refine_launch(
-                generation_job=get_object_or_404(
-                    GenerationJob, pk=_int(form.get("generation_job"), 0)
-                ),
-                evaluator_model=form.get("evaluator_model", "").strip(),
-                editor_model=form.get("editor_model", "").strip(),
-                judge_model=form.get("judge_model", "").strip(),
-                max_cases=_int(form.get("max_cases"), 20),
-                name=form.get("name", ""),
-                user=request.user,
-            )
-        except refine.RefineError as failure:
-            error = str(failure)
-        else:
+        study = _launched(
+            form, lambda data: refine.refine_launch(user=request.user, **data), refine.RefineError
+        )
+        if study is not None:
             tasks.refine_start(study)
             return redirect("rubric_lab:refine", study.pk)
-    context = {"studies": RefineStudy.objects.select_related("generation_job")[:100],
-               "error": error, **_choices()}  # fmt: skip
+    context = {"studies": RefineStudy.objects.select_related("generation_job")[:100], "form": form}
     return render(request, "rubric_lab/refine_list.html", context)
 
 
@@ -227,12 +210,18 @@ def refine_list(request: HttpRequest) -> HttpResponse:
 def refine_detail(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(RefineStudy.objects.select_related("generation_job"), pk=pk)
     context = {"study": study, "progress": work.progress(study.refinements.all())}
-    if not (request.htmx and request.GET.get("fragment") == "progress"):
+    if not _polled(request):
         context.update(
             results=refine.refine_results(study),
-            rows=study.refinements.select_related("rubric__conversation")[:400],
+            rows=study.refinements.select_related("rubric__conversation__entry")[:400],
         )
-    return _live(request, "rubric_lab/refine_detail.html", context)
+    return _live(request, "rubric_lab/refine_detail.html", context, job=study)
+
+
+@role_required(*STAFF)
+def refine_export(request: HttpRequest, pk: int, suffix: str) -> HttpResponse:
+    study = get_object_or_404(RefineStudy, pk=pk)
+    return _export(suffix, lambda: refine.refine_export(study, suffix), f"refine-{pk}")
 
 
 # --- ablations --------------------------------------------------------------------------------
@@ -240,26 +229,17 @@ def refine_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @role_required(*STAFF)
 def ablation_list(request: HttpRequest) -> HttpResponse:
-    error = ""
+    form = forms.AblationLaunchForm(request.POST or None)
     if request.method == "POST":
-        form = request.POST
-        try:
-            study = ablations.ablation_launch(
-                run=get_object_or_404(Run, pk=_int(form.get("run"), 0)),
-                generator_model=form.get("generator_model", "").strip(),
-                judge_model=form.get("judge_model", "").strip(),
-                perturber_model=form.get("perturber_model", "").strip(),
-                reference_model=form.get("reference_model", "").strip(),
-                max_cases=_int(form.get("max_cases"), 10),
-                user=request.user,
-            )
-        except ablations.AblationError as failure:
-            error = str(failure)
-        else:
+        study = _launched(
+            form,
+            lambda data: ablations.ablation_launch(user=request.user, **data),
+            ablations.AblationError,
+        )
+        if study is not None:
             tasks.ablation_start(study)
             return redirect("rubric_lab:ablation", study.pk)
-    context = {"studies": AblationStudy.objects.select_related("run")[:100], "error": error,
-               **_choices()}  # fmt: skip
+    context = {"studies": AblationStudy.objects.select_related("run")[:100], "form": form}
     return render(request, "rubric_lab/ablation_list.html", context)
 
 
@@ -267,4 +247,4 @@ def ablation_list(request: HttpRequest) -> HttpResponse:
 def ablation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(AblationStudy.objects.select_related("run"), pk=pk)
     context = {"study": study, "rows": ablations.ablation_rows(study)}
-    return _live(request, "rubric_lab/ablation_detail.html", context)
+    return _live(request, "rubric_lab/ablation_detail.html", context, job=study)

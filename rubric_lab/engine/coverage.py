@@ -18,7 +18,7 @@ from typing import Any
 
 from benchmark.engine.chat import ChatRequest, Message
 from benchmark.engine.structured import InvalidOutput
-from rubric_lab.engine import eval_prompts
+from rubric_lab.engine.prompts import render_evaluation_prompt
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def coverage_of(judgements: Sequence[Mapping[str, Any]], *, generated: int) -> C
 
 
 def decompose_request(criteria: Sequence[str], *, model: str, sample: str = "") -> ChatRequest:
-    system, user = eval_prompts.render("coverage_decompose", criteria=_numbered(criteria))
+    system, user = render_evaluation_prompt("coverage_decompose", criteria=_numbered(criteria))
     return ChatRequest(
         model=model,
         purpose="coverage_decompose",
@@ -131,7 +131,7 @@ def validate_constraints(data: Mapping[str, Any], *, criteria: int) -> dict[str,
 def entail_request(
     constraints: Sequence[str], rubric: Sequence[str], *, model: str, sample: str = ""
 ) -> ChatRequest:
-    system, user = eval_prompts.render(
+    system, user = render_evaluation_prompt(
         "coverage_entail", constraints=_numbered(constraints), rubric=_numbered(rubric)
     )
     return ChatRequest(

@@ -34,6 +34,8 @@ FIELDS = ("passage_id", "topic", "title", "text", "source", "source_version", "t
 REQUIRED = ("passage_id", "topic", "title", "text", "source", "source_version")
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,79}$")
 MIN_TEXT_CHARS = 40
+# The longest each short field may be (the database columns' widths).
+MAX_FIELD_CHARS = {"passage_id": 80, "topic": 60, "title": 200, "source": 200, "source_version": 40}
 MAX_TEXT_CHARS = 4000
 
 
@@ -162,6 +164,9 @@ def _passage_of(row: Any) -> tuple[Passage | None, list[str]]:
     problems = [f"unknown column(s) {', '.join(map(str, unknown))}"] if unknown else []
     values = {name: _text(row.get(name)) for name in REQUIRED}
     problems += [f"{name} is missing or empty" for name in REQUIRED if not values[name]]
+    for name, most in MAX_FIELD_CHARS.items():
+        if len(values[name]) > most:
+            problems.append(f"{name} must hold at most {most} characters, not {len(values[name])}")
     for name in ("passage_id", "topic"):
         if values[name] and not SLUG.match(values[name]):
             problems.append(f"{name} {values[name]!r} must be a lowercase slug (a-z, 0-9, _ -)")

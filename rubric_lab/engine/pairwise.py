@@ -17,7 +17,7 @@ from typing import Any
 from benchmark.engine.chat import ChatRequest, Message
 from benchmark.engine.structured import InvalidOutput
 from jury.engine.prompt import render_scenario, render_trace
-from rubric_lab.engine import eval_prompts
+from rubric_lab.engine.prompts import render_evaluation_prompt
 
 VERDICTS = ("A", "B", "tie")
 
@@ -31,7 +31,7 @@ def pairwise_request(
     model: str,
     sample: str = "",
 ) -> ChatRequest:
-    system, user = eval_prompts.render(
+    system, user = render_evaluation_prompt(
         "pairwise",
         profile=json.dumps(dict(profile), indent=2, ensure_ascii=False),
         scenario=render_scenario(scenario),

@@ -32,7 +32,7 @@ from benchmark.engine.chat import ChatRequest, Message
 from benchmark.engine.sandbox.specs import WRITE_TOOLS
 from benchmark.engine.structured import InvalidOutput
 from jury.engine.prompt import render_trace
-from rubric_lab.engine import eval_prompts
+from rubric_lab.engine.prompts import render_evaluation_prompt
 
 Event = dict[str, Any]
 
@@ -433,7 +433,7 @@ def apply_model_edit(case: Case, edit: Mapping[str, Any]) -> Edit:
 def model_edit_request(case: Case, name: str, *, model: str, sample: str = "") -> ChatRequest:
     """The call asking an editor model for perturbation `name` on this case."""
     rule = perturbation(name)
-    system, user = eval_prompts.render(
+    system, user = render_evaluation_prompt(
         "perturb",
         instruction=rule.model_instruction,
         profile=json.dumps(dict(case.profile), indent=2, ensure_ascii=False),

@@ -28,8 +28,8 @@ import yaml
 from benchmark.engine.chat import ChatRequest, Message
 from benchmark.engine.structured import InvalidOutput
 from jury.engine.prompt import render_trace
-from rubric_lab.engine import eval_prompts
 from rubric_lab.engine.perturb import DOSE, sentences
+from rubric_lab.engine.prompts import render_evaluation_prompt
 
 RULES_PATH = Path(__file__).resolve().parent.parent / "data" / "evaluation" / "refine_rules.yaml"
 MAX_ACTIONS = 5
@@ -84,7 +84,7 @@ def critique_request(
             f"{n}. [{c['weight']:+d}, {c['axis']}] {c['text']}"
             for n, c in enumerate(criteria, start=1)
         )
-    system, user = eval_prompts.render(
+    system, user = render_evaluation_prompt(
         "refine_critique",
         guide=guide,
         rubric=rubric,
@@ -145,7 +145,7 @@ def edit_request(
     sample: str = "",
 ) -> ChatRequest:
     plan_text = "\n".join(f"{a['priority']}. In {a['event_id']}: {a['instruction']}" for a in plan)
-    system, user = eval_prompts.render(
+    system, user = render_evaluation_prompt(
         "refine_edit",
         plan=plan_text,
         profile=json.dumps(dict(profile), indent=2, ensure_ascii=False),

@@ -121,9 +121,9 @@ def build_retriever(kind: str, passages: Sequence[Passage]) -> Retriever:
 
 def _top(passages: list[Passage], scores: np.ndarray, k: int) -> list[Hit]:
     """The k best positive scores, best first (equal scores in corpus order)."""
-    k = min(k, len(passages))
-    candidates = np.argpartition(-scores, k - 1)[:k] if k < len(passages) else np.arange(k)
-    ranked = sorted(candidates, key=lambda index: (-scores[index], index))
+    # A stable sort, not argpartition: among equal scores at the cut, the earlier passage
+    # must win every time, or the same query could cite different evidence run to run.
+    ranked = np.argsort(-scores, kind="stable")[:k]
     return [Hit(passages[index], float(scores[index])) for index in ranked if scores[index] > 0]
 
 

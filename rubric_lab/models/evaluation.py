@@ -123,7 +123,9 @@ class NearMiss(LeasedWork):
         max_length=20, choices=NearMissStatus.choices, default=NearMissStatus.PENDING
     )
     method = models.CharField(max_length=20, blank=True)  # deterministic | model
-    description = models.TextField(blank=True)
+    description = models.TextField(blank=True)  # what the copy changed
+    # Why the type does not apply to this reference (status not_applicable): counted, not failed.
+    not_applicable_reason = models.TextField(blank=True)
     events = models.JSONField(default=list, blank=True)  # the perturbed trace
     changed = models.JSONField(default=dict, blank=True)  # {"modified", "removed", "added"}
     diff = models.TextField(blank=True)

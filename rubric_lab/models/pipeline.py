@@ -108,8 +108,9 @@ class GenerationJob(models.Model):
 
 
 class GenerationStatus(models.TextChoices):
+    # A generation stays pending while a worker holds its lease (current_stage says how far it
+    # got): if that worker dies, the watch sends pending generations again.
     PENDING = "pending", "Pending"
-    RUNNING = "running", "Running"
     FINISHED = "finished", "Finished"
     FAILED = "failed", "Failed"
 

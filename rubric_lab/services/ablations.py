@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from benchmark.models import JobStatus, Run
+from rubric_lab.engine import perturb
 from rubric_lab.models import (
     AblationArm,
     AblationStudy,
@@ -58,9 +59,9 @@ def ablation_launch(
     if not references:
         raise AblationError(f"Run {run.name!r} has no finished conversation to build rubrics for.")
     try:
-        sensitivity._check(
-            JudgeSetup.INSTANCE, list(sensitivity.perturb.REGISTRY), perturber_model,
-            judge_model, None, True, max_cases, 8,
+        sensitivity.study_options_check(
+            setup=JudgeSetup.INSTANCE, perturbations=list(perturb.REGISTRY),
+            perturber_model=perturber_model, judge_model=judge_model, max_cases=max_cases,
         )  # fmt: skip
     except sensitivity.StudyError as error:
         raise AblationError(str(error)) from None

@@ -15,12 +15,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pandas as pd
 from django.db import transaction
 
 from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers.model_strings import check_model_string
 from benchmark.engine.structured import request_json
-from benchmark.models import BenchmarkSet, JobStatus
+from benchmark.models import BenchmarkSet
 from benchmark.services.leases import LeasedTask
 from rubric_lab.engine import coverage
 from rubric_lab.engine.rubric import MAX_WEIGHT, MIN_WEIGHT
@@ -34,6 +35,7 @@ from rubric_lab.models import (
     WorkStatus,
 )
 from rubric_lab.services import evaluation_work as work
+from rubric_lab.services import exports
 
 MAX_CRITERION_CHARS = 2000
 MAX_CONCURRENCY = 256
@@ -231,18 +233,6 @@ def _perform(row: CoverageCase, client) -> dict:
     }  # fmt: skip
 
 
-def coverage_relaunch(run: CoverageRun) -> None:
-    """Failed cases go back to pending; done ones are kept."""
-    run.cases.filter(status=WorkStatus.FAILED).update(
-        status=WorkStatus.PENDING, failure_reason="", failure_stage="", claimed_until=None,
-        lease_token="",
-    )  # fmt: skip
-    CoverageRun.objects.filter(pk=run.pk).update(
-        status=JobStatus.RUNNING, finished_at=None, failure_reason=""
-    )
-    work.job_finish_if_done(CoverageRun, run, _cases)
-
-
 def case_coverage(row: CoverageCase) -> coverage.Coverage:
     return coverage.Coverage(row.constraint_count, row.entailed, row.generated, row.matched)
 
@@ -256,3 +246,37 @@ def coverage_results(run: CoverageRun) -> dict:
         "cases": [(row, case_coverage(row)) for row in rows],
         "overall": coverage.overall([case_coverage(row) for row in rows]) if rows else None,
     }
+
+
+def coverage_table(run: CoverageRun) -> pd.DataFrame:
+    """One row per judged case, then the overall rows (pooled and mean of cases), for export."""
+    results = coverage_results(run)
+    records = [
+        {"case": row.rubric.conversation.entry.index, "rubric": row.rubric_id,
+         "condition": row.rubric.conversation.entry.condition, **_figures(figures)}
+        for row, figures in results["cases"]
+    ]  # fmt: skip
+    overall = results["overall"]
+    if overall is not None:
+        records.append({"case": "all (micro)", **_figures(overall.micro)})
+        records.append(
+            {"case": f"mean of {overall.cases} cases (macro)", "recall": overall.macro_recall,
+             "precision": overall.macro_precision, "f1": overall.macro_f1}
+        )  # fmt: skip
+    return pd.DataFrame.from_records(records, columns=EXPORT_COLUMNS)
+
+
+EXPORT_COLUMNS = ("case", "rubric", "condition", "constraints", "entailed", "generated",
+                  "matched", "recall", "precision", "f1")  # fmt: skip
+
+
+def _figures(figures: coverage.Coverage) -> dict[str, Any]:
+    return {
+        "constraints": figures.constraints, "entailed": figures.entailed,
+        "generated": figures.generated, "matched": figures.matched, "recall": figures.recall,
+        "precision": figures.precision, "f1": figures.f1,
+    }  # fmt: skip
+
+
+def coverage_export(run: CoverageRun, suffix: str) -> str:
+    return exports.table_export(coverage_table(run), suffix)

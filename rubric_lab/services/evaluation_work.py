@@ -140,6 +140,18 @@ def job_finish_if_done(job_model, job, rows_of: Callable[[Any], models.QuerySet]
     )
 
 
+def work_relaunch(job_model, job, rows_of: Callable[[Any], models.QuerySet]) -> None:
+    """Failed units go back to pending (their failure cleared) and the job runs again; units
+    with an outcome are kept."""
+    rows_of(job).filter(status=FAILED).update(
+        status=PENDING, failure_reason="", failure_stage="", **lease_release_fields()
+    )
+    job_model.objects.filter(pk=job.pk).update(
+        status=JobStatus.RUNNING, finished_at=None, failure_reason=""
+    )
+    job_finish_if_done(job_model, job, rows_of)
+
+
 def running_ids(job_model) -> list[int]:
     return list(job_model.objects.filter(status=JobStatus.RUNNING).values_list("pk", flat=True))
 

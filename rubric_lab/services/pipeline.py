@@ -143,7 +143,7 @@ def generation_dispatch(
 
 def job_finish_if_done(job: GenerationJob) -> None:
     counts = job.generations.aggregate(
-        open=Count("pk", filter=Q(status__in=(GenerationStatus.PENDING, GenerationStatus.RUNNING))),
+        open=Count("pk", filter=Q(status=GenerationStatus.PENDING)),
         finished=Count("pk", filter=Q(status=GenerationStatus.FINISHED)),
         failed=Count("pk", filter=Q(status=GenerationStatus.FAILED)),
     )
@@ -167,12 +167,24 @@ def running_job_ids() -> list[int]:
     return list(GenerationJob.objects.filter(status=JobStatus.RUNNING).values_list("pk", flat=True))
 
 
+PROGRESS_COUNTS = {
+    "total": Count("generations"),
+    "finished": Count("generations", filter=Q(generations__status=GenerationStatus.FINISHED)),
+    "failed": Count("generations", filter=Q(generations__status=GenerationStatus.FAILED)),
+}
+
+
 def job_progress(job: GenerationJob) -> dict:
-    counts = job.generations.aggregate(
-        total=Count("pk"),
-        finished=Count("pk", filter=Q(status=GenerationStatus.FINISHED)),
-        failed=Count("pk", filter=Q(status=GenerationStatus.FAILED)),
-    )
+    return _progress(GenerationJob.objects.filter(pk=job.pk).aggregate(**PROGRESS_COUNTS))
+
+
+def jobs_with_progress(limit: int) -> list[tuple[GenerationJob, dict]]:
+    """The latest jobs, each with its progress counts, in one query."""
+    jobs = GenerationJob.objects.select_related("run").annotate(**PROGRESS_COUNTS)[:limit]
+    return [(job, _progress({key: getattr(job, key) for key in PROGRESS_COUNTS})) for job in jobs]
+
+
+def _progress(counts: dict) -> dict:
     counts["done"] = counts["finished"] + counts["failed"]
     counts["percent"] = round(100 * counts["done"] / counts["total"]) if counts["total"] else 0
     return counts

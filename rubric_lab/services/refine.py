@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import pandas as pd
 from django.db import transaction
 
 from benchmark.engine.chat import ProviderError
@@ -18,7 +19,6 @@ from benchmark.engine.structured import (
     extract_json_object,
     request_json,
 )
-from benchmark.models import JobStatus
 from benchmark.services.leases import LeasedTask
 from jury.models import Jury
 from jury.services.rubrics import current_weights
@@ -33,7 +33,7 @@ from rubric_lab.models import (
     WorkStatus,
 )
 from rubric_lab.services import evaluation_work as work
-from rubric_lab.services import trace_judging
+from rubric_lab.services import exports, trace_judging
 
 MAX_CASES = 200
 EDIT_REPAIRS = 1
@@ -190,18 +190,6 @@ def _violations(failure: StructuredFailure, case, plan) -> list[str]:
     return []
 
 
-def refine_relaunch(study: RefineStudy) -> None:
-    """Failed refinements go back to pending; done and rejected ones are kept."""
-    study.refinements.filter(status=WorkStatus.FAILED).update(
-        status=WorkStatus.PENDING, failure_reason="", failure_stage="", claimed_until=None,
-        lease_token="",
-    )  # fmt: skip
-    RefineStudy.objects.filter(pk=study.pk).update(
-        status=JobStatus.RUNNING, finished_at=None, failure_reason=""
-    )
-    work.job_finish_if_done(RefineStudy, study, _rows)
-
-
 def refine_results(study: RefineStudy) -> dict:
     """Per arm: mean gain (refined - original) with its bootstrap interval, rejections; and
     the paired difference rubric - self on the cases both arms refined."""
@@ -233,3 +221,31 @@ def _mean_interval(values: list[float], seed: int) -> sensitivity.Estimate | Non
     draws = data[sensitivity.resample_indices(len(data), seed=seed)].mean(axis=1)
     low, high = sensitivity.percentile_interval(draws)
     return sensitivity.Estimate(float(data.mean()), low, high)
+
+
+def refine_table(study: RefineStudy) -> pd.DataFrame:
+    """Each arm's mean gain with its interval and counts, then the paired difference."""
+    results = refine_results(study)
+    records = [
+        {"arm": key, "label": arm["label"], **_interval(arm["gain"]), "done": arm["done"],
+         "rejected": arm["rejected"], "failed": arm["failed"]}
+        for key, arm in results["arms"].items()
+    ]  # fmt: skip
+    records.append({"arm": "rubric - self", "label": "Paired difference of the gains",
+                    **_interval(results["difference"])})  # fmt: skip
+    return pd.DataFrame.from_records(records, columns=EXPORT_COLUMNS)
+
+
+EXPORT_COLUMNS = ("arm", "label", "mean_gain", "mean_gain_low", "mean_gain_high", "done",
+                  "rejected", "failed")  # fmt: skip
+
+
+def _interval(estimate: sensitivity.Estimate | None) -> dict[str, float | None]:
+    if estimate is None:
+        return {"mean_gain": None, "mean_gain_low": None, "mean_gain_high": None}
+    return {"mean_gain": estimate.value, "mean_gain_low": estimate.low,
+            "mean_gain_high": estimate.high}  # fmt: skip
+
+
+def refine_export(study: RefineStudy, suffix: str) -> str:
+    return exports.table_export(refine_table(study), suffix)

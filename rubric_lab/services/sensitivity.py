@@ -18,9 +18,8 @@ from django.db import transaction
 from benchmark import charts
 from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers.model_strings import check_model_string
-from benchmark.models import JobStatus, Run
+from benchmark.models import Run
 from benchmark.services.leases import LeasedTask
-from jury.engine import stats
 from jury.models import Jury
 from rubric_lab.engine import perturb
 from rubric_lab.engine import sensitivity as measures
@@ -33,13 +32,12 @@ from rubric_lab.models import (
     SensitivityStudy,
 )
 from rubric_lab.services import evaluation_work as work
-from rubric_lab.services import trace_judging
+from rubric_lab.services import exports, trace_judging
 from rubric_lab.services.perturbations import near_miss_make
 
 MAX_CASES = 500
 MAX_CONCURRENCY = 256
-EXPORT_FORMATS = {"csv": ("csv", "text/csv"), "md": ("markdown", "text/markdown"),
-                  "tex": ("latex", "application/x-tex")}  # fmt: skip
+DEFAULT_CONCURRENCY = 8
 ALL_TYPES = "all"
 
 
@@ -65,12 +63,17 @@ def study_launch(
     max_cases: int = 20,
     seed: int = 0,
     use_cache: bool = True,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     user=None,
 ) -> SensitivityStudy:
     """A running study with one pending near-miss pair per (reference, perturbation type)."""
     kinds = list(perturbations or perturb.REGISTRY)
-    _check(setup, kinds, perturber_model, judge_model, jury, generation_job, max_cases, concurrency)
+    study_options_check(
+        setup=setup, perturbations=kinds, perturber_model=perturber_model,
+        judge_model=judge_model, jury=jury, max_cases=max_cases, concurrency=concurrency,
+    )  # fmt: skip
+    if setup == JudgeSetup.INSTANCE and generation_job is None:
+        raise StudyError("The instance-rubric setup needs a rubric generation job.")
     references = reference_conversations(
         run, reference_model=reference_model, generation_job=generation_job, limit=max_cases
     )
@@ -107,26 +110,35 @@ def _no_references(run: Run, reference_model: str, generation_job) -> str:
     return f"Run {run.name!r} has no finished conversation{where}{rubric} to use as a reference."
 
 
-def _check(setup, kinds, perturber, judge, jury, generation_job, max_cases, concurrency):
+def study_options_check(
+    *,
+    setup: str,
+    perturbations: list[str],
+    perturber_model: str,
+    judge_model: str,
+    jury: Jury | None = None,
+    max_cases: int,
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> None:
+    """Refuse, with StudyError saying why, options no study can run with (an ablation checks
+    its future instance-rubric studies with it before building anything)."""
     if setup not in JudgeSetup.values:
         raise StudyError(f"Judge setup must be one of {', '.join(JudgeSetup.values)}.")
-    unknown = sorted(set(kinds) - set(perturb.REGISTRY))
-    if unknown or not kinds:
+    unknown = sorted(set(perturbations) - set(perturb.REGISTRY))
+    if unknown or not perturbations:
         raise StudyError(
             f"Pick perturbations from {', '.join(perturb.REGISTRY)}"
             + (f"; unknown: {', '.join(unknown)}." if unknown else ".")
         )
     if setup == JudgeSetup.GENERIC and jury is None:
         raise StudyError("The six-rubric setup needs a jury.")
-    if setup == JudgeSetup.INSTANCE and generation_job is None:
-        raise StudyError("The instance-rubric setup needs a rubric generation job.")
-    if setup != JudgeSetup.GENERIC and not judge:
+    if setup != JudgeSetup.GENERIC and not judge_model:
         raise StudyError("This setup needs a judge model.")
     purposes = {JudgeSetup.INSTANCE: "rubric_judge", JudgeSetup.PAIRWISE: "pairwise_judge"}
     try:
-        check_model_string(perturber, purpose="perturb")
+        check_model_string(perturber_model, purpose="perturb")
         if setup in purposes:
-            check_model_string(judge, purpose=purposes[setup])
+            check_model_string(judge_model, purpose=purposes[setup])
     except ProviderError as error:
         raise StudyError(str(error)) from None
     if not 1 <= max_cases <= MAX_CASES:
@@ -173,7 +185,7 @@ def _perform(pair: NearMiss, client) -> dict:
         sample=f"{sample}/perturb:{pair.kind}",
     )  # fmt: skip
     if not copy.applicable:
-        return {"status": NearMissStatus.NOT_APPLICABLE, "description": copy.reason}
+        return {"status": NearMissStatus.NOT_APPLICABLE, "not_applicable_reason": copy.reason}
     fields = {
         "method": copy.method, "events": list(copy.events), "description": copy.description,
         "changed": copy.changed, "diff": copy.diff,
@@ -222,19 +234,14 @@ def _instance(client, study, rubric, events, case, sample: str, tag: str):
             sample=f"{sample}/{tag}",
         )  # fmt: skip
     except trace_judging.InstanceScoreFailure as failure:
-        raise work.StageFailure("score", f"instance rubric, {tag}: {failure}") from None
+        raise work.StageFailure(
+            "score", f"instance rubric, {tag}: {failure}", raw_output=failure.raw_output
+        ) from None
 
 
 def study_relaunch(study: SensitivityStudy) -> None:
     """Failed pairs go back to pending; scored and not-applicable ones are kept."""
-    study.pairs.filter(status=NearMissStatus.FAILED).update(
-        status=NearMissStatus.PENDING, failure_reason="", failure_stage="", claimed_until=None,
-        lease_token="",
-    )  # fmt: skip
-    SensitivityStudy.objects.filter(pk=study.pk).update(
-        status=JobStatus.RUNNING, finished_at=None, failure_reason=""
-    )
-    work.job_finish_if_done(SensitivityStudy, study, _pairs)
+    work.work_relaunch(SensitivityStudy, study, _pairs)
 
 
 def study_progress(study: SensitivityStudy) -> work.Progress:
@@ -304,10 +311,7 @@ def results_table(study: SensitivityStudy, results: list[dict]) -> pd.DataFrame:
 
 
 def study_export(study: SensitivityStudy, suffix: str) -> str:
-    if suffix not in EXPORT_FORMATS:
-        raise ValueError(f"export format must be one of {', '.join(EXPORT_FORMATS)}")
-    table = results_table(study, study_results(study)).round(4)
-    return stats.export_table(table, EXPORT_FORMATS[suffix][0])
+    return exports.table_export(results_table(study, study_results(study)), suffix)
 
 
 def study_charts(results: list[dict]) -> list[dict]:

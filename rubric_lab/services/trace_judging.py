@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchmark.engine.chat import ChatRequest, Message
-from benchmark.engine.structured import request_json
+from benchmark.engine.chat import ChatRequest, Message, ProviderError
+from benchmark.engine.structured import StructuredFailure, request_json
 from benchmark.models import Conversation
 from jury.engine.aggregate import jury_aggregate
 from jury.engine.parse import validate_judge_answer
@@ -68,21 +68,22 @@ def instance_score(
     client, *, rubric, judge_model: str, events: Events, case: Case, sample: str
 ) -> tuple[float, dict[str, Any]]:
     """The normalised instance-rubric score of `events`, through the lab's transcript scorer
-    (rubric_lab.services.instance_scoring); a criterion left undecided fails the whole score."""
-    result = instance_rubric_score_trace(
-        rubric=rubric,
-        profile=case.profile,
-        scenario=case.scenario,
-        events=list(events),
-        judge_model=judge_model,
-        client=client,
-        sample=sample,
-    )
-    if result.score is None:
-        raise InstanceScoreFailure(result.failure)
-    if result.score.normalised is None:
+    (rubric_lab.services.instance_scoring). A criterion whose answer stayed unusable, a
+    provider fault, or a rubric with nothing to normalise by raises InstanceScoreFailure with
+    the reason: never a partial score."""
+    try:
+        result = instance_rubric_score_trace(
+            rubric=rubric, profile=case.profile, scenario=case.scenario, events=list(events),
+            judge_model=judge_model, client=client, sample=sample,
+        )  # fmt: skip
+    except StructuredFailure as failure:
+        raw = failure.responses[-1].text if failure.responses else ""
+        raise InstanceScoreFailure(failure.reason, raw_output=raw) from failure
+    except ProviderError as error:
+        raise InstanceScoreFailure(f"provider error ({error.kind}): {error}") from error
+    if result.normalised is None:
         raise InstanceScoreFailure("the instance rubric has no positive weight to normalise by")
-    return result.score.normalised, {
+    return result.normalised, {
         **result.score.as_dict(),
         "decisions": [
             {"criterion": d.index + 1, "met": d.met, "reason": d.reason} for d in result.decisions
@@ -91,7 +92,12 @@ def instance_score(
 
 
 class InstanceScoreFailure(ValueError):
-    """An instance-rubric score with some criterion undecided; the message names it."""
+    """An instance-rubric score that cannot be had; the message says why (naming the
+    criterion), `raw_output` holds the last unusable answer if there was one."""
+
+    def __init__(self, reason: str, *, raw_output: str = ""):
+        super().__init__(reason)
+        self.raw_output = raw_output
 
 
 def pairwise_shares(

@@ -130,3 +130,11 @@ def test_time_on_task_counts_wall_time_once_across_tabs_and_skips_breaks(assignm
     time_touch(assignment, now=start + timedelta(seconds=90 + 3600))  # back from lunch
     time_touch(assignment, now=start + timedelta(seconds=90 + 3600 + 20))
     assert Assignment.objects.get(pk=assignment.pk).seconds_on_task == 110
+
+
+def test_a_calibration_submission_is_final_once_the_jury_was_shown(calibration, clinicians):
+    me = clinicians[0]
+    mine = queue.next_assignment(study=calibration, annotator=me)
+    annotation_submit(mine, draft=full_draft(mine), version=0, actor=me)
+    with pytest.raises(PermissionDenied, match="calibration"):
+        annotation_reopen(mine, actor=me)

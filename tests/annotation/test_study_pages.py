@@ -213,3 +213,13 @@ def test_synthetic_and_practice_work_is_marked_on_the_staff_pages(researcher_cli
 def _row_of(html: str, name: str) -> str:
     start = html.index(f"<tr><td>{name}")
     return html[start : html.index("</tr>", start)]
+
+
+def test_the_admin_site_shows_study_data_but_offers_no_edit(admin_client_, study, clinicians):
+    assignment = annotate(study.items.first(), clinicians[0])
+    listing = admin_client_.get(reverse("admin:annotation_assignment_changelist"))
+    assert listing.status_code == 200 and str(assignment.public_id) in listing.content.decode()
+    assert admin_client_.get(reverse("admin:annotation_assignment_add")).status_code == 403
+    delete = reverse("admin:annotation_assignment_delete", args=[assignment.pk])
+    assert admin_client_.post(delete, {"post": "yes"}).status_code == 403
+    assert Assignment.objects.filter(pk=assignment.pk).exists()

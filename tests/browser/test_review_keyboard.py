@@ -4,6 +4,7 @@ draft, submit with a key and land on the next item; and a second tab's stale sav
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from accounts.models import Role, Track
 from annotation.services.studies import StudySpec, study_create
@@ -28,23 +29,30 @@ def target_study(transactional_db):
     return study_create(spec=spec, scoring_jobs=[job], rubric_versions=current_versions())
 
 
+def open_first_item(page, live_server, study) -> None:
+    """From the queue page, Enter on the Start button (it has the focus once loaded)."""
+    page.goto(f"{live_server.url}/annotation/studies/{study.pk}/queue/")
+    start = page.get_by_role("button", name="Start")
+    start.wait_for()
+    start.press("Enter")
+    page.wait_for_url(re.compile("/annotation/items/"))
+    page.wait_for_load_state()
+
+
 def saved(page) -> None:
-    page.wait_for_function("/Saved/.test(document.getElementById('save-status').textContent)")
+    expect(page.locator("#save-status")).to_contain_text("Saved")
 
 
 def checked_scores(page) -> list[str]:
-    return page.eval_on_selector_all(
-        "#annotation-form input[type=radio]:checked", "inputs => inputs.map(i => i.value)"
-    )
+    checked = page.locator("#annotation-form input[type=radio]:checked")
+    return [radio.get_attribute("value") for radio in checked.all()]
 
 
 def test_an_item_is_scored_reloaded_and_submitted_from_the_keyboard(
     page, login, target_study, live_server
 ):
     login("nora")
-    page.goto(f"{live_server.url}/annotation/studies/{target_study.pk}/queue/")
-    page.keyboard.press("Enter")  # the Start button has the focus
-    page.wait_for_url(re.compile("/annotation/items/"))
+    open_first_item(page, live_server, target_study)
     first_item = page.url
     assert page.locator(".rubric.focused").count() == 1
     page.keyboard.press("4")
@@ -54,10 +62,8 @@ def test_an_item_is_scored_reloaded_and_submitted_from_the_keyboard(
     page.keyboard.press("f")  # write feedback, then leave the field with Escape
     page.keyboard.type("Booked before confirming; 5 stars would be wrong.")
     page.keyboard.press("Escape")
-    page.wait_for_function(
-        "document.getElementById('save-status').textContent.includes('Saved')"
-        " && document.getElementById('version').value === '3'"
-    )
+    expect(page.locator("#version")).to_have_value("3")
+    expect(page.locator("#save-status")).to_contain_text("Saved")
     assert checked_scores(page) == ["4", "2"]  # typing "5" in the text field scored nothing
 
     page.reload()  # mid-item: the draft comes back from the server
@@ -76,7 +82,7 @@ def test_an_item_is_scored_reloaded_and_submitted_from_the_keyboard(
         page.keyboard.press("j")
     assert page.locator(".rubric.focused legend").inner_text().startswith(str(PANEL_SIZE))
     saved(page)
-    page.wait_for_function("document.getElementById('missing').textContent.includes('Complete')")
+    expect(page.locator("#missing")).to_contain_text("Complete")
     page.keyboard.press("s")
     page.wait_for_url(lambda url: "/annotation/items/" in url and url != first_item)
     assert checked_scores(page) == []  # a fresh item
@@ -87,9 +93,7 @@ def test_an_event_is_linked_to_the_focused_rubric_and_survives_a_reload(
     page, login, target_study, live_server
 ):
     login("nora")
-    page.goto(f"{live_server.url}/annotation/studies/{target_study.pk}/queue/")
-    page.keyboard.press("Enter")
-    page.wait_for_url(re.compile("/annotation/items/"))
+    open_first_item(page, live_server, target_study)
     page.keyboard.press("j")
     link = page.locator("[data-link-event]").nth(1)
     assert "TQ" in link.inner_text()  # the button names the focused rubric
@@ -106,9 +110,7 @@ def test_a_stale_tab_sees_the_conflict_instead_of_overwriting(
     page, login, target_study, live_server
 ):
     login("nora")
-    page.goto(f"{live_server.url}/annotation/studies/{target_study.pk}/queue/")
-    page.keyboard.press("Enter")
-    page.wait_for_url(re.compile("/annotation/items/"))
+    open_first_item(page, live_server, target_study)
     other = page.context.new_page()
     other.goto(page.url)
     other.keyboard.press("5")
@@ -119,3 +121,25 @@ def test_a_stale_tab_sees_the_conflict_instead_of_overwriting(
     assert "Saved from another tab at" in status.inner_text()
     page.reload()
     assert checked_scores(page) == ["5"]
+
+
+def test_the_heartbeat_is_sent_only_while_the_page_is_visible(
+    page, login, target_study, live_server
+):
+    login("nora")
+    open_first_item(page, live_server, target_study)
+    beats = []
+    page.on("request", lambda r: "/heartbeat/" in r.url and beats.append(r.url))
+    page.clock.install()
+    page.reload()  # the fake clock is in place from the start: one beat on load
+    page.locator("#heartbeat").wait_for(state="attached")
+    page.wait_for_timeout(300)
+    assert len(beats) == 1
+    hide = "v => Object.defineProperty(document, 'visibilityState', {value: v, configurable: true})"
+    page.evaluate(f"({hide})('hidden')")
+    page.clock.run_for(61_000)
+    assert len(beats) == 1  # a tab in the background counts no time
+    page.evaluate(f"({hide})('visible')")
+    page.clock.run_for(31_000)
+    page.wait_for_timeout(300)
+    assert len(beats) == 2

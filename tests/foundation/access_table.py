@@ -144,8 +144,18 @@ PAGES += [
     Page("rubric_lab:perturbation_preview", STAFF, (("public_id", "conversation", "public_id"),)),
     Page("rubric_lab:coverage_list", STAFF),
     Page("rubric_lab:coverage", STAFF, (("pk", "coverage_run", "pk"),)),
+    Page(
+        "rubric_lab:coverage_export",
+        STAFF,
+        (("pk", "coverage_run", "pk"), ("suffix", "export", "suffix")),
+    ),
     Page("rubric_lab:refine_list", STAFF),
     Page("rubric_lab:refine", STAFF, (("pk", "refine_study", "pk"),)),
+    Page(
+        "rubric_lab:refine_export",
+        STAFF,
+        (("pk", "refine_study", "pk"), ("suffix", "export", "suffix")),
+    ),
     Page("rubric_lab:ablation_list", STAFF),
     Page("rubric_lab:ablation", STAFF, (("pk", "ablation_study", "pk"),)),
 ]

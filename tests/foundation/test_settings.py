@@ -152,3 +152,47 @@ def test_production_without_collected_static_files_fails_the_check(tmp_path):
     )
     assert result.returncode != 0
     assert "collectstatic" in result.stderr
+
+
+def test_the_deploy_check_is_clean_in_production_mode(tmp_path):
+    production = {
+        "APP_ENV": "production",
+        "SECRET_KEY": "k3y-" + "".join(chr(97 + (i * 7) % 26) for i in range(60)),
+        "ALLOWED_HOSTS": "lab.example.org",
+    }
+    # Nor the browser tests' DJANGO_ALLOW_ASYNC_UNSAFE, which the deploy check warns about.
+    unwanted = {"DATABASE_URL", "REDIS_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    environment = {k: v for k, v in os.environ.items() if k not in unwanted}
+    environment.update({"DATA_DIR": str(tmp_path), **production})
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=environment,
+                   check=True, timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [*manage, "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_every_page_carries_a_script_policy_without_inline_code(client, db):
+    response = client.get("/accounts/login/")
+    policy = response["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy.split("style-src")[0]
+    assert "unsafe-eval" not in policy
+    assert response["X-Frame-Options"] == "DENY"
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert "camera=()" in response["Permissions-Policy"]
+
+
+def test_no_template_holds_inline_script_or_event_handler_code():
+    """The policy above would block them in the browser; catch them before a user does."""
+    import re
+
+    inline = re.compile(r"<script(?![^>]*\bsrc=)[^>]*>|\son[a-z]+\s*=|\bhx-on[:-]", re.IGNORECASE)
+    offenders = [
+        f"{path.relative_to(ROOT)}: {match.group(0)}"
+        for path in (ROOT / "templates").rglob("*.html")
+        for match in inline.finditer(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []

@@ -18,7 +18,8 @@ def test_a_researcher_starts_a_study_and_sees_results_chart_and_diffs(
         reverse("rubric_lab:sensitivity_list"),
         {"run": played_run.pk, "setup": "generic", "jury": juries.jury_demo_ensure().pk,
          "perturber_model": "offline/surgical", "reference_model": "offline/careful",
-         "perturbations": ["claim_without_tool_call"], "max_cases": 2, "use_cache": "on"},
+         "perturbations": ["claim_without_tool_call"], "max_cases": 2, "seed": 0,
+         "use_cache": "on"},
     )  # fmt: skip
     study = SensitivityStudy.objects.get()
     assert response.status_code == 302
@@ -55,7 +56,7 @@ def test_an_upload_with_bad_rows_names_them_on_the_page(researcher_client, playe
     upload = SimpleUploadedFile("gold.csv", b"case,criterion\n0,Good\n77,Bad case\n")
     response = researcher_client.post(
         reverse("rubric_lab:coverage_list"),
-        {"action": "upload", "set": played_run.benchmark_set.pk, "file": upload},
+        {"action": "upload", "benchmark_set": played_run.benchmark_set.pk, "file": upload},
     )
     assert "row 3: case" in response.content.decode()
     assert not ExpertCriterion.objects.exists()

@@ -85,3 +85,18 @@ def test_a_good_upload_is_saved_and_found_by_search():
     assert saved.origin == "uploaded" and saved.tags == ["gout", "joint"]
     hits = knowledge.knowledge_search("hot swollen joint gout", kind="bm25", k=1)
     assert hits[0].passage.passage_id == "lab-gout"
+
+
+def test_fields_longer_than_their_columns_are_named_before_anything_is_saved():
+    long_title = "T" * 201
+    content = (
+        "passage_id,topic,title,text,source,source_version\n"
+        f"lab-long,triage,{long_title},A passage long enough to be read as guidance text.,"
+        f"Src,{'9' * 41}\n"
+    )
+    with pytest.raises(CorpusError) as error:
+        parse_upload("long.csv", content.encode())
+    assert error.value.problems == [
+        "row 1: title must hold at most 200 characters, not 201",
+        "row 1: source_version must hold at most 40 characters, not 41",
+    ]
