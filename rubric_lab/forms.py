@@ -7,6 +7,16 @@ from benchmark.forms import model_validator
 from benchmark.models import Run
 from rubric_lab.models import RetrieverKind
 
+MAX_UPLOAD_BYTES = 5_000_000
+
+
+def upload_size_check(upload) -> None:
+    """A file validator: uploads are read whole, so refuse one too big to read."""
+    if upload.size > MAX_UPLOAD_BYTES:
+        raise forms.ValidationError(
+            f"The file holds {upload.size:,} bytes; the limit is {MAX_UPLOAD_BYTES:,}."
+        )
+
 
 class KnowledgeSearchForm(forms.Form):
     q = forms.CharField(required=False, max_length=300, label="Search")
@@ -15,8 +25,9 @@ class KnowledgeSearchForm(forms.Form):
 
 class KnowledgeUploadForm(forms.Form):
     file = forms.FileField(
+        validators=[upload_size_check],
         help_text="CSV, JSON or YAML rows with passage_id, topic, title, text, source, "
-        "source_version and optional tags (';'-separated in CSV)."
+        "source_version and optional tags (';'-separated in CSV).",
     )
 
 

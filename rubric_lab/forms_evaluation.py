@@ -7,6 +7,7 @@ from benchmark.forms import model_validator
 from benchmark.models import BenchmarkSet, Run
 from jury.models import Jury
 from rubric_lab.engine import perturb
+from rubric_lab.forms import upload_size_check
 from rubric_lab.models import GenerationJob, JudgeSetup
 from rubric_lab.services import refine, sensitivity
 
@@ -83,7 +84,9 @@ class ExpertCriteriaUploadForm(forms.Form):
     benchmark_set = forms.ModelChoiceField(
         queryset=BenchmarkSet.objects.order_by("-pk"), label="Benchmark set"
     )
-    file = forms.FileField(help_text="CSV (case,criterion[,weight]) or a JSON list.")
+    file = forms.FileField(
+        validators=[upload_size_check], help_text="CSV (case,criterion[,weight]) or a JSON list."
+    )
 
 
 class CoverageLaunchForm(forms.Form):

@@ -63,7 +63,7 @@ def knowledge_base(request: HttpRequest) -> HttpResponse:
 def knowledge_upload(request: HttpRequest) -> HttpResponse:
     form = forms.KnowledgeUploadForm(request.POST, request.FILES)
     if not form.is_valid():
-        messages.error(request, "Choose a file to upload.")
+        messages.error(request, " ".join(form.errors.get("file", ["Choose a file to upload."])))
         return redirect("rubric_lab:kb")
     upload = form.cleaned_data["file"]
     try:

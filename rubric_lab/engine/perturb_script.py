@@ -99,5 +99,5 @@ def _answer(event_id: str, content: str, change: str) -> dict[str, Any]:
 def _not_applicable(rule: perturb.Perturbation) -> dict[str, Any]:
     return {
         "applicable": False,
-        "reason": f"Scripted editor: the conversation holds no {rule.element} to change.",
+        "reason": f"Scripted editor: nothing to change here (looked for {rule.element}).",
     }

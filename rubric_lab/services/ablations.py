@@ -14,6 +14,8 @@ from collections.abc import Callable
 from django.db import transaction
 from django.utils import timezone
 
+from benchmark.engine.chat import ProviderError
+from benchmark.engine.providers.model_strings import check_model_string
 from benchmark.models import JobStatus, Run
 from rubric_lab.engine import perturb
 from rubric_lab.models import (
@@ -63,7 +65,9 @@ def ablation_launch(
             setup=JudgeSetup.INSTANCE, perturbations=list(perturb.REGISTRY),
             perturber_model=perturber_model, judge_model=judge_model, max_cases=max_cases,
         )  # fmt: skip
-    except sensitivity.StudyError as error:
+        # The same judge runs the coverage follow-ups: refuse it now, not from the watch.
+        check_model_string(judge_model, purpose="coverage_entail")
+    except (sensitivity.StudyError, ProviderError) as error:
         raise AblationError(str(error)) from None
     study = AblationStudy.objects.create(
         name=name.strip() or f"Ablations on {run.name}", run=run, generator_model=generator_model,

@@ -258,11 +258,12 @@ def coverage_table(run: CoverageRun) -> pd.DataFrame:
     ]  # fmt: skip
     overall = results["overall"]
     if overall is not None:
-        records.append({"case": "all (micro)", **_figures(overall.micro)})
-        records.append(
-            {"case": f"mean of {overall.cases} cases (macro)", "recall": overall.macro_recall,
-             "precision": overall.macro_precision, "f1": overall.macro_f1}
-        )  # fmt: skip
+        records.append({"case": "all (micro)", "rubric": "", "condition": "",
+                        **_figures(overall.micro)})  # fmt: skip
+        macro = {"recall": overall.macro_recall, "precision": overall.macro_precision,
+                 "f1": overall.macro_f1}  # fmt: skip
+        blank = dict.fromkeys(EXPORT_COLUMNS, "")
+        records.append({**blank, "case": f"mean of {overall.cases} cases (macro)", **macro})
     return pd.DataFrame.from_records(records, columns=EXPORT_COLUMNS)
 
 

@@ -20,7 +20,10 @@ class ExportFormatError(ValueError):
 def table_export(table: pd.DataFrame, suffix: str) -> str:
     if suffix not in FORMATS:
         raise ExportFormatError(f"export format must be one of {', '.join(FORMATS)}")
-    return stats.export_table(table.round(DECIMALS), FORMATS[suffix][0])
+    # A figure that does not exist (no scored pair, an undefined precision) is left blank,
+    # never written as "nan".
+    written = table.round(DECIMALS).astype(object).where(table.notna(), "")
+    return stats.export_table(written, FORMATS[suffix][0])
 
 
 def content_type(suffix: str) -> str:

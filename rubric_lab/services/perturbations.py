@@ -57,7 +57,8 @@ def near_miss_make(
             return NearMissCopy(kind, reason=f"The editor model: {answer['reason']}")
         edit, method = perturb.apply_model_edit(case, answer), "model"
     if edit is None:
-        return NearMissCopy(kind, reason=f"The trace holds no {rule.element} this rule can find.")
+        reason = f"The rule found nothing to change in the trace (it looks for {rule.element})."
+        return NearMissCopy(kind, reason=reason)
     changed = perturb.changed_events(case.events, edit.events)
     return NearMissCopy(
         kind=kind,

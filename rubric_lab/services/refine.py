@@ -232,7 +232,8 @@ def refine_table(study: RefineStudy) -> pd.DataFrame:
         for key, arm in results["arms"].items()
     ]  # fmt: skip
     records.append({"arm": "rubric - self", "label": "Paired difference of the gains",
-                    **_interval(results["difference"])})  # fmt: skip
+                    **_interval(results["difference"]), "done": "", "rejected": "",
+                    "failed": ""})  # fmt: skip
     return pd.DataFrame.from_records(records, columns=EXPORT_COLUMNS)
 
 

@@ -297,7 +297,7 @@ def results_table(study: SensitivityStudy, results: list[dict]) -> pd.DataFrame:
     records = []
     for row in results:
         record = {"perturbation": row["kind"], "label": row["label"]}
-        record.update({f"n_{status}": n for status, n in sorted(row["counts"].items())})
+        record.update({f"n_{s}": row["counts"].get(s, 0) for s in NearMissStatus.values})
         if row["sensitivity"] is not None:
             record.update(row["sensitivity"].as_row())
         if row["bias"] is not None:

@@ -7,14 +7,17 @@ import re
 from dataclasses import replace
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers.offline import OfflineProvider
 from jury.services import juries
+from rubric_lab import forms as lab_forms
 from rubric_lab.models import (
     AblationStudy,
     CoverageRun,
+    ExpertCriterion,
     GenerationJob,
     JudgeSetup,
     NearMissStatus,
@@ -107,6 +110,9 @@ def test_a_type_that_does_not_apply_keeps_its_reason_apart_from_the_description(
     assert skipped.exists()
     for pair in skipped:
         assert pair.not_applicable_reason and pair.description == ""
+    # A type with no scored pair exports blank measures and whole counts, never "nan".
+    markdown = sensitivity.study_export(study, "md")
+    assert "nan" not in markdown and f"| {skipped.count()} |" in markdown
 
 
 SENSITIVITY_FORM = {
@@ -210,6 +216,7 @@ def test_coverage_results_export_per_case_and_overall(played_run, rubric_job):
     assert csv.splitlines()[0] == "case,rubric,condition,constraints,entailed,generated," \
         "matched,recall,precision,f1"  # fmt: skip
     assert "\\toprule" in coverage.coverage_export(run, "tex")
+    assert "nan" not in csv and csv.splitlines()[-1].startswith("mean of 1 cases (macro),,,,,,,")
 
 
 def test_refine_results_export_each_arm_and_the_paired_difference(researcher_client, rubric_job):
@@ -263,3 +270,16 @@ def test_the_poll_that_finds_a_study_over_reloads_the_page_once(researcher_clien
     finished = researcher_client.get(url, headers={"HX-Request": "true"})
     assert finished["HX-Refresh"] == "true"
     assert "hx-trigger" not in finished.content.decode()
+
+
+def test_an_upload_too_big_to_read_is_refused_by_its_size(
+    researcher_client, played_run, monkeypatch
+):
+    monkeypatch.setattr(lab_forms, "MAX_UPLOAD_BYTES", 20)
+    big = SimpleUploadedFile("gold.csv", b"case,criterion\n" + b"0,x\n" * 10)
+    response = researcher_client.post(
+        reverse("rubric_lab:coverage_list"),
+        {"action": "upload", "benchmark_set": played_run.benchmark_set.pk, "file": big},
+    )
+    assert "the limit is 20" in response.context["upload_form"].errors["file"][0]
+    assert not ExpertCriterion.objects.exists()
