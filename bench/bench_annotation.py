@@ -15,7 +15,6 @@ Run: .venv/bin/python bench/bench_annotation.py
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
 import tempfile
@@ -23,6 +22,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.django_setup import django_on_fresh_sqlite  # noqa: E402
 
 CONVERSATIONS = 12_000
 AGENT_MODELS = ("offline/careful", "offline/careless", "openai/gpt-5.5", "anthropic/claude-x")
@@ -48,19 +49,6 @@ PROFILE = {
 }  # fmt: skip
 TOOLS = ("list_appointments", "get_available_appointments", "schedule_appointment",
          "list_medications", "request_refill")  # fmt: skip
-
-
-def _django(data_dir: str) -> None:
-    """Point Django at a fresh SQLite file in data_dir and create the schema."""
-    os.environ["DATA_DIR"] = data_dir
-    os.environ.pop("DATABASE_URL", None)
-    os.environ.pop("REDIS_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
 
 
 def _conversations():
@@ -263,7 +251,7 @@ def _measure(study, long_item) -> dict[str, float]:
 
 def run() -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="bench-annotation-") as data_dir:
-        _django(data_dir)
+        django_on_fresh_sqlite(data_dir)
         from django.db import connections
 
         started = time.perf_counter()

@@ -11,7 +11,6 @@ Run: DJANGO_SETTINGS_MODULE=config.settings python bench/bench_reports.py
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
 import tempfile
@@ -19,6 +18,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.django_setup import django_on_fresh_sqlite  # noqa: E402
 
 CONVERSATIONS = 12_000
 AGENT_MODELS = ("offline/careful", "offline/careless", "openai/gpt-5.5", "anthropic/claude-x")
@@ -28,19 +29,6 @@ REPEATS = 3
 # Page -> target server time in seconds (the median of REPEATS requests after a warm-up).
 TARGETS = {"report": 1.0, "comparison": 1.0, "sensitivity": 1.0, "failures": 1.0, "judges": 2.0}
 BATCH = 5_000
-
-
-def _django(data_dir: str) -> None:
-    """Point Django at a fresh SQLite file in data_dir and create the schema."""
-    os.environ["DATA_DIR"] = data_dir
-    os.environ.pop("DATABASE_URL", None)
-    os.environ.pop("REDIS_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
 
 
 def _build() -> int:
@@ -214,7 +202,7 @@ def _server_time(client, url: str) -> float:
 
 def run() -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="bench-reports-") as data_dir:
-        _django(data_dir)
+        django_on_fresh_sqlite(data_dir)
         from django.db import connections
         from django.test import Client
         from django.urls import reverse

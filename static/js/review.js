@@ -123,9 +123,17 @@
     }
   });
 
-  // Time on task counts only while the page is in front of the annotator.
+  // Time on task counts only while the page is in front of the annotator and they are at it:
+  // a page left open on an unattended screen sends no heartbeat, so idle time is not counted
+  // and the idle session can expire.
+  const ACTIVE_MS = 120000;
+  let lastActivity = Date.now();
+  for (const type of ["keydown", "pointerdown", "pointermove", "wheel", "scroll", "input"]) {
+    document.addEventListener(type, () => { lastActivity = Date.now(); }, { capture: true, passive: true });
+  }
   document.body.addEventListener("htmx:beforeRequest", (event) => {
-    if (event.detail.elt.id === "heartbeat" && document.visibilityState !== "visible") {
+    if (event.detail.elt.id !== "heartbeat") return;
+    if (document.visibilityState !== "visible" || Date.now() - lastActivity > ACTIVE_MS) {
       event.preventDefault();
     }
   });

@@ -123,7 +123,7 @@ def test_a_stale_tab_sees_the_conflict_instead_of_overwriting(
     assert checked_scores(page) == ["5"]
 
 
-def test_the_heartbeat_is_sent_only_while_the_page_is_visible(
+def test_the_heartbeat_is_sent_only_while_the_page_is_visible_and_in_use(
     page, login, target_study, live_server
 ):
     login("nora")
@@ -143,3 +143,12 @@ def test_the_heartbeat_is_sent_only_while_the_page_is_visible(
     page.clock.run_for(31_000)
     page.wait_for_timeout(300)
     assert len(beats) == 2
+    idle_from = len(beats)
+    page.clock.run_for(240_000)  # visible, but nobody has touched anything for minutes
+    page.wait_for_timeout(300)
+    assert len(beats) - idle_from <= 1  # at most the beat due at the two-minute mark
+    after_idle = len(beats)
+    page.keyboard.press("j")  # back at work
+    page.clock.run_for(31_000)
+    page.wait_for_timeout(300)
+    assert len(beats) == after_idle + 1
