@@ -201,5 +201,6 @@ LOGGING = {
         "django.db.backends": {"level": "WARNING"},
         # Lockouts are warnings; the INFO lines django-axes writes on every login are noise.
         "axes": {"level": "WARNING"},
+        "bm25s": {"level": "WARNING"},
     },
 }

@@ -55,12 +55,14 @@ def coverage_rows(coverage: Mapping, labels: Mapping[str, str]) -> list[Coverage
 
 
 def shortfall_sentences(coverage: Mapping, labels: Mapping[str, str]) -> list[str]:
-    """The strata that got fewer conversations than wanted, named in words."""
+    """The strata that got fewer conversations than wanted, named in words: first those that
+    had some (the sample could not take more), then those with none scored at all."""
+    shortfalls = sorted(coverage.get("shortfalls", []), key=lambda s: s["available"] == 0)
     return [
         f"{s['model']} · {labels.get(s['rubric'], s['rubric'])} · jury score {s['bin']}: "
         f"{s['sampled']} of {s['wanted']} wanted "
         f"({_available_words(s['available'])})"
-        for s in coverage.get("shortfalls", [])
+        for s in shortfalls
     ]
 
 

@@ -68,7 +68,8 @@ class Tally:
             self.invalidated += 1
         elif row["status"] == SUBMITTED:
             self.submitted += 1
-            self.seconds.append(row["seconds_on_task"])
+            if not row["synthetic"]:  # scripted work took no one's time
+                self.seconds.append(row["seconds_on_task"])
         elif row["status"] == RESERVED:
             self.in_progress += 1
         elif row["status"] == SKIPPED:
@@ -181,6 +182,7 @@ def study_coverage(study: Study) -> dict:
         "rows": coverage_rows(coverage, names),
         "heatmaps": coverage_heatmaps(coverage, codes),
         "shortfalls": shortfall_sentences(coverage, names),
+        "empty_strata": sum(1 for s in coverage.get("shortfalls", []) if s["available"] == 0),
         "wanted": coverage.get("wanted_per_cell", 1),
         "candidates": coverage.get("candidates", 0),
     }
