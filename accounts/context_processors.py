@@ -15,6 +15,7 @@ NAVIGATION = [
     ("Juries", "jury:juries", STAFF),
     ("Reports", "jury:reports", STAFF),
     ("Studies", "annotation:staff_studies", STAFF),
+    ("Alignment", "alignment:index", STAFF),
     ("Rubric lab", "rubric_lab:pipelines", STAFF),
     ("People", "people", ADMIN_ONLY),
 ]

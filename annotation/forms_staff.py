@@ -7,6 +7,7 @@ from django import forms
 from annotation.models import StudyItem, StudyKind
 from annotation.services.studies import StudySpec
 from benchmark.models import JobStatus
+from config.uploads import upload_size_check
 from jury.models import RubricVersion, ScoringJob
 from jury.services.rubrics import current_versions
 
@@ -109,8 +110,9 @@ class InvalidateForm(forms.Form):
 
 class ImportForm(forms.Form):
     file = forms.FileField(
+        validators=[upload_size_check],
         help_text="CSV or JSONL, one row per annotator x conversation x rubric (the export "
-        "format). Required columns: conversation, annotator, track, rubric_id, score."
+        "format). Required columns: conversation, annotator, track, rubric_id, score.",
     )
 
 

@@ -79,7 +79,7 @@ def study_lock_view(request: HttpRequest, pk: int) -> HttpResponse:
     """GET asks for confirmation (what locking freezes); POST locks."""
     study = get_object_or_404(Study, pk=pk)
     if request.method == "POST" and not study.is_locked:
-        study_lock(study)
+        study_lock(study, actor=request.user)
         messages.success(request, f"Locked {study.name}: no annotation can change any more.")
         return redirect("annotation:staff_study", pk)
     return render(

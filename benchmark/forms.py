@@ -6,6 +6,8 @@ from decimal import Decimal, InvalidOperation
 
 from django import forms
 
+from config.uploads import uploaded_text
+
 from benchmark.engine.agents.agent_config import AgentConfigError
 from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers.catalog import default_catalog
@@ -14,7 +16,6 @@ from benchmark.models import AgentConfig, BenchmarkSet, Distribution, JobStatus
 from benchmark.services import agents as agent_services
 from benchmark.services.runs import AgentChoice
 
-MAX_UPLOAD_BYTES = 1_000_000
 MAX_SEED = 2**63 - 1  # seeds are stored in signed 64-bit columns
 MAX_COST_LIMIT = Decimal("99999999.99")  # Run.cost_limit_usd: 10 digits, 2 decimals
 
@@ -76,12 +77,7 @@ class DistributionForm(forms.Form):
         data = super().clean()
         upload = data.get("yaml_file")
         if upload is not None:
-            if upload.size > MAX_UPLOAD_BYTES:
-                raise forms.ValidationError("The file is larger than 1 MB.")
-            try:
-                data["yaml_text"] = upload.read().decode("utf-8")
-            except UnicodeDecodeError:
-                raise forms.ValidationError("The file is not UTF-8 text.") from None
+            data["yaml_text"] = uploaded_text(upload)
         if not (data.get("yaml_text") or "").strip():
             raise forms.ValidationError("Upload a file or paste the distribution YAML.")
         return data

@@ -252,14 +252,15 @@ def run_control(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     run = get_object_or_404(Run, pk=pk)
     try:
         if action == "pause":
-            runs.run_pause(run)
+            runs.run_pause(run, actor=request.user)
         elif action == "cancel":
-            runs.run_cancel(run)
+            runs.run_cancel(run, actor=request.user)
         else:
             runs.run_resume(
                 run,
                 retry_failed=bool(request.POST.get("retry_failed")),
                 cost_limit_usd=forms.optional_decimal(request.POST.get("cost_limit")),
+                actor=request.user,
             )
             _dispatch_after_commit(run)
     except (runs.RunError, ValueError) as error:

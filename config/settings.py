@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "annotation",
     "alignment",
     "rubric_lab",
+    "audit",
     "axes",
 ]
 
@@ -125,6 +126,10 @@ STORAGES = {
     },
 }
 
+# Every upload form refuses files above this size (config/uploads.py); a form post without a
+# file (a pasted rubric or distribution) is limited the same way.
+UPLOAD_LIMIT_MB = env.env_int(ENV, "UPLOAD_LIMIT_MB", 5)
+DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_LIMIT_MB * 1_000_000
 CONTENT_SECURITY_POLICY = security.CONTENT_SECURITY_POLICY
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

@@ -13,5 +13,6 @@ urlpatterns = [
     path("jury/", include("jury.urls")),
     path("annotation/", include("annotation.urls")),
     path("lab/", include("rubric_lab.urls")),
+    path("alignment/", include("alignment.urls")),
     path("admin/", admin.site.urls),
 ]

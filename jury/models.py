@@ -63,11 +63,21 @@ class Jury(models.Model):
 
 
 class ScoringJob(models.Model):
-    """One jury scoring one run with pinned rubric versions."""
+    """One jury scoring one run with pinned rubric versions.
+
+    A re-score (alignment: a study's annotated conversations judged by another configuration)
+    is restricted to a set of the run's conversations and may carry its own judge prompt.
+    """
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="scoring_jobs")
     jury = models.ForeignKey(Jury, on_delete=models.PROTECT, related_name="jobs")
     rubric_versions = models.ManyToManyField(RubricVersion, related_name="jobs")
+    # Empty: every scorable conversation of the run; otherwise only these.
+    conversations = models.ManyToManyField(
+        Conversation, blank=True, related_name="restricted_scoring_jobs"
+    )
+    # The judge prompt template text (jury.engine.prompt format); blank: the shipped file.
+    judge_template = models.TextField(blank=True)
     use_cache = models.BooleanField(default=True)
     # Judge calls sent to the workers at once; the rest wait in the database, so a lost call is
     # found and sent again within one lease instead of after a queue of thousands drains.

@@ -5,17 +5,8 @@ from django import forms
 
 from benchmark.forms import model_validator
 from benchmark.models import Run
+from config.uploads import upload_size_check
 from rubric_lab.models import RetrieverKind
-
-MAX_UPLOAD_BYTES = 5_000_000
-
-
-def upload_size_check(upload) -> None:
-    """A file validator: uploads are read whole, so refuse one too big to read."""
-    if upload.size > MAX_UPLOAD_BYTES:
-        raise forms.ValidationError(
-            f"The file holds {upload.size:,} bytes; the limit is {MAX_UPLOAD_BYTES:,}."
-        )
 
 
 class KnowledgeSearchForm(forms.Form):

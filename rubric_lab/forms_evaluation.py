@@ -5,9 +5,9 @@ from django import forms
 
 from benchmark.forms import model_validator
 from benchmark.models import BenchmarkSet, Run
+from config.uploads import upload_size_check, uploaded_text
 from jury.models import Jury
 from rubric_lab.engine import perturb
-from rubric_lab.forms import upload_size_check
 from rubric_lab.models import GenerationJob, JudgeSetup
 from rubric_lab.services import refine, sensitivity
 
@@ -87,6 +87,15 @@ class ExpertCriteriaUploadForm(forms.Form):
     file = forms.FileField(
         validators=[upload_size_check], help_text="CSV (case,criterion[,weight]) or a JSON list."
     )
+
+    def clean(self):
+        data = super().clean()
+        if data.get("file") is not None:
+            try:
+                data["text"] = uploaded_text(data["file"])
+            except forms.ValidationError as error:
+                self.add_error("file", error)
+        return data
 
 
 class CoverageLaunchForm(forms.Form):

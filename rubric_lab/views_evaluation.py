@@ -168,7 +168,7 @@ def _expert_criteria_save(request: HttpRequest) -> Callable[[dict], Any]:
     def save(data: dict):
         return coverage.expert_criteria_upload(
             benchmark_set=data["benchmark_set"], filename=data["file"].name,
-            content=data["file"].read().decode("utf-8", errors="replace"), user=request.user,
+            content=data["text"], user=request.user,
         )  # fmt: skip
 
     return save

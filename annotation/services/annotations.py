@@ -17,6 +17,7 @@ from annotation.models import Assignment, AssignmentHistory, AssignmentStatus, H
 from annotation.services.history import annotation_snapshot, history_add
 from annotation.services.queue import reservation_renew
 from annotation.services.studies import panel_versions
+from audit.services import audit_record
 
 # Gaps longer than this between two signs of life (a save or a heartbeat) are breaks, not work.
 ACTIVE_GAP = timedelta(seconds=120)
@@ -207,6 +208,10 @@ def annotation_invalidate(assignment: Assignment, *, actor, reason: str) -> Assi
     locked.invalidated_reason, locked.slot = reason[:500], None
     locked.save(update_fields=["invalidated_at", "invalidated_by", "invalidated_reason", "slot"])
     history_add(locked, HistoryKind.INVALIDATE, actor=actor, note=reason[:500])
+    audit_record(
+        actor=actor, action="annotation.invalidated", target=locked,
+        before={"valid": True}, after={"valid": False}, note=reason,
+    )  # fmt: skip
     return locked
 
 

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from annotation.engine.sampling import Candidate, stratified_sample
 from annotation.models import Project, Study, StudyItem, StudyKind, StudyStatus
+from audit.services import audit_record
 from jury.models import RubricResult, RubricVersion, ScoringJob
 
 OVERLAP_RANGE = range(2, 5)
@@ -59,6 +60,12 @@ def study_create(
     study.scoring_jobs.set(scoring_jobs)
     study.rubric_versions.set(rubric_versions)
     _draw_sample(study, scoring_jobs, rubric_versions)
+    audit_record(
+        actor=created_by, action="study.created", target=study,
+        after={"kind": study.kind, "round": study.round_number, "items": study.items.count(),
+               "jobs": [job.pk for job in scoring_jobs],
+               "rubric_versions": [v.pk for v in rubric_versions]},
+    )  # fmt: skip
     return study
 
 
@@ -159,9 +166,14 @@ def held_out_conversations(study: Study):
     return others.values("conversation_id")
 
 
-def study_lock(study: Study) -> Study:
+def study_lock(study: Study, *, actor=None) -> Study:
+    before = study.status
     study.status, study.locked_at = StudyStatus.LOCKED, timezone.now()
     study.save(update_fields=["status", "locked_at"])
+    audit_record(
+        actor=actor, action="study.locked", target=study,
+        before={"status": before}, after={"status": study.status},
+    )  # fmt: skip
     return study
 
 

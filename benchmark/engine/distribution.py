@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from benchmark.engine import eligibility
+from benchmark.engine import eligibility, safe_yaml
 from benchmark.engine.eligibility import AGE_RULE, SEX_RULE, Rule, SamplingPlan, build_plan
 
 DEFAULT_DISTRIBUTION_PATH = (
@@ -249,8 +249,8 @@ def default_distribution() -> Distribution:
 def parse_distribution(text: str, *, source: str = "<text>") -> Distribution:
     """Parse and validate distribution text; raise DistributionError listing every problem."""
     try:
+        data = safe_yaml.safe_load(text)  # first: it refuses alias bombs before anything walks them
         root_node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise DistributionError([_syntax_problem(error)], source=source) from error
     reader = _Reader(_line_index(root_node))

@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from audit.services import audit_record
 from benchmark.engine.agents.prompts import default_patient_prompt
 from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers.model_strings import check_model_string
@@ -169,6 +170,7 @@ def run_launch(
         for agent in run_agents
         for rep in range(repetitions)
     )
+    audit_record(actor=user, action="run.launched", target=run, after={"config": config})
     return run
 
 
@@ -267,9 +269,19 @@ def _over_cost_limit(run: Run) -> bool:
     return True
 
 
-def run_pause(run: Run) -> None:
+def run_pause(run: Run, *, actor=None) -> None:
     """Stop launching work; conversations already running finish, queued ones wait."""
+    before = run.status
     _pause(run, "Paused by a person.")
+    _audit(run, "run.paused", before, actor)
+
+
+def _audit(run: Run, action: str, status_before: str, actor) -> None:
+    run.refresh_from_db(fields=["status"])
+    audit_record(
+        actor=actor, action=action, target=run,
+        before={"status": status_before}, after={"status": run.status},
+    )  # fmt: skip
 
 
 def _pause(run: Run, reason: str) -> None:
@@ -284,7 +296,8 @@ def _pause(run: Run, reason: str) -> None:
         )
 
 
-def run_cancel(run: Run) -> None:
+def run_cancel(run: Run, *, actor=None) -> None:
+    before = run.status
     with transaction.atomic():
         Run.objects.filter(pk=run.pk).exclude(status=JobStatus.FINISHED).update(
             status=JobStatus.CANCELLED,
@@ -294,10 +307,15 @@ def run_cancel(run: Run) -> None:
         run.conversations.filter(
             status__in=(ConversationStatus.PENDING, ConversationStatus.QUEUED)
         ).update(status=ConversationStatus.CANCELLED, termination_reason=Termination.CANCELLED)
+    _audit(run, "run.cancelled", before, actor)
 
 
 def run_resume(
-    run: Run, *, retry_failed: bool = False, cost_limit_usd: Decimal | None = None
+    run: Run,
+    *,
+    retry_failed: bool = False,
+    cost_limit_usd: Decimal | None = None,
+    actor=None,
 ) -> None:
     """Continue a paused, cancelled or finished run; optionally retry infrastructure failures."""
     if run.patient_prompt_version != patient_prompt_version():
@@ -305,6 +323,7 @@ def run_resume(
             "The patient prompt changed since this run was launched; resuming would mix "
             "prompt versions. Launch a new run."
         )
+    before = run.status
     with transaction.atomic():
         if cost_limit_usd is not None:
             run.cost_limit_usd = cost_limit_usd
@@ -318,6 +337,7 @@ def run_resume(
         run.conversations.filter(retry).update(
             status=ConversationStatus.PENDING, termination_reason="", error=""
         )
+    _audit(run, "run.resumed", before, actor)
 
 
 def run_progress(run: Run) -> dict:

@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from benchmark.engine import safe_yaml
+
 RUBRICS_DIR = Path(__file__).resolve().parent.parent / "data" / "rubrics"
 
 SCORES = (1, 2, 3, 4, 5)
@@ -100,7 +102,7 @@ class Rubric:
 def parse_rubric(text: str) -> Rubric:
     """Read and validate one rubric from YAML text; RubricError names the field at fault."""
     try:
-        data = yaml.safe_load(text)
+        data = safe_yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise RubricError(f"rubric YAML could not be read: {error}") from error
     if not isinstance(data, dict):

@@ -21,6 +21,7 @@ from benchmark.models import BenchmarkEntry, RunAgent
 from jury.engine import paired, stats
 from jury.engine.aggregate import judge_aggregate_frame
 from jury.models import ConversationResult, JudgeScore, RubricResult, ScoreStatus, ScoringJob
+from jury.services.scoring import job_conversations
 
 ATTRIBUTES = {
     "personality": "Personality",
@@ -102,7 +103,7 @@ class Report:
         results = ConversationResult.objects.filter(job=self.job).aggregate(
             scored=Count("id"), complete=Count("id", filter=Q(complete=True))
         )
-        run = self.job.run.conversations
+        run = job_conversations(self.job)  # a re-score counts only its own conversations
         scorable = run.scorable().count()
         return {
             "complete": results["complete"],

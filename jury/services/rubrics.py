@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Max, Q, QuerySet
 
 from accounts.models import Role
+from audit.services import audit_record
 from jury.engine.rubrics import RUBRICS_DIR, Rubric, RubricError, parse_rubric
 from jury.models import RubricVersion
 
@@ -86,7 +87,13 @@ def rubric_version_create(
         raise RubricError("nothing changed: the text means the same as the current version")
     number = previous.aggregate(highest=Max("version"))["highest"] + 1
     text = _VERSION_LINE.sub(f"version: {number}", yaml_text, count=1)
-    return _store(parse_rubric(text), text, note=note, user=user)
+    stored = _store(parse_rubric(text), text, note=note, user=user)
+    audit_record(
+        actor=user, action="rubric.version_published", target=stored,
+        before={"version": current.version, "fingerprint": current.fingerprint},
+        after={"version": stored.version, "fingerprint": stored.fingerprint}, note=note,
+    )  # fmt: skip
+    return stored
 
 
 def _check_same_rubric(edited: Rubric, current: Rubric) -> None:

@@ -1,20 +1,25 @@
 """Scoring a run with a jury: one judge call per (conversation, rubric, judge), then merging.
 
-Launching pins the current rubric versions and creates every JudgeScore row as pending, so
-progress is a count of rows. Executing a row is idempotent: a valid row is never judged again,
-and a pending, invalid or errored row can be retried by relaunching. A judge failure never
-re-runs the conversation. Judges see the profile, the scenario and the trace, never the model
-under evaluation: nothing from RunAgent reaches the prompt or the offline judge's hints.
+Launching pins the current rubric versions (or the versions asked for) and creates every
+JudgeScore row as pending, so progress is a count of rows. A job may be restricted to some of
+the run's conversations and carry its own judge prompt: that is how a clinician study's
+conversations are re-scored by another jury configuration (alignment.services.loop).
+
+Executing a row is idempotent: a valid row is never judged again, and a pending, invalid or
+errored row can be retried by relaunching. A judge failure never re-runs the conversation.
+Judges see the profile, the scenario and the trace, never the model under evaluation: nothing
+from RunAgent reaches the prompt or the offline judge's hints.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
+from functools import lru_cache
 
 from django.db import transaction
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from benchmark.engine.chat import ChatRequest, ChatResponse, Message, ProviderError
@@ -38,13 +43,22 @@ from jury.engine.aggregate import (
 )
 from jury.engine.outcomes import outcome_checks
 from jury.engine.parse import InvalidJudgeAnswer, parse_judge_answer, validate_judge_answer
-from jury.engine.prompt import prompt_hash, render_judge_prompt
+from jury.engine.prompt import (
+    JUDGE_TEMPLATE_PATH,
+    JudgeTemplate,
+    PromptTemplateError,
+    load_judge_template,
+    parse_judge_template,
+    prompt_hash,
+    render_judge_prompt,
+)
 from jury.engine.rubrics import Rubric
 from jury.models import (
     ConversationResult,
     JudgeScore,
     Jury,
     RubricResult,
+    RubricVersion,
     ScoreStatus,
     ScoringJob,
 )
@@ -69,32 +83,113 @@ class ScoringError(ValueError):
 
 @transaction.atomic
 def scoring_launch(
-    *, run: Run, jury: Jury, use_cache: bool = True, concurrency: int = 64, user=None
+    *,
+    run: Run,
+    jury: Jury,
+    use_cache: bool = True,
+    concurrency: int = 64,
+    user=None,
+    rubric_versions: Sequence[RubricVersion] | None = None,
+    conversations: Sequence[Conversation] | None = None,
+    judge_template: str = "",
 ) -> ScoringJob:
-    """Pin the current judged rubric versions and create every judge task as pending."""
-    versions = current_versions(judged_only=True)
-    unweighted = sorted({v.rubric_id for v in versions} - set(jury.weights))
-    if unweighted:
-        raise ScoringError(
-            f"Jury {jury.name!r} has no weight for {', '.join(unweighted)}; create a new jury."
-        )
+    """Pin the rubric versions (default: the current judged ones) and create every judge task
+    as pending. `conversations` restricts the job to some of the run's conversations;
+    `judge_template` is a judge prompt variant (blank or the shipped text: the shipped one)."""
+    versions = _versions_check(
+        current_versions(judged_only=True) if rubric_versions is None else rubric_versions, jury
+    )
+    template = judge_template_check(judge_template)
     if not run.conversations.scorable().exists():
         raise ScoringError(f"Run {run.name!r} has no finished conversation to score yet.")
+    if conversations is not None:
+        _conversations_check(run, conversations)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise ScoringError(f"Concurrency must lie between 1 and {MAX_CONCURRENCY}.")
     job = ScoringJob.objects.create(
         run=run, jury=jury, use_cache=use_cache, concurrency=concurrency,
-        status=JobStatus.RUNNING, created_by=user,
+        status=JobStatus.RUNNING, created_by=user, judge_template=template,
     )  # fmt: skip
     job.rubric_versions.set(versions)
+    if conversations is not None:
+        job.conversations.set(conversations)
     scores_create_missing(job)
     return job
+
+
+def _versions_check(versions: Sequence[RubricVersion], jury: Jury) -> list[RubricVersion]:
+    """Judged versions, at most one per rubric, each weighted by the jury, one weight > 0."""
+    versions = list(versions)
+    if not versions:
+        raise ScoringError("Pick at least one rubric version to score.")
+    clinician_only = [str(v) for v in versions if v.kind != "dimension"]
+    if clinician_only:
+        raise ScoringError(f"Judges do not score {', '.join(clinician_only)}: clinicians only.")
+    rubric_ids = [v.rubric_id for v in versions]
+    twice = sorted({r for r in rubric_ids if rubric_ids.count(r) > 1})
+    if twice:
+        raise ScoringError(f"Pick one version per rubric ({', '.join(twice)} twice).")
+    unweighted = sorted(set(rubric_ids) - set(jury.weights))
+    if unweighted:
+        raise ScoringError(
+            f"Jury {jury.name!r} has no weight for {', '.join(unweighted)}; create a new jury."
+        )
+    if not any(jury.weights[r] > 0 for r in rubric_ids):
+        raise ScoringError(
+            f"Jury {jury.name!r} gives every chosen rubric weight 0: no aggregate is possible."
+        )
+    return sorted(versions, key=lambda v: (v.order, v.rubric_id))
+
+
+def _conversations_check(run: Run, conversations: Sequence[Conversation]) -> None:
+    if not conversations:
+        raise ScoringError("The job is restricted to no conversation: nothing would be scored.")
+    ids = {conversation.pk for conversation in conversations}
+    scorable = set(run.conversations.scorable().filter(pk__in=ids).values_list("pk", flat=True))
+    if ids - scorable:
+        raise ScoringError(
+            f"{len(ids - scorable)} of the {len(ids)} conversations are not finished "
+            f"conversations of run {run.name!r}."
+        )
+
+
+def judge_template_check(text: str) -> str:
+    """The template text to store: "" for the shipped template (so an unchanged copy is the
+    same configuration), else the validated variant."""
+    if not text.strip() or text.strip() == shipped_judge_template_text().strip():
+        return ""
+    try:
+        parse_judge_template(text)
+    except PromptTemplateError as error:
+        raise ScoringError(f"Judge prompt: {error}.") from error
+    return text
+
+
+def shipped_judge_template_text() -> str:
+    return JUDGE_TEMPLATE_PATH.read_text(encoding="utf-8")
+
+
+def job_judge_template(job: ScoringJob) -> JudgeTemplate:
+    return _template(job.judge_template) if job.judge_template else load_judge_template()
+
+
+@lru_cache(maxsize=16)
+def _template(text: str) -> JudgeTemplate:
+    return parse_judge_template(text)
+
+
+def job_conversations(job: ScoringJob) -> QuerySet[Conversation]:
+    """The conversations the job scores: the run's, or the ones it is restricted to."""
+    conversations = job.run.conversations.all()
+    if job.conversations.exists():
+        conversations = conversations.filter(restricted_scoring_jobs=job)
+    return conversations
 
 
 def scores_create_missing(job: ScoringJob) -> None:
     """A pending row for every task of every scorable conversation that has none yet (a run
     still in progress gains conversations after the job was launched)."""
-    conversation_ids = list(job.run.conversations.scorable().values_list("id", flat=True))
+    conversation_ids = list(job_conversations(job).scorable().values_list("id", flat=True))
     versions = list(job.rubric_versions.all())
     JudgeScore.objects.bulk_create(
         (
@@ -175,7 +270,12 @@ def trace_of(conversation: Conversation) -> list[dict]:
 
 
 def judge_request(
-    *, conversation: Conversation, rubric: Rubric, judge_model: str, judge_index: int = 0
+    *,
+    conversation: Conversation,
+    rubric: Rubric,
+    judge_model: str,
+    judge_index: int = 0,
+    template: JudgeTemplate | None = None,
 ) -> ChatRequest:
     """The call one judge gets for one rubric. Built from the entry and the trace only.
 
@@ -187,7 +287,7 @@ def judge_request(
         "scenario": scenario_of(conversation.entry),
         "events": trace_of(conversation),
     }
-    system, user = render_judge_prompt(rubric, **inputs)
+    system, user = render_judge_prompt(rubric, template=template, **inputs)
     return ChatRequest(
         model=judge_model,
         purpose="judge",
@@ -223,6 +323,7 @@ def _judge(score_id: int) -> None:
         rubric=rubric_of(score.rubric_version),
         judge_model=score.judge_model,
         judge_index=score.judge_index,
+        template=job_judge_template(score.job),
     )
     recorder = accounting.RecordingClient(model_router(score.job.use_cache))
     try:
@@ -362,7 +463,8 @@ def _conversation_fields(jury: Jury, conversation, by_rubric: dict, missing: lis
         judge: {rubric: scores[judge] for rubric, scores in by_rubric.items()}
         for judge in jury.judges
     }
-    weighted = [rubric for rubric, weight in jury.weights.items() if weight > 0]
+    weights = _job_weights(jury, by_rubric)
+    weighted = [rubric for rubric, weight in weights.items() if weight > 0]
     judged_fully = {
         judge: scores
         for judge, scores in by_judge.items()
@@ -376,13 +478,19 @@ def _conversation_fields(jury: Jury, conversation, by_rubric: dict, missing: lis
     return {
         "complete": not missing,
         "missing": missing,
-        "aggregate": None if missing else jury_aggregate(by_judge, jury.weights),
-        "judge_aggregates": judge_aggregates(judged_fully, jury.weights),
+        "aggregate": None if missing else jury_aggregate(by_judge, weights),
+        "judge_aggregates": judge_aggregates(judged_fully, weights),
         "booked": checks.booked,
         "booked_type_matches": checks.booked_type_matches,
         "fabricated_claims": list(checks.fabricated),
         "fabricated_count": checks.fabricated_count,
     }
+
+
+def _job_weights(jury: Jury, rubrics_scored) -> dict[str, float]:
+    # A re-score may judge some rubrics only: its aggregate is over those (the launch refused
+    # a choice with no positive weight).
+    return {rubric: weight for rubric, weight in jury.weights.items() if rubric in rubrics_scored}
 
 
 def job_finish_if_done(job: ScoringJob) -> None:

@@ -85,10 +85,19 @@ def test_write_actions_are_marked_in_the_trace(client, study, me):
 
 
 def test_another_annotator_gets_404_as_if_the_item_did_not_exist(client, mine, clinicians):
+    """Neither by URL nor with a well-formed form (right version, valid scores, a reason) can
+    annotator B read or change A's draft, status or history."""
+    before = Assignment.objects.values().get(pk=mine.pk)
     client.force_login(clinicians[1])
+    form = {"version": mine.version, "score-clinical_safety": "1", "reason": "mine now",
+            "overall_comment": "overwritten"}  # fmt: skip
     for name in ("review", "autosave", "submit", "skip", "reopen", "heartbeat"):
-        method = client.get if name == "review" else client.post
-        assert method(page_url(mine, name)).status_code == 404, name
+        response = client.get(page_url(mine, name)) if name == "review" else client.post(
+            page_url(mine, name), form
+        )  # fmt: skip
+        assert response.status_code == 404, name
+    assert Assignment.objects.values().get(pk=mine.pk) == before
+    assert not mine.history.exists()
 
 
 def test_staff_use_their_own_view_not_this_one(client, mine, researcher):

@@ -94,12 +94,13 @@ PAGES += [
 def build_objects(users_by_role) -> dict:
     """One object of each kind the URLs point at."""
     objects = benchmark_objects()
-    return {
+    objects = {
         **objects,
         **jury_objects(objects["run"]),
         **rubric_lab_objects(objects),
         **annotation_objects(objects, users_by_role),
     }
+    return objects | alignment_objects(objects)
 
 
 def jury_objects(run) -> dict:
@@ -295,3 +296,50 @@ def annotation_objects(objects, users) -> dict:
         project=project, after_study=study, title="Access guide", body_markdown="Read *slowly*."
     )
     return {"study": study, "item": item, "assignment": assignment, "guide": guide}
+
+
+# --- alignment reports (staff only) ----------------------------------------------------------
+
+_PROJECT = (("pk", "project", "pk"),)
+_RUBRIC_PAGE = (*_STUDY, ("rubric_id", "clinical_rubric", "rubric_id"))
+
+PAGES += [
+    Page("alignment:index", STAFF),
+    Page("alignment:report", STAFF, _STUDY),
+    Page("alignment:planner", STAFF, _STUDY),
+    Page("alignment:export", STAFF, (*_STUDY, ("fmt", "export", "suffix"))),
+    Page("alignment:rubric", STAFF, _RUBRIC_PAGE),
+    Page(
+        "alignment:figure",
+        STAFF,
+        (*_RUBRIC_PAGE, ("kind", "alignment_figure", "kind"), ("fmt", "alignment_figure", "fmt")),
+    ),
+    Page("alignment:disagreements", STAFF, _STUDY),
+    Page("alignment:tag", STAFF, (*_STUDY, ("item_pk", "item", "pk"))),
+    Page("alignment:untag", STAFF, (("pk", "item_theme", "pk"),)),
+    Page("alignment:trend", STAFF, _PROJECT),
+    Page(
+        "alignment:trend_figure",
+        STAFF,
+        (*_PROJECT, ("kind", "trend_figure", "kind"), ("fmt", "trend_figure", "fmt")),
+    ),
+]
+
+
+def alignment_objects(objects) -> dict:
+    """The access study with the current rubrics (so a rubric page exists), its jury job and a
+    theme tag on its item. Nothing is annotated: the pages and figures show their empty
+    states."""
+    from alignment.models import ItemTheme, Theme
+    from jury.services.rubrics import current_versions
+
+    study, item = objects["study"], objects["item"]
+    study.rubric_versions.set(current_versions())
+    study.scoring_jobs.add(objects["scoring_job"])
+    theme = Theme.objects.create(name="Access theme", project=study.project)
+    return {
+        "project": study.project,
+        "item_theme": ItemTheme.objects.create(item=item, rubric_id="clinical_safety", theme=theme),
+        "alignment_figure": SimpleNamespace(kind="scatter", fmt="svg"),
+        "trend_figure": SimpleNamespace(kind="rubrics", fmt="svg"),
+    }

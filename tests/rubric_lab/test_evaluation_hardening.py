@@ -13,7 +13,6 @@ from django.urls import reverse
 from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers.offline import OfflineProvider
 from jury.services import juries
-from rubric_lab import forms as lab_forms
 from rubric_lab.models import (
     AblationStudy,
     CoverageRun,
@@ -273,13 +272,13 @@ def test_the_poll_that_finds_a_study_over_reloads_the_page_once(researcher_clien
 
 
 def test_an_upload_too_big_to_read_is_refused_by_its_size(
-    researcher_client, played_run, monkeypatch
+    researcher_client, played_run, settings
 ):
-    monkeypatch.setattr(lab_forms, "MAX_UPLOAD_BYTES", 20)
+    settings.UPLOAD_LIMIT_MB = 0
     big = SimpleUploadedFile("gold.csv", b"case,criterion\n" + b"0,x\n" * 10)
     response = researcher_client.post(
         reverse("rubric_lab:coverage_list"),
         {"action": "upload", "benchmark_set": played_run.benchmark_set.pk, "file": big},
     )
-    assert "the limit is 20" in response.context["upload_form"].errors["file"][0]
+    assert "uploads are limited to 0 MB" in response.context["upload_form"].errors["file"][0]
     assert not ExpertCriterion.objects.exists()

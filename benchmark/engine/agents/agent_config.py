@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from benchmark.engine import safe_yaml
 from benchmark.engine.agents.prompts import (
     PROMPTS_DIR,
     PromptError,
@@ -73,7 +74,7 @@ def parse_agent_config(
     text: str, *, prompts_dir: Path = PROMPTS_DIR, source: str = "agent config"
 ) -> AgentConfig:
     try:
-        data = yaml.safe_load(text)
+        data = safe_yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise AgentConfigError(f"{source}: not valid YAML: {error}") from error
     if not isinstance(data, dict):

@@ -1,0 +1,1 @@
+"""Pure statistics of jury-clinician agreement (no Django): see agreement.py for definitions."""

@@ -1,0 +1,106 @@
+"""One rubric's ratings as arrays, and per-item columns whose sums carry every figure.
+
+`RubricItems` holds the items (conversations) of one rubric in a fixed order with each
+clinician's score and the jury mean; `ItemColumns` collects named per-item columns and sums all
+of them under bootstrap weights with one matrix product (see bootstrap.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from alignment.engine.bootstrap import ratio
+from alignment.engine.frames import (
+    ITEM,
+    LEVELS,
+    RATER,
+    SCORE,
+    check_jury,
+    check_ratings,
+    round_half_up,
+)
+
+
+@dataclass(frozen=True)
+class RubricItems:
+    """One rubric's conversations (rows) by clinicians (columns), plus the jury mean."""
+
+    items: np.ndarray  # (N,) item ids, sorted
+    raters: list
+    scores: np.ndarray  # (N, R) float, NaN where a rater did not score the item
+    jury: np.ndarray  # (N,) jury mean, NaN where missing
+    n_jury_items_unrated: int
+    has_jury: bool  # False when jury=None (human-only rubric)
+
+    @property
+    def counts(self) -> np.ndarray:
+        """(N, 5): how many clinicians gave each score level on each item."""
+        return np.stack([(self.scores == level).sum(axis=1) for level in LEVELS], axis=1)
+
+    @property
+    def ratings_per_item(self) -> np.ndarray:
+        return (~np.isnan(self.scores)).sum(axis=1)
+
+    @property
+    def clinician_mean(self) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            return ratio(np.nansum(self.scores, axis=1), self.ratings_per_item)
+
+    @property
+    def paired(self) -> np.ndarray:
+        """Items with both a jury mean and at least one clinician rating."""
+        return ~np.isnan(self.jury) & (self.ratings_per_item > 0)
+
+
+def rubric_items(clinicians: pd.DataFrame, jury: pd.Series | None) -> RubricItems:
+    """Items are the conversations at least one clinician rated, in sorted order; jury means
+    of other conversations are only counted (n_jury_items_unrated)."""
+    check_ratings(clinicians, who="clinician", key=RATER)
+    wide = clinicians.pivot(index=ITEM, columns=RATER, values=SCORE).astype(float)
+    items = wide.index.to_numpy()
+    if jury is None:
+        jury_values, unrated = np.full(len(items), np.nan), 0
+    else:
+        check_jury(jury)
+        jury = pd.to_numeric(jury, errors="coerce")
+        jury_values = jury.reindex(wide.index).to_numpy(dtype=float)
+        unrated = int((~jury.index.isin(wide.index)).sum())
+    return RubricItems(
+        items, list(wide.columns), wide.to_numpy(), jury_values, unrated, jury is not None
+    )
+
+
+class ItemColumns:
+    """Named blocks of per-item columns; `sums` multiplies them all by the weights at once."""
+
+    def __init__(self, n_items: int) -> None:
+        self._n = n_items
+        self._blocks: list[np.ndarray] = []
+        self._slices: dict[str, slice] = {}
+
+    def add(self, name: str, block: np.ndarray) -> None:
+        block = np.asarray(block, dtype=float)
+        block = block[:, None] if block.ndim == 1 else block
+        start = sum(existing.shape[1] for existing in self._blocks)
+        self._slices[name] = slice(start, start + block.shape[1])
+        self._blocks.append(block)
+
+    def sums(self, weights: np.ndarray) -> dict[str, np.ndarray]:
+        matrix = np.hstack(self._blocks) if self._blocks else np.zeros((self._n, 0))
+        totals = weights @ matrix
+        return {name: totals[:, where] for name, where in self._slices.items()}
+
+
+def one_hot(codes: np.ndarray, width: int, mask: np.ndarray) -> np.ndarray:
+    """(items, width) indicator of each item's code; rows outside `mask` stay zero."""
+    out = np.zeros((len(codes), width))
+    out[np.flatnonzero(mask), codes[mask]] = 1.0
+    return out
+
+
+def score_levels(values: np.ndarray) -> np.ndarray:
+    """Rounded score as a 0-4 column index (only meaningful where values are finite)."""
+    return np.nan_to_num(round_half_up(values) - LEVELS[0]).astype(int)

@@ -1,0 +1,208 @@
+"""The alignment figures, drawn with matplotlib (Agg, no pyplot state) for pages and papers.
+
+- scatter: jury mean (y) against the mean clinician score (x) per conversation, with the
+  diagonal and the +/-1 band of adjacent agreement; points below the diagonal are conversations
+  the jury scored lower (stricter) than the clinicians. A light, seeded jitter separates points
+  that share a position; every point links to its conversation in the inline SVG.
+- bias (Bland-Altman): jury - clinician mean against their average, with the mean difference
+  and its 95% limits of agreement (mean +/- 1.96 sd).
+- confusion: counts of (clinician mean rounded, jury mean rounded), halves up.
+- trend: adjacent agreement and major disagreements per round of a project.
+
+Text stays text in SVG (svg.fonttype "none"): small files, searchable, and fonts resolved by
+the reader; PNG and PDF embed the glyphs. Each SVG gets its own hash salt so the clip-path ids
+of several figures inline on one page never collide.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from collections.abc import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+# PDF font subsetting logs every table it touches at INFO.
+logging.getLogger("fontTools").setLevel(logging.WARNING)
+
+import numpy as np  # noqa: E402 - after choosing the backend
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+FORMATS = {"svg": "image/svg+xml", "png": "image/png", "pdf": "application/pdf"}
+LEVELS = np.arange(1, 6)
+JITTER = 0.06
+NO_DATA = "no conversation with both a jury and a clinician score yet"
+PALETTE = ("#0969da", "#cf222e", "#1a7f37", "#8250df", "#bc4c00", "#57606a")
+STYLE = {
+    "svg.fonttype": "none",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "pdf.fonttype": 42,  # TrueType glyphs embedded, editable in a paper's figure tools
+}
+
+
+def scatter_figure(
+    points: pd.DataFrame, *, title: str, links: Sequence[str] | None = None, seed: int = 0
+) -> Figure:
+    """`points`: clinician_mean, jury and model per conversation."""
+    figure, axes = _figure(5.0, 4.4)
+    edge = np.array([0.5, 5.5])
+    axes.fill_between(edge, edge - 1, edge + 1, color="#d8e6f7", alpha=0.6, lw=0, label="±1")
+    axes.plot(edge, edge, color="#57606a", lw=1, ls="--", label="jury = clinicians")
+    rng = np.random.default_rng(seed)
+    x = points["clinician_mean"].to_numpy(float) + rng.uniform(-JITTER, JITTER, len(points))
+    y = points["jury"].to_numpy(float) + rng.uniform(-JITTER, JITTER, len(points))
+    for colour, (model, rows) in zip(PALETTE * 10, _by_model(points), strict=False):
+        dots = axes.scatter(
+            x[rows], y[rows], s=26, color=colour, alpha=0.8, edgecolors="white", label=model
+        )
+        if links is not None:
+            dots.set_urls([links[i] for i in rows])
+    _score_axes(axes, "mean clinician score", "jury mean score")
+    axes.text(5.4, 0.65, "below the diagonal: jury stricter", ha="right", fontsize=7.5)
+    _note_if_empty(axes, points)
+    axes.set_title(title, loc="left", fontsize=10)
+    axes.legend(loc="upper left", fontsize=7, frameon=False)
+    return figure
+
+
+def bias_figure(points: pd.DataFrame, *, title: str) -> Figure:
+    figure, axes = _figure(5.0, 3.6)
+    clinician, jury = points["clinician_mean"].to_numpy(float), points["jury"].to_numpy(float)
+    average, difference = (clinician + jury) / 2, jury - clinician
+    axes.axhline(0, color="#57606a", lw=1)
+    for level in (-1, 1):
+        axes.axhline(level, color="#d8e6f7", lw=6, alpha=0.7)
+    axes.scatter(average, difference, s=22, color=PALETTE[0], alpha=0.75, edgecolors="white")
+    if len(difference) >= 2:
+        mean, sd = difference.mean(), difference.std(ddof=1)
+        axes.axhline(mean, color=PALETTE[1], lw=1.2, label=f"mean {mean:+.2f}")
+        for limit in (mean - 1.96 * sd, mean + 1.96 * sd):
+            axes.axhline(limit, color=PALETTE[1], lw=0.8, ls=":")
+        axes.plot([], [], color=PALETTE[1], lw=0.8, ls=":", label="mean ± 1.96 sd")
+        axes.legend(loc="upper right", fontsize=7, frameon=False)
+    _note_if_empty(axes, points)
+    axes.set_xlim(0.8, 5.2)
+    axes.set_ylim(-4.2, 4.2)
+    axes.set_xlabel("average of jury and mean clinician")
+    axes.set_ylabel("jury − mean clinician")
+    axes.set_title(title, loc="left", fontsize=10)
+    return figure
+
+
+def confusion_figure(matrix: Sequence[Sequence[int]], *, title: str) -> Figure:
+    """Rows: clinician mean rounded 1-5; columns: jury mean rounded 1-5."""
+    counts = np.zeros((5, 5), dtype=int) if not len(matrix) else np.asarray(matrix, dtype=int)
+    figure, axes = _figure(4.2, 3.9)
+    axes.imshow(counts, cmap="Blues", origin="lower", vmin=0, vmax=max(1, counts.max()))
+    for row, column in np.ndindex(counts.shape):
+        dark = counts[row, column] > counts.max() * 0.6
+        axes.text(column, row, str(counts[row, column]), ha="center", va="center",
+                  color="white" if dark else "#1f2328", fontsize=8)  # fmt: skip
+    axes.set_xticks(range(5), LEVELS)
+    axes.set_yticks(range(5), LEVELS)
+    axes.set_xlabel("jury (mean rounded, halves up)")
+    axes.set_ylabel("clinicians (mean rounded)")
+    axes.set_title(title, loc="left", fontsize=10)
+    return figure
+
+
+def trend_figure(
+    rounds: Sequence[str],
+    agreement: Mapping[str, Sequence[tuple[float | None, float | None, float | None]]],
+    majors: Mapping[str, Sequence[int]],
+    *,
+    title: str,
+    agreement_label: str = "adjacent agreement",
+) -> Figure:
+    """Per series (rubric or annotator): (value, low, high) per round, and major-disagreement
+    counts per round. A round without a value leaves a gap."""
+    figure = Figure(figsize=(8.4, 3.6), layout="constrained")
+    left, right = figure.subplots(1, 2)
+    positions = np.arange(len(rounds))
+    for colour, (name, values) in zip(PALETTE * 10, agreement.items(), strict=False):
+        value = np.array([np.nan if v[0] is None else v[0] for v in values], dtype=float)
+        low = np.array([np.nan if v[1] is None else v[1] for v in values], dtype=float)
+        high = np.array([np.nan if v[2] is None else v[2] for v in values], dtype=float)
+        left.plot(positions, value, marker="o", color=colour, label=name)
+        left.fill_between(positions, low, high, color=colour, alpha=0.12, lw=0)
+    left.set_ylim(0, 1.02)
+    left.set_ylabel(agreement_label)
+    width = 0.8 / max(1, len(majors))
+    for index, (colour, (name, counts)) in enumerate(
+        zip(PALETTE * 10, majors.items(), strict=False)
+    ):
+        right.bar(positions + (index - (len(majors) - 1) / 2) * width, counts, width,
+                  color=colour, label=name)  # fmt: skip
+    right.set_ylabel("major disagreements (|diff| ≥ 2)")
+    right.yaxis.set_major_locator(MaxNLocator(integer=True))
+    for axes in (left, right):
+        axes.set_xticks(positions, rounds, rotation=15, ha="right")
+        axes.spines[["top", "right"]].set_visible(False)
+    if agreement:
+        left.legend(fontsize=7, frameon=False, loc="lower right")
+    figure.suptitle(title, x=0.01, ha="left", fontsize=10)
+    return figure
+
+
+def render(figure: Figure, fmt: str, *, salt: str) -> bytes:
+    """The figure as SVG (text as text, no XML prolog), PNG (150 dpi) or PDF."""
+    if fmt not in FORMATS:
+        raise ValueError(f"figure format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    buffer = io.BytesIO()
+    metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(fmt)
+    with matplotlib.rc_context(STYLE | {"svg.hashsalt": salt}):
+        figure.savefig(buffer, format=fmt, dpi=150, metadata=metadata)
+    data = buffer.getvalue()
+    if fmt == "svg":
+        data = _bare_svg(data.decode()).encode()
+    return data
+
+
+def inline_svg(figure: Figure, *, salt: str) -> str:
+    """SVG markup for a page: scales with its container. Every label in it comes from our own
+    data and matplotlib escapes text it writes, so the markup can be embedded as is."""
+    markup = render(figure, "svg", salt=salt).decode()
+    return re.sub(
+        r'<svg([^>]*?) width="[^"]+" height="[^"]+"',
+        r'<svg\1 style="width:100%;max-width:36rem;height:auto"',
+        markup,
+        count=1,
+    )
+
+
+def _bare_svg(markup: str) -> str:
+    return markup[markup.index("<svg") :]
+
+
+def _figure(width: float, height: float):
+    with matplotlib.rc_context(STYLE):
+        figure = Figure(figsize=(width, height), layout="constrained")
+        axes = figure.subplots()
+    return figure, axes
+
+
+def _note_if_empty(axes, points: pd.DataFrame) -> None:
+    if points.empty:
+        axes.text(0.5, 0.5, NO_DATA, transform=axes.transAxes, ha="center", color="#57606a")
+
+
+def _by_model(points: pd.DataFrame):
+    models = points["model"].fillna("unknown model").to_numpy()
+    for model in sorted(set(models)):
+        yield model, np.flatnonzero(models == model)
+
+
+def _score_axes(axes, xlabel: str, ylabel: str) -> None:
+    axes.set_xlim(0.5, 5.5)
+    axes.set_ylim(0.5, 5.5)
+    axes.set_xticks(LEVELS)
+    axes.set_yticks(LEVELS)
+    axes.set_aspect("equal")
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)

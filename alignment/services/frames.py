@@ -1,0 +1,234 @@
+"""A study's annotations, jury means and judge scores as the long tables the engine reads.
+
+Counting rules, the same for every alignment page and export:
+- only submitted annotations are data; drafts, skips and expired reservations are not;
+- invalidated annotations never count, practice (unlicensed) work never counts, synthetic work
+  (the scripted simulated clinician) counts only when the researcher includes it;
+- every left-out rating is counted under its reason in `StudyFrames.excluded`, so nothing is
+  dropped silently. Ratings of a judged rubric whose conversation has no complete jury result
+  stay in `clinicians_long` (they still serve clinician-clinician figures) and are counted
+  under JURY_INCOMPLETE as left out of the jury figures.
+
+`item` is the conversation id (engine ITEM); `rater` the annotator's user id. The jury of a
+conversation is, by default, the first of the study's scoring jobs that scored its run (the job
+its sample was drawn from); pass `job=` for another configuration (the re-scoring loop does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from alignment.engine.frames import ITEM, JUDGE, JURY, RATER, RUBRIC, SCORE
+from annotation.models import Assignment, AssignmentStatus, Study
+from jury.models import JudgeScore, RubricResult, ScoreStatus, ScoringJob
+
+SYNTHETIC = "synthetic"
+PRACTICE = "practice"
+INVALIDATED = "invalidated"
+JURY_INCOMPLETE = "jury incomplete"
+EXCLUSION_REASONS = {
+    INVALIDATED: "invalidated by a researcher: never counted",
+    PRACTICE: "practice work of unlicensed annotators: never counted",
+    SYNTHETIC: "scripted simulated clinician: left out unless included",
+    JURY_INCOMPLETE: "no complete jury result for the conversation and rubric: left out of "
+    "jury figures, kept for clinician-clinician figures",
+}
+CLINICIAN_COLUMNS = [ITEM, RUBRIC, RATER, SCORE, "track", "assignment", "synthetic", "practice"]
+JURY_COLUMNS = [ITEM, RUBRIC, JURY]
+JUDGE_COLUMNS = [ITEM, RUBRIC, JUDGE, "judge_model", SCORE, "explanation", "rubric_version"]
+
+
+@dataclass(frozen=True)
+class RubricInfo:
+    rubric_id: str
+    name: str
+    code: str
+    kind: str  # "dimension" (judged) or "realism" (clinicians only)
+    track: str
+    version: int
+
+    @property
+    def judged(self) -> bool:
+        return self.kind == "dimension"
+
+
+@dataclass(frozen=True)
+class Rater:
+    id: int
+    username: str
+    track: str
+    active: bool
+    synthetic: bool
+
+
+@dataclass(frozen=True)
+class StudyFrames:
+    clinicians_long: pd.DataFrame
+    jury_long: pd.DataFrame
+    judges_long: pd.DataFrame
+    models: dict[int, str]  # item -> model label (run agent label)
+    excluded: dict[str, int]  # reason -> ratings left out (every reason present, 0 if none)
+    excluded_annotations: dict[str, int]  # reason -> annotations left out (not jury incomplete)
+    rubrics: list[RubricInfo]  # the study's rubric versions, judged first, in rubric order
+    raters: dict[int, Rater] = field(default_factory=dict)
+    jobs: dict[int, int] = field(default_factory=dict)  # item -> scoring job id used
+
+    def rubric(self, rubric_id: str) -> RubricInfo | None:
+        return next((r for r in self.rubrics if r.rubric_id == rubric_id), None)
+
+    @property
+    def judged_rubrics(self) -> list[RubricInfo]:
+        return [r for r in self.rubrics if r.judged]
+
+    @property
+    def realism_rubrics(self) -> list[RubricInfo]:
+        return [r for r in self.rubrics if not r.judged]
+
+
+def study_frames(
+    study: Study,
+    *,
+    job: ScoringJob | None = None,
+    include_synthetic: bool = False,
+    model: str | None = None,
+    track: str | None = None,
+) -> StudyFrames:
+    """The study's counted ratings, its jury means and judge scores, filtered to one model
+    label and/or one annotator track when given."""
+    items = dict(study.items.values_list("conversation_id", "conversation__run_agent__label"))
+    if model:
+        items = {item: label for item, label in items.items() if label == model}
+    jobs = _job_of(study, items, job)
+    rubrics = study_rubrics(study)
+    clinicians, excluded, excluded_annotations, raters = _clinicians(
+        study, items, include_synthetic=include_synthetic, track=track
+    )
+    jury = _jury(jobs)
+    judges = _judges(jobs)
+    excluded[JURY_INCOMPLETE] = _jury_incomplete(clinicians, jury, rubrics)
+    return StudyFrames(
+        clinicians_long=clinicians,
+        jury_long=jury,
+        judges_long=judges,
+        models=items,
+        excluded=excluded,
+        excluded_annotations=excluded_annotations,
+        rubrics=rubrics,
+        raters=raters,
+        jobs=jobs,
+    )
+
+
+def study_rubrics(study: Study) -> list[RubricInfo]:
+    versions = sorted(study.rubric_versions.all(), key=lambda v: (v.kind != "dimension", v.order))
+    return [RubricInfo(v.rubric_id, v.name, v.code, v.kind, v.track, v.version) for v in versions]
+
+
+def _job_of(study: Study, items: dict[int, str], job: ScoringJob | None) -> dict[int, int]:
+    """item -> the scoring job whose jury it is compared with."""
+    if job is not None:
+        return dict.fromkeys(items, job.pk)
+    run_of = dict(
+        study.items.filter(conversation_id__in=items).values_list(
+            "conversation_id", "conversation__run_id"
+        )
+    )
+    first_job_of_run: dict[int, int] = {}
+    for job_id, run_id in study.scoring_jobs.order_by("pk").values_list("pk", "run_id"):
+        first_job_of_run.setdefault(run_id, job_id)
+    return {
+        item: first_job_of_run[run_of[item]] for item in items if run_of[item] in first_job_of_run
+    }
+
+
+def _clinicians(study: Study, items, *, include_synthetic: bool, track: str | None):
+    rows, raters = [], {}
+    excluded = dict.fromkeys((INVALIDATED, PRACTICE, SYNTHETIC), 0)
+    excluded_annotations = dict(excluded)
+    assignments = Assignment.objects.filter(
+        item__study=study, item__conversation_id__in=list(items), status=AssignmentStatus.SUBMITTED
+    ).values_list(
+        "item__conversation_id", "annotator_id", "annotator__username", "annotator__is_active",
+        "track", "public_id", "synthetic", "practice", "invalidated_at", "scores",
+    )  # fmt: skip
+    for (
+        item,
+        rater,
+        name,
+        active,
+        own_track,
+        public_id,
+        synthetic,
+        practice,
+        invalid,
+        scores,
+    ) in assignments:
+        if track and own_track != track:
+            continue
+        reason = _exclusion(synthetic, practice, invalid, include_synthetic)
+        if reason:
+            excluded[reason] += len(scores)
+            excluded_annotations[reason] += 1
+            continue
+        raters.setdefault(rater, Rater(rater, name, own_track, active, synthetic))
+        rows += [
+            (item, rubric, rater, int(score), own_track, str(public_id), synthetic, practice)
+            for rubric, score in scores.items()
+            if score is not None
+        ]
+    frame = pd.DataFrame(rows, columns=CLINICIAN_COLUMNS)
+    frame = frame.astype({ITEM: "int64", RATER: "int64", SCORE: "int64"})
+    return frame, excluded, excluded_annotations, raters
+
+
+def _exclusion(synthetic: bool, practice: bool, invalid, include_synthetic: bool) -> str:
+    if invalid is not None:
+        return INVALIDATED
+    if practice:
+        return PRACTICE
+    if synthetic and not include_synthetic:
+        return SYNTHETIC
+    return ""
+
+
+def _jury(jobs: dict[int, int]) -> pd.DataFrame:
+    rows = [
+        (item, rubric, mean)
+        for item, job_id, rubric, mean in RubricResult.objects.filter(
+            conversation_id__in=list(jobs), job_id__in=set(jobs.values())
+        ).values_list("conversation_id", "job_id", "rubric_id", "mean")
+        if jobs.get(item) == job_id
+    ]
+    frame = pd.DataFrame(rows, columns=JURY_COLUMNS)
+    return frame.astype({ITEM: "int64", JURY: "float64"}).sort_values([RUBRIC, ITEM])
+
+
+def _judges(jobs: dict[int, int]) -> pd.DataFrame:
+    scores = JudgeScore.objects.filter(
+        conversation_id__in=list(jobs), job_id__in=set(jobs.values()), status=ScoreStatus.VALID
+    ).values_list(
+        "conversation_id", "job_id", "rubric_version__rubric_id", "judge_index", "judge_model",
+        "score", "explanation", "rubric_version__version",
+    )  # fmt: skip
+    rows = [
+        (item, rubric, judge, judge_model, score, explanation, version)
+        for item, job_id, rubric, judge, judge_model, score, explanation, version in scores
+        if jobs.get(item) == job_id
+    ]
+    frame = pd.DataFrame(rows, columns=JUDGE_COLUMNS)
+    return frame.astype({ITEM: "int64", JUDGE: "int64", SCORE: "int64"}).sort_values(
+        [RUBRIC, ITEM, JUDGE]
+    )
+
+
+def _jury_incomplete(clinicians: pd.DataFrame, jury: pd.DataFrame, rubrics) -> int:
+    """Ratings of judged rubrics whose (item, rubric) has no jury mean."""
+    judged = {r.rubric_id for r in rubrics if r.judged}
+    rated = clinicians[clinicians[RUBRIC].isin(judged)]
+    if rated.empty:
+        return 0
+    keys = pd.MultiIndex.from_frame(rated[[ITEM, RUBRIC]])
+    known = pd.MultiIndex.from_frame(jury[[ITEM, RUBRIC]]) if not jury.empty else None
+    return int(len(keys) if known is None else (~keys.isin(known)).sum())

@@ -1,0 +1,245 @@
+"""A study's agreement report, computed once per study state and filters, then cached.
+
+The state of a study is what its figures depend on: the newest annotation history entry and
+save time of its assignments, and the newest judge score and the count of jury results of the
+jobs it is compared with. Any submission, edit, invalidation or new judge score changes the
+key, so a cached report is never stale; an unchanged study is never computed twice (a
+1,000-resample report of a large study takes seconds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import pandas as pd
+from django.core.cache import cache
+from django.db.models import Count, Max
+
+from alignment.engine.agreement import RubricAgreement, agreement_table, rubric_agreement
+from alignment.engine.disagreement import rank_disagreements
+from alignment.engine.frames import ITEM, JUDGE, JURY, RATER, RUBRIC, SCORE
+from alignment.engine.judges import JudgeAgreement, judge_agreement
+from alignment.engine.planner import items_needed
+from alignment.engine.realism import realism_summary
+from alignment.services.frames import RubricInfo, StudyFrames, study_frames
+from annotation.models import Assignment, AssignmentHistory, Study
+from jury.models import JudgeScore, RubricResult
+
+RESAMPLES = 1000
+SEED = 0
+CACHE_SECONDS = 24 * 3600
+JUDGE_COLUMNS = [ITEM, JUDGE, SCORE]
+
+
+@dataclass(frozen=True)
+class ReportFilters:
+    model: str = ""
+    track: str = ""
+    include_synthetic: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.model}|{self.track}|{int(self.include_synthetic)}"
+
+
+@dataclass
+class RubricSection:
+    rubric: RubricInfo
+    agreement: RubricAgreement
+    points: pd.DataFrame  # per item: item, model, jury, clinician_mean, diff, abs_diff, major
+    judges: JudgeAgreement | None  # None when the jury has fewer than two judges here
+    judges_reason: str = ""
+    judge_models: dict[int, str] = field(default_factory=dict)  # judge index -> model
+
+
+@dataclass
+class RealismSection:
+    rubric: RubricInfo
+    summary: dict  # mean, sd, top_share, n
+    agreement: RubricAgreement  # clinicians only (no jury)
+
+
+@dataclass
+class StudyReport:
+    study_id: int
+    filters: ReportFilters
+    resamples: int
+    sections: list[RubricSection]
+    realism: list[RealismSection]
+    excluded: dict[str, int]
+    excluded_annotations: dict[str, int]
+    n_items: int
+    n_ratings: int
+    raters: dict
+    annotators: pd.DataFrame = field(default_factory=pd.DataFrame)
+    models: list[str] = field(default_factory=list)  # every model label in the study
+
+    @property
+    def deactivated_raters(self) -> list[str]:
+        return sorted(r.username for r in self.raters.values() if not r.active)
+
+    def section(self, rubric_id: str) -> RubricSection | None:
+        return next((s for s in self.sections if s.rubric.rubric_id == rubric_id), None)
+
+    def hits(self, rubric_id: str) -> list[bool]:
+        """Per item with a jury and clinicians: is the jury within one point (adjacent)?"""
+        section = self.section(rubric_id)
+        if section is None or section.points.empty:
+            return []
+        return (section.points["abs_diff"] <= 1).tolist()
+
+
+def study_report(
+    study: Study,
+    filters: ReportFilters = ReportFilters(),  # noqa: B008 - frozen, shared safely
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> StudyReport:
+    key = f"alignment:report:{study.pk}:{filters.key}:{resamples}:{seed}:{study_state(study)}"
+    report = cache.get(key)
+    if report is None:
+        report = compute_report(study, filters, resamples=resamples, seed=seed)
+        cache.set(key, report, CACHE_SECONDS)
+    return report
+
+
+def study_state(study: Study) -> str:
+    """A fingerprint of everything the study's figures are computed from."""
+    assignments = Assignment.objects.filter(item__study=study).aggregate(
+        saved=Max("saved_at"), submitted=Max("submitted_at"),
+        invalidated=Max("invalidated_at"), count=Count("pk"),
+    )  # fmt: skip
+    history = AssignmentHistory.objects.filter(assignment__item__study=study).aggregate(
+        newest=Max("pk")
+    )
+    jobs = list(study.scoring_jobs.order_by("pk").values_list("pk", flat=True))
+    judged = JudgeScore.objects.filter(job__in=jobs).aggregate(newest=Max("updated_at"))
+    results = RubricResult.objects.filter(job__in=jobs).count()
+    versions = sorted(study.rubric_versions.values_list("pk", flat=True))
+    state = [assignments, history, jobs, judged, results, versions]
+    return hashlib.sha256(repr(state).encode()).hexdigest()[:24]
+
+
+def compute_report(
+    study: Study, filters: ReportFilters, *, resamples: int = RESAMPLES, seed: int = SEED
+) -> StudyReport:
+    frames = study_frames(
+        study,
+        include_synthetic=filters.include_synthetic,
+        model=filters.model or None,
+        track=filters.track or None,
+    )
+    clinicians = frames.clinicians_long
+    shown = [r for r in frames.rubrics if not filters.track or r.track in ("", filters.track)]
+    judged = {r.rubric_id for r in shown if r.judged}
+    jury = frames.jury_long[frames.jury_long[RUBRIC].isin(judged)]
+    table = agreement_table(
+        clinicians[[ITEM, RUBRIC, RATER, SCORE]], jury, resamples=resamples, seed=seed
+    )
+    points = ranked_disagreements(frames)
+    empty = rubric_agreement(clinicians.iloc[0:0][[ITEM, RATER, SCORE]], None, resamples=0)
+    return StudyReport(
+        study_id=study.pk,
+        filters=filters,
+        resamples=resamples,
+        sections=[
+            _section(r, table.get(r.rubric_id, empty), points, frames, resamples, seed)
+            for r in shown
+            if r.judged
+        ],
+        realism=[
+            RealismSection(
+                r,
+                realism_summary(clinicians.loc[clinicians[RUBRIC] == r.rubric_id, SCORE].tolist()),
+                table.get(r.rubric_id, empty),
+            )
+            for r in shown
+            if not r.judged
+        ],
+        annotators=annotator_rows(frames),
+        excluded=frames.excluded,
+        excluded_annotations=frames.excluded_annotations,
+        n_items=int(clinicians[ITEM].nunique()),
+        n_ratings=len(clinicians),
+        raters=frames.raters,
+        models=sorted(set(study.items.values_list("conversation__run_agent__label", flat=True))),
+    )
+
+
+def ranked_disagreements(frames: StudyFrames) -> pd.DataFrame:
+    """Per (item, rubric) with a jury and clinicians: jury, clinician mean, diff (jury - mean),
+    abs_diff, major - largest |diff| first - with the item's model label."""
+    clinicians = frames.clinicians_long[[ITEM, RUBRIC, RATER, SCORE]]
+    ranked = rank_disagreements(clinicians, frames.jury_long)
+    return ranked.assign(model=ranked[ITEM].map(frames.models))
+
+
+def annotator_rows(frames: StudyFrames) -> pd.DataFrame:
+    """Per annotator, each of their ratings against the jury mean of the same conversation:
+    ratings compared, share within one point, major disagreements, mean signed difference
+    (annotator - jury)."""
+    merged = frames.clinicians_long.merge(frames.jury_long, on=[ITEM, RUBRIC])
+    diff = merged[SCORE] - merged[JURY]
+    merged = merged.assign(diff=diff, adjacent=diff.abs() <= 1, major=diff.abs() >= 2)
+    rows = merged.groupby(RATER).agg(
+        ratings=("diff", "size"), adjacent=("adjacent", "mean"), majors=("major", "sum"),
+        mean_diff=("diff", "mean"),
+    )  # fmt: skip
+    names = {r.id: r for r in frames.raters.values()}
+    rows["username"] = [names[r].username for r in rows.index]
+    rows["track"] = [names[r].track for r in rows.index]
+    rows["active"] = [names[r].active for r in rows.index]
+    rows["synthetic"] = [names[r].synthetic for r in rows.index]
+    return rows.reset_index().sort_values("username")
+
+
+def _section(rubric, agreement, points, frames, resamples: int, seed: int) -> RubricSection:
+    # Conversations without a complete jury stay out of the points (counted as excluded).
+    own = points[(points[RUBRIC] == rubric.rubric_id) & points[JURY].notna()]
+    own = own.reset_index(drop=True)
+    judges = frames.judges_long
+    judges = judges[(judges[RUBRIC] == rubric.rubric_id) & judges[ITEM].isin(own[ITEM])]
+    models = dict(zip(judges[JUDGE], judges["judge_model"], strict=True))
+    if len(models) < 2:
+        reason = "fewer than two judges scored the compared conversations"
+        return RubricSection(rubric, agreement, own, None, reason, models)
+    clinician_mean = own.set_index(ITEM)["clinician_mean"]
+    figures = judge_agreement(judges[JUDGE_COLUMNS], clinician_mean, resamples=resamples, seed=seed)
+    return RubricSection(rubric, agreement, own, figures, "", models)
+
+
+# --- precision planner -----------------------------------------------------------------------
+
+TARGET_WIDTHS = (0.05, 0.10, 0.15, 0.20, 0.30)
+DEFAULT_TARGET_WIDTH = 0.15
+
+
+def planner_rows(report: StudyReport, target_width: float) -> list[dict]:
+    """Per judged rubric: the adjacent-agreement interval now, and how many more annotated
+    conversations would bring its width under the target (engine planner.items_needed)."""
+    rows = []
+    for section in report.sections:
+        hits = report.hits(section.rubric.rubric_id)
+        estimate = section.agreement.jury_adjacent
+        width = None if estimate.low is None else estimate.high - estimate.low
+        needed = items_needed(hits, target_width=target_width) if hits else None
+        rows.append(
+            {
+                "rubric": section.rubric,
+                "items": len(hits),
+                "estimate": estimate,
+                "width": width,
+                "needed": needed,
+                "reached": needed == 0,
+                "reason": "" if needed is not None else _planner_reason(hits),
+            }
+        )
+    return rows
+
+
+def _planner_reason(hits: list[bool]) -> str:
+    if not hits:
+        return "no conversation has both a jury score and a clinician score yet"
+    return "too few conversations to estimate the spread of agreement"

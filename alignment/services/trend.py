@@ -1,0 +1,91 @@
+"""The calibration trend of a project: its calibration rounds in order, then its target
+studies, each with adjacent agreement and major disagreements per rubric and per annotator.
+Every round's figures come from its own cached report (alignment.services.reports), so the
+trend and the round's report page always agree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from alignment.services.reports import ReportFilters, StudyReport, study_report
+from annotation.models import Project, Study, StudyKind
+
+
+@dataclass
+class Trend:
+    rounds: list[Study]
+    reports: list[StudyReport]
+    rubrics: list[tuple[str, str]]  # (rubric id, name) in report order, over every round
+    annotators: list[str]
+
+    @property
+    def labels(self) -> list[str]:
+        return [round_label(study) for study in self.rounds]
+
+    def rubric_series(self) -> tuple[dict, dict]:
+        """name -> [(adjacent, low, high) per round], name -> [majors per round]."""
+        agreement, majors = {}, {}
+        for rubric_id, name in self.rubrics:
+            sections = [report.section(rubric_id) for report in self.reports]
+            agreement[name] = [
+                (None, None, None) if s is None else _triple(s.agreement.jury_adjacent)
+                for s in sections
+            ]
+            majors[name] = [0 if s is None else s.agreement.major_disagreements for s in sections]
+        return agreement, majors
+
+    def annotator_cells(self) -> list[tuple[str, list]]:
+        """(username, [their row in each round's report, or None])."""
+        return [
+            (name, [_annotator_row(report, name) for report in self.reports])
+            for name in self.annotators
+        ]
+
+    def annotator_series(self) -> tuple[dict, dict]:
+        """username -> [(share of ratings within 1 of the jury, None, None) per round],
+        username -> [ratings |score - jury| >= 2 per round]."""
+        agreement, majors = {}, {}
+        for name, rows in self.annotator_cells():
+            agreement[name] = [(None, None, None) if r is None else (r.adjacent, None, None)
+                               for r in rows]  # fmt: skip
+            majors[name] = [0 if r is None else int(r.majors) for r in rows]
+        return agreement, majors
+
+
+def project_rounds(project: Project) -> list[Study]:
+    studies = list(project.studies.all())
+    calibration = sorted(
+        (s for s in studies if s.kind == StudyKind.CALIBRATION), key=lambda s: s.round_number
+    )
+    targets = sorted((s for s in studies if s.kind == StudyKind.TARGET), key=lambda s: s.pk)
+    return calibration + targets
+
+
+def round_label(study: Study) -> str:
+    if study.kind == StudyKind.CALIBRATION:
+        return f"Round {study.round_number}"
+    return study.name
+
+
+def calibration_trend(project: Project, filters: ReportFilters) -> Trend:
+    rounds = project_rounds(project)
+    reports = [study_report(study, filters) for study in rounds]
+    rubrics: dict[str, str] = {}
+    annotators: set[str] = set()
+    for report in reports:
+        for section in report.sections:
+            rubrics.setdefault(section.rubric.rubric_id, section.rubric.name)
+        annotators |= set(report.annotators.get("username", []))
+    return Trend(rounds, reports, list(rubrics.items()), sorted(annotators))
+
+
+def _triple(estimate) -> tuple:
+    return (estimate.value, estimate.low, estimate.high)
+
+
+def _annotator_row(report: StudyReport, username: str):
+    rows = report.annotators
+    if rows.empty:
+        return None
+    own = rows[rows["username"] == username]
+    return None if own.empty else next(own.itertuples(index=False))

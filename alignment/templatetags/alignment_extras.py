@@ -1,0 +1,53 @@
+"""Agreement figures on pages: value, interval and n together; undefined figures with why."""
+
+from django import template
+from django.utils.html import format_html
+
+from alignment.services.exports import interval_text, value_text
+
+register = template.Library()
+
+
+@register.filter
+def estimate(figure, fmt: str = "number"):
+    """`{{ agreement.jury_adjacent|estimate:"share" }}`: the value, its 95% interval and the
+    conversations / ratings it rests on; an undefined figure shows its reason instead."""
+    if figure is None:
+        return ""
+    if figure.value is None:
+        return format_html(
+            '<span class="undefined muted">undefined<span class="small">: {}</span></span>',
+            figure.undefined or "not computed",
+        )
+    return format_html(
+        '<span class="value">{}</span> <span class="ci">{}</span>'
+        ' <span class="ci" title="conversations / ratings">n={}/{}</span>',
+        value_text(figure.value, fmt),
+        interval_text(figure, fmt),
+        figure.n_items,
+        figure.n_ratings,
+    )
+
+
+@register.filter
+def figure_value(value, fmt: str = "number") -> str:
+    """A bare number in the figure formats (share, signed, number)."""
+    return value_text(None if value is None else float(value), fmt)
+
+
+@register.filter
+def get(mapping, key):
+    """mapping[key] in a template, or None."""
+    return mapping.get(key) if mapping else None
+
+
+@register.filter
+def half_share(width) -> str:
+    """Half an interval width as percentage points: 0.15 -> "7.5 points"."""
+    return f"{100 * float(width) / 2:g} points"
+
+
+@register.filter
+def section(report, rubric_id):
+    """The report's section of one rubric, or None when the round does not have it."""
+    return report.section(rubric_id)

@@ -1,0 +1,353 @@
+"""Alignment reports (staff only): the study agreement report and its exports, per-rubric
+figures, the disagreement report with themes, the precision planner and the calibration trend.
+Every figure follows the counting rules of alignment.services.frames; the filters (model,
+track, include synthetic) travel in the query string so each page and export is a link."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from accounts.access import STAFF, role_required
+from accounts.models import Track
+from alignment.engine.agreement import (
+    ADJACENT_AGREEMENT_DEFINITION,
+    CHANCE_DEFINITION,
+    EXACT_AGREEMENT_DEFINITION,
+    MAJOR_DISAGREEMENT,
+)
+from alignment.engine.judges import ERROR_DEFINITION
+from alignment.models import ItemTheme
+from alignment.services import disagreements, exports, figures, themes, trend
+from alignment.services.frames import EXCLUSION_REASONS
+from alignment.services.reports import (
+    DEFAULT_TARGET_WIDTH,
+    TARGET_WIDTHS,
+    ReportFilters,
+    StudyReport,
+    planner_rows,
+    study_report,
+)
+from annotation.models import Project, Study, StudyItem
+
+FIGURE_KINDS = ("scatter", "bias", "confusion")
+TREND_KINDS = ("rubrics", "annotators")
+
+
+def _filters(request: HttpRequest) -> ReportFilters:
+    track = request.GET.get("track", "")
+    return ReportFilters(
+        model=request.GET.get("model", "").strip(),
+        track=track if track in Track.values else "",
+        include_synthetic=request.GET.get("synthetic") == "1",
+    )
+
+
+def _query(filters: ReportFilters) -> str:
+    """The filters as a query string for links between the pages ("" when none is set)."""
+    parts = [("model", filters.model), ("track", filters.track)]
+    parts.append(("synthetic", "1" if filters.include_synthetic else ""))
+    text = urlencode([(k, v) for k, v in parts if v])
+    return f"?{text}" if text else ""
+
+
+def _study(pk: int) -> Study:
+    return get_object_or_404(Study.objects.select_related("project"), pk=pk)
+
+
+def _common(study: Study, report: StudyReport) -> dict:
+    filters = report.filters
+    return {
+        "study": study,
+        "report": report,
+        "filters": filters,
+        "query": _query(filters),
+        "tracks": Track.choices,
+        "exclusion_reasons": EXCLUSION_REASONS,
+        "annotator_rows": report.annotators.to_dict("records"),
+        "judge_error_definition": ERROR_DEFINITION,
+        "definitions": {
+            "adjacent": ADJACENT_AGREEMENT_DEFINITION,
+            "exact": EXACT_AGREEMENT_DEFINITION,
+            "chance": CHANCE_DEFINITION,
+            "major": MAJOR_DISAGREEMENT,
+        },
+    }
+
+
+def _target_width(request: HttpRequest) -> float:
+    try:
+        width = float(request.GET.get("width", DEFAULT_TARGET_WIDTH))
+    except ValueError:
+        return DEFAULT_TARGET_WIDTH
+    return width if width in TARGET_WIDTHS else DEFAULT_TARGET_WIDTH
+
+
+# --- index and study report --------------------------------------------------------------------
+
+
+@role_required(*STAFF)
+def index(request: HttpRequest) -> HttpResponse:
+    projects = [
+        {"project": project, "rounds": trend.project_rounds(project)}
+        for project in Project.objects.prefetch_related("studies")
+    ]
+    return render(request, "alignment/index.html", {"projects": projects})
+
+
+@role_required(*STAFF)
+def report(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _study(pk)
+    data = study_report(study, _filters(request))
+    width = _target_width(request)
+    context = _common(study, data) | {
+        "planner": planner_rows(data, width),
+        "width": width,
+        "widths": TARGET_WIDTHS,
+    }
+    return render(request, "alignment/report.html", context)
+
+
+@role_required(*STAFF)
+def planner(request: HttpRequest, pk: int) -> HttpResponse:
+    """The precision planner alone: swapped in when the target width changes, and loaded into
+    the study dashboard."""
+    study = _study(pk)
+    data = study_report(study, _filters(request))
+    width = _target_width(request)
+    context = _common(study, data) | {
+        "planner": planner_rows(data, width),
+        "width": width,
+        "widths": TARGET_WIDTHS,
+    }
+    return render(request, "alignment/report.html#planner", context)
+
+
+@role_required(*STAFF)
+def export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    if fmt not in exports.EXPORT_FORMATS:
+        raise Http404("No such export format.")
+    study = _study(pk)
+    text = exports.agreement_export(study_report(study, _filters(request)), fmt)
+    response = HttpResponse(text, content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="study-{pk}-agreement.{fmt}"'
+    return response
+
+
+# --- one rubric ----------------------------------------------------------------------------------
+
+
+def _section(study: Study, data: StudyReport, rubric_id: str):
+    section = data.section(rubric_id)
+    if section is None:
+        raise Http404("This study has no judged rubric of that name under these filters.")
+    return section
+
+
+def _figure(kind: str, section, study: Study):
+    title = f"{section.rubric.name} (n = {len(section.points)} conversations)"
+    if kind == "scatter":
+        links = [
+            reverse("alignment:disagreements", args=[study.pk])
+            + f"?rubric={section.rubric.rubric_id}&limit=500#item-{item}-{section.rubric.rubric_id}"
+            for item in section.points["item"]
+        ]
+        return figures.scatter_figure(section.points, title=title, links=links, seed=study.pk)
+    if kind == "bias":
+        return figures.bias_figure(section.points, title=title)
+    return figures.confusion_figure(section.agreement.confusion, title=title)
+
+
+@role_required(*STAFF)
+def rubric(request: HttpRequest, pk: int, rubric_id: str) -> HttpResponse:
+    study = _study(pk)
+    data = study_report(study, _filters(request))
+    section = _section(study, data, rubric_id)
+    charts = {}
+    if not section.points.empty:
+        charts = {
+            kind: figures.inline_svg(
+                _figure(kind, section, study), salt=f"{study.pk}-{rubric_id}-{kind}"
+            )
+            for kind in FIGURE_KINDS
+        }
+    context = _common(study, data) | {
+        "section": section,
+        "charts": charts,
+        "figure_kinds": FIGURE_KINDS,
+        "formats": figures.FORMATS,
+        "raters": data.raters,
+    }
+    return render(request, "alignment/rubric.html", context)
+
+
+@role_required(*STAFF)
+def figure(request: HttpRequest, pk: int, rubric_id: str, kind: str, fmt: str) -> HttpResponse:
+    if kind not in FIGURE_KINDS or fmt not in figures.FORMATS:
+        raise Http404("No such figure or format.")
+    study = _study(pk)
+    section = _section(study, study_report(study, _filters(request)), rubric_id)
+    salt = f"{study.pk}-{rubric_id}-{kind}"
+    body = figures.render(_figure(kind, section, study), fmt, salt=salt)
+    response = HttpResponse(body, content_type=figures.FORMATS[fmt])
+    response["Content-Disposition"] = f'attachment; filename="study-{pk}-{rubric_id}-{kind}.{fmt}"'
+    return response
+
+
+# --- disagreements and themes ------------------------------------------------------------------
+
+
+def _disagreement_query(request: HttpRequest) -> disagreements.DisagreementQuery:
+    def number(name: str, default, cast):
+        try:
+            return cast(request.GET.get(name, default))
+        except (TypeError, ValueError):
+            return default
+
+    theme = number("theme", None, int) if request.GET.get("theme") else None
+    return disagreements.DisagreementQuery(
+        rubric=request.GET.get("rubric", ""),
+        min_diff=max(0.0, number("min_diff", 0.0, float)),
+        theme=theme,
+        limit=min(500, max(1, number("limit", disagreements.DEFAULT_LIMIT, int))),
+    )
+
+
+@role_required(*STAFF)
+def disagreement_report(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _study(pk)
+    filters = _filters(request)
+    query = _disagreement_query(request)
+    page = disagreements.disagreement_page(study, filters, query)
+    theme_rubrics, theme_rows = themes.theme_counts(study)
+    names = {r.rubric_id: r.name for r in page.frames.rubrics}
+    context = {
+        "study": study,
+        "filters": filters,
+        "query": _query(filters),
+        "tracks": Track.choices,
+        "dq": query,
+        "page": page,
+        "rubrics": page.frames.judged_rubrics,
+        "themes": themes.project_themes(study),
+        "theme_rubrics": [names.get(r, r) for r in theme_rubrics],
+        "theme_rows": theme_rows,
+        "rounds": disagreements.majors_by_round(study.project, filters),
+        "major": MAJOR_DISAGREEMENT,
+        "exclusion_reasons": EXCLUSION_REASONS,
+        "models": sorted(set(page.frames.models.values())),
+    }
+    return render(request, "alignment/disagreements.html", context)
+
+
+def _tag_cell(request: HttpRequest, item: StudyItem, rubric_id: str, error: str = ""):
+    tags = themes.tags_by_key(item.study).get((item.conversation_id, rubric_id), [])
+    context = {
+        "study": item.study,
+        "row": {"item": item, "rubric": {"rubric_id": rubric_id}, "tags": tags},
+        "themes": themes.project_themes(item.study),
+        "tag_error": error,
+    }
+    return render(request, "alignment/disagreements.html#theme-cell", context)
+
+
+@role_required(*STAFF)
+@require_POST
+def tag(request: HttpRequest, pk: int, item_pk: int) -> HttpResponse:
+    item = get_object_or_404(StudyItem.objects.select_related("study__project"), pk=item_pk)
+    if item.study_id != pk:
+        raise Http404("No such item in this study.")
+    rubric_id = request.POST.get("rubric", "")
+    theme_id = request.POST.get("theme", "")
+    error = ""
+    try:
+        theme = themes.project_themes(item.study).filter(pk=theme_id).first() if theme_id else None
+        themes.theme_tag(
+            item=item, rubric_id=rubric_id, user=request.user, theme=theme,
+            name=request.POST.get("name", ""), note=request.POST.get("note", ""),
+        )  # fmt: skip
+    except ValidationError as problem:
+        error = " ".join(m for messages in problem.message_dict.values() for m in messages)
+    if request.htmx:
+        return _tag_cell(request, item, rubric_id, error)
+    return redirect(_item_anchor(item, rubric_id))
+
+
+@role_required(*STAFF)
+@require_POST
+def untag(request: HttpRequest, pk: int) -> HttpResponse:
+    item_tag = get_object_or_404(ItemTheme.objects.select_related("item__study"), pk=pk)
+    item, rubric_id = item_tag.item, item_tag.rubric_id
+    themes.theme_untag(item_tag)
+    if request.htmx:
+        return _tag_cell(request, item, rubric_id)
+    return redirect(_item_anchor(item, rubric_id))
+
+
+def _item_anchor(item: StudyItem, rubric_id: str) -> str:
+    url = reverse("alignment:disagreements", args=[item.study_id])
+    return f"{url}#item-{item.conversation_id}-{rubric_id}"
+
+
+# --- calibration trend ---------------------------------------------------------------------------
+
+
+def _trend_figure(data: trend.Trend, kind: str):
+    if kind == "rubrics":
+        agreement, majors = data.rubric_series()
+        return figures.trend_figure(
+            data.labels, agreement, majors, title="Jury-clinician adjacent agreement per rubric"
+        )
+    agreement, majors = data.annotator_series()
+    return figures.trend_figure(
+        data.labels, agreement, majors,
+        title="Each annotator against the jury", agreement_label="ratings within 1 of the jury",
+    )  # fmt: skip
+
+
+@role_required(*STAFF)
+def trend_page(request: HttpRequest, pk: int) -> HttpResponse:
+    project = get_object_or_404(Project, pk=pk)
+    filters = _filters(request)
+    data = trend.calibration_trend(project, filters)
+    charts = {}
+    if data.rounds:
+        charts = {
+            kind: figures.inline_svg(_trend_figure(data, kind), salt=f"trend-{pk}-{kind}")
+            for kind in TREND_KINDS
+        }
+    context = {
+        "project": project,
+        "trend": data,
+        "rows": list(zip(data.rounds, data.reports, strict=True)),
+        "annotator_cells": data.annotator_cells(),
+        "models": sorted({m for report in data.reports for m in report.models}),
+        "charts": charts,
+        "filters": filters,
+        "query": _query(filters),
+        "tracks": Track.choices,
+        "formats": figures.FORMATS,
+        "kinds": TREND_KINDS,
+        "major": MAJOR_DISAGREEMENT,
+    }
+    return render(request, "alignment/trend.html", context)
+
+
+@role_required(*STAFF)
+def trend_figure(request: HttpRequest, pk: int, kind: str, fmt: str) -> HttpResponse:
+    if kind not in TREND_KINDS or fmt not in figures.FORMATS:
+        raise Http404("No such figure or format.")
+    project = get_object_or_404(Project, pk=pk)
+    data = trend.calibration_trend(project, _filters(request))
+    if not data.rounds:
+        raise Http404("This project has no study yet.")
+    salt = f"trend-{pk}-{kind}"
+    body = figures.render(_trend_figure(data, kind), fmt, salt=salt)
+    response = HttpResponse(body, content_type=figures.FORMATS[fmt])
+    response["Content-Disposition"] = f'attachment; filename="project-{pk}-trend-{kind}.{fmt}"'
+    return response

@@ -1,0 +1,126 @@
+"""Closing the loop: re-score a study with another jury configuration, and compare every
+configuration scored on it. Staff only; the work is in alignment.services.loop."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django_htmx.http import HttpResponseClientRefresh
+
+from accounts.access import STAFF, role_required
+from alignment.forms_loop import RescoreForm, new_jury_form
+from alignment.services import loop
+from annotation.models import Study
+from jury.services import juries, scoring
+from jury.tasks import scoring_start
+
+
+@role_required(*STAFF)
+def rescore(request: HttpRequest, pk: int) -> HttpResponse:
+    study = get_object_or_404(Study, pk=pk)
+    juries.jury_demo_ensure()
+    data = request.POST if request.method == "POST" else None
+    form, jury_form = RescoreForm(data, study=study), new_jury_form(data)
+    if request.method == "POST" and _valid(form, jury_form):
+        jobs = _launch(request, study, form, jury_form)
+        if jobs:
+            queued = sum(scoring_start(job) for job in jobs)
+            messages.success(request, f"Queued {queued} judge calls on {len(jobs)} job(s).")
+            return redirect("alignment:loop_comparison", study.pk)
+    return render(
+        request,
+        "alignment/loop_rescore.html",
+        {
+            "study": study,
+            "form": form,
+            "jury_form": jury_form,
+            "annotated": loop.annotated_conversations(study).count(),
+            "configurations": loop.study_configurations(study),
+        },
+    )
+
+
+def _valid(form: RescoreForm, jury_form) -> bool:
+    """The new-jury fields are checked only when a new jury is asked for."""
+    return form.is_valid() and (not form.creates_jury or jury_form.is_valid())
+
+
+def _launch(request, study: Study, form: RescoreForm, jury_form) -> list:
+    """Create the new jury (if asked) and the jobs together: a refused launch keeps neither."""
+    try:
+        with transaction.atomic():
+            jury = (
+                juries.jury_create(**jury_form.jury_arguments())
+                if form.creates_jury
+                else form.existing_jury()
+            )
+            return loop.study_rescore(
+                study,
+                jury=jury,
+                rubric_versions=form.chosen_versions(),
+                judge_template=form.cleaned_data["judge_template"],
+                use_cache=form.cleaned_data["use_cache"],
+                user=request.user,
+            )
+    except scoring.ScoringError as error:
+        form.add_error(None, str(error))
+        return []
+
+
+@role_required(*STAFF)
+def comparison(request: HttpRequest, pk: int) -> HttpResponse:
+    study = get_object_or_404(Study, pk=pk)
+    configurations = loop.study_configurations(study)
+    running = [c for c in configurations if c.running]
+    if request.htmx and request.GET.get("fragment") == "progress":
+        if not running:
+            # The last job just finished: reload so the figures include its scores.
+            return HttpResponseClientRefresh()
+        return render(
+            request,
+            "alignment/loop_comparison.html#loop-progress",
+            {"study": study, "running": _with_progress(running)},
+        )
+    include_synthetic = request.GET.get("synthetic") == "include"
+    result = loop.jury_comparison(
+        study, baseline=request.GET.get("baseline", loop.ORIGINAL),
+        include_synthetic=include_synthetic,
+    )  # fmt: skip
+    return render(
+        request,
+        "alignment/loop_comparison.html",
+        {
+            "study": study,
+            "comparison": result,
+            "running": _with_progress(running),
+            "metrics": loop.METRICS,
+            "include_synthetic": include_synthetic,
+            "csv_url": _csv_url(study, result),
+        },
+    )
+
+
+@role_required(*STAFF)
+def comparison_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    study = get_object_or_404(Study, pk=pk)
+    result = loop.jury_comparison(
+        study, baseline=request.GET.get("baseline", loop.ORIGINAL),
+        include_synthetic=request.GET.get("synthetic") == "include",
+    )  # fmt: skip
+    response = HttpResponse(loop.comparison_csv(result), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-juries.csv"'
+    return response
+
+
+def _with_progress(configurations) -> list[tuple]:
+    return [(c, loop.configuration_progress(c)) for c in configurations]
+
+
+def _csv_url(study: Study, result: loop.Comparison) -> str:
+    query = f"baseline={result.baseline}"
+    if result.include_synthetic:
+        query += "&synthetic=include"
+    return f"{reverse('alignment:loop_comparison_csv', args=[study.pk])}?{query}"

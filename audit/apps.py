@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class AuditConfig(AppConfig):
+    """The audit trail: who changed what, when, with the values before and after."""
+
+    name = "audit"

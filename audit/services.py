@@ -1,0 +1,41 @@
+"""Recording staff actions. One call per state change, made by the service that changes it,
+so the web, the CLI and the admin leave the same trail."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from audit.models import AuditEvent
+
+
+def audit_record(
+    *,
+    actor,
+    action: str,
+    target: models.Model,
+    before: dict | None = None,
+    after: dict | None = None,
+    note: str = "",
+) -> AuditEvent:
+    actor = actor if getattr(actor, "is_authenticated", False) else None
+    return AuditEvent.objects.create(
+        actor=actor,
+        action=action,
+        object_type=target._meta.label,
+        object_id=str(target.pk),
+        object_repr=str(target)[:300],
+        before=before or {},
+        after=after or {},
+        note=note[:500],
+    )
+
+
+def fields_of(target: models.Model, *names: str) -> dict:
+    """The named fields of a row as JSON-ready values (for before/after)."""
+    return {name: _plain(getattr(target, name)) for name in names}
+
+
+def _plain(value):
+    if value is None or isinstance(value, (bool, int, float, str, list, dict)):
+        return value
+    return str(value)

@@ -1,0 +1,165 @@
+"""The jury comparison: configurations of a study side by side, ranked by agreement with the
+clinicians, with paired differences against a baseline; grouping, caching and the CSV."""
+
+import csv
+import io
+
+import pytest
+from django.core.cache import cache
+
+from alignment.services import loop
+from annotation.models import Assignment
+from jury.models import ScoringJob
+from tests.alignment.loop_support import constructed_study, executed, lenient_jury
+
+RESAMPLES = 200  # enough for intervals; the page uses 1,000
+
+
+@pytest.fixture(autouse=True)
+def empty_cache():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def rescored(study, jury, versions=None, **options):
+    versions = versions or list(study.rubric_versions.filter(kind="dimension"))
+    return executed(loop.study_rescore(study, jury=jury, rubric_versions=versions, **options))
+
+
+@pytest.mark.django_db
+def test_a_lenient_jury_ranks_below_the_demo_jury_on_every_rubric(scored_job):
+    study = constructed_study(scored_job)
+    rescored(study, lenient_jury())
+
+    comparison = loop.jury_comparison(study, resamples=RESAMPLES)
+
+    assert [c.original for c in comparison.configurations] == [True, False]
+    assert len(comparison.rubrics) == 6
+    for section in comparison.rubrics:
+        best, worst = section.rows
+        assert best.configuration.original and best.baseline and best.rank == 1
+        assert worst.configuration.juries[0].name == "Lenient single judge" and worst.rank == 2
+        assert best.agreement.jury_adjacent.value == 1.0
+        assert worst.agreement.mean_signed_diff.value > best.agreement.mean_signed_diff.value
+        assert not best.differences  # the baseline is not compared with itself
+
+
+@pytest.mark.django_db
+def test_paired_differences_against_the_baseline_have_intervals(scored_job):
+    study = constructed_study(scored_job)
+    rescored(study, lenient_jury())
+
+    comparison = loop.jury_comparison(study, resamples=RESAMPLES)
+
+    adjacent_drops = 0
+    for section in comparison.rubrics:
+        worse = section.rows[1]
+        for metric, _, _ in loop.METRICS:
+            difference = worse.differences[metric]
+            assert difference.value is not None, difference.undefined
+            assert difference.low <= difference.value <= difference.high
+            assert difference.n_items == study.items.count()
+        bias = worse.differences["mean_signed_diff"]
+        assert bias.low > 0  # the lenient jury scores clearly higher than the baseline
+        adjacent_drops += worse.differences["adjacent"].value < 0
+    assert adjacent_drops >= 3  # two points above the clinicians wherever not capped
+
+
+@pytest.mark.django_db
+def test_the_baseline_can_be_any_configuration(scored_job):
+    study = constructed_study(scored_job)
+    rescored(study, lenient_jury())
+    lenient_key = loop.study_configurations(study)[1].key
+
+    comparison = loop.jury_comparison(study, baseline=lenient_key, resamples=RESAMPLES)
+
+    assert comparison.baseline == lenient_key
+    section = comparison.rubrics[0]
+    original = next(row for row in section.rows if row.configuration.original)
+    assert original.differences["mean_signed_diff"].value < 0  # demo minus lenient
+    unknown = loop.jury_comparison(study, baseline="no-such-key", resamples=RESAMPLES)
+    assert unknown.baseline == loop.ORIGINAL
+
+
+@pytest.mark.django_db
+def test_a_relaunched_configuration_is_one_configuration_and_other_jobs_stay_out(scored_job):
+    study = constructed_study(scored_job, annotated_items=2)
+    jury = lenient_jury()
+    first = rescored(study, jury)
+    second = rescored(study, jury)
+    # A job over one of the study's conversations and one outside it is not the study's.
+    outside = ScoringJob.objects.create(run=scored_job.run, jury=jury)
+    beyond = scored_job.run.conversations.exclude(study_items__study=study).first()
+    outside.conversations.set([study.items.first().conversation, beyond])
+
+    configurations = loop.study_configurations(study)
+
+    assert [c.key for c in configurations][0] == loop.ORIGINAL
+    (rescore,) = configurations[1:]
+    assert [job.pk for job in rescore.jobs] == [first[0].pk, second[0].pk]
+    assert outside.pk not in {job.pk for c in configurations for job in c.jobs}
+
+
+@pytest.mark.django_db
+def test_a_configuration_that_left_a_rubric_out_is_not_ranked_on_it(scored_job):
+    study = constructed_study(scored_job)
+    safety = study.rubric_versions.get(rubric_id="clinical_safety")
+    rescored(study, lenient_jury(), versions=[safety])
+
+    comparison = loop.jury_comparison(study, resamples=RESAMPLES)
+
+    rows = {s.rubric.rubric_id: len(s.rows) for s in comparison.rubrics}
+    assert rows["clinical_safety"] == 2
+    assert all(count == 1 for rubric, count in rows.items() if rubric != "clinical_safety")
+
+
+@pytest.mark.django_db
+def test_the_comparison_is_computed_once_per_study_state(scored_job, monkeypatch):
+    study = constructed_study(scored_job, annotated_items=3)
+    computed = []
+    original_compare = loop._compare
+    monkeypatch.setattr(
+        loop, "_compare", lambda *a, **k: computed.append(1) or original_compare(*a, **k)
+    )
+
+    loop.jury_comparison(study, resamples=RESAMPLES)
+    loop.jury_comparison(study, resamples=RESAMPLES)
+    assert len(computed) == 1
+    Assignment.objects.filter(item__study=study).first().delete()  # the study changed
+    loop.jury_comparison(study, resamples=RESAMPLES)
+    assert len(computed) == 2
+    rescored(study, lenient_jury())  # a new configuration
+    loop.jury_comparison(study, resamples=RESAMPLES)
+    assert len(computed) == 3
+
+
+@pytest.mark.django_db
+def test_synthetic_ratings_are_left_out_and_counted_unless_included(scored_job):
+    study = constructed_study(scored_job, annotated_items=2)
+    Assignment.objects.filter(item__study=study).update(synthetic=True)
+
+    left_out = loop.jury_comparison(study, resamples=RESAMPLES)
+    included = loop.jury_comparison(study, resamples=RESAMPLES, include_synthetic=True)
+
+    assert left_out.excluded["synthetic"] > 0
+    assert left_out.rubrics[0].rows[0].agreement.jury_adjacent.value is None
+    assert included.rubrics[0].rows[0].agreement.jury_adjacent.n_items == 2
+
+
+@pytest.mark.django_db
+def test_the_csv_has_one_ranked_row_per_rubric_and_configuration(scored_job):
+    study = constructed_study(scored_job)
+    rescored(study, lenient_jury())
+
+    text = loop.comparison_csv(loop.jury_comparison(study, resamples=RESAMPLES))
+
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == 6 * 2
+    assert list(rows[0]) == loop.CSV_COLUMNS
+    baseline = [row for row in rows if row["baseline"] == "yes"]
+    assert len(baseline) == 6 and all(row["rank"] == "1" for row in baseline)
+    assert all(row["diff_adjacent"] == "" for row in baseline)
+    lenient = [row for row in rows if row["jury"] == "Lenient single judge"]
+    assert all(float(row["diff_mean_signed_diff_low"]) > 0 for row in lenient)
+    assert all(row["n_items"] == str(study.items.count()) for row in rows)
