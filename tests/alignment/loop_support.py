@@ -2,6 +2,7 @@
 scores constructed against the offline judges, and re-scores executed in this process."""
 
 from accounts.models import Track
+from alignment.services import loop
 from jury.models import RubricResult
 from jury.services import juries
 from tests.annotation.conftest import annotators, new_study
@@ -31,8 +32,9 @@ def strict_clinician_scores(job, item, track: str) -> dict[str, int]:
 
 
 def constructed_study(job, *, annotated_items: int | None = None, name="Loop study"):
-    """A target study of the run's feasible conversations (6 of 8); the first `annotated_items` (all by default)
-    scored by two clinicians of each track, as strict_clinician_scores says."""
+    """A target study of the run's feasible conversations (6 of 8); the first
+    `annotated_items` (all by default) scored by two clinicians of each track, as
+    strict_clinician_scores says."""
     study = new_study(job, name=name, size=8)
     people = {
         Track.CLINICAL: annotators(Track.CLINICAL, 2, prefix=f"{name}-c"),
@@ -50,5 +52,12 @@ def lenient_jury():
     return juries.jury_create(name=LENIENT_JURY, judges=["offline/lenient"])
 
 
-def executed(jobs):
+def judged_versions(study):
+    return list(study.rubric_versions.filter(kind="dimension"))
+
+
+def rescored(study, jury, versions=None, **options):
+    """Re-score the study and execute every judge call here, as the workers would."""
+    versions = judged_versions(study) if versions is None else versions
+    jobs = loop.study_rescore(study, jury=jury, rubric_versions=versions, **options)
     return [score_now(job) for job in jobs]

@@ -9,8 +9,15 @@ from django.core.cache import cache
 
 from alignment.services import loop
 from annotation.models import Assignment
+from annotation.services.studies import StudySpec, study_create
 from jury.models import ScoringJob
-from tests.alignment.loop_support import constructed_study, executed, lenient_jury
+from jury.services import scoring
+from jury.services.rubrics import current_versions
+from tests.alignment.loop_support import constructed_study, lenient_jury, rescored
+from tests.annotation.conftest import annotators
+from tests.annotation.staff_support import annotate, full_scores
+from tests.jury.services.builders import score_now
+from tests.support.builders import enriched_set, launched_run, played
 
 RESAMPLES = 200  # enough for intervals; the page uses 1,000
 
@@ -20,11 +27,6 @@ def empty_cache():
     cache.clear()
     yield
     cache.clear()
-
-
-def rescored(study, jury, versions=None, **options):
-    versions = versions or list(study.rubric_versions.filter(kind="dimension"))
-    return executed(loop.study_rescore(study, jury=jury, rubric_versions=versions, **options))
 
 
 @pytest.mark.django_db
@@ -163,3 +165,29 @@ def test_the_csv_has_one_ranked_row_per_rubric_and_configuration(scored_job):
     lenient = [row for row in rows if row["jury"] == "Lenient single judge"]
     assert all(float(row["diff_mean_signed_diff_low"]) > 0 for row in lenient)
     assert all(row["n_items"] == str(study.items.count()) for row in rows)
+
+
+@pytest.mark.django_db
+def test_a_study_over_two_runs_is_rescored_by_one_job_per_run_forming_one_configuration(
+    scored_job,
+):
+    second_run = played(launched_run(enriched_set(name="Second", size=2, sampler_seed=5)))
+    second_job = score_now(scoring.scoring_launch(run=second_run, jury=scored_job.jury))
+    spec = StudySpec(project_name="Two runs", name="Across runs", kind="target", sample_size=20)
+    study = study_create(
+        spec=spec, scoring_jobs=[scored_job, second_job], rubric_versions=current_versions()
+    )
+    person = annotators("clinical", 1, prefix="across")[0]
+    for item in study.items.all():
+        annotate(item, person, scores=full_scores(study, "clinical", score=3))
+    runs = set(study.items.values_list("conversation__run", flat=True))
+    assert len(runs) == 2
+
+    jobs = rescored(study, lenient_jury())
+
+    assert {job.run_id for job in jobs} == runs
+    (rescore,) = loop.study_configurations(study)[1:]
+    assert {job.pk for job in rescore.jobs} == {job.pk for job in jobs}
+    comparison = loop.jury_comparison(study, resamples=RESAMPLES)
+    safety = next(s for s in comparison.rubrics if s.rubric.rubric_id == "clinical_safety")
+    assert [row.agreement.jury_adjacent.n_items for row in safety.rows] == [study.items.count()] * 2

@@ -13,7 +13,12 @@ from alignment.services import loop
 from annotation.models import Project, Study
 from jury.models import Jury, ScoringJob
 from jury.services import juries, rubrics, scoring
-from tests.alignment.loop_support import constructed_study, executed, lenient_jury
+from tests.alignment.loop_support import (
+    constructed_study,
+    judged_versions,
+    lenient_jury,
+    rescored,
+)
 from tests.jury.services.builders import score_now
 
 LOOP_PAGES = (
@@ -123,9 +128,7 @@ def test_a_refused_rescore_keeps_neither_the_new_jury_nor_a_job(researcher_clien
 @pytest.mark.django_db
 def test_the_page_polls_progress_while_a_rescore_runs_then_reloads(researcher_client, scored_job):
     study = constructed_study(scored_job, annotated_items=2)
-    (job,) = loop.study_rescore(
-        study, jury=lenient_jury(), rubric_versions=list(study.rubric_versions.filter(kind="dimension"))
-    )  # fmt: skip
+    (job,) = loop.study_rescore(study, jury=lenient_jury(), rubric_versions=judged_versions(study))
     url = reverse("alignment:loop_comparison", args=[study.pk])
 
     page = researcher_client.get(url).content.decode()
@@ -143,9 +146,7 @@ def test_the_page_polls_progress_while_a_rescore_runs_then_reloads(researcher_cl
 @pytest.mark.django_db
 def test_the_comparison_page_ranks_configurations_and_exports_csv(researcher_client, scored_job):
     study = constructed_study(scored_job)
-    executed(loop.study_rescore(
-        study, jury=lenient_jury(), rubric_versions=list(study.rubric_versions.filter(kind="dimension"))
-    ))  # fmt: skip
+    rescored(study, lenient_jury())
     url = reverse("alignment:loop_comparison", args=[study.pk])
 
     page = researcher_client.get(url).content.decode()

@@ -6,7 +6,7 @@ import pytest
 from alignment.services import loop
 from jury.models import ConversationResult, JudgeScore, RubricResult, RubricVersion
 from jury.services import juries, rubrics, scoring
-from tests.alignment.loop_support import constructed_study, executed
+from tests.alignment.loop_support import constructed_study, judged_versions, rescored
 
 VARIANT_NOTE = "Read the whole trace twice before you score."
 
@@ -17,13 +17,17 @@ def revised(rubric_id: str) -> RubricVersion:
     return rubrics.rubric_version_create(rubric_id=rubric_id, yaml_text=text, note="loop test")
 
 
+def means(job, study=None) -> dict:
+    """(conversation, rubric) -> jury mean of the job, on the study's conversations if given."""
+    results = RubricResult.objects.filter(job=job)
+    if study is not None:
+        results = results.filter(conversation__study_items__study=study)
+    return {(r.conversation_id, r.rubric_id): r.mean for r in results}
+
+
 def variant_template() -> str:
     shipped = scoring.shipped_judge_template_text()
     return shipped.replace("<!-- user -->", f"{VARIANT_NOTE}\n\n<!-- user -->", 1)
-
-
-def study_versions(study) -> list[RubricVersion]:
-    return list(study.rubric_versions.filter(kind="dimension"))
 
 
 @pytest.mark.django_db
@@ -48,8 +52,7 @@ def test_rescoring_judges_only_the_annotated_conversations_on_the_chosen_version
 def test_a_rescore_of_some_rubrics_aggregates_over_those_rubrics(scored_job):
     study = constructed_study(scored_job, annotated_items=2)
     safety = RubricVersion.objects.get(rubric_id="clinical_safety", is_current=True)
-    (job,) = executed(loop.study_rescore(study, jury=juries.jury_demo_ensure(),
-                                         rubric_versions=[safety]))  # fmt: skip
+    (job,) = rescored(study, juries.jury_demo_ensure(), [safety])
 
     results = ConversationResult.objects.filter(job=job)
     assert results.count() == 2 and all(result.complete for result in results)
@@ -62,29 +65,19 @@ def test_a_rescore_of_some_rubrics_aggregates_over_those_rubrics(scored_job):
 @pytest.mark.django_db
 def test_an_identical_configuration_replays_the_cache_without_a_model_call(scored_job):
     study = constructed_study(scored_job)
-    (job,) = executed(loop.study_rescore(study, jury=scored_job.jury,
-                                         rubric_versions=list(scored_job.rubric_versions.all())))  # fmt: skip
+    (job,) = rescored(study, scored_job.jury, list(scored_job.rubric_versions.all()))
 
     scores = JudgeScore.objects.filter(job=job)
     assert scores.count() == study.items.count() * 6 * 2
     assert scores.filter(cached=False).count() == 0
-    rescored = {
-        (r.conversation_id, r.rubric_id): r.mean for r in RubricResult.objects.filter(job=job)
-    }
-    before = {
-        (r.conversation_id, r.rubric_id): r.mean
-        for r in RubricResult.objects.filter(job=scored_job, conversation__study_items__study=study)
-    }
-    assert before and rescored == before
+    assert means(job) and means(job) == means(scored_job, study)
 
 
 @pytest.mark.django_db
 def test_a_prompt_variant_changes_the_cache_key_and_the_prompt(scored_job):
     study = constructed_study(scored_job, annotated_items=2)
-    (job,) = executed(loop.study_rescore(
-        study, jury=scored_job.jury, rubric_versions=list(scored_job.rubric_versions.all()),
-        judge_template=variant_template(),
-    ))  # fmt: skip
+    versions = list(scored_job.rubric_versions.all())
+    (job,) = rescored(study, scored_job.jury, versions, judge_template=variant_template())
 
     assert job.judge_template == variant_template()
     scores = JudgeScore.objects.filter(job=job)
@@ -108,7 +101,7 @@ def test_a_prompt_variant_changes_the_cache_key_and_the_prompt(scored_job):
 def test_an_unchanged_copy_of_the_shipped_prompt_is_the_shipped_configuration(scored_job):
     study = constructed_study(scored_job, annotated_items=1)
     (job,) = loop.study_rescore(
-        study, jury=scored_job.jury, rubric_versions=study_versions(study),
+        study, jury=scored_job.jury, rubric_versions=judged_versions(study),
         judge_template=scoring.shipped_judge_template_text(),
     )  # fmt: skip
     assert job.judge_template == ""
@@ -126,7 +119,7 @@ def test_a_broken_prompt_variant_is_refused_with_the_reason(scored_job, change, 
     study = constructed_study(scored_job, annotated_items=1)
     with pytest.raises(scoring.ScoringError, match="Judge prompt") as refused:
         loop.study_rescore(
-            study, jury=scored_job.jury, rubric_versions=study_versions(study),
+            study, jury=scored_job.jury, rubric_versions=judged_versions(study),
             judge_template=change(scoring.shipped_judge_template_text()),
         )  # fmt: skip
     assert message in str(refused.value)
@@ -136,7 +129,7 @@ def test_a_broken_prompt_variant_is_refused_with_the_reason(scored_job, change, 
 def test_a_study_nobody_annotated_cannot_be_rescored(scored_job):
     study = constructed_study(scored_job, annotated_items=0)
     with pytest.raises(scoring.ScoringError, match="No conversation of this study"):
-        loop.study_rescore(study, jury=scored_job.jury, rubric_versions=study_versions(study))
+        loop.study_rescore(study, jury=scored_job.jury, rubric_versions=judged_versions(study))
     assert not loop.rescore_jobs(study)
 
 
@@ -177,10 +170,24 @@ def test_the_job_page_shows_the_scope_and_the_prompt_variant(scored_job, researc
 
     study = constructed_study(scored_job, annotated_items=2)
     (job,) = loop.study_rescore(
-        study, jury=scored_job.jury, rubric_versions=study_versions(study),
+        study, jury=scored_job.jury, rubric_versions=judged_versions(study),
         judge_template=variant_template(),
     )  # fmt: skip
     page = researcher_client.get(reverse("jury:job", args=[job.pk])).content.decode()
     assert "2 chosen conversations of the run" in page and VARIANT_NOTE in page
     original = researcher_client.get(reverse("jury:job", args=[scored_job.pk])).content.decode()
     assert "chosen conversation" not in original and "the shipped template" in original
+
+
+@pytest.mark.django_db
+def test_the_jury_report_pages_open_for_a_rescore_of_one_rubric(scored_job, researcher_client):
+    from django.urls import reverse
+
+    study = constructed_study(scored_job, annotated_items=2)
+    safety = RubricVersion.objects.get(rubric_id="clinical_safety", is_current=True)
+    (job,) = rescored(study, juries.jury_demo_ensure(), [safety])
+    for page in ("jury:job", "jury:report", "jury:judges", "jury:failures", "jury:sensitivity"):
+        response = researcher_client.get(reverse(page, args=[job.pk]))
+        assert response.status_code == 200, page
+    counts = researcher_client.get(reverse("jury:job", args=[job.pk])).content.decode()
+    assert "2 complete · 0 incomplete" in counts and "0 awaiting" in counts

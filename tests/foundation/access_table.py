@@ -325,6 +325,13 @@ PAGES += [
     ),
 ]
 
+# Closing the loop: re-scoring a study and comparing its jury configurations (staff only).
+PAGES += [
+    Page("alignment:loop_rescore", STAFF, _STUDY),
+    Page("alignment:loop_comparison", STAFF, _STUDY),
+    Page("alignment:loop_comparison_csv", STAFF, _STUDY),
+]
+
 
 def alignment_objects(objects) -> dict:
     """The access study with the current rubrics (so a rubric page exists), its jury job and a

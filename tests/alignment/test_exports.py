@@ -1,0 +1,84 @@
+"""The agreement table as CSV, Markdown and LaTeX: the paper's columns, intervals, notes."""
+
+import csv
+import io
+
+import pytest
+from django.core.cache import cache
+from django.urls import reverse
+
+from alignment.engine.bootstrap import Estimate
+from alignment.services.exports import agreement_export, estimate_text
+from alignment.services.reports import study_report
+from jury.models import RubricVersion
+from tests.alignment.conftest import near_jury
+from tests.annotation.conftest import annotators, new_study
+from tests.annotation.staff_support import annotate
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def empty_cache():
+    cache.clear()
+
+
+def test_an_estimate_prints_with_its_interval_or_as_undefined():
+    assert estimate_text(Estimate(0.84, 0.76, 0.91, 75, 300), "share") == "84% [76%, 91%]"
+    assert estimate_text(Estimate(-0.5, -0.75, -0.25, 75, 300), "signed") == (
+        "-0.50 [-0.75, -0.25]"
+    )
+    assert estimate_text(Estimate(None, None, None, 3, 3, undefined="one rater"), "number") == (
+        "undefined"
+    )
+
+
+def test_the_csv_has_one_row_per_judged_rubric_in_the_papers_columns(annotated_study):
+    text = agreement_export(study_report(annotated_study, resamples=50), "csv")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == 6
+    assert {"Rubric", "Conversations", "Ratings", "Jury-clinician adjacent", "Chance adjacent",
+            "Human-human adjacent", "Mean signed diff (jury - clinician)", "Alpha (clinicians)",
+            "Notes"} <= set(rows[0])  # fmt: skip
+    assert all("[" in row["Jury-clinician adjacent"] for row in rows)
+
+
+def test_the_markdown_is_a_pipe_table_with_a_header_rule(annotated_study):
+    lines = agreement_export(study_report(annotated_study, resamples=50), "md").splitlines()
+    assert len(lines) == 2 + 6
+    assert set(lines[1].replace(" ", "").strip("|").split("|")) == {"---"}
+    cells = {line.count(" | ") for line in lines}
+    assert len(cells) == 1  # every row has the same number of cells
+    assert all(line.startswith("| ") and line.endswith(" |") for line in lines)
+
+
+def test_the_latex_escapes_special_characters(annotated_study):
+    RubricVersion.objects.filter(rubric_id="clinical_safety").update(name="Safety & triage_100%")
+    text = agreement_export(study_report(annotated_study, resamples=50), "tex")
+    assert r"Safety \& triage\_100\%" in text
+    assert r"\begin{tabular}" in text and r"\bottomrule" in text
+    assert "100% [" not in text  # percentages are escaped too
+
+
+def test_undefined_figures_say_why_in_the_notes(scored_job):
+    study = new_study(scored_job, size=8)
+    (only,) = annotators("clinical", 1)
+    for item in study.items.all():
+        annotate(item, only, scores=near_jury(scored_job, item, "clinical", 0))
+    rows = list(
+        csv.DictReader(io.StringIO(agreement_export(study_report(study, resamples=20), "csv")))
+    )
+    safety = next(row for row in rows if row["Rubric"] == "Clinical Safety")
+    assert safety["Human-human adjacent"] == "undefined"
+    assert "Human-human adjacent:" in safety["Notes"]
+
+
+def test_the_export_view_answers_each_format_and_refuses_others(researcher_client, annotated_study):
+    url = reverse("alignment:export", args=[annotated_study.pk, "md"])
+    response = researcher_client.get(url + "?track=clinical")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/markdown")
+    assert "Clinical Safety" in response.content.decode()
+    assert "Task Completion" not in response.content.decode()  # the track filter holds
+    bad = reverse("alignment:export", args=[annotated_study.pk, "xlsx"])
+    assert researcher_client.get(bad).status_code == 404
