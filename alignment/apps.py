@@ -2,6 +2,6 @@ from django.apps import AppConfig
 
 
 class AlignmentConfig(AppConfig):
-    """Jury-clinician agreement reports. Models arrive with their issue."""
+    """Jury-clinician agreement reports, disagreement themes and the re-scoring loop."""
 
     name = "alignment"

@@ -67,8 +67,8 @@ class Configuration:
         juries = " + ".join(jury.name for jury in self.juries)
         if self.original:
             return f"Original: {juries}"
-        changed = [f"{v.code} v{v.version}" for v in self.versions.values()]
-        return f"{juries} · {', '.join(changed)} · {self.prompt_label} prompt"
+        versions = [f"{v.code} v{v.version}" for v in self.versions.values()]
+        return f"{juries} · {', '.join(versions)} · {self.prompt_label} prompt"
 
     @property
     def prompt_label(self) -> str:

@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
+from audit.services import audit_record
 from benchmark.engine.chat import ChatRequest, ChatResponse, Message, ProviderError
 from benchmark.engine.structured import StructuredFailure, request_json
 from benchmark.models import BenchmarkEntry, Conversation, JobStatus, Run
@@ -114,6 +115,13 @@ def scoring_launch(
     if conversations is not None:
         job.conversations.set(conversations)
     scores_create_missing(job)
+    audit_record(
+        actor=user, action="scoring.launched", target=job,
+        after={"run": run.pk, "jury": jury.name, "judges": jury.judges,
+               "rubric_versions": [v.pk for v in versions], "use_cache": use_cache,
+               "conversations": len(conversations) if conversations is not None else "all",
+               "prompt_variant": bool(template)},
+    )  # fmt: skip
     return job
 
 

@@ -1,6 +1,10 @@
 """Every state-changing staff action leaves who, when, what and the values before and after;
 the admin lists, filters and exports the trail and cannot change it."""
 
+import csv
+import io
+import json
+
 import pytest
 from django.contrib.admin.sites import site
 from django.test import RequestFactory
@@ -20,15 +24,16 @@ from tests.support.builders import enriched_set, launched_run
 pytestmark = pytest.mark.django_db
 
 
-def events(action: str):
-    return list(AuditEvent.objects.filter(action=action))
+def events(action: str, target=None):
+    found = AuditEvent.objects.filter(action=action)
+    return list(found.filter(object_id=str(target.pk)) if target is not None else found)
 
 
 def test_run_launch_pause_cancel_and_resume_are_recorded_with_the_person(admin_client_, admin_user):
     run = launched_run(enriched_set(size=1), user=admin_user)
     for action in ("pause", "resume", "cancel"):
         admin_client_.post(reverse("benchmark:run_control", args=[run.pk, action]))
-    assert [e.actor for e in events("run.launched")] == [admin_user]
+    assert [e.actor for e in events("run.launched", run)] == [admin_user]
     paused, resumed, cancelled = (
         events("run.paused"),
         events("run.resumed"),
@@ -81,7 +86,7 @@ def test_the_admin_lists_filters_and_exports_but_never_edits(admin_client_, admi
     run = launched_run(enriched_set(size=1), user=admin_user)
     listing = admin_client_.get("/admin/audit/auditevent/?action=run.launched")
     assert listing.status_code == 200 and run.name.encode() in listing.content
-    event = AuditEvent.objects.get(action="run.launched")
+    event = AuditEvent.objects.get(action="run.launched", object_id=str(run.pk))
     assert admin_client_.get("/admin/audit/auditevent/add/").status_code == 403
     assert admin_client_.post(f"/admin/audit/auditevent/{event.pk}/delete/").status_code == 403
     change = admin_client_.post(f"/admin/audit/auditevent/{event.pk}/change/", {"note": "x"})
@@ -92,5 +97,11 @@ def test_the_admin_lists_filters_and_exports_but_never_edits(admin_client_, admi
     )
     assert exported["Content-Type"].startswith("text/csv")
     assert b"run.launched" in exported.content and admin_user.username.encode() in exported.content
-    assert b'"patient_model": "offline/patient"' in exported.content  # JSON, not Python repr
+    row = next(csv.DictReader(io.StringIO(exported.content.decode())))
+    assert json.loads(row["after"])["config"]["patient_model"] == "offline/patient"  # JSON
     AuditEvent.objects.get(pk=event.pk)  # still there
+
+
+def test_launching_a_scoring_job_is_recorded(scored_job):  # noqa: F811
+    event = AuditEvent.objects.get(action="scoring.launched", object_id=str(scored_job.pk))
+    assert event.after["jury"] == scored_job.jury.name and event.after["conversations"] == "all"

@@ -1,8 +1,8 @@
 """HTML in user or model text is shown as text on every page that shows it: a script tag and an
 img onerror attribute put into a patient story, a tool result, an annotator's feedback and
-comment, a rubric's text and a distribution are rendered in Chromium; no dialog opens, no such
-element exists in the page, and the payload is readable as text. (The site's script policy
-would also stop an inline script; the DOM check makes this test fail on broken escaping alone.)
+comment, a theme name, a rubric's text and a distribution are rendered in Chromium; no dialog
+opens, no such element exists in the page, and the payload is readable as text. (The site's
+script policy would also stop an inline script; the DOM check fails on broken escaping alone.)
 """
 
 import pytest
@@ -10,13 +10,15 @@ import yaml
 from django.urls import reverse
 
 from accounts.models import Role, Track
+from alignment.models import ItemTheme, Theme
 from annotation.services import queue
-from annotation.services.annotations import Draft, annotation_autosave
+from annotation.services.annotations import annotation_submit
 from annotation.services.studies import StudySpec, study_create
 from benchmark.models import TraceEvent
 from benchmark.services import cases
 from jury.services import juries, scoring
 from jury.services.rubrics import current_versions, rubric_version_create
+from tests.annotation.test_annotation_writes import full_draft
 from tests.conftest import make_user
 from tests.support.builders import enriched_set, launched_run, played
 
@@ -42,9 +44,11 @@ def tainted(transactional_db):
     spec = StudySpec(project_name="Escaping", name="Escaping study", kind="target", sample_size=1)
     study = study_create(spec=spec, scoring_jobs=[job], rubric_versions=current_versions())
     assignment = queue.next_assignment(study=study, annotator=nurse)
-    draft = Draft(scores={"clinical_safety": 2}, feedback={"clinical_safety": PAYLOAD},
-                  overall_comment=PAYLOAD)  # fmt: skip
-    annotation_autosave(assignment, draft=draft, version=0, actor=nurse)
+    draft = full_draft(assignment, 2)
+    draft.feedback, draft.overall_comment = {"clinical_safety": PAYLOAD}, PAYLOAD
+    annotation_submit(assignment, draft=draft, version=0, actor=nurse)
+    theme = Theme.objects.create(name=PAYLOAD, project=study.project)
+    ItemTheme.objects.create(item=assignment.item, rubric_id="clinical_safety", theme=theme)
     safety = next(v for v in current_versions() if v.rubric_id == "clinical_safety")
     fields = yaml.safe_load(safety.yaml_text)
     fields["task"] = f"{PAYLOAD} {fields['task']}"
@@ -64,6 +68,7 @@ def tainted(transactional_db):
             reverse("jury:rubric", args=[rubric.pk]),
             reverse("benchmark:distribution", args=[distribution.pk]),
             reverse("benchmark:distributions"),
+            reverse("alignment:disagreements", args=[study.pk]) + "?synthetic=1",
         ],
         "nurse": [reverse("annotation:review", args=[assignment.public_id])],
     }
