@@ -6,8 +6,6 @@ from decimal import Decimal, InvalidOperation
 
 from django import forms
 
-from config.uploads import uploaded_text
-
 from benchmark.engine.agents.agent_config import AgentConfigError
 from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers.catalog import default_catalog
@@ -15,6 +13,7 @@ from benchmark.engine.providers.model_strings import check_model_string
 from benchmark.models import AgentConfig, BenchmarkSet, Distribution, JobStatus
 from benchmark.services import agents as agent_services
 from benchmark.services.runs import AgentChoice
+from config.uploads import uploaded_text
 
 MAX_SEED = 2**63 - 1  # seeds are stored in signed 64-bit columns
 MAX_COST_LIMIT = Decimal("99999999.99")  # Run.cost_limit_usd: 10 digits, 2 decimals

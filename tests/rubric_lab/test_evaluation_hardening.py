@@ -271,9 +271,7 @@ def test_the_poll_that_finds_a_study_over_reloads_the_page_once(researcher_clien
     assert "hx-trigger" not in finished.content.decode()
 
 
-def test_an_upload_too_big_to_read_is_refused_by_its_size(
-    researcher_client, played_run, settings
-):
+def test_an_upload_too_big_to_read_is_refused_by_its_size(researcher_client, played_run, settings):
     settings.UPLOAD_LIMIT_MB = 0
     big = SimpleUploadedFile("gold.csv", b"case,criterion\n" + b"0,x\n" * 10)
     response = researcher_client.post(
