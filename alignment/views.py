@@ -102,30 +102,25 @@ def index(request: HttpRequest) -> HttpResponse:
 
 @role_required(*STAFF)
 def report(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study(pk)
-    data = study_report(study, _filters(request))
-    width = _target_width(request)
-    context = _common(study, data) | {
-        "planner": planner_rows(data, width),
-        "width": width,
-        "widths": TARGET_WIDTHS,
-    }
-    return render(request, "alignment/report.html", context)
+    return render(request, "alignment/report.html", _report_context(request, pk))
 
 
 @role_required(*STAFF)
 def planner(request: HttpRequest, pk: int) -> HttpResponse:
     """The precision planner alone: swapped in when the target width changes, and loaded into
     the study dashboard."""
+    return render(request, "alignment/report.html#planner", _report_context(request, pk))
+
+
+def _report_context(request: HttpRequest, pk: int) -> dict:
     study = _study(pk)
     data = study_report(study, _filters(request))
     width = _target_width(request)
-    context = _common(study, data) | {
+    return _common(study, data) | {
         "planner": planner_rows(data, width),
         "width": width,
         "widths": TARGET_WIDTHS,
     }
-    return render(request, "alignment/report.html#planner", context)
 
 
 @role_required(*STAFF)

@@ -76,8 +76,8 @@ def bias_figure(points: pd.DataFrame, *, title: str) -> Figure:
     clinician, jury = points["clinician_mean"].to_numpy(float), points["jury"].to_numpy(float)
     average, difference = (clinician + jury) / 2, jury - clinician
     axes.axhline(0, color="#57606a", lw=1)
-    for level in (-1, 1):
-        axes.axhline(level, color="#d8e6f7", lw=6, alpha=0.7)
+    # The adjacent-agreement band, as on the scatter: points inside it count as agreeing.
+    axes.axhspan(-1, 1, color="#d8e6f7", alpha=0.6, lw=0, label="±1 (adjacent)")
     axes.scatter(average, difference, s=22, color=PALETTE[0], alpha=0.75, edgecolors="white")
     if len(difference) >= 2:
         mean, sd = difference.mean(), difference.std(ddof=1)
