@@ -206,6 +206,5 @@ LOGGING = {
         "django.db.backends": {"level": "WARNING"},
         # Lockouts are warnings; the INFO lines django-axes writes on every login are noise.
         "axes": {"level": "WARNING"},
-        "bm25s": {"level": "WARNING"},
     },
 }

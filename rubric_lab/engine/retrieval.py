@@ -16,6 +16,7 @@ Pure Python (numpy, scikit-learn): no Django.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +29,10 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import normalize
 
 from rubric_lab.engine.knowledge import Passage
+
+# bm25s sets its own logger to DEBUG when imported (after Django configured logging) and would
+# print a line for every index it builds.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 WORD = re.compile(r"[a-z0-9]+")
 STOPWORDS = frozenset(
