@@ -200,6 +200,18 @@ class Assignment(models.Model):
     def is_invalidated(self) -> bool:
         return self.invalidated_at is not None
 
+    def edit_refusal(self) -> str:
+        """Why this annotation cannot change now (skip, save, submit), or "" when it can."""
+        if self.item.study.is_locked:
+            return "The study is locked; annotations can no longer change."
+        if self.is_invalidated:
+            return "A researcher invalidated this annotation; it cannot change."
+        if self.status == AssignmentStatus.RESERVED:
+            return ""
+        if self.is_submitted:
+            return "Submitted work is read-only: reopen it to change it."
+        return "This item is not in progress; take it from your queue again."
+
 
 class HistoryKind(models.TextChoices):
     SUBMIT = "submit", "Submitted"

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 from accounts.access import role_required
 from accounts.models import Role
 from annotation import forms
-from annotation.models import Assignment, AssignmentStatus, Study
+from annotation.models import Assignment, Study
 from annotation.services import queue, review, worklist
 from annotation.services.annotations import (
     Draft,
@@ -42,15 +42,6 @@ def _own_assignment(request: HttpRequest, public_id: UUID) -> Assignment:
         Assignment.objects.select_related("item__study", "item__conversation__entry"),
         public_id=public_id,
         annotator=request.user,
-    )
-
-
-def _is_editable(assignment: Assignment) -> bool:
-    study = assignment.item.study
-    return (
-        assignment.status == AssignmentStatus.RESERVED
-        and not study.is_locked
-        and not assignment.is_invalidated
     )
 
 
@@ -117,7 +108,7 @@ def review_page(request: HttpRequest, public_id: UUID) -> HttpResponse:
 
 def _review_context(request: HttpRequest, assignment: Assignment, **extra) -> dict:
     context = review.review_context(assignment)
-    editable = _is_editable(assignment)
+    editable = not assignment.edit_refusal()
     reveal = review.calibration_reveal(assignment) if review.can_reveal(assignment) else None
     return (
         context
@@ -243,8 +234,8 @@ def submit(request: HttpRequest, public_id: UUID) -> HttpResponse:
 @require_POST
 def skip(request: HttpRequest, public_id: UUID) -> HttpResponse:
     assignment = _own_assignment(request, public_id)
-    if not _is_editable(assignment):
-        raise PermissionDenied("Only an item in progress in an open study can be skipped.")
+    if assignment.edit_refusal():  # before the form: a locked item is refused, not re-asked
+        raise PermissionDenied(assignment.edit_refusal())
     form = forms.SkipForm(request.POST)
     if not form.is_valid():
         context = _review_context(request, assignment, skip_form=form)

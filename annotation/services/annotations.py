@@ -47,16 +47,9 @@ class Incomplete(Exception):
 
 
 def _editable(assignment: Assignment) -> None:
-    if assignment.item.study.is_locked:
-        raise PermissionDenied("The study is locked; annotations can no longer change.")
-    if assignment.is_invalidated:
-        raise PermissionDenied("A researcher invalidated this annotation; it cannot change.")
-    if assignment.status != AssignmentStatus.RESERVED:
-        raise PermissionDenied(
-            "Submitted work is read-only: reopen it to change it."
-            if assignment.is_submitted
-            else "This item is not in progress; take it from your queue again."
-        )
+    refusal = assignment.edit_refusal()
+    if refusal:
+        raise PermissionDenied(refusal)
 
 
 def annotation_autosave(

@@ -220,6 +220,9 @@ def _reservation_end(study: Study, now):
 
 
 def assignment_skip(assignment: Assignment, *, reason: str, actor) -> Assignment:
+    refusal = assignment.edit_refusal()
+    if refusal:
+        raise PermissionDenied(refusal)
     reason = reason.strip()
     if not reason:
         raise ValidationError({"reason": "Say why you skip this item (it comes back at the end)."})

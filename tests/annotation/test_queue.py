@@ -173,3 +173,12 @@ def test_the_demo_studies_leave_each_demo_annotator_items_to_score(scored_job):
         person = User.objects.get(username=username)
         for study in (calibration, target):
             assert queue.queue_progress(study, person)["open"] > 0
+
+
+def test_only_an_item_in_progress_can_be_skipped(study, clinicians):
+    from django.core.exceptions import PermissionDenied
+
+    assignment = queue.next_assignment(study=study, annotator=clinicians[0])
+    submit(assignment)
+    with pytest.raises(PermissionDenied, match="read-only"):
+        queue.assignment_skip(assignment, reason="changed my mind", actor=clinicians[0])
