@@ -290,11 +290,29 @@ def judge_request(
     The sample names the conversation and the judge's seat on the jury: two conversations with
     identical traces, or one model sitting twice on a jury, are judged independently, while a
     re-score of the same conversation by the same seat replays the cache."""
-    inputs = {
-        "profile": conversation.entry.profile,
-        "scenario": scenario_of(conversation.entry),
-        "events": trace_of(conversation),
-    }
+    return judge_request_for_trace(
+        rubric=rubric,
+        judge_model=judge_model,
+        profile=conversation.entry.profile,
+        scenario=scenario_of(conversation.entry),
+        events=trace_of(conversation),
+        sample=f"conversation:{conversation.public_id}/judge:{judge_index}",
+        template=template,
+    )
+
+
+def judge_request_for_trace(
+    *,
+    rubric: Rubric,
+    judge_model: str,
+    profile: dict,
+    scenario: dict,
+    events: list[dict],
+    sample: str,
+    template: JudgeTemplate | None = None,
+) -> ChatRequest:
+    """The judge call for any trace, stored or not (the rubric lab scores perturbed copies)."""
+    inputs = {"profile": profile, "scenario": scenario, "events": events}
     system, user = render_judge_prompt(rubric, template=template, **inputs)
     return ChatRequest(
         model=judge_model,
@@ -302,7 +320,7 @@ def judge_request(
         system=system,
         messages=(Message(role="user", content=user),),
         hints={"rubric": rubric.id, **inputs},
-        sample=f"conversation:{conversation.public_id}/judge:{judge_index}",
+        sample=sample,
     )
 
 

@@ -14,15 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchmark.engine.chat import ChatRequest, Message, ProviderError
+from benchmark.engine.chat import ProviderError
 from benchmark.engine.structured import StructuredFailure, request_json
 from benchmark.models import Conversation
 from jury.engine.aggregate import jury_aggregate
 from jury.engine.parse import validate_judge_answer
-from jury.engine.prompt import render_judge_prompt
 from jury.models import Jury
 from jury.services.rubrics import current_versions, rubric_of
-from jury.services.scoring import JUDGE_REPAIRS, scenario_of, trace_of
+from jury.services.scoring import JUDGE_REPAIRS, judge_request_for_trace, scenario_of, trace_of
 from rubric_lab.engine import pairwise
 from rubric_lab.engine.perturb import Case
 from rubric_lab.services.instance_scoring import instance_rubric_score_trace
@@ -48,16 +47,10 @@ def generic_score(
     details: dict[str, Any] = {}
     for seat, judge in enumerate(jury.judges):
         for rubric in rubrics:
-            inputs = {"profile": case.profile, "scenario": case.scenario, "events": list(events)}
-            system, user = render_judge_prompt(rubric, **inputs)
-            request = ChatRequest(
-                model=judge,
-                purpose="judge",
-                system=system,
-                messages=(Message(role="user", content=user),),
-                hints={"rubric": rubric.id, **inputs},
-                sample=f"{sample}/judge:{seat}",
-            )
+            request = judge_request_for_trace(
+                rubric=rubric, judge_model=judge, profile=case.profile, scenario=case.scenario,
+                events=list(events), sample=f"{sample}/judge:{seat}",
+            )  # fmt: skip
             result = request_json(client, request, validate_judge_answer, max_repairs=JUDGE_REPAIRS)
             by_judge.setdefault(judge, {})[rubric.id] = result.data["score"]
             details[f"{seat}:{rubric.id}"] = result.data
