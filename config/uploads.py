@@ -10,6 +10,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from benchmark.engine.text_files import NotText, decode_text
+
 
 def upload_limit_bytes() -> int:
     return settings.UPLOAD_LIMIT_MB * 1_000_000
@@ -28,15 +30,14 @@ def upload_size_check(upload) -> None:
 def uploaded_text(upload) -> str:
     """The file as text, or a ValidationError saying why it is not usable text."""
     upload_size_check(upload)
-    data = upload.read()
-    if b"\x00" in data[:65536]:
-        raise ValidationError(
-            f"{upload.name} is a binary file, not text; upload CSV, JSON or YAML."
-        )
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
+        return decode_text(upload.read())
+    except NotText as refused:
+        if refused.binary:
+            raise ValidationError(
+                f"{upload.name} is a binary file, not text; upload CSV, JSON or YAML."
+            ) from None
         raise ValidationError(
-            f"{upload.name} is not UTF-8 text (first bad byte on line {line}); save it as UTF-8."
+            f"{upload.name} is not UTF-8 text (first bad byte on line {refused.line}); "
+            "save it as UTF-8."
         ) from None

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from benchmark.engine.text_files import NotText, decode_text
+
 COLUMNS = (
     "study", "project", "kind", "round", "conversation", "assignment", "annotator", "track",
     "licensed", "practice", "synthetic", "rubric_id", "rubric_version", "score", "feedback",
@@ -112,14 +114,13 @@ def read_upload(data: bytes, filename: str) -> list[ImportRow]:
 
 
 def _as_text(data: bytes) -> str:
-    if b"\x00" in data[:65536]:
-        raise UploadError(["the file is not text: upload a CSV or JSONL file"])
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
+        return decode_text(data)
+    except NotText as refused:
+        if refused.binary:
+            raise UploadError(["the file is not text: upload a CSV or JSONL file"]) from None
         raise UploadError(
-            [f"line {line}: the file is not UTF-8 text (save it as UTF-8 CSV)"]
+            [f"line {refused.line}: the file is not UTF-8 text (save it as UTF-8 CSV)"]
         ) from None
 
 
