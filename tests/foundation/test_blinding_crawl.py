@@ -162,8 +162,9 @@ def test_an_annotator_never_sees_model_identity_or_jury_scores(client, scored_wo
 
 @pytest.mark.django_db
 def test_every_answer_of_the_review_forms_is_blinded(client, scored_world):
-    """Saves, a stale tab's conflict, refused values, an incomplete submit, a heartbeat, a skip
-    and "next": the fragments and pages they answer with name no model and show no jury score."""
+    """Saves, a stale tab's conflict, refused values, an incomplete submit, a heartbeat, a skip,
+    "next" and a reopening: the fragments and pages they answer with name no model and show no
+    jury score."""
     annotator, _, work = scored_world
     client.force_login(annotator)
     draft = work["draft"]
@@ -185,7 +186,10 @@ def test_every_answer_of_the_review_forms_is_blinded(client, scored_world):
     post("heartbeat", {}, **htmx)
     post("next", {})
     post("skip", {"reason": "later"})
-    assert len(answers) == 7
+    item = str(work["submitted"].public_id)  # reopening submitted work answers the review page
+    post("reopen", {})
+    assert 'id="annotation-form"' in answers["reopen"]  # it really reopened for editing
+    assert len(answers) == 8
     assert leaks_in(answers) == []
     assert [k for k, text in answers.items() if SCOREISH.search(str(text))] == []
 
