@@ -195,6 +195,8 @@ OPENAI_COMPATIBLE_BASE_URL = ENV.get("OPENAI_COMPATIBLE_BASE_URL", "")
 OPENAI_COMPATIBLE_API_KEY = ENV.get("OPENAI_COMPATIBLE_API_KEY", "")
 LLM_TIMEOUT_SECONDS = env.env_int(ENV, "LLM_TIMEOUT_SECONDS", 120)
 LLM_MAX_RETRIES = env.env_int(ENV, "LLM_MAX_RETRIES", 6)
+# Load tests and crash rehearsals: make every offline scripted answer take this long.
+OFFLINE_LATENCY_MS = env.env_int(ENV, "OFFLINE_LATENCY_MS", 0)
 
 LOGGING = {
     "version": 1,

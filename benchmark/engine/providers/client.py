@@ -133,7 +133,7 @@ def build_provider(model: ModelString, settings: ProviderSettings) -> Provider:
     # The SDKs are imported here, not at the top: they take seconds to import, and offline
     # runs and the tests of every other module never need them.
     if model.provider == "offline":
-        return OfflineProvider(model.name)
+        return OfflineProvider(model.name, settings.offline_latency_seconds)
     if model.provider == "anthropic":
         from benchmark.engine.providers.anthropic_chat import AnthropicChatProvider
 

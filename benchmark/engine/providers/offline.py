@@ -47,8 +47,11 @@ def is_offline(model: str) -> bool:
 class OfflineProvider:
     """Scripted provider. `behaviour` is the part after "offline/"."""
 
-    def __init__(self, behaviour: str):
+    def __init__(self, behaviour: str, latency_seconds: float = 0.0):
         self.behaviour = behaviour
+        # A stand-in for a remote model's response time (OFFLINE_LATENCY_MS), so that load
+        # tests and crash rehearsals have work in flight to interrupt; 0 answers at once.
+        self.latency_seconds = latency_seconds
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         target = SCRIPTS.get(request.purpose)
@@ -61,6 +64,7 @@ class OfflineProvider:
         script = getattr(importlib.import_module(module_name), function_name)
         started = time.perf_counter()
         response = script(request, self.behaviour)
+        time.sleep(max(0.0, self.latency_seconds - (time.perf_counter() - started)))
         latency = (time.perf_counter() - started) * 1000
         return ChatResponse(
             text=response.text,

@@ -19,6 +19,8 @@ class ProviderSettings:
     openai_compatible_api_key: str = field(default="", repr=False)
     timeout_seconds: float = 120.0
     max_retries: int = 6
+    # How long each offline scripted answer takes (seconds); see OfflineProvider.
+    offline_latency_seconds: float = 0.0
     # Redis URL for the rate limiter shared by all workers; empty means per-process limits.
     redis_url: str = field(default="", repr=False)
 
@@ -39,5 +41,6 @@ class ProviderSettings:
             openai_compatible_api_key=text("OPENAI_COMPATIBLE_API_KEY"),
             timeout_seconds=float(getattr(settings, "LLM_TIMEOUT_SECONDS", 120)),
             max_retries=int(getattr(settings, "LLM_MAX_RETRIES", 6)),
+            offline_latency_seconds=int(getattr(settings, "OFFLINE_LATENCY_MS", 0)) / 1000,
             redis_url=text("REDIS_URL"),
         )

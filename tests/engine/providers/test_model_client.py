@@ -55,3 +55,24 @@ def test_the_fake_server_can_stand_in_for_model_latency(user_request):
         response = router.chat(user_request("openai/gpt-5.5"))
 
     assert response.latency_ms >= 200
+
+
+def test_offline_answers_take_the_configured_latency():
+    from benchmark.engine.chat import ChatRequest, Message
+
+    request = ChatRequest(
+        model="offline/standard",
+        purpose="judge",
+        system="Score the conversation.",
+        messages=(Message(role="user", content="Conversation"),),
+        hints={"rubric": "no_such_rubric"},  # the scripted judge's neutral answer
+    )
+    slow = ModelRouter(settings=ProviderSettings(offline_latency_seconds=0.3), use_cache=False)
+    fast = ModelRouter(settings=ProviderSettings(), use_cache=False)
+
+    slow_answer = slow.chat(request)
+    fast_answer = fast.chat(request)
+
+    assert slow_answer.latency_ms >= 300
+    assert fast_answer.latency_ms < 300
+    assert slow_answer.text == fast_answer.text
