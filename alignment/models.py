@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from annotation.models import Project, StudyItem
+from annotation.models import Project, Study, StudyItem
 
 
 class Theme(models.Model):
@@ -61,3 +61,61 @@ class ItemTheme(models.Model):
 
     def __str__(self) -> str:
         return f"{self.item_id} {self.rubric_id}: {self.theme_id}"
+
+
+class ArchiveJobKind(models.TextChoices):
+    EXPORT = "export", "Export"
+    IMPORT = "import", "Import"
+
+
+class ArchiveJobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    FINISHED = "finished", "Finished"
+    FAILED = "failed", "Failed"
+
+
+class ArchiveJob(models.Model):
+    """Writing or reading one study archive in the workers (alignment.services.archive): a
+    paper-scale study takes far longer than a web request may. The page polls `done / total`.
+
+    Export: `study` is the study written, `file_path` the archive once finished. Import:
+    `file_path` is the uploaded archive and `study` the study it became."""
+
+    kind = models.CharField(max_length=10, choices=ArchiveJobKind.choices)
+    study = models.ForeignKey(
+        Study, on_delete=models.PROTECT, null=True, blank=True, related_name="archive_jobs"
+    )
+    with_usernames = models.BooleanField(default=False)
+    file_name = models.CharField(max_length=300)  # shown and offered for download
+    file_path = models.CharField(max_length=500, blank=True)
+    size_bytes = models.BigIntegerField(null=True, blank=True)
+    status = models.CharField(
+        max_length=10, choices=ArchiveJobStatus.choices, default=ArchiveJobStatus.QUEUED
+    )
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    # The running worker's claim, extended as it reports progress: a second delivery of the
+    # task does nothing while it holds, and takes the job over once a dead worker's claim ran
+    # out (the queue sends the message again after a worker is lost).
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.file_name}"
+
+    @property
+    def live(self) -> bool:
+        return self.status in (ArchiveJobStatus.QUEUED, ArchiveJobStatus.RUNNING)
+
+    @property
+    def percent(self) -> int:
+        return min(100, round(100 * self.done / self.total)) if self.total else 0

@@ -59,6 +59,10 @@ class Study(models.Model):
     coverage = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=20, choices=StudyStatus.choices, default=StudyStatus.OPEN)
     locked_at = models.DateTimeField(null=True, blank=True)
+    # Set on a study re-created from a study archive (alignment.services.archive): the file it
+    # came from and when. Such a study is locked: it is a record, not work in progress.
+    imported_from = models.CharField(max_length=300, blank=True)
+    imported_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )

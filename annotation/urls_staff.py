@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from annotation import views_archive
 from annotation import views_staff as views
 
 urlpatterns = [
@@ -15,6 +16,16 @@ urlpatterns = [
         name="staff_study_export",
     ),
     path("staff/studies/<int:pk>/import/", views.study_import, name="staff_study_import"),
+    path(
+        "staff/studies/<int:pk>/archive/", views_archive.study_archive, name="staff_study_archive"
+    ),
+    path("staff/archives/import/", views_archive.archive_import, name="staff_archive_import"),
+    path("staff/archives/<int:pk>/", views_archive.archive_job, name="staff_archive_job"),
+    path(
+        "staff/archives/<int:pk>/download/",
+        views_archive.archive_download,
+        name="staff_archive_download",
+    ),
     path(
         "staff/studies/<int:pk>/round-report/", views.round_report_view, name="staff_round_report"
     ),

@@ -1,15 +1,18 @@
 """Celery tasks: thin wrappers that load ids and call services."""
 
+import logging
 from functools import partial
 
 from celery import shared_task
-from celery.signals import worker_ready
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 
 from benchmark.models import BenchmarkSet, Conversation, Run
 from benchmark.services import cases, runs, watch
 from benchmark.services.conversations import conversation_execute
 from benchmark.services.leases import LeasedTask
+from benchmark.services.queue import queue_send
+
+logger = logging.getLogger(__name__)
 
 # --- the watch, for every kind of job ---------------------------------------------------------
 
@@ -17,32 +20,50 @@ from benchmark.services.leases import LeasedTask
 @shared_task(name="jobs.watch")
 def job_watch_task(kind: str, job_id: int) -> None:
     """Send the job's lost work again, then look again in half a lease while it runs."""
-    still_running = watch.redispatch(kind, job_id)
+    try:
+        still_running = watch.redispatch(kind, job_id)
+    except (OperationalError, InterfaceError):
+        # The database went away (a restart): look again later rather than end the watch.
+        logger.warning("watch of %s %s could not reach the database", kind, job_id)
+        still_running = True
     # Run eagerly (tests, --inline) there is no later: the countdown would recurse at once.
     if still_running and not job_watch_task.request.is_eager:
-        job_watch_task.apply_async((kind, job_id), countdown=watch.interval_seconds())
+        watch_later(kind, job_id)
 
 
-def watch_start(kind: str, job_id: int) -> None:
-    transaction.on_commit(
-        lambda: job_watch_task.apply_async((kind, job_id), countdown=watch.interval_seconds())
+def watch_later(kind: str, job_id: int) -> None:
+    # Sent to the queue: a watch lost with an unavailable queue is taken up again by every
+    # worker that (re)connects to it (config/celery.py).
+    queue_send(
+        lambda: job_watch_task.apply_async((kind, job_id), countdown=watch.interval_seconds()),
+        what=f"the watch of {kind} {job_id}",
     )
 
 
-@worker_ready.connect
-def resume_watches(**kwargs) -> None:
-    """A (re)started worker takes up every job still running, of every kind, at once."""
+def watch_start(kind: str, job_id: int) -> None:
+    transaction.on_commit(lambda: watch_later(kind, job_id))
+
+
+def resume_watches() -> None:
+    """Take up every job still running, of every kind, at once (a worker connecting)."""
     for kind, watched in watch.kinds().items():
         for job_id in watched.running():
-            job_watch_task.delay(kind, job_id)
+            queue_send(partial(job_watch_task.delay, kind, job_id), what=f"the watch of {kind}")
 
 
 # --- runs ---------------------------------------------------------------------------------------
 
 
 def enqueue_conversations(conversation_ids: list[int]) -> None:
-    for conversation_id in conversation_ids:
-        conversation_run_task.delay(conversation_id)
+    for position, conversation_id in enumerate(conversation_ids):
+        unsent = conversation_ids[position:]
+        sent = queue_send(
+            partial(conversation_run_task.delay, conversation_id),
+            what=f"{len(unsent)} conversations",
+            undo=partial(runs.run_unclaim, unsent),
+        )
+        if not sent:
+            return
 
 
 @shared_task(name="benchmark.conversation_run", acks_late=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.contrib import messages
 from django.core.paginator import Page, Paginator
 from django.db import transaction
@@ -23,6 +25,7 @@ from benchmark.models import (
 from benchmark.services import agents as agent_services
 from benchmark.services import cases, exports, reports, runs, sandbox_preview
 from benchmark.services.accounting import cost_by_purpose
+from benchmark.services.queue import held_work_message, queue_send
 from benchmark.tasks import enrichment_start, run_dispatch_task
 
 RUN_ACTIONS = {
@@ -97,6 +100,8 @@ def set_new(request: HttpRequest) -> HttpResponse:
         benchmark_set = cases.benchmark_set_create(user=request.user, **form.cleaned_data)
         enrichment_start(benchmark_set)
         messages.success(request, f"Generating {benchmark_set.size} entries in the background.")
+        if held := held_work_message("the benchmark set"):
+            messages.error(request, held)
         return redirect("benchmark:set", benchmark_set.pk)
     return render(request, "benchmark/set_form.html", {"form": form})
 
@@ -139,6 +144,8 @@ def set_retry(request: HttpRequest, pk: int) -> HttpResponse:
     count = cases.benchmark_set_retry_failed(benchmark_set)
     enrichment_start(benchmark_set)
     messages.success(request, f"Retrying {count} failed entries.")
+    if held := held_work_message("the retry"):
+        messages.error(request, held)
     return redirect("benchmark:set", pk)
 
 
@@ -219,6 +226,8 @@ def run_new(request: HttpRequest) -> HttpResponse:
         else:
             _dispatch_after_commit(run)
             messages.success(request, f"Launched {run.name}.")
+            if held := held_work_message("the run"):
+                messages.error(request, held)
             for model in form.unpriced():
                 messages.warning(request, forms.unpriced_warning(model))
             return redirect("benchmark:run", run.pk)
@@ -267,11 +276,15 @@ def run_control(request: HttpRequest, pk: int, action: str) -> HttpResponse:
         messages.error(request, str(error))
     else:
         messages.success(request, RUN_ACTIONS[action])
+        if action == "resume" and (held := held_work_message("the run")):
+            messages.error(request, held)
     return redirect("benchmark:run", pk)
 
 
 def _dispatch_after_commit(run: Run) -> None:
-    transaction.on_commit(lambda: run_dispatch_task.delay(run.pk))
+    transaction.on_commit(
+        lambda: queue_send(partial(run_dispatch_task.delay, run.pk), what=f"run {run.name!r}")
+    )
 
 
 @role_required(*STAFF)

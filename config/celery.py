@@ -1,17 +1,45 @@
 """The Celery app: Redis when REDIS_URL is set, otherwise the embedded folder queue."""
 
+import logging
 import os
 
-from celery import Celery
+from celery import Celery, bootsteps
+
+from config import redis_transport
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+redis_transport.use_for_redis_urls()
+
+logger = logging.getLogger(__name__)
 
 app = Celery("healthbench")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
-@app.task(name="config.ping")
+class WatchesOnConnect(bootsteps.StartStopStep):
+    """Every time this worker connects to the broker, it takes up the watch of every running job.
+
+    A consumer step starts again after each reconnection, unlike `worker_ready`, which fires
+    once. It matters when Redis restarted empty: the watch messages (waiting out their
+    countdown in some worker, or queued) were lost with it, and without a watch the work lost
+    with them would never be sent again."""
+
+    requires = {"celery.worker.consumer.tasks:Tasks"}
+
+    def start(self, consumer) -> None:
+        from benchmark.tasks import resume_watches
+
+        try:
+            resume_watches()
+        except Exception:  # the database may be down too; the worker must keep consuming
+            logger.exception("could not take up the watches of running jobs")
+
+
+app.steps["consumer"].add(WatchesOnConnect)
+
+
+@app.task(name="config.ping", ignore_result=False)
 def ping(value: int) -> dict:
     """A diagnostic task: proves a worker process picked work up from the queue."""
     return {"value": value, "worker_pid": os.getpid()}

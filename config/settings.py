@@ -86,6 +86,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "accounts.context_processors.navigation",
+                "benchmark.context_processors.queue_health",
             ],
         },
     },
@@ -130,6 +131,10 @@ STORAGES = {
 # file (a pasted rubric or distribution) is limited the same way.
 UPLOAD_LIMIT_MB = env.env_int(ENV, "UPLOAD_LIMIT_MB", 5)
 DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_LIMIT_MB * 1_000_000
+# Study archives (alignment.services.archive) are far bigger than other uploads: their own
+# limit for the upload, and for what the zip may unpack to (checked before extracting).
+ARCHIVE_UPLOAD_LIMIT_MB = env.env_int(ENV, "ARCHIVE_UPLOAD_LIMIT_MB", 500)
+ARCHIVE_UNPACKED_LIMIT_MB = env.env_int(ENV, "ARCHIVE_UNPACKED_LIMIT_MB", 5000)
 CONTENT_SECURITY_POLICY = security.CONTENT_SECURITY_POLICY
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
@@ -159,6 +164,24 @@ globals().update(env.celery_transport(REDIS_URL, CELERY_QUEUE_DIR))
 QUEUE_MODE = "redis" if REDIS_URL else "embedded"
 CELERY_TASK_ACKS_LATE = True  # a worker crash mid-task hands the task to another worker
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# Nothing reads task results (progress lives in the database), and storing them would make
+# every send and every finished task wait on Redis's retries while Redis is down.
+CELERY_TASK_IGNORE_RESULT = True
+# A worker waits out a Redis outage of any length and reconnects on its own; a task running
+# when the connection dropped finishes (its result is in the database, its work leased).
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+# A send to an unreachable Redis fails within a few seconds (then the work waits in the
+# database, benchmark/services/queue.py) instead of holding the page.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_EXPIRES = 3600
@@ -175,6 +198,8 @@ CACHES = {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "TIMEOUT": None,
+            # An unreachable Redis is a cache miss within seconds, never a hung worker.
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 10},
         }
         if REDIS_URL
         else {

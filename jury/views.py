@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 from accounts.access import EVERYONE, STAFF, role_required
 from benchmark.forms import unpriced_warning
 from benchmark.models import Run
+from benchmark.services.queue import held_work_message
 from benchmark.services.reports import query_id
 from jury import forms
 from jury.engine.rubrics import RubricError
@@ -120,6 +121,8 @@ def score_run(request: HttpRequest, run_id: int) -> HttpResponse:
         else:
             queued = scoring_start(job)
             messages.success(request, f"Queued {queued} judge calls.")
+            if held := held_work_message("the scoring job"):
+                messages.error(request, held)
             return redirect("jury:job", job.pk)
     return render(
         request,
@@ -156,6 +159,8 @@ def job_retry(request: HttpRequest, pk: int) -> HttpResponse:
     scoring.scoring_relaunch(job)
     queued = scoring_start(job)
     messages.success(request, f"Queued {queued} judge calls; valid scores were kept.")
+    if held := held_work_message("the retry"):
+        messages.error(request, held)
     return redirect("jury:job", pk)
 
 

@@ -11,7 +11,7 @@ import logging
 import time
 from functools import lru_cache, partial
 
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -32,7 +32,7 @@ from benchmark.models import (
     TraceEvent,
 )
 from benchmark.services import accounting
-from benchmark.services.leases import Heartbeat
+from benchmark.services.leases import Heartbeat, connection_checked
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,8 @@ STATUS_FOR = {
     Termination.INFRASTRUCTURE: ConversationStatus.FAILED,
 }
 CANCEL_CHECK_SECONDS = 2.0
+# What a query raises when the database connection dropped (a restart, a network cut).
+CONNECTION_LOST = (OperationalError, InterfaceError)
 
 
 @lru_cache(maxsize=2)
@@ -75,6 +77,11 @@ def conversation_execute(conversation_id: int) -> bool:
         except _SetupFailed as failure:
             logger.warning("conversation %s not started: %s", conversation.public_id, failure)
             _save_failure(conversation, failure.termination, str(failure), recorder)
+        except CONNECTION_LOST:
+            # Not the conversation's failure: it stays running without a heartbeat, and the
+            # run's watch plays it again from its start once its lease runs out.
+            logger.warning("conversation %s lost the database", conversation.public_id)
+            raise
         except Exception as error:  # anything unexpected is an infrastructure failure, kept
             logger.exception("conversation %s failed outside the loop", conversation.public_id)
             message = f"{type(error).__name__}: {error}"
@@ -127,7 +134,11 @@ def _cancel_watch(run: Run):
         now = time.monotonic()
         if not state["stop"] and now - state["checked"] > CANCEL_CHECK_SECONDS:
             state["checked"] = now
-            status = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+            try:
+                status = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+            except CONNECTION_LOST:  # the database restarting: ask again next time
+                logger.warning("cancel check of run %s could not reach the database", run.pk)
+                return False
             state["stop"] = status == JobStatus.CANCELLED
         return state["stop"]
 
@@ -197,6 +208,7 @@ def _store(conversation: Conversation, events: list[TraceEvent], calls: list[Mod
     only its model-call accounting: the money was spent, but its trace must not overwrite the
     attempt that now owns the row.
     """
+    connection_checked()  # minutes may have passed since the connection was last used
     with transaction.atomic():
         ModelCall.objects.bulk_create(calls)
         if not _this_attempt(conversation).select_for_update().exists():

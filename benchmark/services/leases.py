@@ -30,6 +30,8 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from benchmark.services.queue import queue_send
+
 logger = logging.getLogger(__name__)
 
 LeasedTask = tuple[int, str]  # (row id, lease token)
@@ -62,8 +64,18 @@ def lease_dispatch(
     token = new_token()
     pending.filter(pk__in=ids).update(claimed_until=now + lease(), lease_token=token)
     messages = [(pk, token) for pk in ids]
-    transaction.on_commit(lambda: send(messages))
+    # Rows whose messages could not be sent are unclaimed at once, so the next dispatch sends
+    # them again instead of waiting a lease for messages that never left.
+    unsent = pending.model.objects.filter(pk__in=ids, lease_token=token)
+    what = f"{len(ids)} {pending.model._meta.verbose_name_plural}"
+    transaction.on_commit(
+        lambda: queue_send(lambda: send(messages), what=what, undo=lambda: _unclaim(unsent))
+    )
     return messages
+
+
+def _unclaim(rows: QuerySet) -> None:
+    rows.update(claimed_until=None, lease_token="")
 
 
 def lease_claim(row: QuerySet, token: str | None) -> str | None:
@@ -110,11 +122,23 @@ class Heartbeat:
         try:
             while not self._stop.wait(self.interval):
                 try:
+                    connection_checked()
                     self.refresh()
                 except DatabaseError:  # a missed beat must not end the work
                     logger.warning("heartbeat for %s not written", self.label)
         finally:
             connection.close()
+
+
+def connection_checked() -> None:
+    """Replace this thread's database connection if it broke (the database restarted).
+
+    Django checks connections between requests and Celery between tasks; a task that runs for
+    minutes (a conversation, a judge call, the heartbeat beside them) must check its own
+    before it writes what it did, or a restart in the meantime would cost the whole attempt.
+    A connection inside a transaction is left alone: it belongs to whoever opened it."""
+    if not connection.in_atomic_block:
+        connection.close_if_unusable_or_obsolete()
 
 
 def lease_extender(row: QuerySet, token: str) -> Callable[[], int]:

@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 
 from django.db import transaction
@@ -112,8 +113,12 @@ def run_launch(
     cost_limit_usd: Decimal | None = None,
     max_turns: int = 15,
     seed: int = 0,
+    clock: datetime | None = None,
     user=None,
 ) -> Run:
+    """Create the run and its conversations (pending). `clock` is the sandboxes' "now"
+    (default: the launch time); a run repeated to reproduce another passes that run's clock,
+    since the slots and dates every conversation sees depend on it."""
     if not agents:
         raise RunError("Choose at least one agent (model + configuration).")
     if len({a.label for a in agents}) != len(agents):
@@ -122,7 +127,7 @@ def run_launch(
     entries = list(benchmark_set.entries.filter(status=EntryStatus.READY))
     if not entries:
         raise RunError(f"Benchmark set {benchmark_set.name!r} has no ready entries yet.")
-    clock = timezone.now().replace(microsecond=0)
+    clock = (clock or timezone.now()).replace(microsecond=0)
     config = run_config(
         benchmark_set=benchmark_set,
         agents=agents,
@@ -246,6 +251,13 @@ def _claim(run: Run, capacity: int) -> list[int]:
         if won:
             claimed.append(conversation_id)
     return claimed
+
+
+def run_unclaim(conversation_ids: list[int]) -> None:
+    """Put claimed conversations whose messages could not be sent back to pending."""
+    Conversation.objects.filter(pk__in=conversation_ids, status=ConversationStatus.QUEUED).update(
+        status=ConversationStatus.PENDING
+    )
 
 
 def _recover_stale(run: Run) -> int:

@@ -31,6 +31,7 @@ from benchmark.services.conversations import model_router
 from benchmark.services.leases import (
     Heartbeat,
     LeasedTask,
+    connection_checked,
     lease_claim,
     lease_dispatch,
     lease_extender,
@@ -396,6 +397,7 @@ def _record(row: JudgeScore, recorder, *, prompt: str, status: str, **fields) ->
     """
     responses = [response for _, response in recorder.calls]
     sums = accounting.totals(responses)
+    connection_checked()  # the call may have outlived the database connection
     with transaction.atomic():
         accounting.model_calls_save(recorder.calls, run=row.job.run, conversation=row.conversation)
         current = JudgeScore.objects.select_for_update().get(pk=row.pk)
@@ -524,12 +526,23 @@ def job_finish_if_done(job: ScoringJob) -> None:
     gave a valid score (a job whose every call failed has nothing to report)."""
     if job.scores.filter(status=ScoreStatus.PENDING).exists():
         return
+    _merge_unmerged(job)
     reason = "" if job.scores.filter(status=ScoreStatus.VALID).exists() else _failure_reason(job)
     ScoringJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
         status=JobStatus.FAILED if reason else JobStatus.FINISHED,
         failure_reason=reason,
         finished_at=timezone.now(),
     )
+
+
+def _merge_unmerged(job: ScoringJob) -> None:
+    """Merge every scored conversation that has no result yet. A judge task that stored the
+    last score of a conversation and then lost the database (a restart) never merged it; the
+    job's watch finishes the job, and must not leave that conversation out of the report."""
+    merged = ConversationResult.objects.filter(job=job).values("conversation_id")
+    unmerged = Conversation.objects.filter(judge_scores__job=job).exclude(pk__in=merged)
+    for conversation in unmerged.distinct():
+        conversation_merge(job, conversation)
 
 
 def _failure_reason(job: ScoringJob, *, causes_shown: int = 3) -> str:

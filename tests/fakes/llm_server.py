@@ -4,7 +4,8 @@ It speaks the wire formats of POST /v1/chat/completions (OpenAI and compatible s
 POST /v1/messages (Anthropic), so the real SDKs run unmodified against it. Each test scripts
 a queue of replies, written once and rendered in whichever format the request arrived in;
 when the queue is empty every request gets a plain text answer, optionally after a fixed
-delay (a stand-in for model latency in benchmarks). Every request body is recorded.
+delay (a stand-in for model latency in benchmarks), or whatever a responder function makes of
+the request. Every request body is recorded unless recording is turned off.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import contextlib
 import json
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -107,8 +108,20 @@ class RecordedRequest:
 class FakeLLMServer:
     """Threaded HTTP server on 127.0.0.1 with an OS-chosen port."""
 
-    def __init__(self, *, delay_seconds: float = 0.0, default_text: str = "Okay."):
+    def __init__(
+        self,
+        *,
+        delay_seconds: float = 0.0,
+        default_text: str = "Okay.",
+        responder: Callable[[RecordedRequest], FakeReply] | None = None,
+        record: bool = True,
+    ):
         self.default_reply = answer(default_text, delay_seconds=delay_seconds)
+        # With no scripted reply left, the responder (if any) composes the answer from the
+        # request: benchmarks play whole conversations and juries through it.
+        self.responder = responder
+        # A long benchmark sends hundreds of thousands of requests: it keeps none of them.
+        self.record = record
         self._replies: deque[FakeReply] = deque()
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
@@ -154,8 +167,11 @@ class FakeLLMServer:
 
     def _next_reply(self, request: RecordedRequest) -> FakeReply:
         with self._lock:
-            self._requests.append(request)
-            return self._replies.popleft() if self._replies else self.default_reply
+            if self.record:
+                self._requests.append(request)
+            if self._replies:
+                return self._replies.popleft()
+        return self.responder(request) if self.responder else self.default_reply
 
     def _wait(self, seconds: float) -> None:
         self._stopping.wait(seconds)

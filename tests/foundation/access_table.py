@@ -254,6 +254,11 @@ PAGES += [
     Page("annotation:staff_guide_publish", STAFF, (("pk", "guide", "pk"),)),
     Page("annotation:staff_assignment", STAFF, _ASSIGNMENT),
     Page("annotation:staff_assignment_invalidate", STAFF, _ASSIGNMENT),
+    # The study archive: export button (POST), job page, download, import upload.
+    Page("annotation:staff_study_archive", STAFF, _STUDY),
+    Page("annotation:staff_archive_import", STAFF),
+    Page("annotation:staff_archive_job", STAFF, (("pk", "archive_job", "pk"),)),
+    Page("annotation:staff_archive_download", STAFF, (("pk", "archive_job", "pk"),)),
 ]
 
 # --- annotation pages: annotator side (the fixture annotator's own study and assignment) ----
@@ -295,7 +300,21 @@ def annotation_objects(objects, users) -> dict:
     guide = CalibrationGuide.objects.create(
         project=project, after_study=study, title="Access guide", body_markdown="Read *slowly*."
     )
-    return {"study": study, "item": item, "assignment": assignment, "guide": guide}
+    return {"study": study, "item": item, "assignment": assignment, "guide": guide,
+            "archive_job": _finished_archive_export(study)}  # fmt: skip
+
+
+def _finished_archive_export(study):
+    import tempfile
+
+    from alignment.models import ArchiveJob
+
+    with tempfile.NamedTemporaryFile(suffix=".zip", delete=False) as stored:
+        stored.write(b"PK\x05\x06" + bytes(18))  # an empty zip
+    return ArchiveJob.objects.create(
+        kind="export", study=study, status="finished", file_name="access.zip",
+        file_path=stored.name,
+    )  # fmt: skip
 
 
 # --- alignment reports (staff only) ----------------------------------------------------------

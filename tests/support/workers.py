@@ -7,6 +7,7 @@ import shutil
 import socket
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,59 @@ def wait_for(condition, *, timeout: float, interval: float = 0.2, what: str = "c
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(interval)
+
+
+class RestartableRedis:
+    """A redis-server on a fixed free port that a test can stop and start again, empty (no
+    persistence), as after a restart of a Redis without a disk."""
+
+    def __init__(self, directory: Path):
+        self.binary = shutil.which("redis-server")
+        if self.binary is None:
+            pytest.skip("redis-server is not installed (.ci/run installs it)")
+        self.directory = directory
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> RestartableRedis:
+        self.process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--save", "", "--appendonly", "no",
+             "--dir", str(self.directory)],
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        _wait_for_redis(self.url)
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+        self.process = None
+
+
+@contextmanager
+def project_app_sending_to(transport: dict):
+    """Point the project's own Celery app (what views and services send with) at another
+    queue for the duration, e.g. a Redis the test stops and starts."""
+    from config.celery import app
+
+    names = {
+        "broker_url": "CELERY_BROKER_URL",
+        "result_backend": "CELERY_RESULT_BACKEND",
+        "broker_transport_options": "CELERY_BROKER_TRANSPORT_OPTIONS",
+    }
+    saved = {name: app.conf[name] for name in names}
+    app.conf.update({name: transport[setting] for name, setting in names.items()})
+    _forget_connections(app)
+    try:
+        yield app
+    finally:
+        app.conf.update(saved)
+        _forget_connections(app)
+
+
+def _forget_connections(app: Celery) -> None:
+    # Celery keeps one connection pool per app, made on first use from the broker settings.
+    app._pool = None
+    app.amqp._producer_pool = None

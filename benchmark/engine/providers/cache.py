@@ -21,9 +21,13 @@ from dataclasses import asdict
 from decimal import Decimal
 from typing import Any, Protocol
 
+import redis
+
 from benchmark.engine.chat import ChatRequest, ChatResponse, ToolCall, Usage
 
 logger = logging.getLogger("benchmark.llm.cache")
+# What a cache backend raises when its store cannot be reached (Redis down, a full disk).
+UNREACHABLE = (redis.RedisError, OSError)
 
 # Bump when the key recipe or the stored format changes, so old entries are never misread.
 KEY_VERSION = "v2"
@@ -56,19 +60,32 @@ class InMemoryStore:
 
 
 class DjangoCacheStore:
-    """Stores entries in the Django cache named `alias`, with no expiry."""
+    """Stores entries in the Django cache named `alias`, with no expiry.
+
+    The cache saves money; no answer depends on it. While its store is unreachable (Redis
+    stopped), a read is a miss and a write is skipped, so work goes on instead of failing."""
 
     def __init__(self, alias: str = "llm"):
         self.alias = alias
 
     def get(self, key: str) -> str | None:
-        return self._cache().get(key)
+        try:
+            return self._cache().get(key)
+        except UNREACHABLE as error:
+            logger.warning("response cache unreachable, asking the model: %s", error)
+            return None
 
     def set(self, key: str, value: str) -> None:
-        self._cache().set(key, value, timeout=None)
+        try:
+            self._cache().set(key, value, timeout=None)
+        except UNREACHABLE as error:
+            logger.warning("response cache unreachable, answer not stored: %s", error)
 
     def delete(self, key: str) -> None:
-        self._cache().delete(key)
+        try:
+            self._cache().delete(key)
+        except UNREACHABLE as error:
+            logger.warning("response cache unreachable, answer not forgotten: %s", error)
 
     def _cache(self) -> Any:
         # Imported here so the providers package stays usable without Django configured.

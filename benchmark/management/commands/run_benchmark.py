@@ -1,6 +1,7 @@
 """Launch or resume a benchmark run from the CLI, with a progress bar."""
 
 from decimal import Decimal
+from functools import partial
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -9,6 +10,7 @@ from benchmark.services import agents as agent_services
 from benchmark.services import runs
 from benchmark.services.cli import progress_bar, wait_until
 from benchmark.services.inline import run_execute_inline
+from benchmark.services.queue import held_work_message, queue_send
 
 
 class Command(BaseCommand):
@@ -114,7 +116,8 @@ class Command(BaseCommand):
             return
         from benchmark.tasks import run_dispatch_task
 
-        run_dispatch_task.delay(run.pk)
+        if not queue_send(partial(run_dispatch_task.delay, run.pk), what=f"run {run.name!r}"):
+            raise CommandError(held_work_message(f"run {run.pk} {run.name!r}"))
         if not opts["no_wait"]:
             wait_until(
                 lambda: _settled(run),
