@@ -16,9 +16,10 @@ peak resident memory; and, on the result, the server time of the jury report pag
 annotator's review page in a target study drawn from the job (medians through the Django test
 client, after a warm-up).
 
-Needs redis-server and a PostgreSQL server where REHEARSAL_ADMIN_DATABASE_URL (default
-postgres://bench:bench@127.0.0.1:5432/bench) may create databases: the rehearsal creates its
-own database and drops it at the end (REHEARSAL_KEEP=1 keeps it). REHEARSAL_SCALE=0.1 plays a
+Needs redis-server and a PostgreSQL server where BENCH_DATABASE_URL (default: the local bench
+cluster, postgres://bench:bench@127.0.0.1:5432/bench) may create databases: the rehearsal
+creates its own database and drops it at the end (bench/load/processes.py, shared with the
+load bench). REHEARSAL_SCALE=0.1 plays a
 tenth of the cases for a quick look; REHEARSAL_WORKERS sets the number of worker processes.
 
 Run: .venv/bin/python bench/bench_rehearsal.py   (about an hour at full scale on 2 cores)
@@ -28,19 +29,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
+
+from bench.load import processes  # noqa: E402
 
 # Read by bench/run_all.py: the full rehearsal takes far longer than the other benches.
 TIMEOUT_SECONDS = 14_400  # 4 hours
@@ -56,9 +55,6 @@ THREADS = int(os.environ.get("REHEARSAL_THREADS") or 24)
 # Every worker thread holds its own PostgreSQL connection while it works: the workers may use
 # the server's max_connections less those already open and this many for everyone else.
 CONNECTION_HEADROOM = 10
-ADMIN_URL = os.environ.get(
-    "REHEARSAL_ADMIN_DATABASE_URL", "postgres://bench:bench@127.0.0.1:5432/bench"
-)
 STUDY_ITEMS = 300
 REPEATS = 5
 # Server time of the pages on the result (median, seconds).
@@ -69,64 +65,27 @@ POLL_SECONDS = 2.0
 # --- services -----------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextlib.contextmanager
-def redis_server(folder: Path):
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
-    port = _free_port()
-    server = subprocess.Popen(
-        [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", str(folder)],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        import redis
-
-        url = f"redis://127.0.0.1:{port}/0"
-        _retry_until(lambda: redis.Redis.from_url(url).ping(), what="redis-server to start")
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-
-
-@contextlib.contextmanager
-def fresh_postgres_database():
-    """A new, empty database next to ADMIN_URL's; dropped afterwards unless REHEARSAL_KEEP."""
-    import psycopg
-
-    name = f"rehearsal_{os.getpid()}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        admin.execute(f'CREATE DATABASE "{name}"')
-    parts = urlsplit(ADMIN_URL)
-    try:
-        yield urlunsplit(parts._replace(path=f"/{name}"))
-    finally:
-        if not os.environ.get("REHEARSAL_KEEP"):
+def services(folder: Path):
+    """A private redis-server and a fresh PostgreSQL database (dropped afterwards): yields
+    (redis URL, database URL). Both are required: the rehearsal is of the production setup."""
+    server = processes.postgres_server_url()
+    if server is None:
+        raise RuntimeError(
+            "no PostgreSQL server: set BENCH_DATABASE_URL or start the local bench cluster"
+        )
+    with (
+        processes.redis_server(folder) as redis_url,
+        processes.throwaway_postgres(server, prefix="rehearsal") as database_url,
+    ):
+        if redis_url is None:
+            raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
+        try:
+            yield redis_url, database_url
+        finally:
             from django.db import connections
 
-            connections.close_all()
-            with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def _retry_until(check, *, what: str, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            check()
-            return
-        except Exception:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"timed out waiting for {what}") from None
-            time.sleep(0.1)
+            connections.close_all()  # before the database is dropped
 
 
 def django_on(database_url: str, redis_url: str, data_dir: str) -> None:
@@ -318,8 +277,7 @@ def rehearse() -> dict:
     figures: dict = {}
     with (
         tempfile.TemporaryDirectory(prefix="bench-rehearsal-") as data_dir,
-        redis_server(Path(data_dir)) as redis_url,
-        fresh_postgres_database() as database_url,
+        services(Path(data_dir)) as (redis_url, database_url),
         running_fake_llm_server(responder=respond, record=False) as fake,
     ):
         django_on(database_url, redis_url, data_dir)

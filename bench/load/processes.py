@@ -121,12 +121,12 @@ def postgres_server_url() -> str | None:
 
 
 @contextmanager
-def throwaway_postgres(server_url: str) -> Iterator[str]:
+def throwaway_postgres(server_url: str, prefix: str = "load") -> Iterator[str]:
     """A new, empty database on the server of `server_url` (its role needs CREATEDB), dropped
     afterwards; yields its URL."""
     import psycopg
 
-    name = f"load_{uuid.uuid4().hex[:12]}"
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(server_url, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     try:
