@@ -4,12 +4,12 @@ import logging
 from functools import partial
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import transaction
 
 from benchmark.models import BenchmarkSet, Conversation, Run
 from benchmark.services import cases, runs, watch
 from benchmark.services.conversations import conversation_execute
-from benchmark.services.leases import LeasedTask
+from benchmark.services.leases import CONNECTION_LOST, LeasedTask
 from benchmark.services.queue import queue_send
 
 logger = logging.getLogger(__name__)
@@ -22,7 +22,7 @@ def job_watch_task(kind: str, job_id: int) -> None:
     """Send the job's lost work again, then look again in half a lease while it runs."""
     try:
         still_running = watch.redispatch(kind, job_id)
-    except (OperationalError, InterfaceError):
+    except CONNECTION_LOST:
         # The database went away (a restart): look again later rather than end the watch.
         logger.warning("watch of %s %s could not reach the database", kind, job_id)
         still_running = True

@@ -11,7 +11,7 @@ import logging
 import time
 from functools import lru_cache, partial
 
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -32,7 +32,7 @@ from benchmark.models import (
     TraceEvent,
 )
 from benchmark.services import accounting
-from benchmark.services.leases import Heartbeat, connection_checked
+from benchmark.services.leases import CONNECTION_LOST, Heartbeat, connection_checked
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +42,6 @@ STATUS_FOR = {
     Termination.INFRASTRUCTURE: ConversationStatus.FAILED,
 }
 CANCEL_CHECK_SECONDS = 2.0
-# What a query raises when the database connection dropped (a restart, a network cut).
-CONNECTION_LOST = (OperationalError, InterfaceError)
 
 
 @lru_cache(maxsize=2)

@@ -26,7 +26,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -35,6 +35,8 @@ from benchmark.services.queue import queue_send
 logger = logging.getLogger(__name__)
 
 LeasedTask = tuple[int, str]  # (row id, lease token)
+# What a query raises when the database connection dropped (a restart, a network cut).
+CONNECTION_LOST = (OperationalError, InterfaceError)
 
 
 def lease() -> timedelta:
