@@ -174,25 +174,22 @@ def _status(request, assignment, *, conflict=None, errors=(), status=409) -> Htt
 
 def _conflict(draft: Draft, saved: Assignment, panel) -> dict:
     """What the stale tab sent that differs from what the server holds: shown so nothing is
-    lost from view (the service also keeps it in the history)."""
+    lost from view (the service also keeps it in the history). Fields it did not send are not
+    its change, so they are not listed."""
     rows = []
     for rubric in panel:
         rid = rubric.rubric_id
-        for label, mine, theirs in (
-            ("score", draft.scores.get(rid), saved.scores.get(rid)),
-            ("feedback", draft.feedback.get(rid, ""), saved.feedback.get(rid, "")),
-            ("linked events", draft.event_links.get(rid, []), saved.event_links.get(rid, [])),
+        for label, sent, theirs in (
+            ("score", draft.scores, saved.scores),
+            ("feedback", draft.feedback, saved.feedback),
+            ("linked events", draft.event_links, saved.event_links),
         ):
-            if mine != theirs:
-                rows.append(
-                    {"what": f"{rubric.name}: {label}", "mine": _shown(mine),
-                     "saved": _shown(theirs)}
-                )  # fmt: skip
-    if draft.overall_comment != saved.overall_comment:
-        rows.append(
-            {"what": "Overall comment", "mine": draft.overall_comment,
-             "saved": saved.overall_comment}
-        )  # fmt: skip
+            mine, held = _shown(sent.get(rid)), _shown(theirs.get(rid))
+            if rid in sent and mine != held:
+                rows.append({"what": f"{rubric.name}: {label}", "mine": mine, "saved": held})
+    comment = draft.overall_comment
+    if comment is not None and comment != saved.overall_comment:
+        rows.append({"what": "Overall comment", "mine": comment, "saved": saved.overall_comment})
     return {"saved_at": saved.saved_at, "rows": rows}
 
 
