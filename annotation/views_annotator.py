@@ -27,7 +27,6 @@ from annotation.services.annotations import (
     annotation_autosave,
     annotation_reopen,
     annotation_submit,
-    can_reopen,
     missing_parts,
     time_touch,
 )
@@ -65,18 +64,18 @@ def queue_page(request: HttpRequest, pk: int) -> HttpResponse:
             "may_take": may_take,
             "progress": progress,
             "all_done": may_take and progress["done"] == progress["total"],
-            **_guide_context(review.latest_guide(study)),
+            **_guide_context(review.latest_guide(study), request.user),
         },
     )
 
 
-def _guide_context(guide) -> dict:
+def _guide_context(guide, annotator) -> dict:
     if guide is None:
         return {"guide": None}
     return {
         "guide": guide,
         "guide_html": guide_render(guide),
-        "guide_examples": guide_examples(guide),
+        "guide_examples": guide_examples(guide, annotator=annotator),
     }
 
 
@@ -112,11 +111,12 @@ def _review_context(request: HttpRequest, assignment: Assignment, **extra) -> di
     reveal = review.calibration_reveal(assignment) if review.can_reveal(assignment) else None
     return (
         context
-        | _guide_context(context["guide"])
+        | _guide_context(context["guide"], request.user)
         | {
             "rubrics": _panel_rows(context["panel"], assignment, reveal),
             "editable": editable,
-            "can_reopen": can_reopen(assignment),
+            "reopen_refusal": assignment.reopen_refusal(),
+            "item_number": worklist.my_item_number(assignment),
             "missing": missing_parts(assignment) if editable else [],
             "progress": queue.queue_progress(assignment.item.study, request.user),
             "skip_form": forms.SkipForm(),

@@ -188,30 +188,15 @@ def _last_submitted(assignment: Assignment) -> dict:
     return last.old if last else {}
 
 
-def can_reopen(assignment: Assignment) -> bool:
-    """Submitted, valid work in an open target study. Not in a calibration round: submitting
-    there shows the jury's and peers' scores, and a score changed after seeing them would hide
-    the very disagreement the round report exists to show."""
-    study = assignment.item.study
-    return (
-        assignment.is_submitted
-        and not assignment.is_invalidated
-        and not study.is_locked
-        and not study.is_calibration
-    )
-
-
 @transaction.atomic
 def annotation_reopen(assignment: Assignment, *, actor, now=None) -> Assignment:
     now = now or timezone.now()
     locked = (
         Assignment.objects.select_for_update().select_related("item__study").get(pk=assignment.pk)
     )
-    if not can_reopen(locked):
-        raise PermissionDenied(
-            "Only submitted, valid work in an open target study can be reopened (a calibration "
-            "round's scores are final once the jury's scores were shown)."
-        )
+    refusal = locked.reopen_refusal()  # the rule the pages ask before offering the button
+    if refusal:
+        raise PermissionDenied(refusal)
     locked.status = AssignmentStatus.RESERVED
     locked.save(update_fields=["status"])
     history_add(locked, HistoryKind.REOPEN, actor=actor, old=annotation_snapshot(locked))

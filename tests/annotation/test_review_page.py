@@ -415,6 +415,44 @@ def test_a_calibration_round_reveals_jury_and_peers_after_submit(client, calibra
     assert "Next item" in html
 
 
+SYNTHETIC_BADGE = '<span class="badge scripted" title="scripted simulated clinician">synthetic'
+PRACTICE_BADGE = '<span class="badge warn" title="unlicensed annotator: practice, kept apart">'
+
+
+def test_the_reveal_marks_a_simulated_clinicians_scores_synthetic(client, calibration, clinicians):
+    scripted, me = clinicians[0], clinicians[1]
+    theirs = queue.next_assignment(study=calibration, annotator=scripted)
+    Assignment.objects.filter(pk=theirs.pk).update(synthetic=True)  # as the demo marks it
+    theirs.refresh_from_db()
+    annotation_submit(theirs, draft=Draft(scores=full_scores(theirs, 1)), version=0,
+                      actor=scripted)  # fmt: skip
+    (student,) = annotators(Track.CLINICAL, 1, licensed=False, prefix="student")
+    practice = Assignment.objects.create(item=theirs.item, annotator=student, track=student.track,
+                                         practice=True, queue_key="p")  # fmt: skip
+    annotation_submit(practice, draft=Draft(scores=full_scores(practice, 5)), version=0,
+                      actor=student)  # fmt: skip
+    mine = queue.next_assignment(study=calibration, annotator=me)
+    assert mine.item_id == theirs.item_id
+    client.force_login(me)
+    client.post(page_url(mine, "submit"), full_form(mine, score=3))
+    html = client.get(page_url(mine)).content.decode()
+    panel = len(CLINICAL_PANEL + REALISM)
+    assert html.count(f"<strong>Peers:</strong> 1 {SYNTHETIC_BADGE}</span>, 5 ") == panel
+    assert html.count(f"5 {PRACTICE_BADGE}practice</span></p>") == panel
+
+
+def test_a_submitted_calibration_item_says_why_it_cannot_be_reopened(client, calibration, me):
+    assignment = queue.next_assignment(study=calibration, annotator=me)
+    client.force_login(me)
+    client.post(page_url(assignment, "submit"), full_form(assignment))
+    html = client.get(page_url(assignment)).content.decode()
+    assert page_url(assignment, "reopen") not in html and "Reopen" not in html
+    reason = "Final: scores in a calibration round cannot change once the jury&#x27;s and peers"
+    assert 'id="reopen-refusal"' in html and reason in html
+    refused = client.post(page_url(assignment, "reopen"))
+    assert refused.status_code == 403 and reason in refused.content.decode()
+
+
 def test_a_target_study_never_reveals_jury_or_peers(client, study, clinicians):
     peer, me = clinicians[0], clinicians[1]
     theirs = queue.next_assignment(study=study, annotator=peer)
