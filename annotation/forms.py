@@ -3,8 +3,11 @@
 Field names, per rubric of the annotator's panel: `score-<rubric_id>` (1-5, radio buttons),
 `feedback-<rubric_id>` (text), `links-<rubric_id>` (trace event ids separated by spaces); then
 `overall_comment` and `version` (the version the page last saw, for the conflict check).
-Range and rubric checks live in the service; this module only reads the post and refuses what
-cannot be read at all.
+Only the fields present in the post go into the draft: a field that was not posted keeps its
+saved value, a field posted empty clears it (see `Draft`). The page's htmx posts the whole form,
+where an unscored rubric's radio buttons send nothing, so it keeps its saved score. Range and
+rubric checks live in the service; this module only reads the post and refuses what cannot be
+read at all.
 """
 
 from __future__ import annotations
@@ -19,20 +22,21 @@ from annotation.services.annotations import Draft
 
 def draft_from_post(data, rubric_ids: Iterable[str]) -> tuple[Draft, int]:
     """The draft and the version a review form posted; ValidationError names unreadable fields."""
-    draft, errors = Draft(overall_comment=data.get("overall_comment", "").strip()), []
+    draft, errors = Draft(), []
+    if "overall_comment" in data:
+        draft.overall_comment = data["overall_comment"].strip()
     for rubric_id in rubric_ids:
-        score = data.get(f"score-{rubric_id}", "")
-        if score:
-            if not score.isdigit():
+        if f"score-{rubric_id}" in data:
+            score = data[f"score-{rubric_id}"].strip()
+            if score and not score.isdigit():
                 errors.append(f"{rubric_id}: a score is a whole number from 1 to 5")
             else:
-                draft.scores[rubric_id] = int(score)
-        feedback = data.get(f"feedback-{rubric_id}", "").strip()
-        if feedback:
-            draft.feedback[rubric_id] = feedback
-        links = list(dict.fromkeys(data.get(f"links-{rubric_id}", "").split()))
-        if links:
-            draft.event_links[rubric_id] = links
+                draft.scores[rubric_id] = int(score) if score else None
+        if f"feedback-{rubric_id}" in data:
+            draft.feedback[rubric_id] = data[f"feedback-{rubric_id}"].strip()
+        if f"links-{rubric_id}" in data:
+            links = data[f"links-{rubric_id}"].split()
+            draft.event_links[rubric_id] = list(dict.fromkeys(links))
     version = data.get("version", "")
     if not version.isdigit():
         errors.append("the page did not say which saved version it shows; reload it")

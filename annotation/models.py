@@ -213,8 +213,35 @@ class Assignment(models.Model):
         if self.status == AssignmentStatus.RESERVED:
             return ""
         if self.is_submitted:
-            return "Submitted work is read-only: reopen it to change it."
+            final = self.reopen_refusal()
+            return f"Submitted work is read-only. {final or 'You may reopen it to change it.'}"
         return "This item is not in progress; take it from your queue again."
+
+    def reopen_refusal(self) -> str:
+        """Why this annotation cannot be reopened now, or "" when it can (see `reopen_refusal`)."""
+        return reopen_refusal(
+            study=self.item.study, status=self.status, invalidated=self.is_invalidated
+        )
+
+
+def reopen_refusal(*, study: Study, status: str, invalidated: bool) -> str:
+    """Why an annotation in this state cannot be reopened, or "" when it can. The one rule the
+    reopen service enforces and every page that offers a *Reopen* button asks, so no page
+    offers what the service refuses. A calibration round's score is final: submitting shows the
+    jury's and peers' scores, and a score changed after seeing them would hide the very
+    disagreement the round report exists to show."""
+    if status != AssignmentStatus.SUBMITTED:
+        return "Only submitted work can be reopened."
+    if study.is_locked:
+        return "The study is locked, so submitted work is final."
+    if invalidated:
+        return "A researcher invalidated this annotation, so it cannot be reopened."
+    if study.is_calibration:
+        return (
+            "Final: scores in a calibration round cannot change once the jury's and peers' scores "
+            "were shown."
+        )
+    return ""
 
 
 class HistoryKind(models.TextChoices):

@@ -27,7 +27,6 @@ from annotation.services.annotations import (
     annotation_autosave,
     annotation_reopen,
     annotation_submit,
-    can_reopen,
     missing_parts,
     time_touch,
 )
@@ -65,18 +64,18 @@ def queue_page(request: HttpRequest, pk: int) -> HttpResponse:
             "may_take": may_take,
             "progress": progress,
             "all_done": may_take and progress["done"] == progress["total"],
-            **_guide_context(review.latest_guide(study)),
+            **_guide_context(review.latest_guide(study), request.user),
         },
     )
 
 
-def _guide_context(guide) -> dict:
+def _guide_context(guide, annotator) -> dict:
     if guide is None:
         return {"guide": None}
     return {
         "guide": guide,
         "guide_html": guide_render(guide),
-        "guide_examples": guide_examples(guide),
+        "guide_examples": guide_examples(guide, annotator=annotator),
     }
 
 
@@ -112,11 +111,12 @@ def _review_context(request: HttpRequest, assignment: Assignment, **extra) -> di
     reveal = review.calibration_reveal(assignment) if review.can_reveal(assignment) else None
     return (
         context
-        | _guide_context(context["guide"])
+        | _guide_context(context["guide"], request.user)
         | {
             "rubrics": _panel_rows(context["panel"], assignment, reveal),
             "editable": editable,
-            "can_reopen": can_reopen(assignment),
+            "reopen_refusal": assignment.reopen_refusal(),
+            "item_number": worklist.my_item_number(assignment),
             "missing": missing_parts(assignment) if editable else [],
             "progress": queue.queue_progress(assignment.item.study, request.user),
             "skip_form": forms.SkipForm(),
@@ -174,25 +174,22 @@ def _status(request, assignment, *, conflict=None, errors=(), status=409) -> Htt
 
 def _conflict(draft: Draft, saved: Assignment, panel) -> dict:
     """What the stale tab sent that differs from what the server holds: shown so nothing is
-    lost from view (the service also keeps it in the history)."""
+    lost from view (the service also keeps it in the history). Fields it did not send are not
+    its change, so they are not listed."""
     rows = []
     for rubric in panel:
         rid = rubric.rubric_id
-        for label, mine, theirs in (
-            ("score", draft.scores.get(rid), saved.scores.get(rid)),
-            ("feedback", draft.feedback.get(rid, ""), saved.feedback.get(rid, "")),
-            ("linked events", draft.event_links.get(rid, []), saved.event_links.get(rid, [])),
+        for label, sent, theirs in (
+            ("score", draft.scores, saved.scores),
+            ("feedback", draft.feedback, saved.feedback),
+            ("linked events", draft.event_links, saved.event_links),
         ):
-            if mine != theirs:
-                rows.append(
-                    {"what": f"{rubric.name}: {label}", "mine": _shown(mine),
-                     "saved": _shown(theirs)}
-                )  # fmt: skip
-    if draft.overall_comment != saved.overall_comment:
-        rows.append(
-            {"what": "Overall comment", "mine": draft.overall_comment,
-             "saved": saved.overall_comment}
-        )  # fmt: skip
+            mine, held = _shown(sent.get(rid)), _shown(theirs.get(rid))
+            if rid in sent and mine != held:
+                rows.append({"what": f"{rubric.name}: {label}", "mine": mine, "saved": held})
+    comment = draft.overall_comment
+    if comment is not None and comment != saved.overall_comment:
+        rows.append({"what": "Overall comment", "mine": comment, "saved": saved.overall_comment})
     return {"saved_at": saved.saved_at, "rows": rows}
 
 

@@ -256,7 +256,7 @@ def guide_detail(request: HttpRequest, pk: int) -> HttpResponse:
             request,
             "annotation/staff/guide.html",
             {"guide": guide, "body": guides.guide_render(guide),
-             "examples": guides.guide_examples(guide)},
+             "examples": guides.guide_examples(guide, annotator=None)},
         )  # fmt: skip
     return _guide_form(request, guide.after_study, guide)
 

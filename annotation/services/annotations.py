@@ -26,10 +26,18 @@ FEEDBACK_LIMIT = 5000
 
 @dataclass
 class Draft:
-    scores: dict[str, int] = field(default_factory=dict)
+    """What one writer sends: only these fields change, everything else stays as saved.
+
+    A rubric missing from a dict, or `overall_comment` left None, was not sent and keeps its
+    saved value; a score of None, an empty feedback text, an empty list of links or an empty
+    comment was sent empty and clears that field. So a post of one field never wipes the others,
+    while a user who empties a text field still clears it.
+    """
+
+    scores: dict[str, int | None] = field(default_factory=dict)
     feedback: dict[str, str] = field(default_factory=dict)
     event_links: dict[str, list[str]] = field(default_factory=dict)
-    overall_comment: str = ""
+    overall_comment: str | None = None
 
 
 class EditConflict(Exception):
@@ -68,7 +76,7 @@ def annotation_autosave(
         if version == locked.version:
             return _store_draft(locked, draft, now)
         history_add(
-            locked, HistoryKind.CONFLICT, actor=actor, new=_draft_dict(draft),
+            locked, HistoryKind.CONFLICT, actor=actor, new=draft_sent(draft),
             note=f"sent version {version}, saved version {locked.version}",
         )  # fmt: skip
     raise EditConflict(locked)
@@ -76,7 +84,7 @@ def annotation_autosave(
 
 def _store_draft(locked: Assignment, draft: Draft, now) -> Assignment:
     _check_draft(locked, draft)
-    for name, value in _draft_dict(draft).items():
+    for name, value in draft_applied(locked, draft).items():
         setattr(locked, name, value)
     locked.version += 1
     locked.saved_at = now
@@ -85,13 +93,36 @@ def _store_draft(locked: Assignment, draft: Draft, now) -> Assignment:
     return reservation_renew(locked, now=now)
 
 
-def _draft_dict(draft: Draft) -> dict:
-    return {
+def draft_sent(draft: Draft) -> dict:
+    """The fields the writer sent (a cleared score as None), as the history keeps them."""
+    sent = {
         "scores": draft.scores,
         "feedback": draft.feedback,
         "event_links": draft.event_links,
         "overall_comment": draft.overall_comment,
     }
+    return {name: value for name, value in sent.items() if value not in ({}, None)}
+
+
+def draft_applied(assignment: Assignment, draft: Draft) -> dict:
+    """The annotation fields of `assignment` once the fields `draft` sent are written over them."""
+    comment = draft.overall_comment
+    return {
+        "scores": _merged(assignment.scores, draft.scores),
+        "feedback": _merged(assignment.feedback, draft.feedback),
+        "event_links": _merged(assignment.event_links, draft.event_links),
+        "overall_comment": assignment.overall_comment if comment is None else comment,
+    }
+
+
+def _merged(saved: dict, sent: dict) -> dict:
+    merged = dict(saved)
+    for rubric_id, value in sent.items():
+        if value is None or value == "" or value == []:  # sent empty: the user cleared it
+            merged.pop(rubric_id, None)
+        else:
+            merged[rubric_id] = value
+    return merged
 
 
 def _check_draft(assignment: Assignment, draft: Draft) -> None:
@@ -100,14 +131,14 @@ def _check_draft(assignment: Assignment, draft: Draft) -> None:
     for rubric_id, score in draft.scores.items():
         if rubric_id not in rubric_ids:
             errors.append(f"{rubric_id} is not a rubric of your track in this study")
-        elif not isinstance(score, int) or not 1 <= score <= 5:
+        elif score is not None and (not isinstance(score, int) or not 1 <= score <= 5):
             errors.append(f"{rubric_id}: a score is a whole number from 1 to 5")
     for rubric_id, text in draft.feedback.items():
         if rubric_id not in rubric_ids:
             errors.append(f"feedback for {rubric_id}, which is not a rubric of your track")
         elif len(text) > FEEDBACK_LIMIT:
             errors.append(f"feedback for {rubric_id} is longer than {FEEDBACK_LIMIT} characters")
-    if len(draft.overall_comment) > FEEDBACK_LIMIT:
+    if len(draft.overall_comment or "") > FEEDBACK_LIMIT:
         errors.append(f"the overall comment is longer than {FEEDBACK_LIMIT} characters")
     linked = {e for ids in draft.event_links.values() for e in ids}
     if linked:
@@ -157,30 +188,15 @@ def _last_submitted(assignment: Assignment) -> dict:
     return last.old if last else {}
 
 
-def can_reopen(assignment: Assignment) -> bool:
-    """Submitted, valid work in an open target study. Not in a calibration round: submitting
-    there shows the jury's and peers' scores, and a score changed after seeing them would hide
-    the very disagreement the round report exists to show."""
-    study = assignment.item.study
-    return (
-        assignment.is_submitted
-        and not assignment.is_invalidated
-        and not study.is_locked
-        and not study.is_calibration
-    )
-
-
 @transaction.atomic
 def annotation_reopen(assignment: Assignment, *, actor, now=None) -> Assignment:
     now = now or timezone.now()
     locked = (
         Assignment.objects.select_for_update().select_related("item__study").get(pk=assignment.pk)
     )
-    if not can_reopen(locked):
-        raise PermissionDenied(
-            "Only submitted, valid work in an open target study can be reopened (a calibration "
-            "round's scores are final once the jury's scores were shown)."
-        )
+    refusal = locked.reopen_refusal()  # the rule the pages ask before offering the button
+    if refusal:
+        raise PermissionDenied(refusal)
     locked.status = AssignmentStatus.RESERVED
     locked.save(update_fields=["status"])
     history_add(locked, HistoryKind.REOPEN, actor=actor, old=annotation_snapshot(locked))

@@ -4,7 +4,8 @@ of the project see the latest published guide beside the review screen and on th
 The body is markdown rendered with raw HTML switched off (a `<script>` in it shows as text) and
 images off (a guide never makes an annotator's browser fetch from elsewhere). Worked examples
 point at items of the round; annotators see them through `guide_examples`, which hands out the
-item's number and scenario only, never its conversation, model or scores.
+item's number in the annotator's own numbering and its scenario only, never its conversation,
+model or scores.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
 from annotation.models import CalibrationGuide, Project, Study, StudyItem
+from annotation.services.worklist import my_item_numbers
 
 _MARKDOWN = MarkdownIt("js-default", {"html": False, "linkify": False}).disable("image")
 NOTE_LIMIT = 2000
@@ -38,15 +40,23 @@ def published_guide(project: Project | int) -> CalibrationGuide | None:
     )
 
 
-def guide_examples(guide: CalibrationGuide) -> list[dict]:
-    """The worked examples as blinded rows: item number in its round, scenario, note."""
+def guide_examples(guide: CalibrationGuide, *, annotator) -> list[dict]:
+    """The worked examples as blinded rows: item number in its round, scenario, note.
+
+    For an annotator, an example is numbered as their own worklist numbers it (the order they
+    opened their items) and carries their assignment's `public_id` to link to; an example they
+    never opened has no number. The study's sampling position is never shown to them: it is
+    not their numbering, and extremes are sampled first, so it would hint at the jury's score.
+    Staff (`annotator=None`) see the sampling position, as every staff page numbers items.
+    """
     items = StudyItem.objects.filter(pk__in=[e["item"] for e in guide.examples]).select_related(
         "study", "conversation__entry"
     )
     by_id = {item.pk: item for item in items}
+    numbers = _numbers(by_id.values(), annotator)
     return [
         {
-            "number": by_id[e["item"]].position + 1,
+            **numbers.get(e["item"], {"number": None, "public_id": None}),
             "round": by_id[e["item"]].study.name,
             "condition": by_id[e["item"]].conversation.entry.condition,
             "request": by_id[e["item"]].conversation.entry.task_subcategory,
@@ -55,6 +65,13 @@ def guide_examples(guide: CalibrationGuide) -> list[dict]:
         for e in guide.examples
         if e["item"] in by_id
     ]
+
+
+def _numbers(items, annotator) -> dict[int, dict]:
+    """Item id -> {"number", "public_id"} as the reader knows the item."""
+    if annotator is None:
+        return {item.pk: {"number": item.position + 1, "public_id": None} for item in items}
+    return my_item_numbers(annotator, {item.study_id for item in items})
 
 
 def guide_save(

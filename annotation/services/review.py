@@ -119,7 +119,9 @@ def can_reveal(assignment: Assignment) -> bool:
 
 def calibration_reveal(assignment: Assignment) -> dict:
     """The jury's scores with each judge's explanation and the other annotators' scores for
-    this item, for the rubrics of the annotator's panel. Refuses outside the rule above."""
+    this item, for the rubrics of the annotator's panel; each peer's score says whether it is
+    synthetic (the demo's scripted simulated clinician) or practice, as every page marks them.
+    Refuses outside the rule above."""
     if not can_reveal(assignment):
         raise PermissionError("Scores are revealed only after submitting in a calibration round.")
     item = assignment.item
@@ -150,7 +152,11 @@ def calibration_reveal(assignment: Assignment) -> dict:
                     for r, seat, score, text in judges
                     if r == rid
                 ],
-                "peers": [p.scores[rid] for p in peers if rid in p.scores],
+                "peers": [
+                    {"score": p.scores[rid], "synthetic": p.synthetic, "practice": p.practice}
+                    for p in peers
+                    if rid in p.scores
+                ],
             }
             for rid in rubric_ids
         ]

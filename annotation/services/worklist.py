@@ -7,13 +7,17 @@ hint at the jury's score) and never the conversation, its run or its model.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Iterator
+
 from django.db.models import Q
 
-from annotation.models import Assignment, AssignmentStatus, Study, StudyStatus
+from annotation.models import Assignment, AssignmentStatus, Study, StudyStatus, reopen_refusal
 from annotation.services.queue import can_take, queue_progress
 
+NUMBERED_FIELDS = ("item__study_id", "public_id")
 ITEM_FIELDS = (
-    "public_id", "status", "submitted_at", "seconds_on_task", "skip_reason", "invalidated_at",
+    *NUMBERED_FIELDS, "status", "submitted_at", "seconds_on_task", "skip_reason", "invalidated_at",
     "practice", "synthetic",
     "item__conversation__entry__condition", "item__conversation__entry__task_subcategory",
 )  # fmt: skip
@@ -40,14 +44,12 @@ def annotator_studies(annotator) -> list[dict]:
 
 
 def my_items(study: Study, annotator) -> dict[str, list[dict]]:
-    """The annotator's items in the study by state; skipped and expired ones come back last."""
-    rows = (
-        Assignment.objects.filter(item__study=study, annotator=annotator)
-        .order_by("opened_at", "pk")
-        .values(*ITEM_FIELDS)
-    )
+    """The annotator's items in the study by state; skipped and expired ones come back last.
+    A submitted item says why it cannot be reopened, from the rule the reopen service uses."""
+    rows = _in_opening_order(annotator, [study.pk]).values(*ITEM_FIELDS)
     groups: dict[str, list[dict]] = {"in_progress": [], "submitted": [], "set_aside": []}
-    for number, row in enumerate(rows, start=1):
+    for number, row in _numbered(rows):
+        invalidated = row["invalidated_at"] is not None
         item = {
             "number": number,
             "public_id": row["public_id"],
@@ -57,12 +59,45 @@ def my_items(study: Study, annotator) -> dict[str, list[dict]]:
             "submitted_at": row["submitted_at"],
             "minutes": round(row["seconds_on_task"] / 60, 1),
             "skip_reason": row["skip_reason"],
-            "invalidated": row["invalidated_at"] is not None,
+            "invalidated": invalidated,
             "practice": row["practice"],
             "synthetic": row["synthetic"],
+            "reopen_refusal": reopen_refusal(
+                study=study, status=row["status"], invalidated=invalidated
+            ),
         }
         groups[_group_of(row["status"])].append(item)
     return groups
+
+
+def my_item_numbers(annotator, study_ids: Iterable[int]) -> dict[int, dict]:
+    """Study item id -> {"number", "public_id"} of the annotator's own items in these studies:
+    the number their worklist shows, so a guide or a review page names an item as they know it."""
+    rows = _in_opening_order(annotator, study_ids).values(*NUMBERED_FIELDS, "item_id")
+    return {
+        row["item_id"]: {"number": number, "public_id": row["public_id"]}
+        for number, row in _numbered(rows)
+    }
+
+
+def my_item_number(assignment: Assignment) -> int:
+    """The number the annotator's worklist gives this item of theirs."""
+    numbers = my_item_numbers(assignment.annotator_id, [assignment.item.study_id])
+    return numbers[assignment.item_id]["number"]
+
+
+def _in_opening_order(annotator, study_ids: Iterable[int]):
+    return Assignment.objects.filter(item__study_id__in=study_ids, annotator=annotator).order_by(
+        "item__study_id", "opened_at", "pk"
+    )
+
+
+def _numbered(rows) -> Iterator[tuple[int, dict]]:
+    """Rows (in `_in_opening_order`) numbered from 1 within each study."""
+    counts: Counter = Counter()
+    for row in rows:
+        counts[row["item__study_id"]] += 1
+        yield counts[row["item__study_id"]], row
 
 
 def _group_of(status: str) -> str:

@@ -18,6 +18,7 @@ from annotation.services.annotations import (
     annotation_submit,
     time_touch,
 )
+from annotation.services.history import ANNOTATION_FIELDS
 from annotation.services.studies import panel_versions, study_lock
 
 pytestmark = pytest.mark.django_db
@@ -54,6 +55,71 @@ def test_a_stale_tab_is_refused_and_its_change_kept_in_the_history(assignment):
     assert Assignment.objects.get(pk=assignment.pk).scores == {"clinical_safety": 2}
     kept = assignment.history.get(kind=HistoryKind.CONFLICT)
     assert kept.new["scores"] == {"clinical_safety": 5}
+
+
+def saved_everywhere(assignment) -> Assignment:
+    """A draft with every kind of field filled: two scores, feedback, a link, a comment."""
+    event = assignment.item.conversation.events.first().event_id
+    draft = Draft(
+        scores={"clinical_safety": 2, "triage_quality": 4},
+        feedback={"clinical_safety": "missed a flag", "triage_quality": "sent to urgent care"},
+        event_links={"clinical_safety": [event]}, overall_comment="ok",
+    )  # fmt: skip
+    return annotation_autosave(assignment, draft=draft, version=0, actor=assignment.annotator)
+
+
+def annotation_fields(assignment) -> dict:
+    saved = Assignment.objects.get(pk=assignment.pk)
+    return {name: getattr(saved, name) for name in ANNOTATION_FIELDS}
+
+
+def test_an_autosave_of_one_field_changes_that_field_and_keeps_every_other(assignment):
+    before = annotation_fields(saved_everywhere(assignment))
+    me = assignment.annotator
+    annotation_autosave(assignment, draft=Draft(scores={"triage_quality": 1}), version=1, actor=me)
+    annotation_autosave(assignment, draft=Draft(feedback={"triage_quality": "now clearer"}),
+                        version=2, actor=me)  # fmt: skip
+    after = annotation_fields(assignment)
+    assert after["scores"] == {"clinical_safety": 2, "triage_quality": 1}
+    assert after["feedback"] == {
+        "clinical_safety": "missed a flag",
+        "triage_quality": "now clearer",
+    }
+    assert after["event_links"] == before["event_links"] and after["overall_comment"] == "ok"
+
+
+def test_a_field_sent_empty_is_cleared_and_the_fields_not_sent_stay(assignment):
+    before = annotation_fields(saved_everywhere(assignment))
+    cleared = Draft(scores={"clinical_safety": None}, feedback={"clinical_safety": ""},
+                    event_links={"clinical_safety": []}, overall_comment="")  # fmt: skip
+    annotation_autosave(assignment, draft=cleared, version=1, actor=assignment.annotator)
+    after = annotation_fields(assignment)
+    assert after["scores"] == {"triage_quality": 4}
+    assert after["feedback"] == {"triage_quality": "sent to urgent care"}
+    assert after["event_links"] == {} and after["overall_comment"] == ""
+    assert before["overall_comment"] == "ok"
+
+
+def test_submitting_the_last_score_alone_submits_the_whole_saved_draft(assignment):
+    me = assignment.annotator
+    ids = [v.rubric_id for v in panel_versions(assignment.item.study, assignment.track)]
+    annotation_autosave(assignment, draft=Draft(scores=dict.fromkeys(ids[:-1], 3),
+                        overall_comment="ok"), version=0, actor=me)  # fmt: skip
+    submitted = annotation_submit(assignment, draft=Draft(scores={ids[-1]: 5}), version=1,
+                                  actor=me)  # fmt: skip
+    assert submitted.status == AssignmentStatus.SUBMITTED
+    assert submitted.scores == dict.fromkeys(ids[:-1], 3) | {ids[-1]: 5}
+    assert assignment.history.get(kind=HistoryKind.SUBMIT).new["overall_comment"] == "ok"
+
+
+def test_a_stale_partial_save_is_refused_and_the_history_keeps_just_what_it_sent(assignment):
+    before = annotation_fields(saved_everywhere(assignment))
+    stale = Draft(feedback={"triage_quality": "from the old tab"})
+    with pytest.raises(EditConflict):
+        annotation_autosave(assignment, draft=stale, version=0, actor=assignment.annotator)
+    assert annotation_fields(assignment) == before
+    kept = assignment.history.get(kind=HistoryKind.CONFLICT)
+    assert kept.new == {"feedback": {"triage_quality": "from the old tab"}}
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.models import CalibrationGuide
+from annotation.models import Assignment, CalibrationGuide
 from annotation.services.guides import (
     guide_examples,
     guide_publish,
@@ -13,6 +13,7 @@ from annotation.services.guides import (
     guide_save,
     published_guide,
 )
+from annotation.services.worklist import my_items
 from tests.annotation.conftest import new_study
 
 pytestmark = pytest.mark.django_db
@@ -73,13 +74,43 @@ def test_a_published_guide_is_frozen(calibration, researcher):
                    actor=researcher, guide=guide)  # fmt: skip
 
 
-def test_examples_shown_to_annotators_carry_no_model_or_score(calibration, researcher):
+def opened_last_first(study, annotator) -> list[Assignment]:
+    """The annotator opens the study's items in reverse sampling order (so their own numbers
+    differ from the positions), one after another."""
+    return [
+        Assignment.objects.create(
+            item=item, annotator=annotator, track=annotator.track, queue_key=str(n)
+        )
+        for n, item in enumerate(study.items.order_by("-position"))
+    ]
+
+
+def test_examples_are_numbered_as_the_annotator_numbers_their_own_items(
+    calibration, researcher, clinicians
+):
+    me, newcomer = clinicians[:2]
+    opened = opened_last_first(calibration, me)
+    first_sampled = opened[-1].item  # position 0, the third item I opened
+    example = {"item": first_sampled.pk, "note": "asked before booking"}
+    guide = guide_save(study=calibration, title="t", body_markdown="b", actor=researcher,
+                       examples=[example])  # fmt: skip
+    (example,) = guide_examples(guide, annotator=me)
+    assert set(example) == {"number", "public_id", "round", "condition", "request", "note"}
+    mine = {row["public_id"]: row["number"] for row in my_items(calibration, me)["in_progress"]}
+    assert example["number"] == mine[opened[-1].public_id] == 3
+    assert example["public_id"] == opened[-1].public_id
+    (unseen,) = guide_examples(guide, annotator=newcomer)  # never opened it: no number
+    assert unseen["number"] is None and unseen["public_id"] is None
+    (staff,) = guide_examples(guide, annotator=None)  # staff pages number by sampling order
+    assert staff["number"] == first_sampled.position + 1 == 1
+
+
+def test_examples_shown_to_annotators_carry_no_model_or_score(calibration, researcher, clinicians):
     item = calibration.items.first()
     guide = guide_save(study=calibration, title="t", body_markdown="b", actor=researcher,
                        examples=[{"item": item.pk, "note": "asked before booking"}])  # fmt: skip
-    (example,) = guide_examples(guide)
-    assert set(example) == {"number", "round", "condition", "request", "note"}
-    assert example["number"] == item.position + 1 and example["note"] == "asked before booking"
+    (example,) = guide_examples(guide, annotator=clinicians[0])
+    assert example["note"] == "asked before booking"
     words = " ".join(str(v) for v in example.values()).lower()
     assert "offline" not in words and "careful" not in words and "careless" not in words
 

@@ -7,7 +7,7 @@ from django.utils import timezone
 from accounts.models import Track
 from annotation.models import Assignment, AssignmentStatus, CalibrationGuide
 from annotation.services import queue
-from annotation.services.annotations import Draft, annotation_submit
+from annotation.services.annotations import Draft, annotation_invalidate, annotation_submit
 from annotation.services.studies import panel_versions, study_lock
 from tests.annotation.conftest import annotators, new_study
 
@@ -66,6 +66,73 @@ def test_submitted_items_are_listed_with_reopen_while_the_study_is_open(client, 
     assert reverse("annotation:review", args=[done.public_id]) in html  # still readable
     assert reverse("annotation:reopen", args=[done.public_id]) not in html
     assert ">Resume</button>" not in html and "This study is locked" in html
+
+
+def review_url(assignment):
+    return reverse("annotation:review", args=[assignment.public_id])
+
+
+def reopen_url(assignment):
+    return reverse("annotation:reopen", args=[assignment.public_id])
+
+
+def test_reopen_is_offered_on_every_page_exactly_where_reopening_is_allowed(
+    client, scored_job, researcher
+):
+    """The review screen and the queue page ask the rule the reopen service enforces: a button
+    that is shown works, and where there is none the page says why."""
+    project = {"project": "Reopen rules"}
+    calibration = new_study(scored_job, name="Round", kind="calibration", size=2, **project)
+    target, locked = (new_study(scored_job, name=name, size=2, **project) for name in "AB")
+    me = annotators(Track.CLINICAL, 1, prefix="reopener")[0]
+    cases = {
+        "target": submit(queue.next_assignment(study=target, annotator=me)),
+        "calibration": submit(queue.next_assignment(study=calibration, annotator=me)),
+        "locked": submit(queue.next_assignment(study=locked, annotator=me)),
+        "invalidated": submit(queue.next_assignment(study=target, annotator=me)),
+    }
+    study_lock(locked)
+    annotation_invalidate(cases["invalidated"], actor=researcher, reason="wrong item")
+    client.force_login(me)
+    offered, allowed = {}, {}
+    for case, assignment in cases.items():
+        pages = [client.get(review_url(assignment)), client.get(queue_url(assignment.item.study))]
+        shown = [reopen_url(assignment) in page.content.decode() for page in pages]
+        assert shown[0] == shown[1], case
+        offered[case] = shown[0]
+        assignment.refresh_from_db()
+        reason = assignment.reopen_refusal()
+        if reason:
+            assert all(reason.replace("'", "&#x27;") in p.content.decode() for p in pages), case
+        allowed[case] = client.post(reopen_url(assignment)).status_code != 403
+    assert offered == allowed == {
+        "target": True, "calibration": False, "locked": False, "invalidated": False,
+    }  # fmt: skip
+
+
+def test_the_guide_numbers_examples_as_my_own_list_does(client, calibration, clinicians):
+    """The queue lists my items in the order I opened them; the guide's worked examples, on
+    the queue and beside the review screen, use the same numbers and link to my item."""
+    me, newcomer = clinicians[:2]
+    opened = [
+        Assignment.objects.create(item=item, annotator=me, track=me.track, queue_key=str(n))
+        for n, item in enumerate(calibration.items.order_by("-position"))
+    ]
+    example = opened[-1]  # sampled first (position 0), opened third
+    CalibrationGuide.objects.create(
+        project=calibration.project, title="Round 1 lessons", body_markdown="b",
+        published_at=timezone.now(), examples=[{"item": example.item_id, "note": "Too hasty."}],
+    )  # fmt: skip
+    client.force_login(me)
+    link = f'<a href="{review_url(example)}">item 3</a>'
+    queue_page = client.get(queue_url(calibration)).content.decode()
+    assert f'<a href="{review_url(example)}">Item 3</a>' in queue_page  # my own list
+    assert f"Round 1, {link}</strong>" in queue_page and "item 1" not in queue_page
+    review = client.get(review_url(example)).content.decode()
+    assert f"Round 1, {link}</strong>" in review and '<strong id="item-number">Item 3' in review
+    client.force_login(newcomer)
+    unseen = client.get(queue_url(calibration)).content.decode()
+    assert "Round 1, an item you have not opened" in unseen
 
 
 def test_skipped_items_are_listed_with_their_reason(client, study, clinicians):

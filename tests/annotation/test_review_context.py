@@ -55,7 +55,8 @@ def test_calibration_rounds_reveal_jury_and_peers_after_submitting(calibration, 
     annotation_submit(peer, draft=full_draft(peer, 2), version=0, actor=second)
     mine.refresh_from_db()
     shown = calibration_reveal(mine)["rubrics"][0]
-    assert shown["mine"] == 4 and shown["peers"] == [2]
+    assert shown["mine"] == 4
+    assert shown["peers"] == [{"score": 2, "synthetic": False, "practice": False}]
     assert shown["jury"] is not None and len(shown["judges"]) >= 1
     assert all(j["explanation"] for j in shown["judges"])
 

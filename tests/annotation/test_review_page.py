@@ -2,6 +2,8 @@
 conflict check, submit, skip, reopen, heartbeat, event links, calibration reveal, locked
 studies. Django test client only; the keyboard is covered in tests/browser."""
 
+from urllib.parse import urlencode
+
 import pytest
 from django.urls import reverse
 
@@ -10,6 +12,7 @@ from annotation.models import Assignment, AssignmentStatus, HistoryKind
 from annotation.services import queue
 from annotation.services.annotations import Draft, annotation_submit
 from annotation.services.studies import panel_versions, study_lock
+from bench.load.review_form import htmx_headers, review_form
 from benchmark.models import RunAgent, TraceEvent
 from jury.models import JudgeScore
 from tests.annotation.conftest import annotators, new_study
@@ -19,6 +22,7 @@ pytestmark = pytest.mark.django_db
 
 CLINICAL_PANEL = ("clinical_safety", "triage_quality", "clinical_helpfulness")
 REALISM = ("profile_realism", "conversation_realism")
+URLENCODED = "application/x-www-form-urlencoded"
 
 
 @pytest.fixture
@@ -194,6 +198,87 @@ def test_a_stale_tab_gets_409_its_values_shown_and_nothing_overwritten(client, m
     assert kept.new["feedback"] == {"clinical_safety": "From the old tab"}
 
 
+def filled(client, assignment) -> str:
+    """Autosave two scores, two feedback texts, a link and a comment; the linked event id."""
+    event_id = assignment.item.conversation.events.first().event_id
+    response = autosave(
+        client, assignment,
+        {"score-clinical_safety": "2", "feedback-clinical_safety": "Booked before confirming.",
+         "score-triage_quality": "4", "feedback-triage_quality": "Sent to urgent care.",
+         "links-clinical_safety": event_id, "overall_comment": "Mostly fine.", "version": "0"},
+    )  # fmt: skip
+    assert response.status_code == 200
+    return event_id
+
+
+def test_an_autosave_posting_one_field_changes_only_that_field(client, me, mine):
+    """As an htmx request carrying one field (hx-include of one input) would post it."""
+    client.force_login(me)
+    event_id = filled(client, mine)
+    response = autosave(client, mine, {"score-triage_quality": "1", "version": "1"})
+    assert response.status_code == 200
+    response = autosave(client, mine, {"feedback-triage_quality": "Now clearer.", "version": "2"})
+    assert response.status_code == 200
+    fragment = response.content.decode()
+    assert f'href="#{event_id}"' in fragment  # the chips it swaps in keep the saved link
+    mine.refresh_from_db()
+    assert mine.scores == {"clinical_safety": 2, "triage_quality": 1}
+    assert mine.feedback == {"clinical_safety": "Booked before confirming.",
+                             "triage_quality": "Now clearer."}  # fmt: skip
+    assert mine.event_links == {"clinical_safety": [event_id]}
+    assert mine.overall_comment == "Mostly fine."
+    html = client.get(page_url(mine)).content.decode()
+    assert 'name="score-clinical_safety" value="2" checked' in html
+    assert "Booked before confirming.</textarea>" in html and "Mostly fine.</textarea>" in html
+
+
+def test_a_field_posted_empty_is_cleared_and_the_others_stay(client, me, mine):
+    client.force_login(me)
+    event_id = filled(client, mine)
+    response = autosave(
+        client, mine,
+        {"feedback-clinical_safety": "", "links-clinical_safety": "", "overall_comment": "",
+         "score-triage_quality": "", "version": "1"},
+    )  # fmt: skip
+    assert response.status_code == 200
+    assert f'href="#{event_id}"' not in response.content.decode()
+    mine.refresh_from_db()
+    assert mine.scores == {"clinical_safety": 2}
+    assert mine.feedback == {"triage_quality": "Sent to urgent care."}
+    assert mine.event_links == {} and mine.overall_comment == ""
+
+
+def test_the_whole_form_as_htmx_posts_it_saves_the_page_as_shown(client, me, mine):
+    """review.js posts the whole form (htmx serialises #annotation-form): every text field and
+    the checked radios, none for an unscored rubric. Changing one field there keeps the rest."""
+    client.force_login(me)
+    event_id = filled(client, mine)
+    url = page_url(mine)
+    form = review_form(client.get(url).content.decode())
+    assert form.scores == {"clinical_safety": 2, "triage_quality": 4}
+    changed = form.with_score("clinical_helpfulness", 5, "Clear next steps.")
+    headers = htmx_headers(changed, url, target="save-status", trigger="annotation-form")
+    body = urlencode(changed.post_data())  # htmx posts the form url-encoded
+    response = client.post(changed.autosave_url, body, URLENCODED, headers=headers)
+    assert response.status_code == 200
+    mine.refresh_from_db()
+    assert mine.scores == {"clinical_safety": 2, "triage_quality": 4, "clinical_helpfulness": 5}
+    assert mine.event_links == {"clinical_safety": [event_id]}
+    assert mine.overall_comment == "Mostly fine." and len(mine.feedback) == 3
+
+
+def test_a_stale_partial_post_lists_only_what_it_sent_as_its_change(client, me, mine):
+    client.force_login(me)
+    filled(client, mine)
+    stale = autosave(client, mine, {"feedback-triage_quality": "From the old tab", "version": "0"})
+    assert stale.status_code == 409
+    text = stale.content.decode()
+    assert "Triage Quality: feedback" in text and "From the old tab" in text
+    assert "Clinical Safety: score" not in text and "Overall comment" not in text
+    mine.refresh_from_db()
+    assert mine.feedback["triage_quality"] == "Sent to urgent care." and mine.version == 1
+
+
 def test_a_score_out_of_range_is_refused_with_a_reason(client, me, mine):
     client.force_login(me)
     response = autosave(client, mine, {"score-clinical_safety": "7", "version": "0"})
@@ -248,6 +333,20 @@ def test_submitting_the_last_item_says_all_done(client, scored_job, me):
     response = client.post(page_url(only, "submit"), full_form(only), follow=True)
     assert response.redirect_chain[-1][0] == reverse("annotation:queue", args=[study.pk])
     assert "All done" in response.content.decode()
+
+
+def test_submitting_with_only_the_last_score_posted_submits_the_saved_draft(client, me, mine):
+    client.force_login(me)
+    rubric_ids = [v.rubric_id for v in panel_versions(mine.item.study, mine.track)]
+    first = {f"score-{rid}": "3" for rid in rubric_ids[:-1]}
+    autosave(client, mine, first | {"overall_comment": "Fine.", "version": "0"})
+    response = client.post(page_url(mine, "submit"), {f"score-{rubric_ids[-1]}": "5",
+                                                      "version": "1"})  # fmt: skip
+    assert response.status_code == 302
+    mine.refresh_from_db()
+    assert mine.status == AssignmentStatus.SUBMITTED
+    assert mine.scores == dict.fromkeys(rubric_ids[:-1], 3) | {rubric_ids[-1]: 5}
+    assert mine.overall_comment == "Fine."
 
 
 def test_submitting_from_a_stale_tab_shows_the_conflict_and_keeps_the_saved_work(client, me, mine):
@@ -314,6 +413,44 @@ def test_a_calibration_round_reveals_jury_and_peers_after_submit(client, calibra
     ).exclude(explanation="")[0]
     assert explanation.explanation[:40] in html
     assert "Next item" in html
+
+
+SYNTHETIC_BADGE = '<span class="badge scripted" title="scripted simulated clinician">synthetic'
+PRACTICE_BADGE = '<span class="badge warn" title="unlicensed annotator: practice, kept apart">'
+
+
+def test_the_reveal_marks_a_simulated_clinicians_scores_synthetic(client, calibration, clinicians):
+    scripted, me = clinicians[0], clinicians[1]
+    theirs = queue.next_assignment(study=calibration, annotator=scripted)
+    Assignment.objects.filter(pk=theirs.pk).update(synthetic=True)  # as the demo marks it
+    theirs.refresh_from_db()
+    annotation_submit(theirs, draft=Draft(scores=full_scores(theirs, 1)), version=0,
+                      actor=scripted)  # fmt: skip
+    (student,) = annotators(Track.CLINICAL, 1, licensed=False, prefix="student")
+    practice = Assignment.objects.create(item=theirs.item, annotator=student, track=student.track,
+                                         practice=True, queue_key="p")  # fmt: skip
+    annotation_submit(practice, draft=Draft(scores=full_scores(practice, 5)), version=0,
+                      actor=student)  # fmt: skip
+    mine = queue.next_assignment(study=calibration, annotator=me)
+    assert mine.item_id == theirs.item_id
+    client.force_login(me)
+    client.post(page_url(mine, "submit"), full_form(mine, score=3))
+    html = client.get(page_url(mine)).content.decode()
+    panel = len(CLINICAL_PANEL + REALISM)
+    assert html.count(f"<strong>Peers:</strong> 1 {SYNTHETIC_BADGE}</span>, 5 ") == panel
+    assert html.count(f"5 {PRACTICE_BADGE}practice</span></p>") == panel
+
+
+def test_a_submitted_calibration_item_says_why_it_cannot_be_reopened(client, calibration, me):
+    assignment = queue.next_assignment(study=calibration, annotator=me)
+    client.force_login(me)
+    client.post(page_url(assignment, "submit"), full_form(assignment))
+    html = client.get(page_url(assignment)).content.decode()
+    assert page_url(assignment, "reopen") not in html and "Reopen" not in html
+    reason = "Final: scores in a calibration round cannot change once the jury&#x27;s and peers"
+    assert 'id="reopen-refusal"' in html and reason in html
+    refused = client.post(page_url(assignment, "reopen"))
+    assert refused.status_code == 403 and reason in refused.content.decode()
 
 
 def test_a_target_study_never_reveals_jury_or_peers(client, study, clinicians):

@@ -2,6 +2,7 @@
 draft, submit with a key and land on the next item; and a second tab's stale save is shown."""
 
 import re
+from urllib.parse import parse_qs
 
 import pytest
 from playwright.sync_api import expect
@@ -86,6 +87,36 @@ def test_an_item_is_scored_reloaded_and_submitted_from_the_keyboard(
     page.keyboard.press("s")
     page.wait_for_url(lambda url: "/annotation/items/" in url and url != first_item)
     assert checked_scores(page) == []  # a fresh item
+    assert page.console_errors == []
+
+
+def test_the_page_posts_the_whole_form_and_a_field_emptied_there_is_cleared(
+    page, login, target_study, live_server
+):
+    """review.js has htmx post the whole form on every change; the server then keeps what a
+    field left unchanged holds and clears what the annotator emptied."""
+    login("nora")
+    open_first_item(page, live_server, target_study)
+    posts = []
+    page.on("request", lambda r: "/autosave/" in r.url and posts.append(r.post_data))
+    page.keyboard.press("4")
+    page.keyboard.press("f")
+    page.keyboard.type("Booked too early.")
+    page.keyboard.press("Escape")
+    expect(page.locator("#version")).to_have_value("2")
+    page.locator("textarea[name='overall_comment']").fill("Fine otherwise.")
+    expect(page.locator("#version")).to_have_value("3")
+    page.locator("textarea[name='feedback-clinical_safety']").fill("")
+    expect(page.locator("#version")).to_have_value("4")
+
+    sent = parse_qs(posts[-1], keep_blank_values=True)
+    assert sent["feedback-clinical_safety"] == [""]
+    assert sent["score-clinical_safety"] == ["4"] and sent["overall_comment"] == ["Fine otherwise."]
+    assert len([name for name in sent if name.startswith("feedback-")]) == PANEL_SIZE
+    page.reload()
+    assert checked_scores(page) == ["4"]
+    assert page.locator("textarea[name='feedback-clinical_safety']").input_value() == ""
+    assert page.locator("textarea[name='overall_comment']").input_value() == "Fine otherwise."
     assert page.console_errors == []
 
 

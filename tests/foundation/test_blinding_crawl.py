@@ -14,8 +14,10 @@ from urllib.parse import urljoin, urlparse
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
+from django.utils import timezone
 
 from accounts.models import Role, Track
+from annotation.models import CalibrationGuide
 from annotation.services import queue
 from annotation.services.annotations import Draft, annotation_autosave, annotation_submit
 from benchmark.models import RunAgent
@@ -82,6 +84,12 @@ def annotator_work(job, annotator) -> dict:
         draft=Draft(scores={"task_completion": 3}, event_links={"task_completion": [event]}),
     )  # fmt: skip
     practice = queue.next_assignment(study=calibration, annotator=annotator)
+    # The project's guide shows on the target study's pages too, linking to the annotator's item.
+    CalibrationGuide.objects.create(
+        project=calibration.project, after_study=calibration, title="Round 1 lessons",
+        body_markdown="Score what was done.", published_at=timezone.now(),
+        examples=[{"item": practice.item_id, "note": "Booked before asking."}],
+    )  # fmt: skip
     return {"target": target, "calibration": calibration, "draft": draft,
             "submitted": submitted, "skipped": skipped, "practice": practice}  # fmt: skip
 
@@ -156,6 +164,8 @@ def test_an_annotator_never_sees_model_identity_or_jury_scores(client, scored_wo
         work["draft"].item.conversation.events.first().event_id in pages[url]
         for url in review_urls(work)[2:3]
     )  # fmt: skip - the trace is really shown
+    guide_link = f'<a href="{review_urls(work)[-1]}">item 1</a>'
+    assert guide_link in pages[review_urls(work)[0]]  # the guide's example, on a target page
     assert leaks_in(pages) == []
     assert [url for url, text in pages.items() if SCOREISH.search(str(text))] == []
 
