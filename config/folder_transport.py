@@ -17,19 +17,27 @@ folder in between takes an empty or half-written file, cannot decode it and stop
 - A claimed file that holds no message (empty, cut off, not JSON, not kombu's envelope) is
   moved into the bad folder and logged with its name and why; the reader goes on with the
   next message.
+- An exchange's table of bindings (control folder) is written the same way, whole and
+  renamed into place, by one process at a time (a lock file beside it). kombu created it in
+  place too: a worker starting beside the web process could read it empty and stop with the
+  same JSONDecodeError, and two processes creating it at once kept only one's binding or
+  left it cut off.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from queue import Empty
 from time import monotonic
 
 from kombu.exceptions import ChannelError
-from kombu.transport import TRANSPORT_ALIASES, filesystem
+from kombu.transport import TRANSPORT_ALIASES, filesystem, virtual
 from kombu.utils.encoding import str_to_bytes
 from kombu.utils.json import dumps, loads
 from kombu.utils.objects import cached_property
@@ -50,7 +58,7 @@ def message_payload(raw: bytes) -> dict:
     except UnicodeDecodeError:
         raise BadMessageFile("not UTF-8 text") from None
     except ValueError as error:
-        raise BadMessageFile(f"not complete JSON: {error}") from None
+        raise BadMessageFile(f"not valid JSON: {error}") from None
     properties = payload.get("properties") if isinstance(payload, dict) else None
     if not isinstance(properties, dict) or "delivery_tag" not in properties:
         raise BadMessageFile("JSON, but not a kombu message (no properties.delivery_tag)")
@@ -123,9 +131,10 @@ class Channel(filesystem.Channel):
 
     def _read(self, claimed: str) -> dict:
         # Every writer renames a whole file into place, so a file that fails to decode is
-        # broken, not being written: it is set aside at once, not waited for. It is never
-        # deleted: were it still being written in place by a process of an older version,
-        # that write would go on into the moved file, and the message could be put back.
+        # broken, not still being written: it is set aside at once rather than waited for
+        # (waiting would hold up every message behind it, for a writer that does not exist).
+        # Set aside, not deleted: a process of an older version, still writing in place,
+        # goes on writing into the moved file, and its message can be put back by hand.
         try:
             with open(claimed, "rb") as file:
                 raw = file.read()
@@ -137,12 +146,47 @@ class Channel(filesystem.Channel):
         return payload
 
     def _set_aside(self, claimed: str, *, reason: str) -> None:
+        name = os.path.basename(claimed)
         os.makedirs(self.bad_folder, exist_ok=True)
-        shutil.move(claimed, self.bad_folder)
+        # Onto a file of that name, should the same file have been put back and set aside again.
+        shutil.move(claimed, os.path.join(self.bad_folder, name))
         logger.warning(
             "Set aside the queue file %s (%s) in %s; going on with the next message.",
-            os.path.basename(claimed), reason, self.bad_folder,
+            name, reason, self.bad_folder,
         )  # fmt: skip
+
+    def _queue_bind(self, exchange, routing_key, pattern, queue):
+        binding = filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")
+        with self._table_lock(exchange):
+            table = self.get_table(exchange)
+            if binding not in table:
+                self._table_write(exchange, [binding, *table])
+
+    def _delete(self, queue, exchange, routing_key, pattern, *args, **kwargs):
+        # kombu's: purge the queue (virtual), then drop the binding from the table.
+        virtual.Channel._delete(self, queue, exchange, routing_key, pattern, *args, **kwargs)
+        binding = filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")
+        with self._table_lock(exchange):
+            table = self.get_table(exchange)
+            if binding in table:
+                self._table_write(exchange, [entry for entry in table if entry != binding])
+
+    @contextmanager
+    def _table_lock(self, exchange: str) -> Iterator[None]:
+        # Not a lock on the table itself: a replaced file is another file, and two writers
+        # would each hold the lock of their own.
+        table_file = self._exchange_file(exchange)
+        self.control_folder.mkdir(exist_ok=True)
+        with open(table_file.with_name(f".{table_file.name}.lock"), "a") as lock_file:
+            fcntl.flock(lock_file, fcntl.LOCK_EX)
+            yield  # closing the file releases the lock
+
+    def _table_write(self, exchange: str, table: list) -> None:
+        path = str(self._exchange_file(exchange))
+        try:
+            write_whole(path, str_to_bytes(dumps(table)))
+        except OSError as error:
+            raise ChannelError(f"Cannot write {path!r}") from error
 
     @cached_property
     def bad_folder(self) -> str:

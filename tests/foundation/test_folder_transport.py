@@ -45,7 +45,7 @@ def test_a_message_is_invisible_to_readers_until_it_is_written_whole(
 
     with connection(tmp_path / "queue") as writer, connection(tmp_path / "queue") as reader:
         reading = reader.default_channel
-        reading.queue_declare(queue_name)
+        outgoing = writer.SimpleQueue(queue_name)  # declared (its binding written) beforehand
 
         def look_while_writing(descriptor: int) -> None:
             seen_while_writing.append(reading._size(queue_name))
@@ -54,7 +54,7 @@ def test_a_message_is_invisible_to_readers_until_it_is_written_whole(
             real_fsync(descriptor)
 
         monkeypatch.setattr(os, "fsync", look_while_writing)
-        writer.SimpleQueue(queue_name).put({"n": 1})
+        outgoing.put({"n": 1})
         monkeypatch.undo()
         assert seen_while_writing == [0]
         assert reading._size(queue_name) == 1
@@ -65,7 +65,7 @@ def test_a_message_is_invisible_to_readers_until_it_is_written_whole(
     "content, reason",
     [
         (b"", "empty file"),
-        (b'{"body": "eyJ0YXNr", "headers": {', "not complete JSON"),
+        (b'{"body": "eyJ0YXNr", "headers": {', "not valid JSON"),
         (b"\xff\xfe\x00", "not UTF-8 text"),
         (b'{"body": "eyJ0YXNr"}', "JSON, but not a kombu message"),
         (b"[1, 2]", "JSON, but not a kombu message"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import uuid
@@ -26,6 +27,8 @@ PRODUCERS = 4
 MESSAGES_EACH = 150
 CONSUMERS = 3
 CPU_BURNERS = 2
+BINDERS = 4
+EXCHANGES = 300
 
 
 def helper(*arguments: object, log: Path) -> subprocess.Popen:
@@ -94,6 +97,39 @@ def test_racing_producers_and_consumers_under_cpu_load_deliver_every_message_onc
     assert [name for name in message_files(queue_dir / "in") if name.endswith(".msg")] == []
 
 
+def test_processes_binding_queues_at_the_same_moment_keep_every_binding(tmp_path):
+    queue_dir = tmp_path / "queue"
+    env.celery_transport(None, queue_dir)
+    go_file = tmp_path / "go"
+    ready = [tmp_path / f"ready-{binder}" for binder in range(BINDERS)]
+    binders = {
+        f"binder-{binder}": helper(
+            "bind",
+            queue_dir,
+            binder,
+            EXCHANGES,
+            ready[binder],
+            go_file,
+            log=tmp_path / f"binder-{binder}.log",
+        )  # fmt: skip
+        for binder in range(BINDERS)
+    }
+    try:
+        wait_for(lambda: all(file.exists() for file in ready), timeout=60, what="binders ready")
+        go_file.touch()
+        for name, process in binders.items():
+            assert process.wait(timeout=60) == 0, (tmp_path / f"{name}.log").read_text()[-2000:]
+    finally:
+        for process in binders.values():
+            process.kill()
+            process.wait()
+
+    everyone = {f"binder-{binder}" + "-" * binder for binder in range(BINDERS)}
+    for number in range(EXCHANGES):
+        table = json.loads((queue_dir / "control" / f"exchange-{number}.exchange").read_text())
+        assert {queue for _, _, queue in table} == everyone, f"exchange-{number}"
+
+
 def bad_message_file(queue_dir: Path, content: bytes) -> str:
     # Named as kombu names messages, with a time that sorts before any real message's.
     name = f"0_{uuid.uuid4()}.celery.msg"
@@ -123,4 +159,4 @@ def test_a_worker_sets_empty_and_cut_off_message_files_aside_and_keeps_working(t
     assert message_files(queue_dir / "bad") == sorted([empty, cut_off])
     log = (tmp_path / "worker.log").read_text()
     assert f"{empty} (empty file)" in log
-    assert f"{cut_off} (not complete JSON" in log
+    assert f"{cut_off} (not valid JSON" in log
