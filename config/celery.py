@@ -5,10 +5,11 @@ import os
 
 from celery import Celery, bootsteps
 
-from config import redis_transport
+from config import folder_transport, redis_transport
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 redis_transport.use_for_redis_urls()
+folder_transport.use_for_filesystem_urls()
 
 logger = logging.getLogger(__name__)
 

@@ -161,7 +161,7 @@ def celery_transport(redis: str | None, queue_dir: Path) -> dict:
             "CELERY_RESULT_BACKEND": redis,
             "CELERY_BROKER_TRANSPORT_OPTIONS": {"visibility_timeout": 3600},
         }
-    for sub in ("in", "processed", "results", "control"):
+    for sub in ("in", "processed", "bad", "results", "control"):
         (queue_dir / sub).mkdir(parents=True, exist_ok=True)
     return {
         "CELERY_BROKER_URL": "filesystem://localhost//",
@@ -170,6 +170,8 @@ def celery_transport(redis: str | None, queue_dir: Path) -> dict:
             "data_folder_in": str(queue_dir / "in"),
             "data_folder_out": str(queue_dir / "in"),
             "processed_folder": str(queue_dir / "processed"),
+            # Files that hold no message are moved here (config/folder_transport.py).
+            "bad_folder": str(queue_dir / "bad"),
             "control_folder": str(queue_dir / "control"),
             "store_processed": False,
             "polling_interval": 0.2,
