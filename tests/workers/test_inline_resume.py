@@ -51,9 +51,7 @@ def wait_until_one_runs() -> None:
     )
 
 
-def test_a_killed_inline_run_is_reclaimed_and_finished_by_the_same_command(
-    environment, tmp_path
-):
+def test_a_killed_inline_run_is_reclaimed_and_finished_by_the_same_command(environment, tmp_path):
     with open(tmp_path / "first.log", "w") as log:
         first = start(environment, log)
         try:
