@@ -102,7 +102,8 @@ class Command(BaseCommand):
     def _why_unfinished(self, run: Run) -> str:
         run.refresh_from_db(fields=["status", "stop_reason"])
         if run.status != JobStatus.RUNNING:
-            return f"the run is {run.get_status_display().lower()} ({run.stop_reason})"
+            reason = f": {run.stop_reason}" if run.stop_reason else "."
+            return f"the run is {run.get_status_display().lower()}{reason}"
         return "conversations are still in flight."
 
     def _resume(self, run, benchmark_set, choices, opts) -> None:
