@@ -276,8 +276,25 @@ class ConversationQuerySet(models.QuerySet):
         )
 
 
-class Conversation(models.Model):
-    """One unit of work: (run, case, agent, repetition). Anonymous by design (see module doc)."""
+class ProviderRetries(models.Model):
+    """Model calls asked again after a fault, by kind (benchmark.engine.chat.RETRY_KINDS).
+
+    Integer columns rather than one JSON value, so a run's or a job's totals are one SUM."""
+
+    retries_rate_limit = models.PositiveIntegerField(default=0)
+    retries_server = models.PositiveIntegerField(default=0)
+    retries_timeout = models.PositiveIntegerField(default=0)
+    retries_connection = models.PositiveIntegerField(default=0)
+    retries_malformed = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class Conversation(ProviderRetries):
+    """One unit of work: (run, case, agent, repetition). Anonymous by design (see module doc).
+
+    The retry counts are those of the attempt stored, failed calls included."""
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="conversations")
@@ -308,6 +325,13 @@ class Conversation(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     # Refreshed while queued or running; a stale one means a lost task or a crashed worker.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # The process holding the conversation while it is in flight (blank while it waits in
+    # the task queue): host, pid and the process's start time, which tells a reused pid
+    # apart. Work held by a process that no longer exists on this host is taken back at once
+    # instead of after its lease (benchmark.services.processes).
+    holder_host = models.CharField(max_length=255, blank=True)
+    holder_pid = models.PositiveIntegerField(null=True, blank=True)
+    holder_started_at = models.DateTimeField(null=True, blank=True)
 
     objects = ConversationQuerySet.as_manager()
 
@@ -331,6 +355,7 @@ class TraceEvent(models.Model):
     ENGINE_FIELDS = (
         "event_id", "turn", "kind", "content", "tool_name", "tool_call_id", "arguments", "ok",
         "model_role", "input_tokens", "output_tokens", "latency_ms", "cost_usd", "cached",
+        "retries",
     )  # fmt: skip
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="events")
@@ -349,6 +374,7 @@ class TraceEvent(models.Model):
     latency_ms = models.FloatField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     cached = models.BooleanField(default=False)
+    retries = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["conversation", "seq"]
@@ -360,8 +386,10 @@ class TraceEvent(models.Model):
         return f"{self.conversation_id}/{self.event_id}"
 
 
-class ModelCall(models.Model):
-    """Accounting for every model call by purpose: enrichment, roster, patient, assistant, judge."""
+class ModelCall(ProviderRetries):
+    """Accounting for every model call by purpose: enrichment, roster, patient, assistant, judge.
+
+    A row is an answered call; its retry counts are the faults asked again before the answer."""
 
     purpose = models.CharField(max_length=20, db_index=True)
     model = models.CharField(max_length=200)
@@ -383,3 +411,34 @@ class ModelCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.purpose} {self.model}"
+
+
+class WorkerHeartbeat(models.Model):
+    """A process that plays queued work reports here every WORKER_HEARTBEAT_SECONDS, so pages
+    can tell a job that moves from one that waits for a worker nobody runs.
+
+    A Celery worker serves every job on its queue (`serving` blank); an inline command
+    (`run_benchmark --inline`) serves one job only ("benchmark.run:12")."""
+
+    hostname = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    process_started_at = models.DateTimeField()
+    mode = models.CharField(max_length=20)  # "embedded" or "redis" (queue workers), "inline"
+    serving = models.CharField(max_length=100, blank=True)
+    concurrency = models.PositiveSmallIntegerField(null=True, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(db_index=True)
+    stopped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-last_seen_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["hostname", "pid", "process_started_at"], name="unique_worker_process"
+            )
+        ]
+
+    def __str__(self) -> str:
+        what = "inline command" if self.mode == "inline" else f"{self.mode}-queue worker"
+        threads = f", {self.concurrency} threads" if self.concurrency else ""
+        return f"{what}, pid {self.pid} on {self.hostname}{threads}"

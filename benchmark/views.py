@@ -25,7 +25,9 @@ from benchmark.models import (
 from benchmark.services import agents as agent_services
 from benchmark.services import cases, exports, reports, runs, sandbox_preview
 from benchmark.services.accounting import cost_by_purpose
+from benchmark.services.processes import holder_of
 from benchmark.services.queue import held_work_message, queue_send
+from benchmark.services.retries import row_retries
 from benchmark.tasks import enrichment_start, run_dispatch_task
 
 RUN_ACTIONS = {
@@ -308,5 +310,7 @@ def conversation_detail(request: HttpRequest, public_id: str) -> HttpResponse:
             "events": conversation.events.all(),
             "sandbox_diff": sandbox_preview.sandbox_changes(conversation),
             "costs": cost_by_purpose(conversation.model_calls.all()),
+            "retries": row_retries(conversation),
+            "holder": holder_of(conversation),
         },
     )

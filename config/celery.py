@@ -40,6 +40,34 @@ class WatchesOnConnect(bootsteps.StartStopStep):
 app.steps["consumer"].add(WatchesOnConnect)
 
 
+class ReportsHeartbeat(bootsteps.StartStopStep):
+    """While this worker runs, it reports itself (benchmark.services.worker_heartbeats), so
+    job pages can tell work that moves from work no worker is there to play.
+
+    A worker step, not a consumer step: the worker process is alive (and keeps playing what
+    it holds) while its broker connection is down and the consumer restarts."""
+
+    def __init__(self, worker, **kwargs) -> None:
+        super().__init__(worker, **kwargs)
+        self.reporter = None
+
+    def start(self, worker) -> None:
+        from django.conf import settings
+
+        from benchmark.services.worker_heartbeats import Reporter
+
+        self.reporter = Reporter(mode=settings.QUEUE_MODE, concurrency=worker.concurrency)
+        self.reporter.start()
+
+    def stop(self, worker) -> None:
+        if self.reporter is not None:
+            self.reporter.stop()
+            self.reporter = None
+
+
+app.steps["worker"].add(ReportsHeartbeat)
+
+
 @app.task(name="config.ping", ignore_result=False)
 def ping(value: int) -> dict:
     """A diagnostic task: proves a worker process picked work up from the queue."""

@@ -189,6 +189,10 @@ CELERY_WORKER_CONCURRENCY = env.env_int(ENV, "WORKER_CONCURRENCY", 16)
 # A conversation whose worker stopped sending heartbeats for this long is run again from its
 # start (covers crashed workers and tasks lost with them).
 CONVERSATION_LEASE_SECONDS = env.env_int(ENV, "CONVERSATION_LEASE_SECONDS", 900)
+# Every worker (and inline command) reports this often; job pages say no worker is reporting
+# once none has for WORKER_SILENT_SECONDS (a busy SQLite can hold a write for 30 s).
+WORKER_HEARTBEAT_SECONDS = env.env_int(ENV, "WORKER_HEARTBEAT_SECONDS", 15)
+WORKER_SILENT_SECONDS = env.env_int(ENV, "WORKER_SILENT_SECONDS", 60)
 
 # --- Caches: the model-response cache must be shared by every worker ---------------------
 CACHES = {

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from benchmark.models import Conversation, JobStatus, Run
+from benchmark.models import Conversation, JobStatus, ProviderRetries, Run
 
 
 class RubricVersion(models.Model):
@@ -105,8 +105,10 @@ class ScoreStatus(models.TextChoices):
     ERROR = "error", "Provider error"
 
 
-class JudgeScore(models.Model):
-    """One judge's answer for one (conversation, rubric). Invalid answers never carry a score."""
+class JudgeScore(ProviderRetries):
+    """One judge's answer for one (conversation, rubric). Invalid answers never carry a score.
+
+    Retry counts, like tokens, add up over every attempt, failed calls included."""
 
     job = models.ForeignKey(ScoringJob, on_delete=models.CASCADE, related_name="scores")
     conversation = models.ForeignKey(

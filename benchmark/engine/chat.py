@@ -15,6 +15,18 @@ from typing import Any, Literal
 Purpose = Literal["enrichment", "roster", "patient", "assistant", "judge"]
 PURPOSES: tuple[str, ...] = ("enrichment", "roster", "patient", "assistant", "judge")
 
+# The faults a call is asked again after, in the order pages list them. A call's retries are
+# counted by kind ({"rate_limit": 2, "server": 1}) on its ChatResponse, or on the
+# ProviderError it finally raised.
+RETRY_KINDS: tuple[str, ...] = ("rate_limit", "server", "timeout", "connection", "malformed")
+RETRY_LABELS = {
+    "rate_limit": "rate limit",
+    "server": "server error",
+    "timeout": "timeout",
+    "connection": "connection",
+    "malformed": "malformed reply",
+}
+
 
 @dataclass(frozen=True)
 class ToolSpec:
@@ -103,6 +115,9 @@ class ChatResponse:
     model: str = ""
     cost_usd: Decimal | None = None  # None means the price is unknown, never "free"
     cached: bool = False
+    # Faults asked again before this answer came, by kind (see RETRY_KINDS); a cached answer
+    # made none.
+    retries: dict[str, int] = field(default_factory=dict)
 
 
 class ProviderError(Exception):
@@ -114,7 +129,7 @@ class ProviderError(Exception):
 
     # A malformed body is a server fault like a 500 (a proxy cut the reply, a gateway answered
     # with HTML): asking again usually works.
-    RETRYABLE_KINDS = frozenset({"rate_limit", "server", "timeout", "connection", "malformed"})
+    RETRYABLE_KINDS = frozenset(RETRY_KINDS)
 
     def __init__(
         self,
@@ -128,6 +143,8 @@ class ProviderError(Exception):
         self.kind = kind
         self.retry_after = retry_after
         self.status = status
+        # Faults asked again before the client gave up, by kind (set by call_with_retries).
+        self.retries: dict[str, int] = {}
 
     @property
     def retryable(self) -> bool:

@@ -6,28 +6,38 @@ An unknown price stays unknown: sums report it as None (shown as "unknown"), nev
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterable
 from decimal import Decimal
 
 from django.db.models import Count, Q, QuerySet, Sum
 
-from benchmark.engine.chat import ChatRequest, ChatResponse
+from benchmark.engine.chat import ChatRequest, ChatResponse, ProviderError
 from benchmark.engine.structured import forget_answer
 from benchmark.models import ModelCall
+from benchmark.services.retries import retry_fields
 
 
 class RecordingClient:
-    """Wraps a chat client and remembers (purpose, response) for every call, thread-safely."""
+    """Wraps a chat client and remembers (purpose, response) for every call, thread-safely,
+    and the provider retries of every call, answered or failed."""
 
     def __init__(self, inner):
         self.inner = inner
         self.calls: list[tuple[str, ChatResponse]] = []
+        self.retries: Counter[str] = Counter()
         self._lock = threading.Lock()
 
     def chat(self, request: ChatRequest) -> ChatResponse:
-        response = self.inner.chat(request)
+        try:
+            response = self.inner.chat(request)
+        except ProviderError as error:
+            with self._lock:
+                self.retries.update(error.retries)
+            raise
         with self._lock:
             self.calls.append((request.purpose, response))
+            self.retries.update(response.retries)
         return response
 
     def forget(self, request: ChatRequest) -> None:
@@ -50,6 +60,7 @@ def model_call_rows(calls: Iterable[tuple[str, ChatResponse]], **owner) -> list[
             cost_usd=response.cost_usd,
             cached=response.cached,
             latency_ms=response.latency_ms,
+            **retry_fields(response.retries),
             **owner,
         )
         for purpose, response in calls

@@ -28,3 +28,12 @@ def wait_until(
             if count >= total or (stop and stop()):
                 return
             time.sleep(poll)
+
+
+def run_counts(progress: dict) -> str:
+    """Every state a run's conversations are in, unfinished ones included."""
+    return (
+        f"{progress['finished']} finished, {progress['failed']} failed, "
+        f"{progress['cancelled']} cancelled, {progress['running']} running, "
+        f"{progress['queued']} queued, {progress['pending']} pending"
+    )

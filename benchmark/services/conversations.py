@@ -33,6 +33,8 @@ from benchmark.models import (
 )
 from benchmark.services import accounting
 from benchmark.services.leases import CONNECTION_LOST, Heartbeat, connection_checked
+from benchmark.services.processes import holder_fields, this_process
+from benchmark.services.retries import retry_fields
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +63,7 @@ def conversation_execute(conversation_id: int) -> bool:
         attempts=F("attempts") + 1,
         started_at=timezone.now(),
         heartbeat_at=timezone.now(),
+        **holder_fields(this_process()),
     )
     if not claimed:
         return False
@@ -230,6 +233,8 @@ def _apply(conversation: Conversation, *, recorder, **fields) -> None:
     conversation.output_tokens = sums["output_tokens"]
     conversation.cost_usd = sums["cost_usd"]
     conversation.cost_known = sums["cost_usd"] is not None
+    for name, count in retry_fields(recorder.retries).items():
+        setattr(conversation, name, count)
     conversation.finished_at = timezone.now()
 
 

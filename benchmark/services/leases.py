@@ -105,20 +105,26 @@ class Heartbeat:
     takes SQLite's database-wide lock.
     """
 
-    def __init__(self, refresh: Callable[[], Any], *, label: str):
+    def __init__(self, refresh: Callable[[], Any], *, label: str, interval: float | None = None):
         self.refresh = refresh
         self.label = label
-        self.interval = min(60.0, settings.CONVERSATION_LEASE_SECONDS / 3)
+        self.interval = interval or min(60.0, settings.CONVERSATION_LEASE_SECONDS / 3)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, daemon=True)
 
-    def __enter__(self) -> Heartbeat:
+    def start(self) -> Heartbeat:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+
+    def __enter__(self) -> Heartbeat:
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
 
     def _beat(self) -> None:
         try:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 
 from audit.services import audit_record
@@ -38,6 +39,15 @@ from benchmark.models import (
 )
 from benchmark.services import accounting
 from benchmark.services.leases import lease
+from benchmark.services.processes import (
+    ProcessIdentity,
+    holder_fields,
+    process_gone,
+    this_host,
+)
+from benchmark.services.retries import retry_summary
+
+logger = logging.getLogger(__name__)
 
 IN_FLIGHT = (ConversationStatus.QUEUED, ConversationStatus.RUNNING)
 RETRYABLE_TERMINATIONS = (Termination.PROVIDER_ERROR, Termination.INFRASTRUCTURE)
@@ -205,16 +215,23 @@ def running_run_ids() -> list[int]:
     return list(Run.objects.filter(status=JobStatus.RUNNING).values_list("pk", flat=True))
 
 
-def run_dispatch(run: Run, enqueue: Callable[[list[int]], None]) -> list[int]:
-    """Top the run up to its concurrency; recover lost work; finish or stop it when due."""
+def run_dispatch(
+    run: Run, enqueue: Callable[[list[int]], None], *, holder: ProcessIdentity | None = None
+) -> list[int]:
+    """Top the run up to its concurrency; recover lost work; finish or stop it when due.
+
+    `holder` is the process that will play what is claimed (an inline command); None sends
+    it to the task queue, where no process holds it until a worker starts it."""
     with transaction.atomic():
         # Every finished conversation triggers a dispatch: lock the run row so concurrent
         # dispatchers take turns and together never exceed the concurrency.
         Run.objects.select_for_update().filter(pk=run.pk).first()
-        return _dispatch_locked(run, enqueue)
+        return _dispatch_locked(run, enqueue, holder)
 
 
-def _dispatch_locked(run: Run, enqueue: Callable[[list[int]], None]) -> list[int]:
+def _dispatch_locked(
+    run: Run, enqueue: Callable[[list[int]], None], holder: ProcessIdentity | None
+) -> list[int]:
     run.refresh_from_db()
     if run.status != JobStatus.RUNNING:
         return []
@@ -229,13 +246,13 @@ def _dispatch_locked(run: Run, enqueue: Callable[[list[int]], None]) -> list[int
     # The limit only stops new work: a run whose last conversation crossed it still finishes.
     if not pending or _over_cost_limit(run):
         return []
-    claimed = _claim(run, max(run.concurrency - in_flight, 0))
+    claimed = _claim(run, max(run.concurrency - in_flight, 0), holder)
     if claimed:
         transaction.on_commit(lambda: enqueue(claimed))
     return claimed
 
 
-def _claim(run: Run, capacity: int) -> list[int]:
+def _claim(run: Run, capacity: int, holder: ProcessIdentity | None) -> list[int]:
     if capacity == 0:
         return []
     candidates = list(
@@ -247,7 +264,9 @@ def _claim(run: Run, capacity: int) -> list[int]:
     for conversation_id in candidates:
         won = Conversation.objects.filter(
             pk=conversation_id, status=ConversationStatus.PENDING
-        ).update(status=ConversationStatus.QUEUED, heartbeat_at=timezone.now())
+        ).update(
+            status=ConversationStatus.QUEUED, heartbeat_at=timezone.now(), **holder_fields(holder)
+        )
         if won:
             claimed.append(conversation_id)
     return claimed
@@ -256,15 +275,84 @@ def _claim(run: Run, capacity: int) -> list[int]:
 def run_unclaim(conversation_ids: list[int]) -> None:
     """Put claimed conversations whose messages could not be sent back to pending."""
     Conversation.objects.filter(pk__in=conversation_ids, status=ConversationStatus.QUEUED).update(
-        status=ConversationStatus.PENDING
+        status=ConversationStatus.PENDING, **holder_fields(None)
     )
 
 
-def _recover_stale(run: Run) -> int:
+def _recover_stale(run: Run) -> None:
+    """Back to pending: work whose holder stopped on this host (at once), and work whose
+    heartbeat is older than a lease (whoever held it, on whichever host)."""
+    run_reclaim_abandoned(run)
     stale = run.conversations.filter(
         status__in=IN_FLIGHT, heartbeat_at__lt=timezone.now() - lease()
     )
-    return stale.update(status=ConversationStatus.PENDING)
+    stale.update(status=ConversationStatus.PENDING, **holder_fields(None))
+
+
+@dataclass(frozen=True)
+class Reclaimed:
+    holder: ProcessIdentity
+    count: int
+
+
+def run_reclaim_abandoned(run: Run) -> list[Reclaimed]:
+    """Put back to pending the conversations held by processes of this host that no longer
+    run (a killed worker or inline command), without waiting for their lease."""
+    held_here = (
+        run.conversations.filter(status__in=IN_FLIGHT, holder_host=this_host())
+        .exclude(holder_pid=None)
+        .values_list("holder_pid", "holder_started_at")
+        .distinct()
+    )
+    reclaimed = []
+    for pid, started_at in held_here:
+        holder = ProcessIdentity(this_host(), pid, started_at)
+        if not process_gone(holder):
+            continue
+        # Matching the holder again: the row may have been taken up since it was read.
+        count = run.conversations.filter(status__in=IN_FLIGHT, **holder_fields(holder)).update(
+            status=ConversationStatus.PENDING, **holder_fields(None)
+        )
+        if count:
+            logger.warning(
+                "run %s: reclaimed %d conversations left by stopped process %s",
+                run.pk, count, holder.describe(),
+            )  # fmt: skip
+            reclaimed.append(Reclaimed(holder, count))
+    return reclaimed
+
+
+@dataclass(frozen=True)
+class HeldWork:
+    """In-flight conversations another process (or the task queue) holds."""
+
+    count: int
+    until: datetime  # when the last of their leases runs out unless their heartbeat goes on
+    holders: list[ProcessIdentity]  # the processes holding them (none: queued for workers)
+    queued_for_workers: int
+
+
+def run_held_elsewhere(run: Run, *, me: ProcessIdentity) -> HeldWork | None:
+    """What of the run is in flight but not held by `me`, or None."""
+    rows = list(
+        run.conversations.filter(status__in=IN_FLIGHT)
+        .exclude(**holder_fields(me))
+        .values_list("holder_host", "holder_pid", "holder_started_at", "heartbeat_at")
+    )
+    if not rows:
+        return None
+    holders = sorted(
+        {ProcessIdentity(h, p, s) for h, p, s, _ in rows if h and p is not None},
+        key=lambda identity: (identity.host, identity.pid),
+    )
+    beats = [beat for *_, beat in rows if beat is not None]
+    until = (max(beats) if beats else timezone.now()) + lease()
+    return HeldWork(
+        count=len(rows),
+        until=until,
+        holders=holders,
+        queued_for_workers=sum(1 for h, *_ in rows if not h),
+    )
 
 
 def _over_cost_limit(run: Run) -> bool:
@@ -304,7 +392,7 @@ def _pause(run: Run, reason: str) -> None:
             status=JobStatus.PAUSED, stop_reason=reason
         )
         run.conversations.filter(status=ConversationStatus.QUEUED).update(
-            status=ConversationStatus.PENDING
+            status=ConversationStatus.PENDING, **holder_fields(None)
         )
 
 
@@ -382,6 +470,11 @@ def run_progress(run: Run) -> dict:
             .values_list("termination_reason", "n")
         ),
         "eta_seconds": _eta_seconds(run, done, total),
+        # When a conversation in flight last said it is alive (its worker's heartbeat).
+        "last_heartbeat": run.conversations.filter(status=ConversationStatus.RUNNING).aggregate(
+            last=Max("heartbeat_at")
+        )["last"],
+        "retries": retry_summary(run.conversations.all()),
         # A paused or cancelled run still has conversations finishing: keep the page live.
         "live": run.status == JobStatus.RUNNING or in_flight > 0,
         "per_agent": conversation_averages(run),

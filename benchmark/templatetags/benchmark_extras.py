@@ -1,7 +1,10 @@
 import json
+from datetime import datetime
 
 from django import template
 from django.utils.safestring import mark_safe
+
+from benchmark.services import worker_heartbeats
 
 register = template.Library()
 
@@ -30,3 +33,23 @@ def pretty_json(value) -> str:
 @register.filter
 def make_list_words(value: str) -> list[str]:
     return value.split()
+
+
+# Statuses of a job or a unit whose work still waits to be played.
+WAITING_STATUSES = {"running", "pending", "queued"}
+
+
+@register.simple_tag
+def worker_health(waiting=False, status=None, job=None) -> worker_heartbeats.WorkerHealth:
+    """`{% worker_health waiting=... as workers %}` (or `status=job.status`; `job=` for a job
+    an inline command may play), then include benchmark/_worker_status.html: every job page's
+    progress region says the same thing about the workers."""
+    if status is not None:
+        waiting = status in WAITING_STATUSES
+    return worker_heartbeats.worker_health(waiting=bool(waiting), job=job)
+
+
+@register.filter
+def ago(moment: datetime | None) -> str:
+    """'12 s ago', '5 min ago' (live regions poll every 2 s)."""
+    return worker_heartbeats.ago(moment)

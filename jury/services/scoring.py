@@ -37,6 +37,7 @@ from benchmark.services.leases import (
     lease_extender,
     lease_release_fields,
 )
+from benchmark.services.retries import retries_added, retry_summary
 from jury.engine.aggregate import (
     incomplete_rubrics,
     judge_aggregates,
@@ -414,6 +415,7 @@ def _record(row: JudgeScore, recorder, *, prompt: str, status: str, **fields) ->
         current.attempts = [*current.attempts, *(_attempt(response) for response in responses)]
         current.input_tokens += sums["input_tokens"]
         current.output_tokens += sums["output_tokens"]
+        retries_added(current, recorder.retries)
         current.cost_usd = _add_cost(current.cost_usd, sums["cost_usd"], first=first_attempt)
         current.cached = bool(responses) and all(response.cached for response in responses)
         for field, value in lease_release_fields().items():
@@ -600,6 +602,7 @@ def scoring_progress(job: ScoringJob) -> dict:
         "percent": round(100 * done / total, 1) if total else 100.0,
         "running": job.status == JobStatus.RUNNING and sums["pending"] > 0,
         "failed": sums["invalid"] + sums["error"],
+        "retries": retry_summary(job.scores.all()),
     }
 
 

@@ -49,10 +49,17 @@ def test_the_run_page_shows_progress_and_the_trace_opens(
 def test_a_running_run_updates_its_progress_without_a_reload(
     page, login, people, finished_run, live_server
 ):
-    from benchmark.models import ConversationStatus, JobStatus
+    from django.utils import timezone
+
+    from benchmark.models import ConversationStatus, JobStatus, WorkerHeartbeat
 
     finished_run.status = JobStatus.RUNNING
     finished_run.save()
+    # A worker reporting: without one the page says the conversation is only marked running.
+    WorkerHeartbeat.objects.create(
+        hostname="worker-host", pid=1, process_started_at=timezone.now(), mode="embedded",
+        last_seen_at=timezone.now(),
+    )  # fmt: skip
     waiting = finished_run.conversations.first()
     waiting.status = ConversationStatus.RUNNING
     waiting.save()

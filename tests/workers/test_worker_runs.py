@@ -94,3 +94,39 @@ def test_a_worker_killed_mid_conversation_loses_nothing_else(tmp_path):
             conversation.model_calls.filter(purpose="assistant").count()
             == conversation.usage["assistant"]["calls"]
         )
+
+
+def test_a_worker_killed_on_this_host_has_its_conversation_taken_back_without_its_lease(
+    tmp_path,
+):
+    # The lease is far longer than the test may wait: the next worker on this host knows the
+    # killed one is gone and plays its conversation again at once.
+    with running_fake_llm_server(delay_seconds=0.4) as server:
+        run = launch("openai-compatible/slow-agent", size=2, concurrency=1)
+        environment = worker_env(
+            tmp_path,
+            DATABASE_URL=test_database_url(),
+            CONVERSATION_LEASE_SECONDS="3600",
+            OPENAI_COMPATIBLE_BASE_URL=server.openai_base_url,
+        )
+        app = client_app(env.celery_transport(None, tmp_path / "queue"))
+        first = start_worker(environment)
+        try:
+            app.send_task("benchmark.run_dispatch", args=[run.pk])
+            wait_for(
+                lambda: run.conversations.filter(status="running").exists(),
+                timeout=60,
+                what="a conversation to start",
+            )
+        finally:
+            stop_worker(first, signal.SIGKILL)
+        interrupted = run.conversations.get(status=ConversationStatus.RUNNING)
+        assert interrupted.holder_pid == first.pid
+        second = start_worker(environment)  # takes up the run's watch as it connects
+        try:
+            wait_for(lambda: run_finished(run), timeout=180, what="the run to finish")
+        finally:
+            stop_worker(second)
+    interrupted.refresh_from_db()
+    assert (interrupted.status, interrupted.attempts) == (ConversationStatus.FINISHED, 2)
+    assert run.conversations.filter(status=ConversationStatus.FINISHED).count() == 2

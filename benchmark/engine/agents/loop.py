@@ -110,6 +110,7 @@ class TraceEvent:
     latency_ms: float = 0.0
     cost_usd: Decimal | None = None
     cached: bool = False
+    retries: int = 0  # provider faults asked again before this call's answer came
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -434,6 +435,8 @@ class _Conversation:
             # agent's doing: it is recorded as a provider fault, which a retry can re-run.
             if isinstance(error, ProviderError):
                 kind = error.kind
+                if error.retries:
+                    kind += f", after {sum(error.retries.values())} retries"
             else:
                 kind = f"unexpected {type(error).__name__}"
             message = f"{role} model call failed ({kind}): {error}"
@@ -475,6 +478,7 @@ class _Conversation:
                 "latency_ms": response.latency_ms,
                 "cost_usd": response.cost_usd,
                 "cached": response.cached,
+                "retries": sum(response.retries.values()),
             }
         event = TraceEvent(
             event_id=f"e{len(self.events) + 1:04d}",

@@ -81,10 +81,12 @@ class ModelClient:
                 return cache.response_from_json(stored)
             if logger.isEnabledFor(logging.DEBUG):
                 logger.debug("cache miss: %s", self.explain_key(request))
-        response = call_with_retries(
+        response, retries = call_with_retries(
             lambda: self._call_once(request), self._retry, label=self.model_string
         )
-        response = replace(response, cost_usd=self.cost(response.usage), cached=False)
+        response = replace(
+            response, cost_usd=self.cost(response.usage), cached=False, retries=retries
+        )
         if key is not None:
             self._cache_store.set(key, cache.response_to_json(response))
         return response

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -35,15 +36,23 @@ class RetryPolicy:
         return self.rng.uniform(0, min(self.max_delay, self.base_delay * 2**attempt))
 
 
-def call_with_retries(call: Callable[[], T], policy: RetryPolicy, *, label: str) -> T:
-    """Run `call`, retrying only errors that might succeed later; re-raise the last one."""
+def call_with_retries(
+    call: Callable[[], T], policy: RetryPolicy, *, label: str
+) -> tuple[T, dict[str, int]]:
+    """Run `call`, retrying only errors that might succeed later; re-raise the last one.
+
+    Returns the result and the retries it took by kind of fault; the error finally raised
+    carries them as `error.retries`, so a call that failed still counts what it cost."""
     attempt = 0
+    retries: Counter[str] = Counter()
     while True:
         try:
-            return call()
+            return call(), dict(retries)
         except ProviderError as error:
             if not error.retryable or attempt >= policy.max_retries:
+                error.retries = dict(retries)
                 raise
+            retries[error.kind] += 1
             wait = policy.delay(attempt, error.retry_after)
             logger.warning(
                 "%s: %s error (HTTP %s), retry %d of %d in %.2f s",

@@ -4,13 +4,16 @@ from decimal import Decimal
 from functools import partial
 
 from django.core.management.base import BaseCommand, CommandError
+from django.template.defaultfilters import pluralize
+from django.utils import timezone
 
 from benchmark.models import BenchmarkSet, JobStatus, Run
 from benchmark.services import agents as agent_services
 from benchmark.services import runs
-from benchmark.services.cli import progress_bar, wait_until
+from benchmark.services.cli import progress_bar, run_counts, wait_until
 from benchmark.services.inline import run_execute_inline
 from benchmark.services.queue import held_work_message, queue_send
+from benchmark.services.worker_heartbeats import stalled_message, worker_health
 
 
 class Command(BaseCommand):
@@ -53,7 +56,12 @@ class Command(BaseCommand):
             action="store_true",
             help="run conversations in this process instead of the workers",
         )
-        parser.add_argument("--no-wait", action="store_true", help="return once queued")
+        parser.add_argument(
+            "--no-wait",
+            action="store_true",
+            help="return once queued; with --inline, stop (exit 1) instead of waiting for "
+            "conversations another live process or host holds",
+        )
 
     def handle(self, *args, **opts):
         choices = self._agent_choices(opts["models"], opts["agents"] or ["baseline"])
@@ -82,12 +90,21 @@ class Command(BaseCommand):
         self._execute(run, opts)
         progress = runs.run_progress(run)
         cost = "unknown" if progress["cost"] is None else f"${progress['cost']:.4f}"
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"Run {run.pk}: {progress['finished']} finished, {progress['failed']} failed, "
-                f"{progress['cancelled']} cancelled, {progress['pending']} pending; cost {cost}."
-            )
-        )
+        summary = f"Run {run.pk}: {run_counts(progress)}; cost {cost}."
+        unfinished = progress["running"] + progress["queued"] + progress["pending"]
+        if not unfinished:
+            self.stdout.write(self.style.SUCCESS(summary))
+        elif opts["no_wait"] and not opts["inline"]:
+            self.stdout.write(f"{summary} Not finished: the workers play the rest.")
+        else:
+            raise CommandError(f"{summary} Not finished: {self._why_unfinished(run)}")
+
+    def _why_unfinished(self, run: Run) -> str:
+        run.refresh_from_db(fields=["status", "stop_reason"])
+        if run.status != JobStatus.RUNNING:
+            reason = f": {run.stop_reason}" if run.stop_reason else "."
+            return f"the run is {run.get_status_display().lower()}{reason}"
+        return "conversations are still in flight."
 
     def _resume(self, run, benchmark_set, choices, opts) -> None:
         config = runs.run_config(
@@ -107,24 +124,50 @@ class Command(BaseCommand):
     def _execute(self, run: Run, opts) -> None:
         total = run.conversations.count()
         if opts["inline"]:
-            with progress_bar(total, "conversations") as bar:
-
-                def tick() -> None:
-                    bar.update(_settled(run) - bar.n)
-
-                run_execute_inline(run, threads=run.concurrency, on_progress=tick)
+            self._execute_inline(run, total, wait=not opts["no_wait"])
             return
         from benchmark.tasks import run_dispatch_task
 
         if not queue_send(partial(run_dispatch_task.delay, run.pk), what=f"run {run.name!r}"):
             raise CommandError(held_work_message(f"run {run.pk} {run.name!r}"))
         if not opts["no_wait"]:
+            health = worker_health(waiting=True, job=run)
+            if health.stalled:
+                self.stderr.write(stalled_message(health))
             wait_until(
                 lambda: _settled(run),
                 total=total,
                 label="conversations",
                 stop=lambda: _stopped(run),
             )
+
+    def _execute_inline(self, run: Run, total: int, *, wait: bool) -> None:
+        told: set[int] = set()
+
+        def reclaimed(taken: list[runs.Reclaimed]) -> None:
+            for item in taken:
+                self.stdout.write(
+                    f"Reclaimed {item.count} conversation{pluralize(item.count)} left by a "
+                    f"stopped process (pid {item.holder.pid})."
+                )
+
+        def held(work: runs.HeldWork) -> None:
+            message = held_message(work)
+            if not wait:
+                raise CommandError(f"{message}; not waiting (--no-wait). Run again later.")
+            if work.count not in told:  # said again only when the number changes
+                told.add(work.count)
+                self.stdout.write(f"{message}; waiting - Ctrl-C to stop.")
+
+        with progress_bar(total, "conversations") as bar:
+
+            def tick() -> None:
+                bar.update(_settled(run) - bar.n)
+
+            run_execute_inline(
+                run, threads=run.concurrency, on_progress=tick,
+                on_reclaimed=reclaimed, on_held=held,
+            )  # fmt: skip
 
     def _agent_choices(self, models, agent_ids):
         agent_services.agent_configs_ensure_shipped()
@@ -147,6 +190,19 @@ class Command(BaseCommand):
         if benchmark_set is None:
             raise CommandError(f"No benchmark set {key!r}.")
         return benchmark_set
+
+
+def held_message(work: runs.HeldWork) -> str:
+    """ "4 conversations are held by another process (pid 81 on this host) until 14:05 UTC"."""
+    holders = [holder.describe() for holder in work.holders]
+    if work.queued_for_workers:
+        holders.append(f"{work.queued_for_workers} queued for a worker")
+    until = timezone.localtime(work.until).strftime("%H:%M %Z")
+    verb = "is" if work.count == 1 else "are"
+    return (
+        f"{work.count} conversation{pluralize(work.count)} {verb} held by another process "
+        f"({'; '.join(holders)}) until {until}"
+    )
 
 
 def _settled(run: Run) -> int:

@@ -4,13 +4,14 @@ import socket
 import pytest
 
 from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers import ModelClient, ProviderSettings
+from benchmark.engine.providers import InMemoryStore, ModelClient, ProviderSettings
 from benchmark.engine.providers.errors import parse_retry_after
 from benchmark.engine.providers.retry import RetryPolicy
 from tests.fakes.llm_server import (
     answer,
     bad_request,
     context_overflow,
+    malformed,
     rate_limited,
     server_error,
 )
@@ -147,3 +148,50 @@ def test_it_spreads_backoff_with_full_jitter_up_to_the_cap():
 
 def test_it_caps_a_very_long_retry_after():
     assert RetryPolicy(max_retry_after=300).delay(0, 86_400) == 300
+
+
+@BOTH_PROVIDERS
+def test_an_answer_carries_the_retries_it_took_by_kind(
+    model, make_client, llm_server, sleeps, user_request
+):
+    llm_server.script(
+        rate_limited(retry_after="0"), server_error(503), malformed("{}"), answer("Booked.")
+    )
+
+    response = make_client(model, max_retries=5).chat(user_request(model))
+
+    assert response.text == "Booked."
+    assert response.retries == {"rate_limit": 1, "server": 1, "malformed": 1}
+
+
+@BOTH_PROVIDERS
+def test_a_timeout_asked_again_is_counted_as_one(model, make_client, llm_server, user_request):
+    llm_server.script(answer("Too late.", delay_seconds=3), answer("In time."))
+
+    response = make_client(model, timeout_seconds=0.5).chat(user_request(model))
+
+    assert (response.text, response.retries) == ("In time.", {"timeout": 1})
+
+
+def test_a_call_that_gives_up_carries_the_retries_it_took(
+    make_client, llm_server, sleeps, user_request
+):
+    llm_server.script(rate_limited(retry_after="0"), server_error(), server_error(502))
+
+    with pytest.raises(ProviderError) as raised:
+        make_client("openai/gpt-5.5", max_retries=2).chat(user_request("openai/gpt-5.5"))
+
+    assert raised.value.retries == {"rate_limit": 1, "server": 1}
+
+
+def test_an_answer_without_faults_or_from_the_cache_made_no_retries(
+    make_client, llm_server, sleeps, user_request
+):
+    client = make_client("openai/gpt-5.5", cache_store=InMemoryStore(), use_cache=True)
+    llm_server.script(server_error(500), answer("Fine."))
+
+    first = client.chat(user_request("openai/gpt-5.5"))
+    replay = client.chat(user_request("openai/gpt-5.5"))
+
+    assert first.retries == {"server": 1}
+    assert replay.cached and replay.retries == {}

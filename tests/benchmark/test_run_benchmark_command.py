@@ -1,0 +1,37 @@
+"""The run command's summary counts every conversation, unfinished ones included, and never
+reports a run as done while work is left."""
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from benchmark.services.processes import ProcessIdentity, holder_fields
+from tests.support.builders import enriched_set, launched_run
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_summary_counts_running_queued_and_pending_conversations(monkeypatch):
+    run = launched_run(enriched_set(name="summary set", size=3), name="summary run")
+    first, second, _ = run.conversations.all()
+    elsewhere = holder_fields(ProcessIdentity("another-host", 7, timezone.now()))
+    run.conversations.filter(pk=first.pk).update(
+        status="running", heartbeat_at=timezone.now(), **elsewhere
+    )
+    run.conversations.filter(pk=second.pk).update(status="queued", heartbeat_at=timezone.now())
+    # The workers are not what is tested: the message to them is not sent.
+    monkeypatch.setattr(
+        "benchmark.management.commands.run_benchmark.queue_send", lambda *a, **k: True
+    )
+    out = StringIO()
+
+    call_command(
+        "run_benchmark", "--name", "summary run", "--set", "summary set",
+        "--model", "offline/careful", "--no-wait", stdout=out,
+    )  # fmt: skip
+
+    summary = out.getvalue()
+    assert "0 finished, 0 failed, 0 cancelled, 1 running, 1 queued, 1 pending" in summary
+    assert "Not finished: the workers play the rest." in summary

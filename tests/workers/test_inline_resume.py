@@ -1,0 +1,97 @@
+"""`run_benchmark --inline` killed mid-run is resumed by running the same command again.
+
+Real `manage.py run_benchmark --inline` processes on the test's database, with the offline
+provider answering after OFFLINE_LATENCY_MS so conversations are in flight when one is
+killed. The lease stays at its default (15 minutes): what the second command does at once, it
+does because it knows the first process is gone, not because a lease ran out.
+"""
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from benchmark.models import ConversationStatus
+from tests.support.builders import enriched_set
+from tests.support.workers import ROOT, test_database_url, wait_for, worker_env
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+COMMAND = [
+    sys.executable, "manage.py", "run_benchmark", "--name", "inline resume",
+    "--set", "inline set", "--model", "offline/careful", "--model", "offline/careless",
+    "--concurrency", "2", "--no-cache", "--inline",
+]  # fmt: skip
+CONVERSATIONS = 6  # 3 cases x 2 models
+
+
+@pytest.fixture
+def environment(tmp_path):
+    enriched_set(name="inline set", size=3, sampler_seed=5)
+    return worker_env(tmp_path, DATABASE_URL=test_database_url(), OFFLINE_LATENCY_MS="150")
+
+
+def start(environment, log) -> subprocess.Popen:
+    return subprocess.Popen(
+        COMMAND, cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def conversations():
+    from benchmark.models import Conversation
+
+    return Conversation.objects.filter(run__name="inline resume")
+
+
+def wait_until_one_runs() -> None:
+    wait_for(
+        lambda: conversations().filter(status=ConversationStatus.RUNNING).exists(),
+        timeout=120,
+        what="a conversation to start",
+    )
+
+
+def test_a_killed_inline_run_is_reclaimed_and_finished_by_the_same_command(environment, tmp_path):
+    with open(tmp_path / "first.log", "w") as log:
+        first = start(environment, log)
+        try:
+            wait_until_one_runs()
+        finally:
+            first.send_signal(signal.SIGKILL)
+            first.wait(timeout=30)
+    left = conversations().filter(status__in=("queued", "running")).count()
+    assert left > 0
+
+    again = subprocess.run(
+        COMMAND, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300
+    )
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    noun = "conversation" if left == 1 else "conversations"
+    assert f"Reclaimed {left} {noun} left by a stopped process (pid {first.pid})." in again.stdout
+    assert f"{CONVERSATIONS} finished, 0 failed, 0 cancelled, 0 running" in again.stdout
+    assert conversations().filter(status=ConversationStatus.FINISHED).count() == CONVERSATIONS
+
+
+def test_a_second_inline_command_waits_for_what_a_live_one_holds(environment, tmp_path):
+    with open(tmp_path / "first.log", "w") as first_log:
+        first = start(environment, first_log)
+        try:
+            wait_until_one_runs()
+            second = subprocess.run(
+                COMMAND, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300
+            )
+            first.wait(timeout=300)
+        finally:
+            if first.poll() is None:
+                first.kill()
+                first.wait()
+
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "held by another process" in second.stdout
+    assert f"(pid {first.pid} on this host) until" in second.stdout
+    assert "waiting - Ctrl-C to stop." in second.stdout
+    assert f"{CONVERSATIONS} finished" in second.stdout
+    assert first.returncode == 0
+    # Waited for, never taken: no conversation was played twice.
+    assert sorted(conversations().values_list("attempts", flat=True)) == [1] * CONVERSATIONS
