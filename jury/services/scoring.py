@@ -50,6 +50,7 @@ from jury.engine.prompt import (
     JudgeTemplate,
     PromptTemplateError,
     load_judge_template,
+    normalise_template_text,
     parse_judge_template,
     prompt_hash,
     render_judge_prompt,
@@ -164,8 +165,13 @@ def _conversations_check(run: Run, conversations: Sequence[Conversation]) -> Non
 
 def judge_template_check(text: str) -> str:
     """The template text to store: "" for the shipped template (so an unchanged copy is the
-    same configuration), else the validated variant."""
-    if not text.strip() or text.strip() == shipped_judge_template_text().strip():
+    same configuration, whatever line endings or trailing spaces a browser sent), else the
+    validated variant, normalised the same way (two browsers posting one edit store one
+    configuration)."""
+    if not text.strip():
+        return ""
+    text = normalise_template_text(text)
+    if text == normalise_template_text(shipped_judge_template_text()):
         return ""
     try:
         parse_judge_template(text)
