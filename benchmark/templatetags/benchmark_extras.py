@@ -1,4 +1,5 @@
 import json
+from decimal import Decimal
 
 from django import template
 from django.utils.safestring import mark_safe
@@ -30,3 +31,9 @@ def pretty_json(value) -> str:
 @register.filter
 def make_list_words(value: str) -> list[str]:
     return value.split()
+
+
+@register.filter
+def per_million(amount) -> str:
+    """A price per million tokens without trailing zeros: 1.250000 -> "1.25", 10 -> "10"."""
+    return f"{Decimal(amount).normalize():f}"
