@@ -11,6 +11,7 @@ NAVIGATION = [
     ("Benchmark sets", "benchmark:sets", STAFF),
     ("Agents", "benchmark:agents", STAFF),
     ("Runs", "benchmark:runs", STAFF),
+    ("Prices", "benchmark:prices", STAFF),
     ("Rubrics", "jury:rubrics", EVERYONE),
     ("Juries", "jury:juries", STAFF),
     ("Reports", "jury:reports", STAFF),

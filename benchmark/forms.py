@@ -8,10 +8,10 @@ from django import forms
 
 from benchmark.engine.agents.agent_config import AgentConfigError
 from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.catalog import default_catalog
 from benchmark.engine.providers.model_strings import check_model_string
 from benchmark.models import AgentConfig, BenchmarkSet, Distribution, JobStatus
 from benchmark.services import agents as agent_services
+from benchmark.services import prices
 from benchmark.services.runs import AgentChoice
 from config.uploads import uploaded_text
 
@@ -46,15 +46,28 @@ def model_validator(purpose: str):
 
 
 def unpriced_models(models: list[str]) -> list[str]:
-    """Models prices.yaml has no price for: accepted, but their cost will show as unknown."""
-    catalog = default_catalog()
-    return [model for model in models if catalog.price_for(model) is None]
+    """Models with no price in force: a job without a cost limit may call them, and their
+    cost shows as unknown; a job with a limit is refused (benchmark.services.cost_limits)."""
+    return prices.unpriced_models(models)
 
 
 def unpriced_warning(model: str) -> str:
     return (
-        f"{model} has no price in benchmark/data/prices.yaml: its calls will be made, "
-        "but their cost will show as unknown."
+        f"{model} has no price (none in benchmark/data/prices.yaml, none set on the Prices "
+        "page): its calls will be made, but their cost will show as unknown."
+    )
+
+
+def cost_limit_field() -> forms.DecimalField:
+    """The same cost limit on every launch form (stored as 10 digits, 2 decimals)."""
+    return forms.DecimalField(
+        required=False,
+        min_value=Decimal("0.01"),
+        max_digits=10,
+        decimal_places=2,
+        label="Cost limit (USD)",
+        help_text="Optional. No new work starts once this much is spent; every model of the "
+        "job needs a price (see Prices).",
     )
 
 
@@ -102,6 +115,7 @@ class BenchmarkSetForm(forms.Form):
         validators=[model_validator("enrichment")],
         help_text="Enrichment model, e.g. openai/gpt-5.5",
     )
+    cost_limit_usd = cost_limit_field()
 
 
 AGENT_CONFIG_EXAMPLE = """\
@@ -155,6 +169,15 @@ class RunForm(forms.Form):
     patient_model = forms.CharField(
         max_length=200, initial="offline/patient", validators=[model_validator("patient")]
     )
+    roster_model = forms.CharField(
+        max_length=200,
+        initial="offline/patient",
+        validators=[model_validator("roster")],
+        help_text="Writes each conversation's offices and providers (one JSON answer before "
+        "the conversation starts). Pre-filled with the default patient simulator, as the CLI "
+        "uses the patient model unless told otherwise; choose a model that answers in valid "
+        "JSON reliably, or every conversation fails at roster generation.",
+    )
     repetitions = forms.IntegerField(min_value=1, max_value=10, initial=1)
     concurrency = forms.IntegerField(min_value=1, max_value=256, initial=16)
     max_turns = forms.IntegerField(min_value=1, max_value=15, initial=15)
@@ -162,13 +185,7 @@ class RunForm(forms.Form):
     use_cache = forms.BooleanField(
         required=False, initial=True, help_text="Identical model calls are answered from the cache."
     )
-    cost_limit_usd = forms.DecimalField(
-        required=False,
-        min_value=Decimal("0.01"),
-        max_digits=10,
-        decimal_places=2,
-        label="Cost limit (USD)",
-    )
+    cost_limit_usd = cost_limit_field()
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -191,7 +208,7 @@ class RunForm(forms.Form):
 
     def unpriced(self) -> list[str]:
         data = self.cleaned_data
-        return unpriced_models([*data["models"], data["patient_model"]])
+        return unpriced_models([*data["models"], data["patient_model"], data["roster_model"]])
 
     def launch_arguments(self) -> dict:
         data = self.cleaned_data
@@ -205,6 +222,7 @@ class RunForm(forms.Form):
             "benchmark_set": data["benchmark_set"],
             "agents": agents,
             "patient_model": data["patient_model"],
+            "roster_model": data["roster_model"],
             "repetitions": data["repetitions"],
             "concurrency": data["concurrency"],
             "use_cache": data["use_cache"],
@@ -212,3 +230,27 @@ class RunForm(forms.Form):
             "max_turns": data["max_turns"],
             "seed": data["seed"],
         }
+
+
+class PriceForm(forms.Form):
+    model = forms.CharField(
+        max_length=200,
+        label="Model string",
+        help_text="One exact model string, e.g. openai-compatible/meta-llama/Llama-3.1-8B "
+        "(patterns such as openai/* stay in benchmark/data/prices.yaml).",
+    )
+    input_per_million = forms.DecimalField(
+        min_value=0, max_digits=12, decimal_places=6, label="Input, USD per million tokens"
+    )
+    output_per_million = forms.DecimalField(
+        min_value=0, max_digits=12, decimal_places=6, label="Output, USD per million tokens"
+    )
+    note = forms.CharField(
+        max_length=300, required=False, label="Why (e.g. the provider's price page, a date)"
+    )
+
+    def clean_model(self) -> str:
+        try:
+            return prices.model_string_check(self.cleaned_data["model"])
+        except prices.PriceError as error:
+            raise forms.ValidationError(str(error)) from None

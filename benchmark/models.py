@@ -41,7 +41,18 @@ class JobStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class BenchmarkSet(models.Model):
+class CostLimited(models.Model):
+    """A job that stops sending work once what it spent reaches its cost limit, and is paused
+    with the reason (benchmark.services.cost_limits); resuming may raise the limit."""
+
+    cost_limit_usd = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
+    stop_reason = models.TextField(blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class BenchmarkSet(CostLimited):
     name = models.CharField(max_length=200)
     distribution = models.ForeignKey(Distribution, on_delete=models.PROTECT, related_name="sets")
     sampler_seed = models.BigIntegerField()
@@ -74,6 +85,9 @@ class BenchmarkSet(models.Model):
         )
         counts["total"] = self.size
         counts["pending"] = self.size - counts["done"] - counts["failed"]
+        counts.update(
+            self.model_calls.aggregate(calls=Count("id"), cached=Count("id", filter=Q(cached=True)))
+        )
         return counts
 
 
@@ -442,3 +456,23 @@ class WorkerHeartbeat(models.Model):
         what = "inline command" if self.mode == "inline" else f"{self.mode}-queue worker"
         threads = f", {self.concurrency} threads" if self.concurrency else ""
         return f"{what}, pid {self.pid} on {self.hostname}{threads}"
+
+
+class ModelPrice(models.Model):
+    """A price set by staff for one exact model string. Rows are never changed: every change
+    is a new row, and the newest row of a model wins over benchmark/data/prices.yaml."""
+
+    model = models.CharField(max_length=200, db_index=True)
+    input_per_million = models.DecimalField(max_digits=12, decimal_places=6)
+    output_per_million = models.DecimalField(max_digits=12, decimal_places=6)
+    note = models.CharField(max_length=300, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["model", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.model}: ${self.input_per_million} in / ${self.output_per_million} out"

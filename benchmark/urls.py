@@ -11,6 +11,7 @@ urlpatterns = [
     path("sets/new/", views.set_new, name="set_new"),
     path("sets/<int:pk>/", views.set_detail, name="set"),
     path("sets/<int:pk>/retry/", views.set_retry, name="set_retry"),
+    path("sets/<int:pk>/resume/", views.set_resume, name="set_resume"),
     path("sets/<int:pk>/report/", views.set_report, name="set_report"),
     path("entries/<int:pk>/", views.entry_detail, name="entry"),
     path("agents/", views.agents, name="agents"),
@@ -20,4 +21,5 @@ urlpatterns = [
     path("runs/<int:pk>/export.jsonl", views.run_export, name="run_export"),
     path("runs/<int:pk>/<str:action>/", views.run_control, name="run_control"),
     path("conversations/<uuid:public_id>/", views.conversation_detail, name="conversation"),
+    path("prices/", views.prices_page, name="prices"),
 ]

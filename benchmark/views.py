@@ -23,8 +23,8 @@ from benchmark.models import (
     Run,
 )
 from benchmark.services import agents as agent_services
-from benchmark.services import cases, exports, reports, runs, sandbox_preview
-from benchmark.services.accounting import cost_by_purpose
+from benchmark.services import cases, exports, prices, reports, runs, sandbox_preview
+from benchmark.services.accounting import cost_by_purpose, cost_summary
 from benchmark.services.processes import holder_of
 from benchmark.services.queue import held_work_message, queue_send
 from benchmark.services.retries import row_retries
@@ -99,12 +99,19 @@ def set_new(request: HttpRequest) -> HttpResponse:
     cases.distribution_default_ensure()
     form = forms.BenchmarkSetForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        benchmark_set = cases.benchmark_set_create(user=request.user, **form.cleaned_data)
-        enrichment_start(benchmark_set)
-        messages.success(request, f"Generating {benchmark_set.size} entries in the background.")
-        if held := held_work_message("the benchmark set"):
-            messages.error(request, held)
-        return redirect("benchmark:set", benchmark_set.pk)
+        try:
+            benchmark_set = cases.benchmark_set_create(user=request.user, **form.cleaned_data)
+        except cases.BenchmarkSetError as error:
+            form.add_error(None, str(error))
+        else:
+            enrichment_start(benchmark_set)
+            messages.success(request, f"Generating {benchmark_set.size} entries in the background.")
+            if held := held_work_message("the benchmark set"):
+                messages.error(request, held)
+            # (A launch with a cost limit was refused above if its model had no price.)
+            for model in forms.unpriced_models([benchmark_set.generator_model]):
+                messages.warning(request, forms.unpriced_warning(model))
+            return redirect("benchmark:set", benchmark_set.pk)
     return render(request, "benchmark/set_form.html", {"form": form})
 
 
@@ -148,6 +155,24 @@ def set_retry(request: HttpRequest, pk: int) -> HttpResponse:
     messages.success(request, f"Retrying {count} failed entries.")
     if held := held_work_message("the retry"):
         messages.error(request, held)
+    return redirect("benchmark:set", pk)
+
+
+@role_required(*STAFF)
+@require_POST
+def set_resume(request: HttpRequest, pk: int) -> HttpResponse:
+    benchmark_set = get_object_or_404(BenchmarkSet, pk=pk)
+    try:
+        cases.benchmark_set_resume(
+            benchmark_set, cost_limit_usd=forms.optional_decimal(request.POST.get("cost_limit"))
+        )
+    except ValueError as error:  # a bad amount, or a limit the spend already reaches
+        messages.error(request, str(error))
+    else:
+        enrichment_start(benchmark_set)
+        messages.success(request, "Resumed.")
+        if held := held_work_message("the benchmark set"):
+            messages.error(request, held)
     return redirect("benchmark:set", pk)
 
 
@@ -312,5 +337,34 @@ def conversation_detail(request: HttpRequest, public_id: str) -> HttpResponse:
             "costs": cost_by_purpose(conversation.model_calls.all()),
             "retries": row_retries(conversation),
             "holder": holder_of(conversation),
+            "cost_total": cost_summary(conversation.model_calls.all()),
         },
     )
+
+
+# --- prices --------------------------------------------------------------------------------
+
+
+@role_required(*STAFF)
+def prices_page(request: HttpRequest) -> HttpResponse:
+    form = forms.PriceForm(request.POST or None, initial={"model": request.GET.get("model", "")})
+    if request.method == "POST" and form.is_valid():
+        try:
+            row = prices.price_set(user=request.user, **form.cleaned_data)
+        except prices.PriceError as error:
+            form.add_error(None, str(error))
+        else:
+            figures = [f"${amount.normalize():f}" for amount in
+                       (row.input_per_million, row.output_per_million)]  # fmt: skip
+            messages.success(
+                request, f"{row.model} now costs {figures[0]} in and {figures[1]} out per "
+                "million tokens, from its next call on.",
+            )  # fmt: skip
+            return redirect("benchmark:prices")
+    context = {
+        "form": form,
+        "file_prices": prices.file_prices(),
+        "current": prices.current_prices(),
+        "history": prices.price_history(),
+    }
+    return render(request, "benchmark/prices.html", context)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from benchmark.forms import unpriced_models
+from benchmark.forms import cost_limit_field, unpriced_models
 from jury.engine.aggregate import PASS_THRESHOLD
 from jury.models import Jury, MergeMode, RubricVersion
 from jury.services import juries
@@ -83,3 +83,4 @@ class ScoreRunForm(forms.Form):
         initial=True,
         label="Use the response cache (identical judge calls cost nothing)",
     )
+    cost_limit_usd = cost_limit_field()

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from benchmark.models import Conversation, JobStatus, ProviderRetries, Run
+from benchmark.models import Conversation, CostLimited, JobStatus, ProviderRetries, Run
 
 
 class RubricVersion(models.Model):
@@ -62,7 +62,7 @@ class Jury(models.Model):
         return self.name
 
 
-class ScoringJob(models.Model):
+class ScoringJob(CostLimited):
     """One jury scoring one run with pinned rubric versions.
 
     A re-score (alignment: a study's annotated conversations judged by another configuration)
@@ -131,6 +131,10 @@ class JudgeScore(ProviderRetries):
     output_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     cached = models.BooleanField(default=False)
+    # Model calls made for this score (repair turns and retries included), and how many of
+    # them the response cache answered.
+    calls = models.PositiveIntegerField(default=0)
+    cached_calls = models.PositiveIntegerField(default=0)
     # The lease (benchmark.services.leases): set when the task is sent and again when a worker
     # takes it, so a duplicate delivery does nothing and a lost task is sent again once the
     # lease runs out. Only the message carrying the current token may claim the row.

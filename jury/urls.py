@@ -11,6 +11,7 @@ urlpatterns = [
     path("runs/<int:run_id>/score/", views.score_run, name="score_run"),
     path("jobs/<int:pk>/", views.job_detail, name="job"),
     path("jobs/<int:pk>/retry/", views.job_retry, name="job_retry"),
+    path("jobs/<int:pk>/resume/", views.job_resume, name="job_resume"),
     path("reports/", views.report_list, name="reports"),
     path("jobs/<int:pk>/report/", views.report, name="report"),
     path(

@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import EVERYONE, STAFF, role_required
-from benchmark.forms import unpriced_warning
+from benchmark.forms import optional_decimal, unpriced_models, unpriced_warning
 from benchmark.models import Run
 from benchmark.services.queue import held_work_message
 from benchmark.services.reports import query_id
@@ -123,6 +123,8 @@ def score_run(request: HttpRequest, run_id: int) -> HttpResponse:
             messages.success(request, f"Queued {queued} judge calls.")
             if held := held_work_message("the scoring job"):
                 messages.error(request, held)
+            for model in unpriced_models(job.jury.judges):
+                messages.warning(request, unpriced_warning(model))
             return redirect("jury:job", job.pk)
     return render(
         request,
@@ -145,6 +147,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "progress": scoring.scoring_progress(job),
         "unusable": scoring.unusable_answers(job)[:200],
         "counts": reports.Report(job).counts,
+        "judge_costs": scoring.judge_costs(job),
     }
     if request.htmx and request.GET.get("fragment") == "progress":
         return render(request, "jury/job_detail.html#job-live", {**context, "oob": True})
@@ -161,6 +164,22 @@ def job_retry(request: HttpRequest, pk: int) -> HttpResponse:
     messages.success(request, f"Queued {queued} judge calls; valid scores were kept.")
     if held := held_work_message("the retry"):
         messages.error(request, held)
+    return redirect("jury:job", pk)
+
+
+@role_required(*STAFF)
+@require_POST
+def job_resume(request: HttpRequest, pk: int) -> HttpResponse:
+    job = get_object_or_404(ScoringJob.objects.select_related("jury"), pk=pk)
+    try:
+        scoring.scoring_resume(job, cost_limit_usd=optional_decimal(request.POST.get("cost_limit")))
+    except ValueError as error:  # a bad amount, or a limit the spend already reaches
+        messages.error(request, str(error))
+    else:
+        queued = scoring_start(job)
+        messages.success(request, f"Resumed: {queued} judge calls queued.")
+        if held := held_work_message("the scoring job"):
+            messages.error(request, held)
     return redirect("jury:job", pk)
 
 
@@ -273,6 +292,7 @@ def judges(request: HttpRequest, pk: int) -> HttpResponse:
                 "agreement": reports.agreement_rows(data, scores),
             }
         )
+    context["judge_costs"] = scoring.judge_costs(data.job)
     return render(request, "jury/judges.html", context)
 
 

@@ -3,7 +3,7 @@ scoring a conversation with an instance rubric."""
 
 from django import forms
 
-from benchmark.forms import model_validator
+from benchmark.forms import cost_limit_field, model_validator
 from benchmark.models import Run
 from config.uploads import upload_size_check
 from rubric_lab.models import RetrieverKind
@@ -45,6 +45,7 @@ class PipelineLaunchForm(forms.Form):
     skip_intent = forms.BooleanField(required=False, label="Ablation: without interaction intent")
     skip_audit = forms.BooleanField(required=False, label="Ablation: without audit")
     use_cache = forms.BooleanField(required=False, initial=True)
+    cost_limit_usd = cost_limit_field()
 
 
 class InstanceScoreForm(forms.Form):

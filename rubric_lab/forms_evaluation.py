@@ -3,7 +3,7 @@ error beside it, and what the researcher typed kept when the form comes back."""
 
 from django import forms
 
-from benchmark.forms import model_validator
+from benchmark.forms import cost_limit_field, model_validator
 from benchmark.models import BenchmarkSet, Run
 from config.uploads import upload_size_check, uploaded_text
 from jury.models import Jury
@@ -58,6 +58,7 @@ class SensitivityLaunchForm(forms.Form):
     )
     seed = forms.IntegerField(initial=0, label="Bootstrap seed")
     use_cache = forms.BooleanField(required=False, initial=True, label="Use the response cache")
+    cost_limit_usd = cost_limit_field()
 
     def clean(self):
         data = super().clean()
@@ -104,6 +105,7 @@ class CoverageLaunchForm(forms.Form):
         queryset=_generation_jobs(), label="Rubric generation job"
     )
     judge_model = model_field("coverage_entail", "offline/standard")
+    cost_limit_usd = cost_limit_field()
 
 
 class RefineLaunchForm(forms.Form):
@@ -117,6 +119,7 @@ class RefineLaunchForm(forms.Form):
     max_cases = forms.IntegerField(
         min_value=1, max_value=refine.MAX_CASES, initial=20, label="Cases (max)"
     )
+    cost_limit_usd = cost_limit_field()
 
 
 class AblationLaunchForm(forms.Form):
@@ -135,3 +138,4 @@ class AblationLaunchForm(forms.Form):
     max_cases = forms.IntegerField(
         min_value=1, max_value=sensitivity.MAX_CASES, initial=10, label="Conversations (max)"
     )
+    cost_limit_usd = cost_limit_field()

@@ -6,7 +6,13 @@ advances its chain (rubrics -> coverage and sensitivity) as each variant's rubri
 """
 
 from benchmark.tasks import watch_start
-from rubric_lab.models import AblationStudy, CoverageRun, RefineStudy, SensitivityStudy
+from rubric_lab.models import (
+    AblationStudy,
+    CoverageRun,
+    GenerationJob,
+    RefineStudy,
+    SensitivityStudy,
+)
 from rubric_lab.services import ablations, coverage, refine, sensitivity
 from rubric_lab.tasks import generation_start, leased_job_tasks
 
@@ -36,6 +42,19 @@ def ablation_start(study: AblationStudy) -> None:
     for arm in study.arms.select_related("generation_job"):
         generation_start(arm.generation_job)
     watch_start("ablation", study.pk)
+
+
+def job_start(job) -> None:
+    """Send the work of a (resumed) lab job and start its watch; an ablation's watch goes on
+    advancing its chain."""
+    starts = {
+        GenerationJob: generation_start,
+        SensitivityStudy: sensitivity_start,
+        CoverageRun: coverage_start,
+        RefineStudy: refine_start,
+        AblationStudy: lambda study: watch_start("ablation", study.pk),
+    }
+    starts[type(job)](job)
 
 
 def ablation_redispatch(study_id: int) -> bool:

@@ -48,4 +48,7 @@ urlpatterns += [
     ),
     path("ablations/", views_evaluation.ablation_list, name="ablation_list"),
     path("ablations/<int:pk>/", views_evaluation.ablation_detail, name="ablation"),
+    # Any lab job paused at its cost limit: kind is pipeline, sensitivity, coverage, refine
+    # or ablation.
+    path("jobs/<str:kind>/<int:pk>/resume/", views_evaluation.job_resume, name="job_resume"),
 ]

@@ -21,14 +21,14 @@ from rubric_lab.models import (
     KnowledgeUpload,
     RubricGeneration,
 )
-from rubric_lab.services import instance_scoring, knowledge, pipeline
+from rubric_lab.services import budgets, instance_scoring, knowledge, pipeline
 from rubric_lab.tasks import generation_start, instance_score_start
 
 SEARCH_RESULTS = 8
 LIST_LIMIT = 100
 LAUNCH_OPTIONS = (
     "generator_model", "judge_model", "retriever", "top_k",
-    "skip_routing", "skip_intent", "skip_audit", "use_cache",
+    "skip_routing", "skip_intent", "skip_audit", "use_cache", "cost_limit_usd",
 )  # fmt: skip
 
 # --- knowledge base ------------------------------------------------------------------------
@@ -129,6 +129,7 @@ def pipeline_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "progress": pipeline.job_progress(job),
         "generations": job.generations.select_related("conversation__entry", "rubric")[:500],
         "cost": pipeline.generation_total_cost(job),
+        "model_costs": budgets.job_model_costs(job),
     }
     if request.htmx:
         return render(request, "rubric_lab/pipeline_detail.html#job-live", context)

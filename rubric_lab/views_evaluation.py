@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import STAFF, role_required
+from benchmark.forms import optional_decimal
 from benchmark.models import Conversation, JobStatus
 from jury.services import juries
 from rubric_lab import forms_evaluation as forms
@@ -20,11 +21,12 @@ from rubric_lab.engine import perturb
 from rubric_lab.models import (
     AblationStudy,
     CoverageRun,
+    GenerationJob,
     NearMiss,
     RefineStudy,
     SensitivityStudy,
 )
-from rubric_lab.services import ablations, coverage, exports, refine, sensitivity
+from rubric_lab.services import ablations, budgets, coverage, exports, refine, sensitivity
 from rubric_lab.services import evaluation_work as work
 from rubric_lab.services.perturbations import perturbation_preview
 
@@ -82,7 +84,10 @@ def sensitivity_list(request: HttpRequest) -> HttpResponse:
 @role_required(*STAFF)
 def sensitivity_detail(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(SensitivityStudy.objects.select_related("run", "jury"), pk=pk)
-    context = {"study": study, "progress": sensitivity.study_progress(study)}
+    context = {
+        "study": study, "progress": sensitivity.study_progress(study),
+        "model_costs": budgets.job_model_costs(study), "kind": "sensitivity",
+    }  # fmt: skip
     if not _polled(request):
         results = sensitivity.study_results(study)
         context.update(
@@ -177,7 +182,10 @@ def _expert_criteria_save(request: HttpRequest) -> Callable[[dict], Any]:
 @role_required(*STAFF)
 def coverage_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(CoverageRun.objects.select_related("generation_job"), pk=pk)
-    context = {"run": run, "progress": work.progress(run.cases.all())}
+    context = {
+        "run": run, "progress": work.progress(run.cases.all()),
+        "model_costs": budgets.job_model_costs(run), "kind": "coverage",
+    }  # fmt: skip
     if not _polled(request):
         context.update(coverage.coverage_results(run), failed=run.cases.filter(status="failed"))
     return _live(request, "rubric_lab/coverage_detail.html", context, job=run)
@@ -209,7 +217,10 @@ def refine_list(request: HttpRequest) -> HttpResponse:
 @role_required(*STAFF)
 def refine_detail(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(RefineStudy.objects.select_related("generation_job"), pk=pk)
-    context = {"study": study, "progress": work.progress(study.refinements.all())}
+    context = {
+        "study": study, "progress": work.progress(study.refinements.all()),
+        "model_costs": budgets.job_model_costs(study), "kind": "refine",
+    }  # fmt: skip
     if not _polled(request):
         context.update(
             results=refine.refine_results(study),
@@ -246,5 +257,39 @@ def ablation_list(request: HttpRequest) -> HttpResponse:
 @role_required(*STAFF)
 def ablation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(AblationStudy.objects.select_related("run"), pk=pk)
-    context = {"study": study, "rows": ablations.ablation_rows(study)}
+    context = {
+        "study": study, "rows": ablations.ablation_rows(study),
+        "model_costs": budgets.job_model_costs(study), "kind": "ablation",
+    }  # fmt: skip
     return _live(request, "rubric_lab/ablation_detail.html", context, job=study)
+
+
+# --- resuming a job paused at its cost limit --------------------------------------------------
+
+RESUMABLE = {
+    "pipeline": (GenerationJob, "rubric_lab:pipeline"),
+    "sensitivity": (SensitivityStudy, "rubric_lab:sensitivity"),
+    "coverage": (CoverageRun, "rubric_lab:coverage"),
+    "refine": (RefineStudy, "rubric_lab:refine"),
+    "ablation": (AblationStudy, "rubric_lab:ablation"),
+}
+
+
+@role_required(*STAFF)
+@require_POST
+def job_resume(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
+    if kind not in RESUMABLE:
+        raise Http404("No such kind of job.")
+    model, page = RESUMABLE[kind]
+    job = get_object_or_404(model, pk=pk)
+    try:
+        started = budgets.job_resume(
+            job, cost_limit_usd=optional_decimal(request.POST.get("cost_limit"))
+        )
+    except ValueError as error:  # a bad amount, or a limit the spend already reaches
+        messages.error(request, str(error))
+    else:
+        for part in started:
+            tasks.job_start(part)
+        messages.success(request, "Resumed.")
+    return redirect(page, pk)

@@ -190,7 +190,8 @@ def _digest(text: str) -> str:
 def configuration_progress(configuration: Configuration) -> dict:
     """Judge calls of all the configuration's jobs, in the shape of scoring.scoring_progress."""
     parts = [scoring.scoring_progress(job) for job in configuration.jobs]
-    counted = ("total", "valid", "invalid", "error", "pending", "cached", "failed", "done")
+    counted = ("total", "valid", "invalid", "error", "pending", "cached", "failed", "done",
+               "calls", "cached_calls")  # fmt: skip
     sums = {name: sum(part[name] for part in parts) for name in counted}
     sums |= {name: sum(part[name] for part in parts) for name in ("input_tokens", "output_tokens")}
     costs = [part["cost"] for part in parts]

@@ -102,6 +102,52 @@ def total_cost(calls: QuerySet[ModelCall]) -> Decimal | None:
     return summary["cost"] or Decimal(0)
 
 
+def cost_summary(calls: QuerySet[ModelCall]) -> dict:
+    """What a summary line shows: calls, how many the cache answered, and the cost (None when
+    some call had no price)."""
+    counts = calls.aggregate(calls=Count("id"), cached=Count("id", filter=Q(cached=True)))
+    return {**counts, "cost": total_cost(calls)}
+
+
 def known_cost(calls: QuerySet[ModelCall]) -> Decimal:
     """Cost of the priced calls only: what a cost limit can compare against."""
     return calls.aggregate(cost=Sum("cost_usd"))["cost"] or Decimal(0)
+
+
+def model_costs(calls: Iterable[tuple[str, ChatResponse]]) -> dict[str, dict]:
+    """Per model called: calls, cached calls, tokens and cost (a string; None once a call of
+    it had no price), JSON-ready: stored on units of work that keep no ModelCall rows."""
+    summary: dict[str, dict] = {}
+    for _, response in calls:
+        row = summary.setdefault(response.model, _empty_cost_row())
+        row["calls"] += 1
+        row["cached"] += int(response.cached)
+        row["input_tokens"] += response.usage.input_tokens
+        row["output_tokens"] += response.usage.output_tokens
+        row["cost"] = _added(row["cost"], response.cost_usd)
+    return {
+        model: {**row, "cost": None if row["cost"] is None else str(row["cost"])}
+        for model, row in summary.items()
+    }
+
+
+def model_cost_rows(summaries: Iterable[dict[str, dict]]) -> list[dict]:
+    """Stored per-model summaries (`model_costs`) added up: one row per model, sorted, with
+    calls, cached, input_tokens, output_tokens and cost (None when some call had no price)."""
+    rows: dict[str, dict] = {}
+    for summary in summaries:
+        for model, stored in (summary or {}).items():
+            row = rows.setdefault(model, _empty_cost_row())
+            for field in ("calls", "cached", "input_tokens", "output_tokens"):
+                row[field] += stored.get(field, 0)
+            row["cost"] = _added(row["cost"], stored.get("cost"))
+    return [{"model": model, **row} for model, row in sorted(rows.items())]
+
+
+def _empty_cost_row() -> dict:
+    return {"calls": 0, "cached": 0, "input_tokens": 0, "output_tokens": 0, "cost": Decimal(0)}
+
+
+def _added(total: Decimal | None, amount) -> Decimal | None:
+    # An unknown price makes the model's cost unknown, never a smaller known number.
+    return None if total is None or amount is None else total + Decimal(amount)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from decimal import Decimal
 from functools import lru_cache
 
 from django.db import transaction
@@ -26,8 +27,9 @@ from benchmark.models import (
     EntryStatus,
     JobStatus,
 )
-from benchmark.services import accounting
+from benchmark.services import accounting, cost_limits
 from benchmark.services.conversations import model_router
+from benchmark.services.cost_limits import cost_limit_reached, cost_limit_refusal
 from benchmark.services.leases import (
     Heartbeat,
     LeasedTask,
@@ -39,6 +41,10 @@ from benchmark.services.leases import (
 
 logger = logging.getLogger(__name__)
 MAX_SET_SIZE = 20_000
+
+
+class BenchmarkSetError(ValueError):
+    """A benchmark set cannot be created as asked; the message says why."""
 
 
 def distribution_create(*, name: str, yaml_text: str, user=None) -> Distribution:
@@ -77,17 +83,22 @@ def benchmark_set_create(
     size: int,
     sampler_seed: int,
     generator_model: str,
+    cost_limit_usd: Decimal | None = None,
     user=None,
 ) -> BenchmarkSet:
     """Sample the seeds now (reproducibly) and leave one pending entry per seed."""
     if not 1 <= size <= MAX_SET_SIZE:
-        raise ValueError(f"Size must be between 1 and {MAX_SET_SIZE:,}.")
+        raise BenchmarkSetError(f"Size must be between 1 and {MAX_SET_SIZE:,}.")
+    refusal = cost_limit_refusal(models=[generator_model], cost_limit_usd=cost_limit_usd)
+    if refusal:
+        raise BenchmarkSetError(refusal)
     benchmark_set = BenchmarkSet(
         name=name,
         distribution=distribution,
         size=size,
         sampler_seed=sampler_seed,
         generator_model=generator_model,
+        cost_limit_usd=cost_limit_usd,
         status=JobStatus.RUNNING,
         created_by=user,
     )
@@ -125,9 +136,30 @@ def enrichment_dispatch(
         if locked.status != JobStatus.RUNNING:
             return []
         pending = locked.entries.filter(status=EntryStatus.PENDING)
-        sent = lease_dispatch(pending, window=ENRICHMENT_WINDOW, send=send)
+        sent = lease_dispatch(
+            pending, window=ENRICHMENT_WINDOW, send=send,
+            stop=lambda: benchmark_set_over_limit(locked),
+        )  # fmt: skip
     benchmark_set_finish_if_done(benchmark_set)
     return sent
+
+
+def benchmark_set_over_limit(benchmark_set: BenchmarkSet) -> bool:
+    """The set's cost limit check (pauses it once reached), for every way entries are sent."""
+    return cost_limit_reached(benchmark_set, spent=benchmark_set_spent(benchmark_set))
+
+
+def benchmark_set_spent(benchmark_set: BenchmarkSet) -> Decimal:
+    return accounting.known_cost(benchmark_set.model_calls.all())
+
+
+def benchmark_set_resume(benchmark_set: BenchmarkSet, *, cost_limit_usd: Decimal | None) -> None:
+    """Continue a set paused at its cost limit, with a higher limit; the caller dispatches.
+    Raises CostLimitError when the limit is still reached or the model has no price."""
+    cost_limits.job_resume(
+        benchmark_set, spent=benchmark_set_spent(benchmark_set),
+        models=[benchmark_set.generator_model], cost_limit_usd=cost_limit_usd,
+    )  # fmt: skip
 
 
 def set_id_of(entry_id: int) -> int | None:
@@ -228,5 +260,7 @@ def benchmark_set_retry_failed(benchmark_set: BenchmarkSet) -> int:
         **lease_release_fields(),
     )  # fmt: skip
     if count or benchmark_set.entries.filter(status=EntryStatus.PENDING).exists():
-        BenchmarkSet.objects.filter(pk=benchmark_set.pk).update(status=JobStatus.RUNNING)
+        BenchmarkSet.objects.filter(pk=benchmark_set.pk).update(
+            status=JobStatus.RUNNING, stop_reason=""
+        )
     return count

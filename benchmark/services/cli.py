@@ -1,11 +1,15 @@
-"""Progress bars for long CLI operations."""
+"""Progress bars, cost lines and --price options of the long CLI operations."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from decimal import Decimal
 
+from django.core.management.base import CommandError
 from tqdm import tqdm
+
+from benchmark.services import prices
 
 
 def progress_bar(total: int, label: str) -> tqdm:
@@ -37,3 +41,22 @@ def run_counts(progress: dict) -> str:
         f"{progress['cancelled']} cancelled, {progress['running']} running, "
         f"{progress['queued']} queued, {progress['pending']} pending"
     )
+
+
+def cost_text(*, cost: Decimal | None, calls: int, cached: int) -> str:
+    """A job's cost for a summary line: "unknown" when some call had no price (never a smaller
+    known sum), "cached" when the response cache answered every call (nothing spent now)."""
+    if calls and cached == calls:
+        return f"nothing spent now (all {calls} calls cached)"
+    figure = "unknown (some calls have no price)" if cost is None else f"${cost:.4f}"
+    return f"{figure}, {cached} of {calls} calls cached" if cached else figure
+
+
+def price_options(texts: list[str] | None, *, command: str) -> None:
+    """Apply a command's --price MODEL=INPUT,OUTPUT options as prices set by staff would be
+    (stored, versioned and audited), before the job is checked and launched."""
+    try:
+        options = [prices.price_option_parse(text) for text in texts or []]
+    except prices.PriceError as error:
+        raise CommandError(str(error)) from None
+    prices.price_options_apply(options, note=f"set with --price on {command}")

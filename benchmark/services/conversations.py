@@ -31,7 +31,7 @@ from benchmark.models import (
     Termination,
     TraceEvent,
 )
-from benchmark.services import accounting
+from benchmark.services import accounting, prices
 from benchmark.services.leases import CONNECTION_LOST, Heartbeat, connection_checked
 from benchmark.services.processes import holder_fields, this_process
 from benchmark.services.retries import retry_fields
@@ -46,10 +46,20 @@ STATUS_FOR = {
 CANCEL_CHECK_SECONDS = 2.0
 
 
-@lru_cache(maxsize=2)
 def model_router(use_cache: bool) -> ModelRouter:
-    """One router per process and cache flag, so every thread shares clients and rate limits."""
-    return ModelRouter(use_cache=use_cache)
+    """The router for a task: clients priced with the prices in force now (read once per task,
+    so a price set while workers run applies to the next task, with no restart)."""
+    return _router(use_cache, prices.price_overrides())
+
+
+@lru_cache(maxsize=4)
+def _router(use_cache: bool, overrides: prices.Overrides) -> ModelRouter:
+    # One router per process, cache flag and prices, so every thread shares its clients; rate
+    # limits are shared by every router of the process (providers.client.shared_rate_limiter).
+    return ModelRouter(use_cache=use_cache, catalog=prices.catalog_with(overrides))
+
+
+model_router.cache_clear = _router.cache_clear  # tests start from fresh clients
 
 
 def conversation_execute(conversation_id: int) -> bool:

@@ -49,9 +49,14 @@ def new_token() -> str:
 
 
 def lease_dispatch(
-    pending: QuerySet, *, window: int, send: Callable[[list[LeasedTask]], None]
+    pending: QuerySet,
+    *,
+    window: int,
+    send: Callable[[list[LeasedTask]], None],
+    stop: Callable[[], bool] | None = None,
 ) -> list[LeasedTask]:
     """Send free rows of `pending` until `window` of them are held; returns what was sent.
+    `stop` is asked when there is work to send (the job's cost limit check): True sends none.
 
     The caller serialises dispatches of one job (a row lock on the job), so together they never
     exceed the window."""
@@ -61,7 +66,7 @@ def lease_dispatch(
         return []
     free = pending.exclude(claimed_until__gt=now).order_by("pk")
     ids = list(free.values_list("pk", flat=True)[:room])
-    if not ids:
+    if not ids or (stop is not None and stop()):
         return []
     token = new_token()
     pending.filter(pk__in=ids).update(claimed_until=now + lease(), lease_token=token)

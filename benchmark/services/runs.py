@@ -38,6 +38,12 @@ from benchmark.models import (
     TraceEvent,
 )
 from benchmark.services import accounting
+from benchmark.services.cost_limits import (
+    CostLimitError,
+    cost_limit_for_resume,
+    cost_limit_reached,
+    cost_limit_refusal,
+)
 from benchmark.services.leases import lease
 from benchmark.services.processes import (
     ProcessIdentity,
@@ -51,6 +57,7 @@ logger = logging.getLogger(__name__)
 
 IN_FLIGHT = (ConversationStatus.QUEUED, ConversationStatus.RUNNING)
 RETRYABLE_TERMINATIONS = (Termination.PROVIDER_ERROR, Termination.INFRASTRUCTURE)
+RUN_PURPOSES = ("roster", "patient", "assistant")  # the calls a run's conversations make
 
 
 class RunError(ValueError):
@@ -133,7 +140,14 @@ def run_launch(
         raise RunError("Choose at least one agent (model + configuration).")
     if len({a.label for a in agents}) != len(agents):
         raise RunError("The same model and configuration were chosen twice.")
-    _check_models(agents, patient_model)
+    roster_model = roster_model or patient_model
+    _check_models(agents, patient_model, roster_model)
+    refusal = cost_limit_refusal(
+        models=[*(a.model for a in agents), patient_model, roster_model],
+        cost_limit_usd=cost_limit_usd,
+    )
+    if refusal:
+        raise RunError(refusal)
     entries = list(benchmark_set.entries.filter(status=EntryStatus.READY))
     if not entries:
         raise RunError(f"Benchmark set {benchmark_set.name!r} has no ready entries yet.")
@@ -142,7 +156,7 @@ def run_launch(
         benchmark_set=benchmark_set,
         agents=agents,
         patient_model=patient_model,
-        roster_model=roster_model or patient_model,
+        roster_model=roster_model,
         repetitions=repetitions,
         max_turns=max_turns,
         seed=seed,
@@ -189,10 +203,11 @@ def run_launch(
     return run
 
 
-def _check_models(agents: list[AgentChoice], patient_model: str) -> None:
+def _check_models(agents: list[AgentChoice], patient_model: str, roster_model: str) -> None:
     """Refuse an unknown provider or offline behaviour before anything is created, whichever
     door (form, CLI, demo) the run comes through."""
-    roles = [(choice.model, "assistant") for choice in agents] + [(patient_model, "patient")]
+    roles = [(choice.model, "assistant") for choice in agents]
+    roles += [(patient_model, "patient"), (roster_model, "roster")]
     for model, purpose in roles:
         try:
             check_model_string(model, purpose=purpose)
@@ -356,17 +371,21 @@ def run_held_elsewhere(run: Run, *, me: ProcessIdentity) -> HeldWork | None:
 
 
 def _over_cost_limit(run: Run) -> bool:
-    if run.cost_limit_usd is None:
+    if not cost_limit_reached(run, spent=run_spent(run)):
         return False
-    spent = accounting.known_cost(run.model_calls.all())
-    if spent < run.cost_limit_usd:
-        return False
-    _pause(
-        run,
-        f"Cost limit reached: ${spent:.2f} spent of ${run.cost_limit_usd:.2f}. "
-        "Raise the limit and resume to continue.",
-    )
+    _requeue(run)
     return True
+
+
+def run_spent(run: Run) -> Decimal:
+    """What the run's own conversations spent: judges and the rubric lab, which account their
+    calls to the run too, have cost limits of their own."""
+    return accounting.known_cost(run.model_calls.filter(purpose__in=RUN_PURPOSES))
+
+
+def run_models(run: Run) -> list[str]:
+    """Every model the run calls: agents, patient simulator and roster writer."""
+    return [*run.agents.values_list("model", flat=True), run.patient_model, run.roster_model]
 
 
 def run_pause(run: Run, *, actor=None) -> None:
@@ -385,15 +404,19 @@ def _audit(run: Run, action: str, status_before: str, actor) -> None:
 
 
 def _pause(run: Run, reason: str) -> None:
-    # Queued tasks will find the run paused and do nothing: their rows go back to pending, so
-    # they neither sit "in flight" nor block the concurrency after a resume.
     with transaction.atomic():
         Run.objects.filter(pk=run.pk, status=JobStatus.RUNNING).update(
             status=JobStatus.PAUSED, stop_reason=reason
         )
-        run.conversations.filter(status=ConversationStatus.QUEUED).update(
-            status=ConversationStatus.PENDING, **holder_fields(None)
-        )
+        _requeue(run)
+
+
+def _requeue(run: Run) -> None:
+    # Queued tasks will find the run paused and do nothing: their rows go back to pending, so
+    # they neither sit "in flight" nor block the concurrency after a resume.
+    run.conversations.filter(status=ConversationStatus.QUEUED).update(
+        status=ConversationStatus.PENDING, **holder_fields(None)
+    )
 
 
 def run_cancel(run: Run, *, actor=None) -> None:
@@ -423,10 +446,15 @@ def run_resume(
             "The patient prompt changed since this run was launched; resuming would mix "
             "prompt versions. Launch a new run."
         )
+    try:
+        limit = cost_limit_for_resume(
+            run, spent=run_spent(run), models=run_models(run), cost_limit_usd=cost_limit_usd
+        )
+    except CostLimitError as error:
+        raise RunError(str(error)) from None
     before = run.status
     with transaction.atomic():
-        if cost_limit_usd is not None:
-            run.cost_limit_usd = cost_limit_usd
+        run.cost_limit_usd = limit
         run.status, run.stop_reason, run.finished_at = JobStatus.RUNNING, "", None
         run.save(update_fields=["status", "stop_reason", "finished_at", "cost_limit_usd"])
         retry = Q(status=ConversationStatus.CANCELLED)

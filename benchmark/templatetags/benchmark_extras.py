@@ -1,5 +1,6 @@
 import json
 from datetime import datetime
+from decimal import Decimal
 
 from django import template
 from django.utils.safestring import mark_safe
@@ -53,3 +54,9 @@ def worker_health(waiting=False, status=None, job=None) -> worker_heartbeats.Wor
 def ago(moment: datetime | None) -> str:
     """'12 s ago', '5 min ago' (live regions poll every 2 s)."""
     return worker_heartbeats.ago(moment)
+
+
+@register.filter
+def per_million(amount) -> str:
+    """A price per million tokens without trailing zeros: 1.250000 -> "1.25", 10 -> "10"."""
+    return f"{Decimal(amount).normalize():f}"

@@ -57,6 +57,13 @@ class JudgeTemplate:
     user: Template
 
 
+def normalise_template_text(text: str) -> str:
+    """The template as the same text whatever sent it: line endings as LF (browsers post
+    CRLF), no whitespace at the end of a line or of the text, one final newline."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return "\n".join(line.rstrip() for line in lines).strip("\n") + "\n"
+
+
 def parse_judge_template(text: str) -> JudgeTemplate:
     if text.count(SYSTEM_MARKER) != 1 or text.count(USER_MARKER) != 1:
         raise PromptTemplateError(

@@ -28,6 +28,13 @@ from benchmark.engine.structured import StructuredFailure, request_json
 from benchmark.models import BenchmarkEntry, Conversation, JobStatus, Run
 from benchmark.services import accounting
 from benchmark.services.conversations import model_router
+from benchmark.services.cost_limits import (
+    CostLimitError,
+    cost_limit_reached,
+    cost_limit_refusal,
+    job_resume,
+    spent_of,
+)
 from benchmark.services.leases import (
     Heartbeat,
     LeasedTask,
@@ -51,6 +58,7 @@ from jury.engine.prompt import (
     JudgeTemplate,
     PromptTemplateError,
     load_judge_template,
+    normalise_template_text,
     parse_judge_template,
     prompt_hash,
     render_judge_prompt,
@@ -95,10 +103,15 @@ def scoring_launch(
     rubric_versions: Sequence[RubricVersion] | None = None,
     conversations: Sequence[Conversation] | None = None,
     judge_template: str = "",
+    cost_limit_usd: Decimal | None = None,
 ) -> ScoringJob:
     """Pin the rubric versions (default: the current judged ones) and create every judge task
     as pending. `conversations` restricts the job to some of the run's conversations;
-    `judge_template` is a judge prompt variant (blank or the shipped text: the shipped one)."""
+    `judge_template` is a judge prompt variant (blank or the shipped text: the shipped one);
+    `cost_limit_usd` pauses the job once its judges spent that much (every judge priced)."""
+    refusal = cost_limit_refusal(models=jury.judges, cost_limit_usd=cost_limit_usd)
+    if refusal:
+        raise ScoringError(refusal)
     versions = _versions_check(
         current_versions(judged_only=True) if rubric_versions is None else rubric_versions, jury
     )
@@ -112,6 +125,7 @@ def scoring_launch(
     job = ScoringJob.objects.create(
         run=run, jury=jury, use_cache=use_cache, concurrency=concurrency,
         status=JobStatus.RUNNING, created_by=user, judge_template=template,
+        cost_limit_usd=cost_limit_usd,
     )  # fmt: skip
     job.rubric_versions.set(versions)
     if conversations is not None:
@@ -122,7 +136,8 @@ def scoring_launch(
         after={"run": run.pk, "jury": jury.name, "judges": jury.judges,
                "rubric_versions": [v.pk for v in versions], "use_cache": use_cache,
                "conversations": len(conversations) if conversations is not None else "all",
-               "prompt_variant": bool(template)},
+               "prompt_variant": bool(template),
+               "cost_limit_usd": None if cost_limit_usd is None else str(cost_limit_usd)},
     )  # fmt: skip
     return job
 
@@ -165,8 +180,13 @@ def _conversations_check(run: Run, conversations: Sequence[Conversation]) -> Non
 
 def judge_template_check(text: str) -> str:
     """The template text to store: "" for the shipped template (so an unchanged copy is the
-    same configuration), else the validated variant."""
-    if not text.strip() or text.strip() == shipped_judge_template_text().strip():
+    same configuration, whatever line endings or trailing spaces a browser sent), else the
+    validated variant, normalised the same way (two browsers posting one edit store one
+    configuration)."""
+    if not text.strip():
+        return ""
+    text = normalise_template_text(text)
+    if text == normalise_template_text(shipped_judge_template_text()):
         return ""
     try:
         parse_judge_template(text)
@@ -226,7 +246,9 @@ def scoring_relaunch(job: ScoringJob) -> None:
     job.scores.filter(status__in=RETRIED).update(
         status=ScoreStatus.PENDING, invalid_reason="", error="", **lease_release_fields()
     )
-    ScoringJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, finished_at=None)
+    ScoringJob.objects.filter(pk=job.pk).update(
+        status=JobStatus.RUNNING, finished_at=None, stop_reason=""
+    )
     job_finish_if_done(job)  # nothing left to retry: no task would ever finish the job
 
 
@@ -247,9 +269,25 @@ def scoring_dispatch(job: ScoringJob, send: Callable[[list[LeasedTask]], None]) 
         if job.status != JobStatus.RUNNING:
             return []
         pending = job.scores.filter(status=ScoreStatus.PENDING)
-        sent = lease_dispatch(pending, window=job.concurrency, send=send)
+        sent = lease_dispatch(
+            pending, window=job.concurrency, send=send,
+            stop=lambda: cost_limit_reached(job, spent=scoring_spent(job)),
+        )  # fmt: skip
     job_finish_if_done(job)
     return sent
+
+
+def scoring_spent(job: ScoringJob) -> Decimal:
+    return spent_of(job.scores.all())
+
+
+def scoring_resume(job: ScoringJob, *, cost_limit_usd: Decimal | None) -> None:
+    """Continue a job paused at its cost limit with a higher limit; the caller dispatches."""
+    try:
+        job_resume(job, spent=scoring_spent(job), models=job.jury.judges,
+                   cost_limit_usd=cost_limit_usd)  # fmt: skip
+    except CostLimitError as error:
+        raise ScoringError(str(error)) from None
 
 
 def job_id_of(score_id: int) -> int | None:
@@ -418,6 +456,8 @@ def _record(row: JudgeScore, recorder, *, prompt: str, status: str, **fields) ->
         retries_added(current, recorder.retries)
         current.cost_usd = _add_cost(current.cost_usd, sums["cost_usd"], first=first_attempt)
         current.cached = bool(responses) and all(response.cached for response in responses)
+        current.calls += len(responses)
+        current.cached_calls += sum(response.cached for response in responses)
         for field, value in lease_release_fields().items():
             setattr(current, field, value)
         current.save()
@@ -586,6 +626,8 @@ def scoring_progress(job: ScoringJob) -> dict:
         error=Count("id", filter=Q(status=ScoreStatus.ERROR)),
         pending=Count("id", filter=Q(status=ScoreStatus.PENDING)),
         cached=Count("id", filter=Q(cached=True)),
+        calls=Sum("calls"),
+        cached_calls=Sum("cached_calls"),
         input_tokens=Sum("input_tokens"),
         output_tokens=Sum("output_tokens"),
         cost=Sum("cost_usd"),
@@ -595,6 +637,8 @@ def scoring_progress(job: ScoringJob) -> dict:
     done = total - sums["pending"]
     return {
         **sums,
+        "calls": sums["calls"] or 0,
+        "cached_calls": sums["cached_calls"] or 0,
         "input_tokens": sums["input_tokens"] or 0,
         "output_tokens": sums["output_tokens"] or 0,
         "cost": None if sums["unpriced"] else sums["cost"] or Decimal(0),
@@ -604,6 +648,30 @@ def scoring_progress(job: ScoringJob) -> dict:
         "failed": sums["invalid"] + sums["error"],
         "retries": retry_summary(job.scores.all()),
     }
+
+
+def judge_costs(job: ScoringJob) -> list[dict]:
+    """Per judge model: scores judged, model calls (repairs and retries included), calls the
+    cache answered, tokens and cost (None when some call of the model had no price)."""
+    rows = (
+        job.scores.filter(calls__gt=0)
+        .values("judge_model")
+        .annotate(
+            scores=Count("id"),
+            calls=Sum("calls"),
+            cached=Sum("cached_calls"),
+            input_tokens=Sum("input_tokens"),
+            output_tokens=Sum("output_tokens"),
+            cost=Sum("cost_usd"),
+            unpriced=Count("id", filter=Q(cost_usd__isnull=True)),
+        )
+        .order_by("judge_model")
+    )
+    return [
+        {**row, "model": row["judge_model"],
+         "cost": None if row["unpriced"] else row["cost"] or Decimal(0)}
+        for row in rows
+    ]  # fmt: skip
 
 
 def unusable_answers(job: ScoringJob):

@@ -9,7 +9,14 @@ and finished with its outcome or a failure reason - never half stored.
 from django.conf import settings
 from django.db import models
 
-from benchmark.models import BenchmarkEntry, BenchmarkSet, Conversation, JobStatus, Run
+from benchmark.models import (
+    BenchmarkEntry,
+    BenchmarkSet,
+    Conversation,
+    CostLimited,
+    JobStatus,
+    Run,
+)
 from rubric_lab.models.pipeline import GenerationJob, InstanceRubric
 
 __all__ = [
@@ -39,6 +46,8 @@ class LeasedWork(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     cost_known = models.BooleanField(default=True)
+    # Per model called: calls, cached calls, tokens and cost (benchmark.services.accounting).
+    model_costs = models.JSONField(default=dict, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
     lease_token = models.CharField(max_length=32, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -47,8 +56,8 @@ class LeasedWork(models.Model):
         abstract = True
 
 
-class EvaluationJob(models.Model):
-    """What every study shares: a name, its status and who started it."""
+class EvaluationJob(CostLimited):
+    """What every study shares: a name, its status, its cost limit and who started it."""
 
     name = models.CharField(max_length=200)
     use_cache = models.BooleanField(default=True)

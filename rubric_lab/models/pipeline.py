@@ -12,7 +12,7 @@ conversation; they are stored all together or not at all.
 from django.conf import settings
 from django.db import models
 
-from benchmark.models import Conversation, JobStatus, Run
+from benchmark.models import Conversation, CostLimited, JobStatus, Run
 
 
 class PassageOrigin(models.TextChoices):
@@ -67,7 +67,7 @@ class RetrieverKind(models.TextChoices):
     EMBEDDING = "embedding", "Dense embedding (latent semantic analysis)"
 
 
-class GenerationJob(models.Model):
+class GenerationJob(CostLimited):
     """One launch of the pipeline over one or more conversations, with pinned options."""
 
     name = models.CharField(max_length=200)
@@ -132,6 +132,8 @@ class RubricGeneration(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     cost_known = models.BooleanField(default=True)
+    # Per model called: calls, cached calls, tokens and cost (benchmark.services.accounting).
+    model_costs = models.JSONField(default=dict, blank=True)
     elapsed_ms = models.FloatField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -267,6 +269,7 @@ class InstanceScore(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     cost_known = models.BooleanField(default=True)
+    model_costs = models.JSONField(default=dict, blank=True)  # as on RubricGeneration
     claimed_until = models.DateTimeField(null=True, blank=True)
     lease_token = models.CharField(max_length=32, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -10,6 +10,7 @@ survives a worker restart like every other job.
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 
 from django.db import transaction
 from django.utils import timezone
@@ -26,7 +27,7 @@ from rubric_lab.models import (
     InstanceRubric,
     JudgeSetup,
 )
-from rubric_lab.services import coverage, sensitivity
+from rubric_lab.services import budgets, coverage, sensitivity
 from rubric_lab.services.pipeline import PipelineLaunchError, generation_job_launch
 
 FLAGS = {
@@ -35,6 +36,10 @@ FLAGS = {
     AblationVariant.NO_INTENT: {"skip_intent": True},
     AblationVariant.NO_AUDIT: {"skip_audit": True},
 }
+
+
+# A part paused with the ablation at its cost limit is not over: it resumes with the ablation.
+UNFINISHED = (JobStatus.RUNNING, JobStatus.PAUSED)
 
 
 class AblationError(ValueError):
@@ -52,6 +57,7 @@ def ablation_launch(
     max_cases: int = 10,
     name: str = "",
     use_cache: bool = True,
+    cost_limit_usd: Decimal | None = None,
     user=None,
 ) -> AblationStudy:
     """The study and its four generation jobs (one per variant) on the same conversations."""
@@ -69,12 +75,15 @@ def ablation_launch(
         check_model_string(judge_model, purpose="coverage_entail")
     except (sensitivity.StudyError, ProviderError) as error:
         raise AblationError(str(error)) from None
-    study = AblationStudy.objects.create(
+    study = AblationStudy(
         name=name.strip() or f"Ablations on {run.name}", run=run, generator_model=generator_model,
         judge_model=judge_model, perturber_model=perturber_model,
         reference_model=reference_model, max_cases=max_cases, use_cache=use_cache,
-        created_by=user,
+        cost_limit_usd=cost_limit_usd, created_by=user,
     )  # fmt: skip
+    if refusal := budgets.launch_refusal(study):
+        raise AblationError(refusal)
+    study.save()
     for variant, flags in FLAGS.items():
         try:
             job = generation_job_launch(
@@ -93,10 +102,14 @@ def ablation_advance(
     start_sensitivity: Callable,
     start_coverage: Callable,
 ) -> bool:
-    """Start what each variant's finished rubrics allow; True while anything still runs."""
+    """Start what each variant's finished rubrics allow; True while anything still runs (an
+    ablation paused at its cost limit waits for a resume, which starts its watch again)."""
+    study.refresh_from_db(fields=["status"])
+    if study.status != JobStatus.RUNNING:
+        return False
     for arm in study.arms.select_related("generation_job", "sensitivity_study", "coverage_run"):
         job = arm.generation_job
-        if job.status == JobStatus.RUNNING or arm.sensitivity_study_id:
+        if job.status in UNFINISHED or arm.sensitivity_study_id:
             continue
         # A variant that produced no rubric has nothing to evaluate; its row says so.
         if InstanceRubric.objects.filter(generation__job=job).exists():
@@ -136,7 +149,7 @@ def _has_expert_criteria(job) -> bool:
 def _finish_if_done(study: AblationStudy) -> bool:
     arms = list(study.arms.select_related("generation_job", "sensitivity_study", "coverage_run"))
     running = any(
-        job is not None and job.status == JobStatus.RUNNING
+        job is not None and job.status in UNFINISHED
         for arm in arms
         for job in (arm.generation_job, arm.sensitivity_study, arm.coverage_run)
     )

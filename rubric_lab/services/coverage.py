@@ -13,6 +13,7 @@ import csv
 import io
 import json
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 import pandas as pd
@@ -34,8 +35,8 @@ from rubric_lab.models import (
     InstanceRubric,
     WorkStatus,
 )
+from rubric_lab.services import budgets, exports
 from rubric_lab.services import evaluation_work as work
-from rubric_lab.services import exports
 
 MAX_CRITERION_CHARS = 2000
 MAX_CONCURRENCY = 256
@@ -145,6 +146,7 @@ def coverage_launch(
     name: str = "",
     use_cache: bool = True,
     concurrency: int = 8,
+    cost_limit_usd: Decimal | None = None,
     user=None,
 ) -> CoverageRun:
     try:
@@ -163,10 +165,14 @@ def coverage_launch(
             f"No rubric of {generation_job.name!r} belongs to a case with expert criteria; "
             "upload expert criteria for those cases first."
         )
-    run = CoverageRun.objects.create(
+    run = CoverageRun(
         name=name.strip() or f"Coverage of {generation_job.name}", generation_job=generation_job,
-        judge_model=judge_model, use_cache=use_cache, concurrency=concurrency, created_by=user,
+        judge_model=judge_model, use_cache=use_cache, concurrency=concurrency,
+        cost_limit_usd=cost_limit_usd, created_by=user,
     )  # fmt: skip
+    if refusal := budgets.launch_refusal(run):
+        raise CoverageError(refusal)
+    run.save()
     CoverageCase.objects.bulk_create(CoverageCase(coverage_run=run, rubric=r) for r in rubrics)
     return run
 

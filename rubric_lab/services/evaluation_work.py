@@ -31,6 +31,7 @@ from benchmark.services.leases import (
     lease_extender,
     lease_release_fields,
 )
+from rubric_lab.services import budgets
 
 logger = logging.getLogger(__name__)
 PENDING = "pending"
@@ -99,6 +100,7 @@ def _record(model, pk: int, token: str, recorder, outcome: dict[str, Any]) -> No
         "output_tokens": sums["output_tokens"],
         "cost_usd": sums["cost_usd"],
         "cost_known": sums["cost_usd"] is not None,
+        "model_costs": accounting.model_costs(recorder.calls),
         "finished_at": timezone.now(),
         **lease_release_fields(),
     }
@@ -118,7 +120,9 @@ def work_dispatch(
         if job.status != JobStatus.RUNNING:
             return []
         pending = rows_of(job).filter(status=PENDING)
-        sent = lease_dispatch(pending, window=job.concurrency, send=send)
+        sent = lease_dispatch(
+            pending, window=job.concurrency, send=send, stop=lambda: budgets.limit_reached(job)
+        )
     job_finish_if_done(job_model, job, rows_of)
     return sent
 
@@ -147,7 +151,7 @@ def work_relaunch(job_model, job, rows_of: Callable[[Any], models.QuerySet]) -> 
         status=PENDING, failure_reason="", failure_stage="", **lease_release_fields()
     )
     job_model.objects.filter(pk=job.pk).update(
-        status=JobStatus.RUNNING, finished_at=None, failure_reason=""
+        status=JobStatus.RUNNING, finished_at=None, failure_reason="", stop_reason=""
     )
     job_finish_if_done(job_model, job, rows_of)
 

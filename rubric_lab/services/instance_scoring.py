@@ -301,6 +301,7 @@ def _store(score: InstanceScore, result: TraceScore | None, recorder, *, status,
             output_tokens=sums["output_tokens"],
             cost_usd=sums["cost_usd"],
             cost_known=sums["cost_usd"] is not None,
+            model_costs=accounting.model_costs(recorder.calls),
             finished_at=timezone.now(),
             **lease_release_fields(),
         )

@@ -43,6 +43,7 @@ from rubric_lab.models import (
     RubricCriterion,
     RubricGeneration,
 )
+from rubric_lab.services import budgets
 from rubric_lab.services.knowledge import retriever_for
 
 logger = logging.getLogger(__name__)
@@ -76,6 +77,7 @@ def generation_job_launch(
     use_cache: bool = True,
     concurrency: int = 8,
     run: Run | None = None,
+    cost_limit_usd: Decimal | None = None,
     user=None,
 ) -> GenerationJob:
     """A running job with one pending generation per scorable conversation."""
@@ -91,12 +93,16 @@ def generation_job_launch(
         flag for flag, on in (("no routing", skip_routing), ("no intent", skip_intent),
                               ("no audit", skip_audit)) if on
     ]  # fmt: skip
-    job = GenerationJob.objects.create(
+    job = GenerationJob(
         name=name.strip() or _default_name(generator_model, ablations),
         run=run, generator_model=generator_model, judge_model=judge_model, retriever=retriever,
         top_k=top_k, skip_routing=skip_routing, skip_intent=skip_intent, skip_audit=skip_audit,
-        use_cache=use_cache, concurrency=concurrency, status=JobStatus.RUNNING, created_by=user,
+        use_cache=use_cache, concurrency=concurrency, cost_limit_usd=cost_limit_usd,
+        status=JobStatus.RUNNING, created_by=user,
     )  # fmt: skip
+    if refusal := budgets.launch_refusal(job):
+        raise PipelineLaunchError(refusal)
+    job.save()
     RubricGeneration.objects.bulk_create(
         RubricGeneration(job=job, conversation_id=pk) for pk in ids
     )
@@ -136,6 +142,7 @@ def generation_dispatch(
             job.generations.filter(status=GenerationStatus.PENDING),
             window=job.concurrency,
             send=send,
+            stop=lambda: budgets.limit_reached(job),
         )
     job_finish_if_done(job)
     return sent
@@ -317,6 +324,7 @@ def _finish(generation, recorder, conversation, started, *, failed_stage="", rea
         output_tokens=sums["output_tokens"],
         cost_usd=sums["cost_usd"] if sums["cost_usd"] is not None else None,
         cost_known=sums["cost_usd"] is not None,
+        model_costs=accounting.model_costs(recorder.calls),
         elapsed_ms=(time.perf_counter() - started) * 1000,
         finished_at=timezone.now(),
         **lease_release_fields(),

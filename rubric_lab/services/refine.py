@@ -6,6 +6,7 @@ original and each refined copy. Edits breaking the editor's rules are rejected a
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -32,8 +33,8 @@ from rubric_lab.models import (
     RefineStudy,
     WorkStatus,
 )
+from rubric_lab.services import budgets, exports, trace_judging
 from rubric_lab.services import evaluation_work as work
-from rubric_lab.services import exports, trace_judging
 
 MAX_CASES = 200
 EDIT_REPAIRS = 1
@@ -54,6 +55,7 @@ def refine_launch(
     max_cases: int = 20,
     use_cache: bool = True,
     concurrency: int = 8,
+    cost_limit_usd: Decimal | None = None,
     user=None,
 ) -> RefineStudy:
     try:
@@ -69,11 +71,15 @@ def refine_launch(
     )
     if not rubrics:
         raise RefineError(f"{generation_job.name!r} has produced no instance rubric yet.")
-    study = RefineStudy.objects.create(
+    study = RefineStudy(
         name=name.strip() or f"Refine with {generation_job.name}", generation_job=generation_job,
         evaluator_model=evaluator_model, editor_model=editor_model, judge_model=judge_model,
-        max_cases=max_cases, use_cache=use_cache, concurrency=concurrency, created_by=user,
+        max_cases=max_cases, use_cache=use_cache, concurrency=concurrency,
+        cost_limit_usd=cost_limit_usd, created_by=user,
     )  # fmt: skip
+    if refusal := budgets.launch_refusal(study):
+        raise RefineError(refusal)
+    study.save()
     Refinement.objects.bulk_create(
         Refinement(study=study, rubric=rubric, arm=arm) for rubric in rubrics for arm in RefineArm
     )

@@ -11,6 +11,7 @@ failure; a model edit or a judge answer that stays unusable fails the pair with 
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 
 import pandas as pd
 from django.db import transaction
@@ -31,8 +32,8 @@ from rubric_lab.models import (
     NearMissStatus,
     SensitivityStudy,
 )
+from rubric_lab.services import budgets, exports, trace_judging
 from rubric_lab.services import evaluation_work as work
-from rubric_lab.services import exports, trace_judging
 from rubric_lab.services.perturbations import near_miss_make
 
 MAX_CASES = 500
@@ -64,6 +65,7 @@ def study_launch(
     seed: int = 0,
     use_cache: bool = True,
     concurrency: int = DEFAULT_CONCURRENCY,
+    cost_limit_usd: Decimal | None = None,
     user=None,
 ) -> SensitivityStudy:
     """A running study with one pending near-miss pair per (reference, perturbation type)."""
@@ -79,13 +81,16 @@ def study_launch(
     )
     if not references:
         raise StudyError(_no_references(run, reference_model, generation_job))
-    study = SensitivityStudy.objects.create(
+    study = SensitivityStudy(
         name=name.strip() or f"{JudgeSetup(setup).label} on {run.name}",
         run=run, setup=setup, judge_model=judge_model, jury=jury, generation_job=generation_job,
         perturber_model=perturber_model, perturbations=kinds, reference_model=reference_model,
         max_cases=max_cases, seed=seed, use_cache=use_cache, concurrency=concurrency,
-        created_by=user,
+        cost_limit_usd=cost_limit_usd, created_by=user,
     )  # fmt: skip
+    if refusal := budgets.launch_refusal(study):
+        raise StudyError(refusal)
+    study.save()
     NearMiss.objects.bulk_create(
         NearMiss(study=study, conversation=conversation, kind=kind)
         for conversation in references

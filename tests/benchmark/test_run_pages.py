@@ -33,6 +33,7 @@ def launch_form(benchmark_set, config, **overrides) -> dict:
         "models": "offline/careful\noffline/careless",
         "agent_configs": [config.pk],
         "patient_model": "offline/patient",
+        "roster_model": "offline/patient",
         "repetitions": 1,
         "concurrency": 4,
         "max_turns": 15,

@@ -37,6 +37,7 @@ PAGES += [
     Page("benchmark:set_new", STAFF),
     Page("benchmark:set", STAFF, (("pk", "set", "pk"),)),
     Page("benchmark:set_retry", STAFF, (("pk", "set", "pk"),)),
+    Page("benchmark:set_resume", STAFF, (("pk", "set", "pk"),)),
     Page("benchmark:set_report", STAFF, (("pk", "set", "pk"),)),
     Page("benchmark:entry", STAFF, (("pk", "entry", "pk"),)),
     Page("benchmark:agents", STAFF),
@@ -46,6 +47,7 @@ PAGES += [
     Page("benchmark:run_export", STAFF, (("pk", "run", "pk"),)),
     Page("benchmark:run_control", ADMIN, (("pk", "run", "pk"), ("action", "run_action", "name"))),
     Page("benchmark:conversation", STAFF, (("public_id", "conversation", "public_id"),)),
+    Page("benchmark:prices", STAFF),
 ]
 
 
@@ -78,6 +80,7 @@ PAGES += [
     Page("jury:score_run", STAFF, (("run_id", "run", "pk"),)),
     Page("jury:job", STAFF, _JOB),
     Page("jury:job_retry", STAFF, _JOB),
+    Page("jury:job_resume", STAFF, _JOB),
     Page("jury:report", STAFF, _JOB),
     Page(
         "jury:report_export",
@@ -159,6 +162,11 @@ PAGES += [
     ),
     Page("rubric_lab:ablation_list", STAFF),
     Page("rubric_lab:ablation", STAFF, (("pk", "ablation_study", "pk"),)),
+    Page(
+        "rubric_lab:job_resume",
+        STAFF,
+        (("kind", "lab_resume", "kind"), ("pk", "sensitivity_study", "pk")),
+    ),
 ]
 
 
@@ -194,6 +202,7 @@ def rubric_lab_evaluation_objects(objects, job, rubric) -> dict:
         "ablation_study": AblationStudy.objects.create(
             name="Access", run=objects["run"], generator_model="offline/standard", **models
         ),
+        "lab_resume": SimpleNamespace(kind="sensitivity"),
     }
 
 

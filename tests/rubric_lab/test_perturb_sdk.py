@@ -16,7 +16,7 @@ EDITOR = "openai/gpt-4o-mini"
 
 
 @pytest.fixture
-def fake_openai(settings):
+def fake_openai(settings, db):  # the router reads the prices in force
     with running_fake_llm_server(default_text="I would rather not.") as server:
         settings.OPENAI_BASE_URL = server.openai_base_url
         settings.OPENAI_API_KEY = "sk-test-not-a-real-key"

@@ -135,6 +135,7 @@ def check_the_site_while_redis_is_down(client, run: Run, benchmark_set) -> Run:
         "models": "offline/careful",
         "agent_configs": [shipped_agent("baseline").pk],
         "patient_model": "offline/patient",
+        "roster_model": "offline/patient",
         "repetitions": 1,
         "concurrency": 2,
         "max_turns": 15,

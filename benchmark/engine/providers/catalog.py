@@ -1,8 +1,13 @@
-"""Per-model prices and shared rate limits, loaded and validated from benchmark/data/prices.yaml."""
+"""Per-model prices and shared rate limits, loaded and validated from benchmark/data/prices.yaml.
+
+The file is the default; prices set elsewhere (staff set them in the browser) are laid over it
+with `ModelCatalog.with_prices`, so the engine never needs to know where a price came from.
+"""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from fnmatch import fnmatchcase
@@ -71,6 +76,21 @@ class ModelCatalog:
     def limit_for(self, model: str) -> RateLimit:
         entry = self.entry_for(model)
         return entry.limit if entry else RateLimit()
+
+    def unpriced(self, models: Iterable[str]) -> list[str]:
+        """The models (each once, in the order given) this catalog has no price for."""
+        return [model for model in dict.fromkeys(models) if self.price_for(model) is None]
+
+    def with_prices(self, prices: Mapping[str, Price]) -> ModelCatalog:
+        """This catalog with an exact price for each model of `prices`, winning over the entry
+        or pattern that priced it before; the model keeps that entry's rate limit."""
+        if not prices:
+            return self
+        entries = dict(self.entries)
+        for model, price in prices.items():
+            before = self.entry_for(model)
+            entries[model] = ModelEntry(price, before.limit if before else RateLimit())
+        return ModelCatalog(entries)
 
 
 def load_catalog(path: Path = PRICES_PATH) -> ModelCatalog:

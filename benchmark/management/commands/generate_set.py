@@ -1,13 +1,14 @@
 """Generate a benchmark set from a distribution (CLI twin of the "Generate" page)."""
 
+from decimal import Decimal
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.engine.distribution import DistributionError
-from benchmark.models import BenchmarkSet, EntryStatus
-from benchmark.services import cases
-from benchmark.services.cli import progress_bar, wait_until
+from benchmark.models import BenchmarkSet, EntryStatus, JobStatus
+from benchmark.services import accounting, cases
+from benchmark.services.cli import cost_text, price_options, progress_bar, wait_until
 
 
 class Command(BaseCommand):
@@ -19,6 +20,20 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=2026, help="sampler seed")
         parser.add_argument("--model", default="offline/standard", help="enrichment model")
         parser.add_argument(
+            "--cost-limit",
+            type=Decimal,
+            default=None,
+            help="USD; no new entry is sent once the set spent this much (the model needs a "
+            "price: in prices.yaml, set on the Prices page, or with --price)",
+        )
+        parser.add_argument(
+            "--price",
+            action="append",
+            metavar="MODEL=INPUT,OUTPUT",
+            help="set a model's price in USD per million input and output tokens, stored and "
+            "audited like a price set on the Prices page; repeatable",
+        )
+        parser.add_argument(
             "--distribution", type=Path, help="YAML file (default: the shipped distribution)"
         )
         parser.add_argument(
@@ -27,32 +42,51 @@ class Command(BaseCommand):
         parser.add_argument("--no-wait", action="store_true", help="return once queued")
 
     def handle(self, *args, name, size, seed, model, distribution, inline, no_wait, **options):
-        benchmark_set = cases.benchmark_set_create(
-            name=name,
-            distribution=self._distribution(distribution),
-            size=size,
-            sampler_seed=seed,
-            generator_model=model,
-        )
-        pending = cases.pending_entry_ids(benchmark_set)
+        price_options(options["price"], command="generate_set")
+        try:
+            benchmark_set = cases.benchmark_set_create(
+                name=name,
+                distribution=self._distribution(distribution),
+                size=size,
+                sampler_seed=seed,
+                generator_model=model,
+                cost_limit_usd=options["cost_limit"],
+            )
+        except cases.BenchmarkSetError as error:
+            raise CommandError(str(error)) from None
         if inline:
-            with progress_bar(len(pending), "enriching") as bar:
-                for entry_id in pending:
-                    cases.entry_enrich(entry_id)
-                    bar.update(1)
+            self._enrich_here(benchmark_set)
         else:
             from benchmark.tasks import enrichment_start
 
             enrichment_start(benchmark_set)
             if not no_wait:
-                wait_until(lambda: _done(benchmark_set), total=size, label="enriching")
+                wait_until(
+                    lambda: _done(benchmark_set), total=size, label="enriching",
+                    stop=lambda: _stopped(benchmark_set),
+                )  # fmt: skip
+        benchmark_set.refresh_from_db()
         progress = benchmark_set.progress()
+        cost = cost_text(**accounting.cost_summary(benchmark_set.model_calls.all()))
+        stopped = f" {benchmark_set.stop_reason}" if benchmark_set.stop_reason else ""
         self.stdout.write(
             self.style.SUCCESS(
                 f"Set {benchmark_set.pk} {name!r}: {progress['done']} ready, "
-                f"{progress['failed']} failed, {progress['pending']} pending."
+                f"{progress['failed']} failed, {progress['pending']} pending; cost {cost}."
+                f"{stopped}"
             )
         )
+
+    def _enrich_here(self, benchmark_set: BenchmarkSet) -> None:
+        """Enrich in this process, one entry after another, checking the cost limit before
+        each as the workers' dispatch does."""
+        pending = cases.pending_entry_ids(benchmark_set)
+        with progress_bar(len(pending), "enriching") as bar:
+            for entry_id in pending:
+                if cases.benchmark_set_over_limit(benchmark_set):
+                    return
+                cases.entry_enrich(entry_id)
+                bar.update(1)
 
     def _distribution(self, path: Path | None):
         if path is None:
@@ -67,3 +101,9 @@ class Command(BaseCommand):
 
 def _done(benchmark_set: BenchmarkSet) -> int:
     return benchmark_set.entries.exclude(status=EntryStatus.PENDING).count()
+
+
+def _stopped(benchmark_set: BenchmarkSet) -> bool:
+    """Paused at its cost limit (or stopped otherwise): waiting would never end."""
+    benchmark_set.refresh_from_db(fields=["status"])
+    return benchmark_set.status != JobStatus.RUNNING

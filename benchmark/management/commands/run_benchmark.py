@@ -8,9 +8,9 @@ from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from benchmark.models import BenchmarkSet, JobStatus, Run
+from benchmark.services import accounting, runs
 from benchmark.services import agents as agent_services
-from benchmark.services import runs
-from benchmark.services.cli import progress_bar, run_counts, wait_until
+from benchmark.services.cli import cost_text, price_options, progress_bar, run_counts, wait_until
 from benchmark.services.inline import run_execute_inline
 from benchmark.services.queue import held_work_message, queue_send
 from benchmark.services.worker_heartbeats import stalled_message, worker_health
@@ -45,7 +45,20 @@ class Command(BaseCommand):
         parser.add_argument("--max-turns", type=int, default=15)
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--no-cache", action="store_true")
-        parser.add_argument("--cost-limit", type=Decimal, default=None, help="USD")
+        parser.add_argument(
+            "--cost-limit",
+            type=Decimal,
+            default=None,
+            help="USD; no new conversation starts once the run spent this much (every model "
+            "needs a price: in prices.yaml, set on the Prices page, or with --price)",
+        )
+        parser.add_argument(
+            "--price",
+            action="append",
+            metavar="MODEL=INPUT,OUTPUT",
+            help="set a model's price in USD per million input and output tokens, stored and "
+            "audited like a price set on the Prices page; repeatable",
+        )
         parser.add_argument(
             "--retry-failed",
             action="store_true",
@@ -66,6 +79,7 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         choices = self._agent_choices(opts["models"], opts["agents"] or ["baseline"])
         benchmark_set = self._benchmark_set(opts["set"])
+        price_options(opts["price"], command="run_benchmark")
         run = Run.objects.filter(name=opts["name"]).first()
         try:
             if run is None:
@@ -89,7 +103,7 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         self._execute(run, opts)
         progress = runs.run_progress(run)
-        cost = "unknown" if progress["cost"] is None else f"${progress['cost']:.4f}"
+        cost = cost_text(**accounting.cost_summary(run.model_calls.all()))
         summary = f"Run {run.pk}: {run_counts(progress)}; cost {cost}."
         unfinished = progress["running"] + progress["queued"] + progress["pending"]
         if not unfinished:

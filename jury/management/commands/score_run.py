@@ -5,11 +5,13 @@ The judge calls run in Celery workers, exactly as when scoring is launched from 
 """
 
 import time
+from decimal import Decimal
 
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from benchmark.models import Run
+from benchmark.models import JobStatus, Run
+from benchmark.services.cli import cost_text, price_options
 from jury.models import Jury, ScoringJob
 from jury.services import scoring
 from jury.tasks import scoring_start
@@ -33,6 +35,20 @@ class Command(BaseCommand):
             help="judge calls with the workers at once (default 64); the rest wait their turn",
         )
         parser.add_argument(
+            "--cost-limit",
+            type=Decimal,
+            default=None,
+            help="USD; no new judge call is sent once the job spent this much (every judge "
+            "needs a price: in prices.yaml, set on the Prices page, or with --price)",
+        )
+        parser.add_argument(
+            "--price",
+            action="append",
+            metavar="MODEL=INPUT,OUTPUT",
+            help="set a model's price in USD per million input and output tokens, stored and "
+            "audited like a price set on the Prices page; repeatable",
+        )
+        parser.add_argument(
             "--wait",
             action="store_true",
             help="show a progress bar until every judge call is answered",
@@ -44,10 +60,12 @@ class Command(BaseCommand):
         run = Run.objects.filter(pk=run_id).first()
         if run is None:
             raise CommandError(f"There is no run {run_id}.")
+        price_options(options["price"], command="score_run")
         try:
             job = scoring.scoring_launch(
-                run=run, jury=_jury(jury), use_cache=not no_cache, concurrency=concurrency
-            )
+                run=run, jury=_jury(jury), use_cache=not no_cache, concurrency=concurrency,
+                cost_limit_usd=options["cost_limit"],
+            )  # fmt: skip
         except scoring.ScoringError as error:
             raise CommandError(str(error)) from error
         queued = scoring_start(job)
@@ -65,16 +83,27 @@ class Command(BaseCommand):
                 bar.set_postfix(
                     valid=progress["valid"], invalid=progress["invalid"], error=progress["error"]
                 )
-                if not progress["pending"]:
+                if not progress["pending"] or _stopped(job):
                     break
                 time.sleep(POLL_SECONDS)
                 progress = scoring.scoring_progress(job)
-        cost = "unknown" if progress["cost"] is None else f"${progress['cost']:.4f}"
+        cost = cost_text(
+            cost=progress["cost"], calls=progress["calls"], cached=progress["cached_calls"]
+        )
+        job.refresh_from_db()
+        stopped = f" {job.stop_reason}" if job.stop_reason else ""
         self.stdout.write(
             f"{progress['valid']} valid, {progress['invalid']} invalid, {progress['error']} "
-            f"error; tokens {progress['input_tokens']} in / {progress['output_tokens']} out; "
-            f"cost {cost}; {progress['cached']} from the cache."
+            f"error, {progress['pending']} pending; tokens {progress['input_tokens']} in / "
+            f"{progress['output_tokens']} out; cost {cost}; {progress['cached']} scores from "
+            f"the cache.{stopped}"
         )
+
+
+def _stopped(job: ScoringJob) -> bool:
+    """Paused at its cost limit: the pending calls wait for a resume, not for the workers."""
+    job.refresh_from_db(fields=["status"])
+    return job.status == JobStatus.PAUSED
 
 
 def _jury(value: str) -> Jury:
