@@ -479,6 +479,7 @@ def run_progress(run: Run) -> dict:
     done = finished + failed + cancelled
     in_flight = sum(counts.get(status, 0) for status in IN_FLIGHT)
     tokens = run.model_calls.aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"))
+    spent = accounting.cost_summary(run.model_calls.all())
     return {
         "total": total,
         "finished": finished,
@@ -490,7 +491,9 @@ def run_progress(run: Run) -> dict:
         "percent": round(100 * done / total, 1) if total else 100.0,
         "input_tokens": tokens["i"] or 0,
         "output_tokens": tokens["o"] or 0,
-        "cost": accounting.total_cost(run.model_calls.all()),
+        "cost": spent["cost"],
+        "calls": spent["calls"],
+        "cached_calls": spent["cached"],
         "terminations": dict(
             run.conversations.exclude(termination_reason="")
             .values_list("termination_reason")

@@ -42,6 +42,18 @@ def test_the_run_page_says_cached_and_unknown_per_role_never_zero(researcher_cli
     assert "$0.0125" in rows["patient"]
 
 
+def test_the_run_progress_says_cached_when_the_cache_answered_every_call(researcher_client, run):
+    conversation = run.conversations.first()
+    record(conversation, "roster", "offline/patient", Decimal(0), cached=True)
+    record(conversation, "assistant", "offline/careful", Decimal(0), cached=True)
+
+    page = researcher_client.get(reverse("benchmark:run", args=[run.pk])).content.decode()
+
+    progress = page.split('id="run-progress"')[1].split("</section>")[0]
+    line = progress.split("Tokens")[1].split("</p>")[0]
+    assert ">cached<" in line and "$0.0000" not in line
+
+
 def test_a_conversation_answered_wholly_from_the_cache_costs_cached_not_zero(
     researcher_client, run
 ):
