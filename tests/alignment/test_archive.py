@@ -7,17 +7,27 @@ import json
 import os
 import uuid
 import zipfile
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.urls import reverse
+from django.utils import timezone
 
 from accounts.models import Role
 from alignment.engine import archive as fmt
 from alignment.services.archive import ArchiveError, study_tables
 from alignment.services.archive.tables import CHANGED_BY_IMPORT, RENEWED_WHEN_TAKEN
-from annotation.models import Assignment, AssignmentHistory, Study, StudyStatus
+from annotation.models import (
+    Assignment,
+    AssignmentHistory,
+    CalibrationGuide,
+    Study,
+    StudyItem,
+    StudyStatus,
+)
+from annotation.services.guides import published_guide
 from annotation.services.queue import StudyClosed, next_assignment
 from annotation.services.worklist import annotator_studies
 from benchmark.models import Conversation, TraceEvent
@@ -316,3 +326,67 @@ def test_work_saved_while_the_archive_is_written_is_left_out_whole(world_study, 
     )
     import_bytes(data)  # and the archive is whole
     assert b"not in the archive" in members(data)["tables/report.json"]
+
+
+# --- calibration guides ------------------------------------------------------------------------
+
+
+def guide(study, title: str, published_at, examples=()):
+    return CalibrationGuide.objects.create(
+        project=study.project, after_study=study, title=title, body_markdown=f"{title}: *why*.",
+        examples=list(examples), published_at=published_at,
+    )  # fmt: skip
+
+
+def guide_rows(study) -> list[tuple]:
+    return sorted(
+        (g.title, g.body_markdown, g.published_at, json.dumps(g.examples, sort_keys=True))
+        for g in CalibrationGuide.objects.filter(project=study.project)
+    )
+
+
+def test_the_guides_the_annotators_saw_go_with_the_study_and_come_back(world_study):
+    """The guide in force when the study opened (written after another round of the project)
+    and one published while it was open travel with it; an older guide, superseded before
+    the study opened, and an unpublished draft do not."""
+    opened = timezone.now() - timedelta(days=1)
+    Study.objects.filter(pk=world_study.pk).update(created_at=opened)
+    world_study.refresh_from_db()
+    round_one = Study.objects.create(project=world_study.project, name="Round 1",
+                                     kind="calibration", round_number=1, sample_size=1)  # fmt: skip
+    conversation = world_study.items.order_by("position").last().conversation
+    example = StudyItem.objects.create(study=round_one, conversation=conversation, position=0)
+    guide(round_one, "Superseded", opened - timedelta(days=9))
+    in_force = guide(round_one, "Read the record first", opened - timedelta(days=2),
+                     [{"item": example.pk, "note": "Missed the allergy."}])  # fmt: skip
+    guide(round_one, "Draft", None)
+    guide(round_one, "Mid-study update", opened + timedelta(hours=2))
+    data = archive_bytes(world_study)
+    expected = sorted(["Read the record first", "Mid-study update", "What a booking needs"])
+    seen = [g.title for g in CalibrationGuide.objects.filter(title__in=expected)]
+    original = [row for row in guide_rows(world_study) if row[0] in seen]
+    shown = published_guide(world_study.project).title
+
+    wipe_site()
+    imported = import_bytes(data).study
+    rows = guide_rows(imported)
+    assert [row[0] for row in rows] == sorted(expected)
+    kept = {row[0]: row for row in rows}
+    by_title = {row[0]: row for row in original}
+    for title in ("Mid-study update", "What a booking needs"):
+        assert kept[title][:3] == by_title[title][:3]  # text and publication time
+    restored = CalibrationGuide.objects.get(project=imported.project, title=in_force.title)
+    assert restored.published_at == in_force.published_at and restored.after_study is None
+    assert restored.examples == [{
+        "item": None, "note": "Missed the allergy.", "round": "Round 1",
+        "condition": example.conversation.entry.condition,
+        "request": example.conversation.entry.task_subcategory,
+    }]  # fmt: skip
+    own = CalibrationGuide.objects.get(project=imported.project, title="What a booking needs")
+    assert own.after_study == imported
+    assert own.examples[0]["item"] == imported.items.order_by("position").first().pk
+    assert published_guide(imported.project).title == shown
+    again = archive_bytes(imported)
+    assert members(again)["data/calibration_guides.jsonl"].decode().splitlines() == (
+        members(data)["data/calibration_guides.jsonl"].decode().splitlines()
+    )

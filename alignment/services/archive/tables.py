@@ -8,9 +8,13 @@ by id or username: a foreign key to a user holds their pseudonym (`A1` annotator
 resolved through `data/people.jsonl`. Many-to-many fields hold sorted lists of ids.
 
 Ids in JSON fields (a run's `config.benchmark_set`, a calibration guide's example items) are
-translated the same way. Because rows are written and re-created in the order of their
-original primary keys, an imported study sorts its conversations and annotators exactly as the
-original did, so the statistics (bootstrap resamples over sorted items) come out identical.
+translated the same way. A few references may name rows the archive does not hold (a guide the
+annotators saw was written after another round of the project): those are written as null, and
+such a guide's examples from that round keep the description annotators saw instead of the item.
+
+Because rows are written and re-created in the order of their original primary keys, an
+imported study sorts its conversations and annotators exactly as the original did, so the
+statistics (bootstrap resamples over sorted items) come out identical.
 """
 
 from __future__ import annotations
@@ -85,6 +89,8 @@ class Table:
     omit: tuple[str, ...] = ()
     # JSON fields holding ids of another table: (field, path inside the value, table).
     json_ids: tuple[tuple[str, str, str], ...] = ()
+    # Foreign keys that may name a row outside the archive: written as null then.
+    outside: tuple[str, ...] = ()
     fields: list = field(default_factory=list, compare=False)
 
     def __post_init__(self) -> None:
@@ -124,7 +130,10 @@ TABLES = (
     Table("assignments", Assignment),
     Table("assignment_history", AssignmentHistory),
     Table(
-        "calibration_guides", CalibrationGuide, json_ids=(("examples", "[].item", "study_items"),)
+        "calibration_guides",
+        CalibrationGuide,
+        outside=("after_study",),
+        json_ids=(("examples", "[].item", "study_items"),),
     ),
     Table("themes", Theme),
     Table("item_themes", ItemTheme),
