@@ -30,8 +30,8 @@ from annotation.models import (
 from annotation.services.guides import published_guide
 from annotation.services.queue import StudyClosed, next_assignment
 from annotation.services.worklist import annotator_studies
-from benchmark.models import Conversation, TraceEvent
-from jury.models import JudgeScore, RubricVersion
+from benchmark.models import BenchmarkSet, Conversation, Distribution, Run, TraceEvent
+from jury.models import JudgeScore, Jury, RubricVersion
 from tests.alignment.archive_support import (
     archive_bytes,
     build_world,
@@ -115,7 +115,7 @@ def test_a_site_holding_the_original_gets_a_second_identical_study(world_study, 
     assert Study.objects.count() == 2 and imported.pk != world_study.pk
     assert study_tables(imported) == before
     assert study_tables(world_study) == before
-    assert imported.project.name == "Archive project (2)"
+    assert imported.project.name == "Archive project (imported)"
     original = set(Conversation.objects.filter(study_items__study=world_study))
     assert original.isdisjoint(Conversation.objects.filter(study_items__study=imported))
     changed = changed_fields(archive, archive_bytes(imported))
@@ -137,7 +137,36 @@ def test_rubric_versions_with_the_same_content_are_reused(archive):
 def test_a_second_import_suffixes_names_again(archive):
     import_bytes(archive)
     third = import_bytes(archive).study
-    assert third.project.name == "Archive project (3)"
+    assert third.project.name == "Archive project (imported) (2)"
+
+
+def test_everything_found_by_name_says_it_is_imported(world_study, archive):
+    """The site looks projects, juries, runs, sets and distributions up by name (a new study
+    joins the project of its name, run_benchmark --name resumes the run of its name): an
+    imported copy never answers to the original's name, on an empty site or beside it."""
+    originals = named_things(world_study)
+    wipe_site()
+    imported = named_things(import_bytes(archive).study)
+    assert imported == {kind: {f"{name} (imported)" for name in names}
+                        for kind, names in originals.items()}  # fmt: skip
+    assert all(originals.values())
+    again = named_things(import_bytes(archive_bytes(Study.objects.get())).study)
+    assert again == {kind: {f"{name} (2)" for name in names} for kind, names in imported.items()}
+
+
+def named_things(study) -> dict[str, set[str]]:
+    conversations = Conversation.objects.filter(study_items__study=study)
+    runs = Run.objects.filter(conversations__in=conversations).distinct()
+    sets = BenchmarkSet.objects.filter(runs__in=runs).distinct()
+    return {
+        "project": {study.project.name},
+        "juries": set(Jury.objects.filter(jobs__studies=study).values_list("name", flat=True)),
+        "runs": set(runs.values_list("name", flat=True)),
+        "sets": set(sets.values_list("name", flat=True)),
+        "distributions": set(
+            Distribution.objects.filter(sets__in=sets).values_list("name", flat=True)
+        ),
+    }
 
 
 # --- people and blinding -----------------------------------------------------------------------

@@ -66,17 +66,23 @@ Keys = dict[str, dict[int, int]]  # table -> original pk -> archive id
 
 # What an export of an imported study writes differently from the archive it came from
 # (table -> fields); every other member is the same, byte for byte, apart from the manifest.
-# An import locks the study and leaves every account it creates inactive:
-# Staff accounts come back as researchers (never admins).
-CHANGED_BY_IMPORT = {"studies": ("status", "locked_at"), PEOPLE: ("active",)}
-# ...and where the site already held them, unique names get a suffix, public ids are new and
+# An import locks the study, leaves every account it creates inactive (staff accounts come
+# back as researchers, never admins) and names what it creates by name "... (imported)":
+CHANGED_BY_IMPORT = {
+    "studies": ("status", "locked_at"),
+    PEOPLE: ("active",),
+    "projects": ("name",),
+    "juries": ("name",),
+    "runs": ("name",),
+    "benchmark_sets": ("name",),
+    "distributions": ("name",),
+}
+# ...and where the site already held them, usernames get a suffix, public ids are new and
 # a shared theme becomes the imported project's own:
 RENEWED_WHEN_TAKEN = {
     "themes": ("project",),
     "conversations": ("public_id",),
     "assignments": ("public_id",),
-    "projects": ("name",),
-    "juries": ("name",),
     PEOPLE: ("username",),
 }
 
