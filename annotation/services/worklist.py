@@ -14,7 +14,7 @@ from annotation.services.queue import can_take, queue_progress
 
 ITEM_FIELDS = (
     "public_id", "status", "submitted_at", "seconds_on_task", "skip_reason", "invalidated_at",
-    "practice", "synthetic",
+    "practice", "synthetic", "imported",
     "item__conversation__entry__condition", "item__conversation__entry__task_subcategory",
 )  # fmt: skip
 
@@ -60,6 +60,7 @@ def my_items(study: Study, annotator) -> dict[str, list[dict]]:
             "invalidated": row["invalidated_at"] is not None,
             "practice": row["practice"],
             "synthetic": row["synthetic"],
+            "imported": row["imported"],
         }
         groups[_group_of(row["status"])].append(item)
     return groups

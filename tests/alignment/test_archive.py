@@ -15,7 +15,7 @@ from django.core.cache import cache
 from django.urls import reverse
 from django.utils import timezone
 
-from accounts.models import Role
+from accounts.models import AccountOrigin, Role
 from alignment.engine import archive as fmt
 from alignment.services.archive import ArchiveError, study_tables
 from alignment.services.archive.tables import CHANGED_BY_IMPORT, RENEWED_WHEN_TAKEN
@@ -184,6 +184,7 @@ def test_imported_people_are_inactive_and_cannot_log_in(client, archive):
     people = User.objects.filter(username__in=result.people)
     assert people.count() == len(result.people) > 0
     assert not any(p.is_active or p.has_usable_password() for p in people)
+    assert set(people.values_list("origin", flat=True)) == {AccountOrigin.STUDY_ARCHIVE}
     client.post(reverse("login"), {"username": result.people[0], "password": PASSWORD})
     assert "_auth_user_id" not in client.session
 
@@ -419,3 +420,14 @@ def test_the_guides_the_annotators_saw_go_with_the_study_and_come_back(world_stu
     assert members(again)["data/calibration_guides.jsonl"].decode().splitlines() == (
         members(data)["data/calibration_guides.jsonl"].decode().splitlines()
     )
+
+
+def test_an_archive_written_before_assignments_had_the_imported_mark_still_imports(archive):
+    contents = members(archive)
+    rows = [json.loads(line) for line in contents["data/assignments.jsonl"].splitlines()]
+    assert all(row.pop("imported") is False for row in rows)
+    contents["data/assignments.jsonl"] = b"".join(fmt.json_line(row) for row in rows)
+    wipe_site()
+    study = import_bytes(resigned(contents)).study
+    assert Assignment.objects.filter(item__study=study).count() == len(rows)
+    assert not Assignment.objects.filter(imported=True).exists()

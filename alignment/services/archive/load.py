@@ -38,10 +38,11 @@ from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from accounts.models import Role, Track
+from accounts.models import AccountOrigin, Role, Track
 from alignment.engine import archive as fmt
 from alignment.models import Theme
 from alignment.services.archive.tables import (
+    ADDED_FIELDS,
     PEOPLE,
     SANDBOX_FIELDS,
     SANDBOXES,
@@ -124,7 +125,7 @@ class _Loader:
         self.known[PEOPLE] = self._check_people()
         for table in TABLES:
             self.known[table.name] = set()
-            for line, row in fmt.read_rows(self.archive, table.member):
+            for line, row in _table_rows(self.archive, table):
                 try:
                     number = self._row_id(table, line, row, self.known[table.name])
                     self._clean(table, line, row, self._is_known)
@@ -288,6 +289,7 @@ class _Loader:
             user = User(
                 username=username, role=role, track=row.get("track", ""),
                 licensed=bool(row.get("licensed")), is_active=False,
+                origin=AccountOrigin.STUDY_ARCHIVE,
             )  # fmt: skip
             user.set_unusable_password()
             user.save()
@@ -302,7 +304,7 @@ class _Loader:
     def _save_table(self, table: Table) -> None:
         ids = self.new.setdefault(table.name, {})
         batch: list[tuple[int, object, dict]] = []
-        for line, row in fmt.read_rows(self.archive, table.member):
+        for line, row in _table_rows(self.archive, table):
             values = self._clean(table, line, row, self._resolve, checked=True)
             links = {name: values.pop(name) for name in table.m2m}
             obj = table.model(**values)
@@ -406,6 +408,16 @@ class _Loader:
             and Theme.objects.filter(project__isnull=True, name=theme.name).exists()
         ):
             theme.project_id = next(iter(self.new["projects"].values()))
+
+
+def _table_rows(archive: zipfile.ZipFile, table: Table):
+    """(line, row) of a table's member; a field added to the format after the archive was
+    written (tables.ADDED_FIELDS) takes its default when the row lacks it."""
+    added = [f for f in table.fields if f.name in ADDED_FIELDS.get(table.name, ())]
+    for line, row in fmt.read_rows(archive, table.member):
+        for model_field in added:
+            row.setdefault(model_field.name, model_field.get_default())
+        yield line, row
 
 
 def _mark_imported(row) -> None:
