@@ -106,13 +106,22 @@ def test_an_import_whose_worker_died_is_sent_again_by_the_watch_then_its_upload_
     researcher_client, world_study, folder, sent, django_capture_on_commit_callbacks
 ):
     job = uploaded(researcher_client, archive_bytes(world_study))
-    crashed(job)
+    jobs._claim(job.pk)  # a worker took it...
+    assert archive_job_watch(job.pk) is True and sent == []  # ...and still reports
+    crashed(job)  # ...then died
     assert job.pk in watched_job_ids()
     assert archive_job_watch(job.pk) is True and sent == [job.pk]
     job = run(job.pk, django_capture_on_commit_callbacks)  # the message the watch sent
     assert job.status == ArchiveJobStatus.FINISHED and job.attempts == 2
     assert files(folder) == []
     assert archive_job_watch(job.pk) is False  # nothing left to look after
+
+
+def test_a_job_no_worker_took_for_a_whole_lease_is_sent_again(world_study, folder, sent):
+    job = ArchiveJob.objects.create(kind="export", study=world_study, file_name="x.zip")
+    assert archive_job_watch(job.pk) is True and sent == []  # queued a moment ago: waiting
+    ArchiveJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    assert archive_job_watch(job.pk) is True and sent == [job.pk]  # its message was lost
 
 
 def test_an_import_that_ended_before_its_worker_deleted_the_upload_has_it_deleted_by_the_watch(
