@@ -9,9 +9,12 @@ AUDITED_FIELDS = ("role", "track", "licensed", "is_active")
 
 @admin.register(User)
 class PersonAdmin(UserAdmin):
-    list_display = ("username", "email", "role", "track", "licensed", "is_active")
-    list_filter = ("role", "track", "licensed", "is_active")
-    fieldsets = UserAdmin.fieldsets + (("Role", {"fields": ("role", "track", "licensed")}),)
+    list_display = ("username", "email", "role", "track", "licensed", "is_active", "origin")
+    list_filter = ("role", "track", "licensed", "is_active", "origin")
+    fieldsets = UserAdmin.fieldsets + (
+        ("Role", {"fields": ("role", "track", "licensed", "origin")}),
+    )
+    readonly_fields = ("origin",)  # set by the import that made the account
     add_fieldsets = UserAdmin.add_fieldsets + (("Role", {"fields": ("role", "track", "licensed")}),)
 
     def save_model(self, request, obj, form, change) -> None:

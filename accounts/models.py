@@ -14,11 +14,23 @@ class Track(models.TextChoices):
     OPERATIONAL = "operational", "Operational"
 
 
+class AccountOrigin(models.TextChoices):
+    SITE = "site", "Made on this site"
+    STUDY_ARCHIVE = "study_archive", "Imported with a study archive"
+    ANNOTATION_FILE = "annotation_file", "Imported with an annotation file"
+
+
 class User(AbstractUser):
     role = models.CharField(max_length=20, choices=Role.choices, default=Role.RESEARCHER)
     # Annotators only: which rubrics they score, and whether they hold a clinical licence.
     track = models.CharField(max_length=20, choices=Track.choices, blank=True)
     licensed = models.BooleanField(default=False)
+    # Accounts an import creates are records of who did imported work (inactive, no password),
+    # not people of this site: the People page lists them apart, and an annotation import
+    # may attribute work to them without the confirmation a real person's account needs.
+    origin = models.CharField(
+        max_length=20, choices=AccountOrigin.choices, default=AccountOrigin.SITE
+    )
 
     def clean(self) -> None:
         super().clean()
@@ -37,6 +49,10 @@ class User(AbstractUser):
             self.role = Role.ADMIN
         self.is_staff = self.is_superuser = self.role == Role.ADMIN
         super().save(*args, **kwargs)
+
+    @property
+    def is_imported(self) -> bool:
+        return self.origin != AccountOrigin.SITE
 
     @property
     def effective_role(self) -> str:

@@ -2,7 +2,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from accounts.access import ADMIN_ONLY, EVERYONE, role_required
-from accounts.models import Role, User
+from accounts.models import AccountOrigin, Role, User
 
 
 @role_required(*EVERYONE)
@@ -23,5 +23,14 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @role_required(*ADMIN_ONLY)
 def people(request: HttpRequest) -> HttpResponse:
+    """The site's people; the accounts imports created (records of who did imported work,
+    possibly hundreds of pseudonyms) folded apart with their count."""
     users = User.objects.order_by("role", "username")
-    return render(request, "accounts/people.html", {"people": users})
+    return render(
+        request,
+        "accounts/people.html",
+        {
+            "people": users.filter(origin=AccountOrigin.SITE),
+            "imported": users.exclude(origin=AccountOrigin.SITE).order_by("origin", "username"),
+        },
+    )

@@ -9,9 +9,12 @@ it points at keep their own history. Themes themselves are never deleted while t
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from annotation.models import Project, Study, StudyItem
 
@@ -79,8 +82,10 @@ class ArchiveJob(models.Model):
     """Writing or reading one study archive in the workers (alignment.services.archive): a
     paper-scale study takes far longer than a web request may. The page polls `done / total`.
 
-    Export: `study` is the study written, `file_path` the archive once finished. Import:
-    `file_path` is the uploaded archive and `study` the study it became."""
+    Export: `study` is the study written, `file_path` the archive once finished, offered for
+    download for ARCHIVE_DOWNLOAD_HOURS. Import: `file_path` is the uploaded archive and `study`
+    the study it became. Either way the job's files are deleted once it no longer needs them
+    (alignment.services.archive.jobs), and `file_removed_at` says when."""
 
     kind = models.CharField(max_length=10, choices=ArchiveJobKind.choices)
     study = models.ForeignKey(
@@ -99,18 +104,36 @@ class ArchiveJob(models.Model):
     # task does nothing while it holds, and takes the job over once a dead worker's claim ran
     # out (the queue sends the message again after a worker is lost).
     claimed_until = models.DateTimeField(null=True, blank=True)
+    # Claims so far: a job whose worker stopped this many times (an archive that kills the
+    # worker, e.g. out of memory) ends failed instead of being sent again forever. The number
+    # also tells a worker whether the job is still its own when it writes the outcome.
+    attempts = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    file_removed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.file_name}"
+
+    @property
+    def download_until(self):
+        """When a finished export stops being offered (and its file is deleted); else None."""
+        if self.kind != ArchiveJobKind.EXPORT or self.status != ArchiveJobStatus.FINISHED:
+            return None
+        finished = self.finished_at or self.created_at
+        return finished + timedelta(hours=settings.ARCHIVE_DOWNLOAD_HOURS)
+
+    @property
+    def downloadable(self) -> bool:
+        until = self.download_until
+        return until is not None and self.file_removed_at is None and timezone.now() < until
 
     @property
     def live(self) -> bool:

@@ -114,6 +114,23 @@ class ImportForm(forms.Form):
         help_text="CSV or JSONL, one row per annotator x conversation x rubric (the export "
         "format). Required columns: conversation, annotator, track, rubric_id, score.",
     )
+    # The accounts of real people the last check found the file's rows under, as shown; the
+    # box confirms exactly those, so a different file cannot ride on the confirmation.
+    accounts = forms.CharField(required=False, widget=forms.HiddenInput)
+    confirm = forms.BooleanField(
+        required=False, label="These rows are the work of the existing accounts listed above"
+    )
+
+    def confirmed_accounts(self) -> set[str]:
+        if not self.cleaned_data.get("confirm"):
+            return set()
+        return {name for name in self.cleaned_data["accounts"].split(",") if name}
+
+    def ask_confirmation(self, usernames: list[str]) -> None:
+        """Show the confirmation box for these accounts (unticked) when the page comes back."""
+        self.data = self.data.copy()
+        self.data["accounts"] = ",".join(usernames)
+        self.data["confirm"] = ""
 
 
 class GuideForm(forms.Form):

@@ -152,6 +152,9 @@ class Assignment(models.Model):
     slot = models.PositiveSmallIntegerField(null=True, blank=True)
     practice = models.BooleanField(default=False)  # unlicensed, calibration only: kept apart
     synthetic = models.BooleanField(default=False)  # scripted simulated clinician (demo)
+    # Scored elsewhere (on paper, in a spreadsheet) and imported from a file
+    # (annotation.services.exchange), not served by the queue: marked on every page and export.
+    imported = models.BooleanField(default=False)
     status = models.CharField(
         max_length=20, choices=AssignmentStatus.choices, default=AssignmentStatus.RESERVED
     )

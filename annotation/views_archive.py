@@ -43,7 +43,7 @@ def archive_download(request: HttpRequest, pk: int) -> FileResponse:
         ArchiveJob, pk=pk, kind=ArchiveJobKind.EXPORT, status=ArchiveJobStatus.FINISHED
     )
     path = Path(job.file_path)
-    if not path.is_file():
+    if not job.downloadable or not path.is_file():
         raise Http404("The archive file is no longer on this server; export the study again.")
     return FileResponse(path.open("rb"), as_attachment=True, filename=job.file_name)
 

@@ -193,14 +193,17 @@ def study_import(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study.objects.select_related("project"), pk=pk)
     form = ImportForm(request.POST or None, request.FILES or None)
     problems: list[str] = []
+    unconfirmed: list[exchange.NamedAccount] = []
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
         try:
             result = exchange.annotations_import(
-                study, data=upload.read(), filename=upload.name, actor=request.user
-            )
+                study, data=upload.read(), filename=upload.name, actor=request.user,
+                confirmed_accounts=form.confirmed_accounts(),
+            )  # fmt: skip
         except exchange.ImportRejected as error:
-            problems = error.problems
+            problems, unconfirmed = error.problems, error.unconfirmed
+            form.ask_confirmation([account.username for account in unconfirmed])
         else:
             messages.success(
                 request, f"Imported {result.assignments} annotations ({result.rows} rows)."
@@ -211,11 +214,17 @@ def study_import(request: HttpRequest, pk: int) -> HttpResponse:
                     "Created as inactive annotators (no password): "
                     + ", ".join(result.created_users),
                 )
+            if result.existing_accounts:
+                messages.info(
+                    request,
+                    "Saved as the work of existing accounts, as you confirmed: "
+                    + ", ".join(result.existing_accounts),
+                )
             return redirect("annotation:staff_study", pk)
     return render(
         request,
         "annotation/staff/import.html",
-        {"study": study, "form": form, "problems": problems},
+        {"study": study, "form": form, "problems": problems, "unconfirmed": unconfirmed},
     )
 
 

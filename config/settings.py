@@ -135,6 +135,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_LIMIT_MB * 1_000_000
 # limit for the upload, and for what the zip may unpack to (checked before extracting).
 ARCHIVE_UPLOAD_LIMIT_MB = env.env_int(ENV, "ARCHIVE_UPLOAD_LIMIT_MB", 500)
 ARCHIVE_UNPACKED_LIMIT_MB = env.env_int(ENV, "ARCHIVE_UNPACKED_LIMIT_MB", 5000)
+# A finished export is offered for download this long, then deleted from DATA_DIR/archives
+# (it holds every score and, when asked, usernames: no copy stays on the server for nothing).
+ARCHIVE_DOWNLOAD_HOURS = env.env_int(ENV, "ARCHIVE_DOWNLOAD_HOURS", 24)
 CONTENT_SECURITY_POLICY = security.CONTENT_SECURITY_POLICY
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

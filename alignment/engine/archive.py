@@ -283,6 +283,16 @@ def unique_name(name: str, taken, *, separator: str = " ", limit: int = 200) -> 
         number += 1
 
 
+IMPORTED = " (imported)"
+
+
+def imported_name(name: str, taken, *, limit: int = 200) -> str:
+    """What an imported project, jury, run, set or distribution is called: `name (imported)`
+    (kept as it is when it says so already), `name (imported) (2)` when that is taken too."""
+    marked = name if name.endswith(IMPORTED) else name[: limit - len(IMPORTED)] + IMPORTED
+    return unique_name(marked, taken, limit=limit)
+
+
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 

@@ -123,6 +123,7 @@ def _clinicians(clinicians, assignments, events, item: int, rubric: str) -> list
                 "active": assignment.annotator.is_active,
                 "score": r.score,
                 "synthetic": r.synthetic,
+                "imported": assignment.imported,
                 "feedback": assignment.feedback.get(rubric, ""),
                 "overall": assignment.overall_comment,
                 "events": [events[(item, e)] for e in linked if (item, e) in events],

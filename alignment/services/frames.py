@@ -16,7 +16,7 @@ its sample was drawn from); pass `job=` for another configuration (the re-scorin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -61,6 +61,7 @@ class Rater:
     track: str
     active: bool
     synthetic: bool
+    imported: bool = False  # some of their counted work was imported from a file
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ def _clinicians(study: Study, items, *, include_synthetic: bool, track: str | No
         item__study=study, item__conversation_id__in=list(items), status=AssignmentStatus.SUBMITTED
     ).values_list(
         "item__conversation_id", "annotator_id", "annotator__username", "annotator__is_active",
-        "track", "public_id", "synthetic", "practice", "invalidated_at", "scores",
+        "track", "public_id", "synthetic", "practice", "invalidated_at", "scores", "imported",
     )  # fmt: skip
     for (
         item,
@@ -164,6 +165,7 @@ def _clinicians(study: Study, items, *, include_synthetic: bool, track: str | No
         practice,
         invalid,
         scores,
+        imported,
     ) in assignments:
         if track and own_track != track:
             continue
@@ -172,7 +174,9 @@ def _clinicians(study: Study, items, *, include_synthetic: bool, track: str | No
             excluded[reason] += len(scores)
             excluded_annotations[reason] += 1
             continue
-        raters.setdefault(rater, Rater(rater, name, own_track, active, synthetic))
+        known = raters.setdefault(rater, Rater(rater, name, own_track, active, synthetic))
+        if imported and not known.imported:
+            raters[rater] = replace(known, imported=True)
         rows += [
             (item, rubric, rater, int(score), own_track, str(public_id), synthetic, practice)
             for rubric, score in scores.items()

@@ -192,6 +192,7 @@ def annotator_rows(frames: StudyFrames) -> pd.DataFrame:
     rows["track"] = [names[r].track for r in rows.index]
     rows["active"] = [names[r].active for r in rows.index]
     rows["synthetic"] = [names[r].synthetic for r in rows.index]
+    rows["imported"] = [names[r].imported for r in rows.index]
     return rows.reset_index().sort_values("username")
 
 

@@ -1,10 +1,12 @@
 """The annotation exchange format: one row per assignment x rubric, as CSV or JSONL.
 
 Writing: `to_csv` / `to_jsonl` from row dicts in `COLUMNS` order. Reading: `read_upload` turns
-the bytes of an uploaded file into typed `ImportRow`s, naming every problem with its line
-(CSV lines are counted as a spreadsheet counts rows: the header is line 1). It checks only what
-the file itself can show; whether a conversation, rubric or person fits the study is the
-service's business. Pure: no Django.
+the bytes of an uploaded file into typed `ImportRow`s and the problems of each line (CSV lines
+are counted as a spreadsheet counts rows: the header is line 1). A row with a problem is still
+returned, with the cells that could not be read named in `unreadable`, so the service can check
+the rest of it against the study in the same pass: every problem of the file is listed at
+once. It checks only what the file itself can show; whether a conversation, rubric or person
+fits the study is the service's business. Pure: no Django.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from benchmark.engine.text_files import NotText, decode_text
 
 COLUMNS = (
     "study", "project", "kind", "round", "conversation", "assignment", "annotator", "track",
-    "licensed", "practice", "synthetic", "rubric_id", "rubric_version", "score", "feedback",
+    "licensed", "practice", "synthetic", "imported", "rubric_id", "rubric_version", "score",
+    "feedback",
     "event_ids", "overall_comment", "submitted_at", "seconds_on_task", "invalidated",
     "invalidated_reason",
 )  # fmt: skip
@@ -47,6 +50,14 @@ class ImportRow:
     synthetic: bool = False
     invalidated: bool = False
     invalidated_reason: str = ""
+    # Cells that could not be read (their problem is named): their value here is a placeholder.
+    unreadable: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Upload:
+    rows: list[ImportRow]
+    problems: list[tuple[int, str]]  # (line, problem), in line order
 
 
 # --- writing -----------------------------------------------------------------------------------
@@ -93,24 +104,22 @@ class UploadError(Exception):
         self.problems = problems
 
 
-def read_upload(data: bytes, filename: str) -> list[ImportRow]:
-    """Every row of the file, typed; raises UploadError naming every problem found."""
+def read_upload(data: bytes, filename: str) -> Upload:
+    """Every row of the file, typed, with the problems of each line; raises UploadError only
+    when the file as a whole cannot be read (not text, a missing column, no rows)."""
     text = _as_text(data)
     raw_rows = _jsonl_rows(text) if _is_jsonl(text, filename) else _csv_rows(text)
     rows, problems = [], []
     for line, raw in raw_rows:
         if isinstance(raw, str):
-            problems.append(f"line {line}: {raw}")
+            problems.append((line, raw))
             continue
         row, errors = read_row(line, raw)
-        problems += [f"line {line}: {error}" for error in errors]
-        if row is not None:
-            rows.append(row)
+        problems += [(line, error) for error in errors]
+        rows.append(row)
     if not problems and not rows:
-        problems.append("the file holds no annotation rows")
-    if problems:
-        raise UploadError(problems)
-    return rows
+        raise UploadError(["the file holds no annotation rows"])
+    return Upload(rows, problems)
 
 
 def _as_text(data: bytes) -> str:
@@ -165,39 +174,47 @@ def _jsonl_rows(text: str) -> list[tuple[int, dict | str]]:
         if not isinstance(value, dict):
             rows.append((line, "each line must be one JSON object"))
         else:
-            missing = [name for name in REQUIRED if name not in value]
-            rows.append((line, f"missing {', '.join(missing)}") if missing else (line, value))
+            rows.append((line, value))
     return rows
 
 
-def read_row(line: int, raw: Mapping) -> tuple[ImportRow | None, list[str]]:
-    """Type one row's cells (strings from CSV, JSON values from JSONL); errors in words."""
-    errors: list[str] = []
+def read_row(line: int, raw: Mapping) -> tuple[ImportRow, list[str]]:
+    """Type one row's cells (strings from CSV, JSON values from JSONL); errors in words, and
+    the row with every cell that could be read (the others named in `unreadable`)."""
+    problems: list[tuple[str, str]] = []  # (cell, problem)
+
+    def cell(name: str, read):
+        found: list[str] = []
+        value = read(raw.get(name), found)
+        problems.extend((name, text) for text in found)
+        return value
+
+    problems += [(name, f"missing {name}") for name in REQUIRED if name not in raw]
     fields = {name: _text(raw.get(name)) for name in REQUIRED if name != "score"}
-    for name, value in fields.items():
-        if not value:
-            errors.append(f"{name} is empty")
+    problems += [
+        (name, f"{name} is empty") for name, value in fields.items() if name in raw and not value
+    ]
     values = {
-        "score": _score(raw.get("score"), errors),
-        "rubric_version": _integer(raw.get("rubric_version"), "rubric_version", errors),
-        "seconds_on_task": _integer(raw.get("seconds_on_task"), "seconds_on_task", errors) or 0,
-        "event_ids": _event_ids(raw.get("event_ids"), errors),
-        "submitted_at": _moment(raw.get("submitted_at"), errors),
-        "licensed": _flag(raw.get("licensed"), "licensed", errors, unset=None),
-        "synthetic": _flag(raw.get("synthetic"), "synthetic", errors, unset=False),
-        "invalidated": _flag(raw.get("invalidated"), "invalidated", errors, unset=False),
+        "score": cell("score", _score) if "score" in raw else 0,
+        "rubric_version": cell("rubric_version", lambda v, e: _integer(v, "rubric_version", e)),
+        "seconds_on_task": cell(
+            "seconds_on_task", lambda v, e: _integer(v, "seconds_on_task", e) or 0
+        ),
+        "event_ids": cell("event_ids", _event_ids),
+        "submitted_at": cell("submitted_at", _moment),
+        "licensed": cell("licensed", lambda v, e: _flag(v, "licensed", e, unset=None)),
+        "synthetic": cell("synthetic", lambda v, e: _flag(v, "synthetic", e, unset=False)),
+        "invalidated": cell("invalidated", lambda v, e: _flag(v, "invalidated", e, unset=False)),
     }
     texts = {
         name: _text(raw.get(name)) for name in ("feedback", "overall_comment", "invalidated_reason")
     }
-    errors += [
-        f"{name} is longer than {TEXT_LIMIT} characters"
-        for name, value in texts.items()
-        if len(value) > TEXT_LIMIT
-    ]
-    if errors:
-        return None, errors
-    return ImportRow(line=line, **fields, **values, **texts), []
+    for name, value in texts.items():
+        if len(value) > TEXT_LIMIT:
+            problems.append((name, f"{name} is longer than {TEXT_LIMIT} characters"))
+    unreadable = frozenset(name for name, _ in problems)
+    row = ImportRow(line=line, **fields, **values, **texts, unreadable=unreadable)
+    return row, [text for _, text in problems]
 
 
 def _text(value) -> str:

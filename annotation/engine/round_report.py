@@ -34,6 +34,7 @@ class Score:
     score: int
     practice: bool = False
     synthetic: bool = False
+    imported: bool = False  # scored elsewhere, imported from a file
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Disagreement:
     rubric: str
     score: int
     jury: float
+    imported: bool = False
 
     @property
     def difference(self) -> float:
@@ -72,6 +74,7 @@ class AnnotatorRow:
     annotator: str
     practice: bool
     synthetic: bool
+    imported: bool  # any of the scores was imported from a file
     items: int
     scores: int
     vs_jury: float | None
@@ -104,7 +107,9 @@ def round_report(scores: Sequence[Score], jury: Mapping[tuple[int, str], float])
     ]
     disagreements = sorted(
         (
-            Disagreement(s.annotator, s.assignment, s.item, s.rubric, s.score, jury[key])
+            Disagreement(
+                s.annotator, s.assignment, s.item, s.rubric, s.score, jury[key], s.imported
+            )
             for s in scores
             if (key := (s.item, s.rubric)) in jury
             and abs(s.score - jury[key]) >= MAJOR_DISAGREEMENT
@@ -134,6 +139,7 @@ def _row(name: str, practice: bool, own: list[Score], jury, counted) -> Annotato
         annotator=name,
         practice=practice,
         synthetic=any(s.synthetic for s in own),
+        imported=any(s.imported for s in own),
         items=len({s.item for s in own}),
         scores=len(own),
         vs_jury=fmean(d for _, d in jury_diffs) if jury_diffs else None,

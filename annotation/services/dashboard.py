@@ -61,6 +61,7 @@ class Tally:
     invalidated: int = 0
     practice: int = 0
     synthetic: int = 0
+    imported: int = 0  # scored elsewhere, imported from a file
     seconds: list[int] = field(default_factory=list)
 
     def add(self, row: dict) -> None:
@@ -76,6 +77,7 @@ class Tally:
             self.skipped += 1
         self.practice += row["practice"]
         self.synthetic += row["synthetic"]
+        self.imported += row["imported"]
 
     @property
     def median_seconds(self) -> float | None:
@@ -91,7 +93,8 @@ def study_progress(study: Study) -> dict:
     rows = list(
         Assignment.objects.filter(item__study=study).values(
             "annotator_id", "annotator__username", "annotator__licensed", "track", "status",
-            "slot", "practice", "synthetic", "seconds_on_task", "invalidated_at", "item_id",
+            "slot", "practice", "synthetic", "imported", "seconds_on_task", "invalidated_at",
+            "item_id",
         )
     )  # fmt: skip
     people: dict[int, dict] = {}

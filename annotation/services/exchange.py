@@ -5,18 +5,24 @@ with the rubric version, the trace events the feedback points at, and the practi
 and invalidated marks; `pseudonymise` replaces usernames with A01, A02, ...
 
 Import (a study scored on paper or in a spreadsheet): rows name items by the conversation's
-public id and people by username. The whole file is checked first and every problem is named
-with its line; only a clean file is saved, in one transaction. Unknown people are created as
-inactive annotators with an unusable password (the track from the row; licensed from the row,
-else licensed). Each imported assignment is submitted, takes a seat in the item's overlap like
-one served by the queue, and gets an IMPORT history entry. Practice is derived as the queue
-derives it: an unlicensed annotator's work in a calibration round is practice.
+public id and people by username. The whole file is checked in one pass, row by row, and every
+problem is named with its line (a score of 7 does not hide that the same row, or another, names
+a conversation outside the study); only a clean file is saved, in one transaction. Unknown
+people are created as inactive annotators with an unusable password, marked as imported (the
+track from the row; licensed from the row, else licensed). A row naming an existing account of
+a real person (one this site made, not an import) is saved as that person's work only when
+the researcher confirmed exactly those accounts: nobody's name goes on work they may not have
+done without someone saying so. Each imported assignment is submitted, marked imported, takes
+a seat in the item's overlap like one served by the queue, and gets an IMPORT history entry;
+the import is in the audit trail. Practice is derived as the queue derives it: an unlicensed
+annotator's work in a calibration round is practice.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC
 
@@ -26,7 +32,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from accounts.models import Role, Track
+from accounts.models import AccountOrigin, Role, Track
 from annotation.engine import exchange
 from annotation.engine.exchange import ImportRow, UploadError
 from annotation.models import (
@@ -39,6 +45,7 @@ from annotation.models import (
 from annotation.services.history import annotation_snapshot, history_add
 from annotation.services.queue import _queue_key
 from annotation.services.studies import panel_versions
+from audit.services import audit_record
 from benchmark.models import TraceEvent
 
 FORMATS = {"csv": "text/csv", "jsonl": "application/x-ndjson"}
@@ -80,6 +87,7 @@ def _row(assignment: Assignment, version, annotator: str) -> dict:
         "licensed": assignment.annotator.licensed,
         "practice": assignment.practice,
         "synthetic": assignment.synthetic,
+        "imported": assignment.imported,
         "rubric_id": rubric,
         "rubric_version": version.version,
         "score": assignment.scores[rubric],
@@ -101,10 +109,24 @@ def export_text(study: Study, fmt: str, *, pseudonymise: bool = False) -> str:
 # --- import ------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class NamedAccount:
+    """An existing account of a real person that rows of the file would be saved under."""
+
+    username: str
+    full_name: str
+    lines: str
+
+
 class ImportRejected(Exception):
-    def __init__(self, problems: list[str]):
-        super().__init__(f"{len(problems)} problem(s)")
+    """Nothing was saved: the file's problems, and the existing accounts its rows name that
+    were not confirmed (both listed in full)."""
+
+    def __init__(self, problems: list[str], unconfirmed: list[NamedAccount] | None = None):
+        unconfirmed = unconfirmed or []
+        super().__init__(f"{len(problems)} problem(s), {len(unconfirmed)} account(s) to confirm")
         self.problems = problems
+        self.unconfirmed = unconfirmed
 
 
 @dataclass(frozen=True)
@@ -112,6 +134,7 @@ class ImportResult:
     assignments: int
     rows: int
     created_users: list[str]
+    existing_accounts: list[str]  # real people's accounts the work was saved under (confirmed)
 
 
 @dataclass
@@ -124,39 +147,54 @@ class _Group:
 
     @property
     def lines(self) -> str:
-        numbers = [r.line for r in self.rows]
-        return f"line {numbers[0]}" if len(numbers) == 1 else f"lines {_ranges(numbers)}"
+        return _lines([r.line for r in self.rows])
 
 
-def annotations_import(study: Study, *, data: bytes, filename: str, actor) -> ImportResult:
-    """Check the whole file, then save it all or nothing; ImportRejected lists every problem."""
+def annotations_import(
+    study: Study, *, data: bytes, filename: str, actor, confirmed_accounts: Collection[str] = ()
+) -> ImportResult:
+    """Check the whole file, then save it all or nothing; ImportRejected lists every problem,
+    and every existing account of a real person the rows name that is not in
+    `confirmed_accounts` (the usernames the researcher confirmed the work is by)."""
     if study.is_locked:
         raise ImportRejected(["the study is locked: it takes no more annotations"])
     try:
-        rows = exchange.read_upload(data, filename)
+        upload = exchange.read_upload(data, filename)
     except UploadError as error:
         raise ImportRejected(error.problems) from None
     checker = _Checker(study)
-    groups = checker.groups(rows)
-    if checker.problems:
-        raise ImportRejected(checker.problems)
+    groups = checker.groups(upload.rows)
+    read = [(line, f"line {line}: {text}") for line, text in upload.problems]
+    problems = [text for _, text in sorted(read + checker.problems, key=lambda p: p[0])]
+    unconfirmed = [a for a in checker.real_accounts(groups) if a.username not in confirmed_accounts]
+    if problems or unconfirmed:
+        raise ImportRejected(problems, unconfirmed)
     try:
         with transaction.atomic():
             created = _save(study, groups, checker, actor=actor, filename=filename)
+            existing = [a.username for a in checker.real_accounts(groups)]
+            result = ImportResult(len(groups), len(upload.rows), created, existing)
+            audit_record(actor=actor, action="annotations.imported", target=study, after={
+                "file": filename[:200], "annotations": result.assignments, "rows": result.rows,
+                "created_accounts": result.created_users,
+                "existing_accounts": result.existing_accounts,
+            })  # fmt: skip
     except IntegrityError:
         raise ImportRejected(
             ["an annotator took a seat on one of these items while the file was saved; "
              "nothing was saved, import the file again"]
         ) from None  # fmt: skip
-    return ImportResult(len(groups), len(rows), created)
+    return result
 
 
 class _Checker:
-    """Checks rows against the study; collects problems instead of stopping at the first."""
+    """Checks every row against the study in one pass; collects every problem (with the
+    line it sorts by) instead of stopping at the first. A cell the file could not be read from
+    (its problem is named already) is not checked again."""
 
     def __init__(self, study: Study):
         self.study = study
-        self.problems: list[str] = []
+        self.problems: list[tuple[int, str]] = []
         self.items = {
             str(i.conversation.public_id): i
             for i in study.items.select_related("conversation", "study")
@@ -166,8 +204,8 @@ class _Checker:
         self.users: dict = {}
         self.new_users: dict[str, ImportRow] = {}
 
-    def problem(self, where: str, text: str) -> None:
-        self.problems.append(f"{where}: {text}")
+    def problem(self, line: int, text: str, *, where: str = "") -> None:
+        self.problems.append((line, f"{where or f'line {line}'}: {text}"))
 
     def groups(self, rows: list[ImportRow]) -> list[_Group]:
         self._load_users({r.annotator for r in rows})
@@ -178,83 +216,113 @@ class _Checker:
                 continue
             key = (_uuid(row.conversation), row.annotator)
             if (*key, row.rubric_id) in seen:
-                self.problem(f"line {row.line}", f"a second {row.rubric_id} score by "
-                             f"{row.annotator} for conversation {row.conversation}")  # fmt: skip
+                self.problem(row.line, f"a second {row.rubric_id} score by {row.annotator} "
+                             f"for conversation {row.conversation}")  # fmt: skip
                 continue
             seen.add((*key, row.rubric_id))
             groups.setdefault(key, _Group(self.items[key[0]], row.annotator, []))
             groups[key].rows.append(row)
-        checked = [g for g in groups.values() if self._group_ok(g)]
-        self._check_events(checked)
-        self._check_seats(checked)
-        return checked
+        for group in groups.values():
+            self._check_group(group)
+        self._check_events(list(groups.values()))
+        self._check_seats(list(groups.values()))
+        return list(groups.values())
+
+    def real_accounts(self, groups: list[_Group]) -> list[NamedAccount]:
+        """Existing accounts of real people (made on this site) the groups would be saved
+        under, with the lines naming them."""
+        lines: dict[str, list[int]] = defaultdict(list)
+        for group in groups:
+            user = self.users.get(group.username)
+            if user is not None and not user.is_imported:
+                lines[group.username] += [r.line for r in group.rows]
+        return [
+            NamedAccount(name, self.users[name].get_full_name(), _lines(numbers))
+            for name, numbers in sorted(lines.items())
+        ]
 
     def _load_users(self, usernames: set[str]) -> None:
         User = get_user_model()
         self.users = {u.username: u for u in User.objects.filter(username__in=usernames)}
 
     def _row_ok(self, row: ImportRow) -> bool:
-        where, before = f"line {row.line}", len(self.problems)
-        if _uuid(row.conversation) not in self.items:
-            self.problem(where, f"conversation {row.conversation} is not an item of this study")
-        if row.track not in Track.values:
-            self.problem(where, f"track {row.track!r} is not one of {', '.join(Track.values)}")
-        elif row.rubric_id not in self.rubrics:
-            self.problem(where, f"rubric {row.rubric_id!r} is not a rubric of this study")
-        elif row.rubric_id not in self.panels[row.track]:
-            self.problem(where, f"rubric {row.rubric_id} is not scored by the {row.track} track")
-        elif row.rubric_version and row.rubric_version != self.rubrics[row.rubric_id].version:
-            self.problem(
-                where, f"{row.rubric_id} version {row.rubric_version}, but this study uses "
-                f"version {self.rubrics[row.rubric_id].version}",
-            )  # fmt: skip
-        self._check_person(row, where)
-        return len(self.problems) == before
+        """Check the row against the study; whether it can join its annotation's group (it
+        names an item of the study, a person and a rubric this site can tell apart)."""
+        unread = row.unreadable
+        groupable = not unread & {"conversation", "annotator", "track", "rubric_id"}
+        if "conversation" not in unread and _uuid(row.conversation) not in self.items:
+            self.problem(row.line, f"conversation {row.conversation} is not an item of this study")
+            groupable = False
+        if not unread & {"track", "rubric_id"}:
+            groupable &= self._check_rubric(row)
+        if not unread & {"annotator", "track"} and row.track in Track.values:
+            groupable &= self._check_person(row)
+        return groupable
 
-    def _check_person(self, row: ImportRow, where: str) -> None:
+    def _check_rubric(self, row: ImportRow) -> bool:
+        """The track and the rubric (and its version, when given) fit the study."""
+        if row.track not in Track.values:
+            self.problem(row.line, f"track {row.track!r} is not one of {', '.join(Track.values)}")
+            return False
+        if row.rubric_id not in self.rubrics:
+            self.problem(row.line, f"rubric {row.rubric_id!r} is not a rubric of this study")
+            return False
+        if row.rubric_id not in self.panels[row.track]:
+            self.problem(row.line, f"rubric {row.rubric_id} is not scored by the {row.track} track")
+            return False
+        used = self.rubrics[row.rubric_id].version
+        given = "rubric_version" not in row.unreadable and row.rubric_version
+        if given and row.rubric_version != used:
+            self.problem(row.line, f"{row.rubric_id} version {row.rubric_version}, but this "
+                         f"study uses version {used}")  # fmt: skip
+        return True
+
+    def _check_person(self, row: ImportRow) -> bool:
         user = self.users.get(row.annotator)
         if user is None:
             try:
                 UnicodeUsernameValidator()(row.annotator)
             except ValidationError:
-                self.problem(where, f"{row.annotator!r} is not a valid username")
-                return
+                self.problem(row.line, f"{row.annotator!r} is not a valid username")
+                return False
             first = self.new_users.setdefault(row.annotator, row)
             if first.track != row.track:
-                self.problem(where, f"{row.annotator} is on the {first.track} track at line "
+                self.problem(row.line, f"{row.annotator} is on the {first.track} track at line "
                              f"{first.line}, not {row.track}")  # fmt: skip
-                return
+                return False
             licensed = row.licensed is not False
         elif not user.has_role(Role.ANNOTATOR):
-            self.problem(where, f"{row.annotator} is not an annotator")
-            return
+            self.problem(row.line, f"{row.annotator} is not an annotator")
+            return False
         elif user.track != row.track:
-            self.problem(where, f"{row.annotator} is on the {user.track} track, not {row.track}")
-            return
+            self.problem(row.line, f"{row.annotator} is on the {user.track} track, not {row.track}")
+            return False
         else:
             licensed = user.licensed
         if not licensed and not self.study.is_calibration:
             self.problem(
-                where, f"{row.annotator} is not licensed; a target study takes licensed "
+                row.line, f"{row.annotator} is not licensed; a target study takes licensed "
                 "clinicians only",
             )  # fmt: skip
+        return True
 
-    def _group_ok(self, group: _Group) -> bool:
-        before = len(self.problems)
+    def _check_group(self, group: _Group) -> None:
+        line = group.rows[0].line
         where = f"{group.lines} ({group.username}, conversation {group.rows[0].conversation})"
         for name in ("track", "overall_comment", "submitted_at", "seconds_on_task", "synthetic",
                      "invalidated", "invalidated_reason", "licensed"):  # fmt: skip
-            if len({getattr(r, name) for r in group.rows}) > 1:
-                self.problem(where, f"the rows disagree on {name}")
+            readable = [r for r in group.rows if name not in r.unreadable]
+            if len({getattr(r, name) for r in readable}) > 1:
+                self.problem(line, f"the rows disagree on {name}", where=where)
         panel = self.panels[group.rows[0].track]
         missing = [
             v.name for rid, v in panel.items() if rid not in {r.rubric_id for r in group.rows}
         ]
         if missing:
-            self.problem(where, f"no score for {', '.join(missing)}")
+            self.problem(line, f"no score for {', '.join(missing)}", where=where)
         if Assignment.objects.filter(item=group.item, annotator__username=group.username).exists():
-            self.problem(where, f"{group.username} already has an annotation of this item")
-        return len(self.problems) == before
+            already = f"{group.username} already has an annotation of this item"
+            self.problem(line, already, where=where)
 
     def _check_events(self, groups: list[_Group]) -> None:
         wanted = {
@@ -272,7 +340,7 @@ class _Checker:
                 unknown = [e for e in row.event_ids if (group.item.conversation_id, e) not in known]
                 if unknown:
                     self.problem(
-                        f"line {row.line}",
+                        row.line,
                         f"unknown trace event(s) {', '.join(unknown)} in conversation "
                         f"{row.conversation}",
                     )
@@ -286,10 +354,12 @@ class _Checker:
         for (item_id, track), taking in wanted.items():
             free = len(self.free_slots(item_id, track))
             if len(taking) > free:
+                first = taking[0].rows[0]
                 self.problem(
-                    f"conversation {taking[0].rows[0].conversation}",
+                    first.line,
                     f"{len(taking)} {track} annotations for {free} free seat(s) "
                     f"(overlap {self.study.overlap_for(track)})",
+                    where=f"conversation {first.conversation}",
                 )
 
     def is_licensed(self, group: _Group) -> bool:
@@ -328,6 +398,7 @@ def _save(study: Study, groups: list[_Group], checker: _Checker, *, actor, filen
             slot=slots[key].pop(0) if checker.takes_seat(group) else None,
             practice=not checker.is_licensed(group),
             synthetic=first.synthetic,
+            imported=True,
             status=AssignmentStatus.SUBMITTED,
             queue_key=_queue_key(user.pk, group.item.pk, study.seed),
             scores={r.rubric_id: r.score for r in group.rows},
@@ -343,9 +414,10 @@ def _save(study: Study, groups: list[_Group], checker: _Checker, *, actor, filen
             assignment.invalidated_at, assignment.invalidated_by = now, actor
             assignment.invalidated_reason = first.invalidated_reason or "invalidated before import"
         assignment.save(force_insert=True)
+        whose = "" if user.is_imported else f"; the work of {user.username}, confirmed on import"
         history_add(
             assignment, HistoryKind.IMPORT, actor=actor, new=annotation_snapshot(assignment),
-            note=f"imported from {filename[:200]}, {group.lines}",
+            note=f"imported from {filename[:200]}, {group.lines}{whose}",
         )  # fmt: skip
     return sorted(created)
 
@@ -360,6 +432,7 @@ def _create_users(checker: _Checker) -> dict:
             track=row.track,
             licensed=row.licensed is not False,
             is_active=False,
+            origin=AccountOrigin.ANNOTATION_FILE,
         )
         user.set_unusable_password()
         user.save()
@@ -378,6 +451,10 @@ def _uuid(text: str) -> str:
         return str(uuid.UUID(text))
     except ValueError:
         return text
+
+
+def _lines(numbers: list[int]) -> str:
+    return f"line {numbers[0]}" if len(numbers) == 1 else f"lines {_ranges(numbers)}"
 
 
 def _ranges(numbers: list[int]) -> str:

@@ -22,14 +22,16 @@ def study_round_report(study: Study, *, include_synthetic: bool = False) -> Stud
     Synthetic (simulated clinician) annotations count only when the researcher includes them."""
     assignments = Assignment.objects.filter(
         item__study=study, status=AssignmentStatus.SUBMITTED, invalidated_at__isnull=True
-    ).values_list("public_id", "annotator__username", "item_id", "practice", "synthetic", "scores")
+    ).values_list(
+        "public_id", "annotator__username", "item_id", "practice", "synthetic", "imported", "scores"
+    )
     scores, left_out = [], 0
-    for public_id, username, item_id, practice, synthetic, by_rubric in assignments:
+    for public_id, username, item_id, practice, synthetic, imported, by_rubric in assignments:
         if synthetic and not include_synthetic:
             left_out += 1
             continue
         scores += [
-            Score(username, str(public_id), item_id, rubric, score, practice, synthetic)
+            Score(username, str(public_id), item_id, rubric, score, practice, synthetic, imported)
             for rubric, score in by_rubric.items()
         ]
     return StudyRoundReport(

@@ -18,7 +18,7 @@ from annotation.services.queue import can_take, queue_progress
 NUMBERED_FIELDS = ("item__study_id", "public_id")
 ITEM_FIELDS = (
     *NUMBERED_FIELDS, "status", "submitted_at", "seconds_on_task", "skip_reason", "invalidated_at",
-    "practice", "synthetic",
+    "practice", "synthetic", "imported",
     "item__conversation__entry__condition", "item__conversation__entry__task_subcategory",
 )  # fmt: skip
 
@@ -65,6 +65,7 @@ def my_items(study: Study, annotator) -> dict[str, list[dict]]:
             "reopen_refusal": reopen_refusal(
                 study=study, status=row["status"], invalidated=invalidated
             ),
+            "imported": row["imported"],
         }
         groups[_group_of(row["status"])].append(item)
     return groups

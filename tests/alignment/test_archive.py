@@ -7,21 +7,31 @@ import json
 import os
 import uuid
 import zipfile
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.urls import reverse
+from django.utils import timezone
 
-from accounts.models import Role
+from accounts.models import AccountOrigin, Role
 from alignment.engine import archive as fmt
 from alignment.services.archive import ArchiveError, study_tables
 from alignment.services.archive.tables import CHANGED_BY_IMPORT, RENEWED_WHEN_TAKEN
-from annotation.models import Assignment, AssignmentHistory, Study, StudyStatus
+from annotation.models import (
+    Assignment,
+    AssignmentHistory,
+    CalibrationGuide,
+    Study,
+    StudyItem,
+    StudyStatus,
+)
+from annotation.services.guides import published_guide
 from annotation.services.queue import StudyClosed, next_assignment
 from annotation.services.worklist import annotator_studies
-from benchmark.models import Conversation, TraceEvent
-from jury.models import JudgeScore, RubricVersion
+from benchmark.models import BenchmarkSet, Conversation, Distribution, Run, TraceEvent
+from jury.models import JudgeScore, Jury, RubricVersion
 from tests.alignment.archive_support import (
     archive_bytes,
     build_world,
@@ -105,7 +115,7 @@ def test_a_site_holding_the_original_gets_a_second_identical_study(world_study, 
     assert Study.objects.count() == 2 and imported.pk != world_study.pk
     assert study_tables(imported) == before
     assert study_tables(world_study) == before
-    assert imported.project.name == "Archive project (2)"
+    assert imported.project.name == "Archive project (imported)"
     original = set(Conversation.objects.filter(study_items__study=world_study))
     assert original.isdisjoint(Conversation.objects.filter(study_items__study=imported))
     changed = changed_fields(archive, archive_bytes(imported))
@@ -127,7 +137,36 @@ def test_rubric_versions_with_the_same_content_are_reused(archive):
 def test_a_second_import_suffixes_names_again(archive):
     import_bytes(archive)
     third = import_bytes(archive).study
-    assert third.project.name == "Archive project (3)"
+    assert third.project.name == "Archive project (imported) (2)"
+
+
+def test_everything_found_by_name_says_it_is_imported(world_study, archive):
+    """The site looks projects, juries, runs, sets and distributions up by name (a new study
+    joins the project of its name, run_benchmark --name resumes the run of its name): an
+    imported copy never answers to the original's name, on an empty site or beside it."""
+    originals = named_things(world_study)
+    wipe_site()
+    imported = named_things(import_bytes(archive).study)
+    assert imported == {kind: {f"{name} (imported)" for name in names}
+                        for kind, names in originals.items()}  # fmt: skip
+    assert all(originals.values())
+    again = named_things(import_bytes(archive_bytes(Study.objects.get())).study)
+    assert again == {kind: {f"{name} (2)" for name in names} for kind, names in imported.items()}
+
+
+def named_things(study) -> dict[str, set[str]]:
+    conversations = Conversation.objects.filter(study_items__study=study)
+    runs = Run.objects.filter(conversations__in=conversations).distinct()
+    sets = BenchmarkSet.objects.filter(runs__in=runs).distinct()
+    return {
+        "project": {study.project.name},
+        "juries": set(Jury.objects.filter(jobs__studies=study).values_list("name", flat=True)),
+        "runs": set(runs.values_list("name", flat=True)),
+        "sets": set(sets.values_list("name", flat=True)),
+        "distributions": set(
+            Distribution.objects.filter(sets__in=sets).values_list("name", flat=True)
+        ),
+    }
 
 
 # --- people and blinding -----------------------------------------------------------------------
@@ -145,6 +184,7 @@ def test_imported_people_are_inactive_and_cannot_log_in(client, archive):
     people = User.objects.filter(username__in=result.people)
     assert people.count() == len(result.people) > 0
     assert not any(p.is_active or p.has_usable_password() for p in people)
+    assert set(people.values_list("origin", flat=True)) == {AccountOrigin.STUDY_ARCHIVE}
     client.post(reverse("login"), {"username": result.people[0], "password": PASSWORD})
     assert "_auth_user_id" not in client.session
 
@@ -316,3 +356,78 @@ def test_work_saved_while_the_archive_is_written_is_left_out_whole(world_study, 
     )
     import_bytes(data)  # and the archive is whole
     assert b"not in the archive" in members(data)["tables/report.json"]
+
+
+# --- calibration guides ------------------------------------------------------------------------
+
+
+def guide(study, title: str, published_at, examples=()):
+    return CalibrationGuide.objects.create(
+        project=study.project, after_study=study, title=title, body_markdown=f"{title}: *why*.",
+        examples=list(examples), published_at=published_at,
+    )  # fmt: skip
+
+
+def guide_rows(study) -> list[tuple]:
+    return sorted(
+        (g.title, g.body_markdown, g.published_at, json.dumps(g.examples, sort_keys=True))
+        for g in CalibrationGuide.objects.filter(project=study.project)
+    )
+
+
+def test_the_guides_the_annotators_saw_go_with_the_study_and_come_back(world_study):
+    """The guide in force when the study opened (written after another round of the project)
+    and one published while it was open travel with it; an older guide, superseded before
+    the study opened, and an unpublished draft do not."""
+    opened = timezone.now() - timedelta(days=1)
+    Study.objects.filter(pk=world_study.pk).update(created_at=opened)
+    world_study.refresh_from_db()
+    round_one = Study.objects.create(project=world_study.project, name="Round 1",
+                                     kind="calibration", round_number=1, sample_size=1)  # fmt: skip
+    conversation = world_study.items.order_by("position").last().conversation
+    example = StudyItem.objects.create(study=round_one, conversation=conversation, position=0)
+    guide(round_one, "Superseded", opened - timedelta(days=9))
+    in_force = guide(round_one, "Read the record first", opened - timedelta(days=2),
+                     [{"item": example.pk, "note": "Missed the allergy."}])  # fmt: skip
+    guide(round_one, "Draft", None)
+    guide(round_one, "Mid-study update", opened + timedelta(hours=2))
+    data = archive_bytes(world_study)
+    expected = sorted(["Read the record first", "Mid-study update", "What a booking needs"])
+    seen = [g.title for g in CalibrationGuide.objects.filter(title__in=expected)]
+    original = [row for row in guide_rows(world_study) if row[0] in seen]
+    shown = published_guide(world_study.project).title
+
+    wipe_site()
+    imported = import_bytes(data).study
+    rows = guide_rows(imported)
+    assert [row[0] for row in rows] == sorted(expected)
+    kept = {row[0]: row for row in rows}
+    by_title = {row[0]: row for row in original}
+    for title in ("Mid-study update", "What a booking needs"):
+        assert kept[title][:3] == by_title[title][:3]  # text and publication time
+    restored = CalibrationGuide.objects.get(project=imported.project, title=in_force.title)
+    assert restored.published_at == in_force.published_at and restored.after_study is None
+    assert restored.examples == [{
+        "item": None, "note": "Missed the allergy.", "round": "Round 1",
+        "condition": example.conversation.entry.condition,
+        "request": example.conversation.entry.task_subcategory,
+    }]  # fmt: skip
+    own = CalibrationGuide.objects.get(project=imported.project, title="What a booking needs")
+    assert own.after_study == imported
+    assert own.examples[0]["item"] == imported.items.order_by("position").first().pk
+    assert published_guide(imported.project).title == shown
+    again = archive_bytes(imported)
+    assert members(again)["data/calibration_guides.jsonl"].decode().splitlines() == (
+        members(data)["data/calibration_guides.jsonl"].decode().splitlines()
+    )
+
+
+def test_an_archive_written_before_assignments_had_the_imported_mark_still_imports(archive):
+    contents = members(archive)
+    rows = [json.loads(line) for line in contents["data/assignments.jsonl"].splitlines()]
+    assert all(row.pop("imported") is False for row in rows)
+    contents["data/assignments.jsonl"] = b"".join(fmt.json_line(row) for row in rows)
+    wipe_site()
+    study = import_bytes(resigned(contents)).study
+    assert Assignment.objects.filter(item__study=study).count() == len(rows)
+    assert not Assignment.objects.filter(imported=True).exists()

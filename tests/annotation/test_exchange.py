@@ -305,6 +305,12 @@ def test_export_then_import_into_another_study_gives_the_same_annotations(
         source.items.values_list("conversation", flat=True)
     )
     data = export_text(source, fmt).encode()
-    result = annotations_import(copy, data=data, filename=f"export.{fmt}", actor=researcher)
+    with pytest.raises(ImportRejected) as rejected:  # the rows name real people of this site
+        annotations_import(copy, data=data, filename=f"export.{fmt}", actor=researcher)
+    named = [account.username for account in rejected.value.unconfirmed]
+    assert rejected.value.problems == [] and not Assignment.objects.filter(item__study=copy)
+    result = annotations_import(copy, data=data, filename=f"export.{fmt}", actor=researcher,
+                                confirmed_accounts=named)  # fmt: skip
     assert result.assignments == 5 and result.created_users == []
+    assert result.existing_accounts == named
     assert annotations_of(copy) == annotations_of(source)

@@ -316,13 +316,15 @@ def annotation_objects(objects, users) -> dict:
 def _finished_archive_export(study):
     import tempfile
 
+    from django.utils import timezone
+
     from alignment.models import ArchiveJob
 
     with tempfile.NamedTemporaryFile(suffix=".zip", delete=False) as stored:
         stored.write(b"PK\x05\x06" + bytes(18))  # an empty zip
     return ArchiveJob.objects.create(
         kind="export", study=study, status="finished", file_name="access.zip",
-        file_path=stored.name,
+        file_path=stored.name, finished_at=timezone.now(),
     )  # fmt: skip
 
 

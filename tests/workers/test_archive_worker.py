@@ -1,10 +1,14 @@
-"""A study archive exported and imported by a real worker process, as the buttons do."""
+"""A study archive exported and imported by a real worker process, as the buttons do; an
+import a killed worker left behind is finished by the next worker, and its upload deleted."""
+
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from accounts.models import Role, Track
 from alignment.models import ArchiveJob, ArchiveJobKind, ArchiveJobStatus
-from alignment.services.archive import study_tables
+from alignment.services.archive import study_archive_write, study_tables
 from annotation.models import Project, Study, StudyItem
 from config import env
 from jury.services import juries, rubrics, scoring
@@ -78,3 +82,30 @@ def test_a_worker_exports_and_imports_a_study(tmp_path):
     assert load.status == ArchiveJobStatus.FINISHED, load.error
     assert load.study.pk != study.pk and load.study.is_locked
     assert study_tables(load.study) == tables
+
+
+def test_an_import_a_killed_worker_left_is_finished_by_the_next_worker_and_its_upload_deleted(
+    tmp_path,
+):
+    """The state a worker SIGKILLed mid-import leaves (running, claim run out, the upload on
+    disk, nothing written: the import is one transaction). Nobody presses anything: a worker
+    that connects takes up the watch, which sends the job again."""
+    study = small_study()
+    tables = study_tables(study)
+    upload = tmp_path / "archives" / "incoming-killed.zip"
+    upload.parent.mkdir()
+    study_archive_write(study, upload)
+    job = ArchiveJob.objects.create(
+        kind=ArchiveJobKind.IMPORT, file_name="paper.zip", file_path=str(upload),
+        status=ArchiveJobStatus.RUNNING, attempts=1,
+        claimed_until=timezone.now() - timedelta(seconds=1),
+    )  # fmt: skip
+    worker = start_worker(worker_env(tmp_path, DATABASE_URL=test_database_url()))
+    try:
+        wait_for(lambda: finished(job) and job.file_removed_at is not None, timeout=120,
+                 what="the import to finish and its upload to go")  # fmt: skip
+    finally:
+        stop_worker(worker)
+    assert job.status == ArchiveJobStatus.FINISHED and job.attempts == 2, job.error
+    assert not upload.exists()
+    assert study_tables(job.study) == tables

@@ -1,7 +1,9 @@
 """Write one study into one archive file (alignment.engine.archive format).
 
 What goes in (alignment.services.archive.tables): the study and its project, items,
-assignments with their whole history, calibration guides written after it, themes and tags;
+assignments with their whole history, the calibration guides its annotators saw (the project's
+guide in force when it opened and every guide published while it was open) and those written
+after it, themes and tags;
 the conversations of its items with their traces, sandbox snapshots, benchmark entries, runs,
 agents and agent configurations; the scoring jobs it was drawn from and the re-scoring jobs
 restricted to it, with their juries, every judge score and merged result for its conversations;
@@ -47,7 +49,7 @@ from alignment.services.archive.tables import (
     translate_json_ids,
 )
 from alignment.services.loop import rescore_jobs
-from annotation.models import Study
+from annotation.models import CalibrationGuide, Study, StudyItem
 from jury.models import RubricVersion
 
 Progress = Callable[[int, int], None]
@@ -139,11 +141,25 @@ def study_selection(study: Study) -> dict[str, QuerySet]:
         "assignment_history": _model("assignment_history").objects.filter(
             assignment__item__study=study
         ),
-        "calibration_guides": _model("calibration_guides").objects.filter(after_study=study),
+        "calibration_guides": guides_seen(study),
         "themes": _model("themes").objects.filter(tags__in=tags).distinct(),
         "item_themes": tags,
     }
     return {name: rows.order_by("pk") for name, rows in selection.items()}
+
+
+def guides_seen(study: Study) -> QuerySet:
+    """The guides written after the study (drafts too), and the guides of its project its
+    annotators saw beside the review screen: the latest published when the study opened, and
+    every one published while it was open (annotation.services.guides.published_guide)."""
+    guides = CalibrationGuide.objects.filter(project=study.project_id)
+    published = guides.filter(published_at__isnull=False)
+    in_force = published.filter(published_at__lte=study.created_at).order_by("-published_at", "-pk")
+    during = published.filter(published_at__gt=study.created_at)
+    if study.locked_at is not None:
+        during = during.filter(published_at__lte=study.locked_at)
+    seen = [*in_force.values_list("pk", flat=True)[:1], *during.values_list("pk", flat=True)]
+    return guides.filter(Q(after_study=study) | Q(pk__in=seen))
 
 
 def person_keys(selection: dict[str, QuerySet]) -> dict[int, str]:
@@ -217,10 +233,14 @@ def _table_member(archive, table: Table, rows: QuerySet, keys: Keys, people, cou
 def _row(table: Table, pk: int, stored: list, number: int, keys: Keys, people, links) -> dict:
     row = {"id": number}
     for model_field, value in zip(table.fields, stored, strict=True):
-        if model_field.is_relation:
+        if model_field.name in table.outside and value not in keys[target_table(model_field)]:
+            row[model_field.name] = None
+        elif model_field.is_relation:
             row[model_field.name] = _reference(model_field, value, keys, people)
         else:
             row[model_field.name] = plain(value)
+    if table.model is CalibrationGuide:
+        row["examples"] = _examples_outside(row["examples"], keys["study_items"])
     translate_json_ids(table, row, lambda target, pk: keys[target][pk])
     for name in table.m2m:
         target = keys[target_table(table.m2m_field(name))]
@@ -234,6 +254,28 @@ def _reference(model_field, value, keys: Keys, people: dict[int, str]):
     if is_person(model_field):
         return people[value]
     return keys[target_table(model_field)][value]
+
+
+def _examples_outside(examples: list, items: dict[int, int]) -> list:
+    """A guide's examples from a round the archive does not hold: what the annotators read
+    (the round, the case's condition and request, the note) in place of the item."""
+    outside = [e["item"] for e in examples if e.get("item") is not None and e["item"] not in items]
+    if not outside:
+        return examples
+    found = StudyItem.objects.filter(pk__in=outside).values_list(
+        "pk", "study__name", "conversation__entry__condition",
+        "conversation__entry__task_subcategory",
+    )  # fmt: skip
+    described = {
+        pk: {"round": name, "condition": condition, "request": request}
+        for pk, name, condition, request in found
+    }
+    return [
+        {"item": None, "note": e.get("note", ""), **described.get(e["item"], {})}
+        if e.get("item") is not None and e["item"] not in items
+        else e
+        for e in examples
+    ]
 
 
 def _m2m_links(table: Table, rows: QuerySet) -> dict[str, dict[int, list[int]]]:

@@ -8,7 +8,11 @@ point leaves the site as it was.
 
 Everything gets new database ids, created in the archive's order (the original primary-key
 order), so the imported study sorts its conversations and annotators as the original did.
-Names that must be unique (project, jury, usernames) get a suffix when taken, and a shared
+Projects, juries, runs, benchmark sets and distributions say they are imported
+(`Pilot (imported)`, then `Pilot (imported) (2)` when that is taken): the site finds them by
+name (a new study joins the project of its name, `run_benchmark --name` resumes the run of its
+name, the demo looks up its own set, run and jury), so an imported copy must never answer to
+the original's name. Usernames get a suffix when taken, and a shared
 theme whose name is taken becomes a theme of the imported project; an agent
 configuration or rubric version with the same content as one already here is reused (a rubric
 version whose number is taken by other content gets the next number). Public ids are kept when
@@ -34,10 +38,11 @@ from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from accounts.models import Role, Track
+from accounts.models import AccountOrigin, Role, Track
 from alignment.engine import archive as fmt
 from alignment.models import Theme
 from alignment.services.archive.tables import (
+    ADDED_FIELDS,
     PEOPLE,
     SANDBOX_FIELDS,
     SANDBOXES,
@@ -47,7 +52,7 @@ from alignment.services.archive.tables import (
     translate_json_ids,
 )
 from annotation.models import Assignment, Project, Study, StudyStatus
-from benchmark.models import AgentConfig, Conversation
+from benchmark.models import AgentConfig, BenchmarkSet, Conversation, Distribution, Run
 from jury.engine.rubrics import RubricError, parse_rubric
 from jury.models import Jury, RubricVersion
 
@@ -120,7 +125,7 @@ class _Loader:
         self.known[PEOPLE] = self._check_people()
         for table in TABLES:
             self.known[table.name] = set()
-            for line, row in fmt.read_rows(self.archive, table.member):
+            for line, row in _table_rows(self.archive, table):
                 try:
                     number = self._row_id(table, line, row, self.known[table.name])
                     self._clean(table, line, row, self._is_known)
@@ -284,6 +289,7 @@ class _Loader:
             user = User(
                 username=username, role=role, track=row.get("track", ""),
                 licensed=bool(row.get("licensed")), is_active=False,
+                origin=AccountOrigin.STUDY_ARCHIVE,
             )  # fmt: skip
             user.set_unusable_password()
             user.save()
@@ -298,7 +304,7 @@ class _Loader:
     def _save_table(self, table: Table) -> None:
         ids = self.new.setdefault(table.name, {})
         batch: list[tuple[int, object, dict]] = []
-        for line, row in fmt.read_rows(self.archive, table.member):
+        for line, row in _table_rows(self.archive, table):
             values = self._clean(table, line, row, self._resolve, checked=True)
             links = {name: values.pop(name) for name in table.m2m}
             obj = table.model(**values)
@@ -375,12 +381,19 @@ class _Loader:
             assignment.public_id = uuid.uuid4()
 
     def _prepare_juries(self, jury: Jury) -> None:
-        jury.name = fmt.unique_name(jury.name, set(Jury.objects.values_list("name", flat=True)))
+        _mark_imported(jury)
 
     def _prepare_projects(self, project: Project) -> None:
-        project.name = fmt.unique_name(
-            project.name, set(Project.objects.values_list("name", flat=True))
-        )
+        _mark_imported(project)
+
+    def _prepare_runs(self, run: Run) -> None:
+        _mark_imported(run)
+
+    def _prepare_benchmark_sets(self, benchmark_set: BenchmarkSet) -> None:
+        _mark_imported(benchmark_set)
+
+    def _prepare_distributions(self, distribution: Distribution) -> None:
+        _mark_imported(distribution)
 
     def _prepare_studies(self, study) -> None:
         study.status = StudyStatus.LOCKED
@@ -395,6 +408,24 @@ class _Loader:
             and Theme.objects.filter(project__isnull=True, name=theme.name).exists()
         ):
             theme.project_id = next(iter(self.new["projects"].values()))
+
+
+def _table_rows(archive: zipfile.ZipFile, table: Table):
+    """(line, row) of a table's member; a field added to the format after the archive was
+    written (tables.ADDED_FIELDS) takes its default when the row lacks it."""
+    added = [f for f in table.fields if f.name in ADDED_FIELDS.get(table.name, ())]
+    for line, row in fmt.read_rows(archive, table.member):
+        for model_field in added:
+            row.setdefault(model_field.name, model_field.get_default())
+        yield line, row
+
+
+def _mark_imported(row) -> None:
+    """Rename `row` as imported, against every name of its model here (rows created earlier in
+    this import included: two imported runs of the same name stay apart too)."""
+    model = type(row)
+    taken = set(model.objects.values_list("name", flat=True))
+    row.name = fmt.imported_name(row.name, taken, limit=model._meta.get_field("name").max_length)
 
 
 def _field_value(model_field, raw):

@@ -40,7 +40,11 @@ data/*.jsonl         one JSON object per line; `id` is the row's number in this 
   assignments          annotations: scores, feedback, linked trace events, comment,
                        realism, time on task, practice / synthetic, skips, invalidation
   assignment_history   every change of every annotation (old and new values)
-  calibration_guides   guides written after this study
+  calibration_guides   the guides the annotators saw (the project's guide in force when
+                       the study opened, and every one published while it was open: title,
+                       markdown, publication time) and the guides written after this study;
+                       an example from a round not in this archive keeps what annotators read
+                       (round, condition, request, note) with `item` null
   themes, item_themes  disagreement themes and the (item, rubric) tags
 rubrics/*.yaml       the same rubric versions as plain YAML files, to read
 tables/              the agreement tables as computed at export, default filters (synthetic

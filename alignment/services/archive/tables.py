@@ -8,9 +8,13 @@ by id or username: a foreign key to a user holds their pseudonym (`A1` annotator
 resolved through `data/people.jsonl`. Many-to-many fields hold sorted lists of ids.
 
 Ids in JSON fields (a run's `config.benchmark_set`, a calibration guide's example items) are
-translated the same way. Because rows are written and re-created in the order of their
-original primary keys, an imported study sorts its conversations and annotators exactly as the
-original did, so the statistics (bootstrap resamples over sorted items) come out identical.
+translated the same way. A few references may name rows the archive does not hold (a guide the
+annotators saw was written after another round of the project): those are written as null, and
+such a guide's examples from that round keep the description annotators saw instead of the item.
+
+Because rows are written and re-created in the order of their original primary keys, an
+imported study sorts its conversations and annotators exactly as the original did, so the
+statistics (bootstrap resamples over sorted items) come out identical.
 """
 
 from __future__ import annotations
@@ -59,20 +63,29 @@ SANDBOX_FIELDS = ("sandbox_initial", "sandbox_final")
 IMPORT_FIELDS = ("imported_from", "imported_at")
 
 Keys = dict[str, dict[int, int]]  # table -> original pk -> archive id
+# Fields added to format version 1 after archives of it were written (table -> fields): an
+# older archive's rows lack them and take the field's default; every other field is required.
+ADDED_FIELDS = {"assignments": ("imported",)}
 
 # What an export of an imported study writes differently from the archive it came from
 # (table -> fields); every other member is the same, byte for byte, apart from the manifest.
-# An import locks the study and leaves every account it creates inactive:
-# Staff accounts come back as researchers (never admins).
-CHANGED_BY_IMPORT = {"studies": ("status", "locked_at"), PEOPLE: ("active",)}
-# ...and where the site already held them, unique names get a suffix, public ids are new and
+# An import locks the study, leaves every account it creates inactive (staff accounts come
+# back as researchers, never admins) and names what it creates by name "... (imported)":
+CHANGED_BY_IMPORT = {
+    "studies": ("status", "locked_at"),
+    PEOPLE: ("active",),
+    "projects": ("name",),
+    "juries": ("name",),
+    "runs": ("name",),
+    "benchmark_sets": ("name",),
+    "distributions": ("name",),
+}
+# ...and where the site already held them, usernames get a suffix, public ids are new and
 # a shared theme becomes the imported project's own:
 RENEWED_WHEN_TAKEN = {
     "themes": ("project",),
     "conversations": ("public_id",),
     "assignments": ("public_id",),
-    "projects": ("name",),
-    "juries": ("name",),
     PEOPLE: ("username",),
 }
 
@@ -85,6 +98,8 @@ class Table:
     omit: tuple[str, ...] = ()
     # JSON fields holding ids of another table: (field, path inside the value, table).
     json_ids: tuple[tuple[str, str, str], ...] = ()
+    # Foreign keys that may name a row outside the archive: written as null then.
+    outside: tuple[str, ...] = ()
     fields: list = field(default_factory=list, compare=False)
 
     def __post_init__(self) -> None:
@@ -124,7 +139,10 @@ TABLES = (
     Table("assignments", Assignment),
     Table("assignment_history", AssignmentHistory),
     Table(
-        "calibration_guides", CalibrationGuide, json_ids=(("examples", "[].item", "study_items"),)
+        "calibration_guides",
+        CalibrationGuide,
+        outside=("after_study",),
+        json_ids=(("examples", "[].item", "study_items"),),
     ),
     Table("themes", Theme),
     Table("item_themes", ItemTheme),
