@@ -76,14 +76,16 @@ def test_a_cost_limit_beside_an_unpriced_model_is_refused_unless_price_gives_one
 def test_the_limit_pauses_a_cli_run_and_the_summary_says_why(capsys, fresh_cache):
     set_id = enriched_set(name="cli", size=3, sampler_seed=5).pk
 
-    out = run_benchmark(capsys, "paused", set_id, "--model", "offline/careful",
-                        "--concurrency", "1", "--cost-limit", "0.01",
-                        "--price", "offline/careful=1000,1000")  # fmt: skip
+    with pytest.raises(CommandError) as refusal:  # an unfinished run exits non-zero
+        run_benchmark(capsys, "paused", set_id, "--model", "offline/careful",
+                      "--concurrency", "1", "--cost-limit", "0.01",
+                      "--price", "offline/careful=1000,1000")  # fmt: skip
 
     run = Run.objects.get()
     assert run.status == JobStatus.PAUSED
-    assert "1 finished" in out and "2 pending" in out
-    assert "Cost limit reached: $" in out
+    message = str(refusal.value)
+    assert "1 finished" in message and "2 pending" in message
+    assert "Not finished: the run is paused: Cost limit reached: $" in message
 
 
 @pytest.mark.django_db(transaction=True)
