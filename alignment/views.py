@@ -34,6 +34,7 @@ from alignment.services.reports import (
     study_report,
 )
 from annotation.models import Project, Study, StudyItem
+from audit.downloads import download_response
 
 FIGURE_KINDS = ("scatter", "bias", "confusion")
 TREND_KINDS = ("rubrics", "annotators")
@@ -129,9 +130,11 @@ def export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
         raise Http404("No such export format.")
     study = _study(pk)
     text = exports.agreement_export(study_report(study, _filters(request)), fmt)
-    response = HttpResponse(text, content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="study-{pk}-agreement.{fmt}"'
-    return response
+    return download_response(
+        request, text, filename=f"study-{pk}-agreement.{fmt}",
+        content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8", kind="table",
+        target=study,
+    )  # fmt: skip
 
 
 # --- one rubric ----------------------------------------------------------------------------------
@@ -189,9 +192,10 @@ def figure(request: HttpRequest, pk: int, rubric_id: str, kind: str, fmt: str) -
     section = _section(study, study_report(study, _filters(request)), rubric_id)
     salt = f"{study.pk}-{rubric_id}-{kind}"
     body = figures.render(_figure(kind, section, study), fmt, salt=salt)
-    response = HttpResponse(body, content_type=figures.FORMATS[fmt])
-    response["Content-Disposition"] = f'attachment; filename="study-{pk}-{rubric_id}-{kind}.{fmt}"'
-    return response
+    return download_response(
+        request, body, filename=f"study-{pk}-{rubric_id}-{kind}.{fmt}",
+        content_type=figures.FORMATS[fmt], kind="figure", target=study,
+    )  # fmt: skip
 
 
 # --- disagreements and themes ------------------------------------------------------------------
@@ -343,6 +347,7 @@ def trend_figure(request: HttpRequest, pk: int, kind: str, fmt: str) -> HttpResp
         raise Http404("This project has no study yet.")
     salt = f"trend-{pk}-{kind}"
     body = figures.render(_trend_figure(data, kind), fmt, salt=salt)
-    response = HttpResponse(body, content_type=figures.FORMATS[fmt])
-    response["Content-Disposition"] = f'attachment; filename="project-{pk}-trend-{kind}.{fmt}"'
-    return response
+    return download_response(
+        request, body, filename=f"project-{pk}-trend-{kind}.{fmt}",
+        content_type=figures.FORMATS[fmt], kind="figure", target=project,
+    )  # fmt: skip

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from benchmark.engine.csv_export import frame_csv
 from jury.engine.aggregate import PASS_THRESHOLD
 
 CONFIDENCE = 0.95
@@ -182,7 +183,7 @@ def format_sd_table(table: pd.DataFrame, codes: Mapping[str, str]) -> pd.DataFra
 def export_table(table: pd.DataFrame, fmt: str) -> str:
     """A text table as CSV, Markdown (pipe table) or LaTeX (booktabs tabular)."""
     if fmt == "csv":
-        return table.to_csv(index=False)
+        return frame_csv(table)
     if fmt == "markdown":
         return _markdown(table)
     if fmt == "latex":

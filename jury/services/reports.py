@@ -257,7 +257,8 @@ def export_text(report: Report, table_name: str, suffix: str) -> str:
     elif table_name == "sensitivity":
         table = sensitivity_table(report)
     elif table_name == "agreement":
-        table = stats.inter_judge_agreement(judge_scores(report))
+        # The rubric is the index of the agreement frame; the export writes columns only.
+        table = stats.inter_judge_agreement(judge_scores(report)).reset_index()
     elif table_name == "comparison":
         table = comparison_table(report, comparisons(report, model_table(report)))
     else:
