@@ -19,7 +19,6 @@ from alignment.engine.agreement import (
     ADJACENT_AGREEMENT_DEFINITION,
     CHANCE_DEFINITION,
     EXACT_AGREEMENT_DEFINITION,
-    MAJOR_DISAGREEMENT,
 )
 from alignment.engine.judges import ERROR_DEFINITION
 from alignment.models import ItemTheme
@@ -35,6 +34,7 @@ from alignment.services.reports import (
 )
 from annotation.models import Project, Study, StudyItem
 from audit.downloads import download_response
+from jury.engine.score_gaps import MAJOR_POINTS
 
 FIGURE_KINDS = ("scatter", "bias", "confusion")
 TREND_KINDS = ("rubrics", "annotators")
@@ -76,7 +76,7 @@ def _common(study: Study, report: StudyReport) -> dict:
             "adjacent": ADJACENT_AGREEMENT_DEFINITION,
             "exact": EXACT_AGREEMENT_DEFINITION,
             "chance": CHANCE_DEFINITION,
-            "major": MAJOR_DISAGREEMENT,
+            "major": MAJOR_POINTS,
         },
     }
 
@@ -237,7 +237,7 @@ def disagreement_report(request: HttpRequest, pk: int) -> HttpResponse:
         "theme_rubrics": [names.get(r, r) for r in theme_rubrics],
         "theme_rows": theme_rows,
         "rounds": disagreements.majors_by_round(study.project, filters),
-        "major": MAJOR_DISAGREEMENT,
+        "major": MAJOR_POINTS,
         "exclusion_reasons": EXCLUSION_REASONS,
         "models": sorted(set(page.frames.models.values())),
     }
@@ -332,7 +332,7 @@ def trend_page(request: HttpRequest, pk: int) -> HttpResponse:
         "tracks": Track.choices,
         "formats": figures.FORMATS,
         "kinds": TREND_KINDS,
-        "major": MAJOR_DISAGREEMENT,
+        "major": MAJOR_POINTS,
     }
     return render(request, "alignment/trend.html", context)
 

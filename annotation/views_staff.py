@@ -11,11 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import STAFF, role_required
-from annotation.engine.round_report import (
-    MAJOR_DISAGREEMENT,
-    MIN_SCORES_FOR_TENDENCY,
-    TENDENCY_THRESHOLD,
-)
+from annotation.engine.round_report import MIN_SCORES_FOR_TENDENCY, TENDENCY_THRESHOLD
 from annotation.forms_staff import GuideForm, ImportForm, InvalidateForm, StudyForm
 from annotation.models import Assignment, CalibrationGuide, Project, Study
 from annotation.services import dashboard, exchange, guides, round_report
@@ -23,6 +19,7 @@ from annotation.services.annotations import annotation_invalidate
 from annotation.services.history import ANNOTATION_FIELDS
 from annotation.services.studies import study_create, study_lock
 from audit.downloads import download_response
+from jury.engine.score_gaps import MAJOR_POINTS
 
 # --- studies -----------------------------------------------------------------------------------
 
@@ -233,7 +230,7 @@ def round_report_view(request: HttpRequest, pk: int) -> HttpResponse:
             "study": study,
             "data": round_report.study_round_report(study, include_synthetic=include_synthetic),
             "include_synthetic": include_synthetic,
-            "major": MAJOR_DISAGREEMENT,
+            "major": MAJOR_POINTS,
             "threshold": TENDENCY_THRESHOLD,
             "min_scores": MIN_SCORES_FOR_TENDENCY,
         },

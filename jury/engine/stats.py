@@ -20,6 +20,7 @@ from scipy import stats as scipy_stats
 
 from benchmark.engine.csv_export import frame_csv
 from jury.engine.aggregate import PASS_THRESHOLD
+from jury.engine.score_gaps import is_adjacent
 
 CONFIDENCE = 0.95
 EXPORT_FORMATS = ("csv", "markdown", "latex")
@@ -139,7 +140,7 @@ def inter_judge_agreement(scores: pd.DataFrame, *, threshold: float = PASS_THRES
     per_conversation = pd.DataFrame(
         {
             "exact_agreement": spread == 0,
-            "adjacent_agreement": spread <= 1,
+            "adjacent_agreement": is_adjacent(spread),
             "pass_agreement": passes.all(axis=1) | ~passes.any(axis=1),
             "mean_abs_diff": pairwise,
         },
