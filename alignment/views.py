@@ -129,7 +129,7 @@ def export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     if fmt not in exports.EXPORT_FORMATS:
         raise Http404("No such export format.")
     study = _study(pk)
-    text = exports.agreement_export(study_report(study, _filters(request)), fmt)
+    text = exports.agreement_export(study_report(study, _filters(request)), fmt, study=study)
     return download_response(
         request, text, filename=f"study-{pk}-agreement.{fmt}",
         content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8", kind="table",

@@ -35,6 +35,9 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from jury.engine.score_gaps import ADJACENT_POINTS, MAJOR_POINTS  # noqa: E402
 
 FORMATS = {"svg": "image/svg+xml", "png": "image/png", "pdf": "application/pdf"}
+# PNG is for print: 300 dpi (journals ask for 300 or more), stored in the file's pHYs chunk.
+# SVG and PDF are vector; their dpi only sizes the confusion map's embedded raster.
+DPI = {"png": 300, "svg": 150, "pdf": 150}
 LEVELS = np.arange(1, 6)
 JITTER = 0.06
 NO_DATA = "no conversation with both a jury and a clinician score yet"
@@ -157,13 +160,13 @@ def trend_figure(
 
 
 def render(figure: Figure, fmt: str, *, salt: str) -> bytes:
-    """The figure as SVG (text as text, no XML prolog), PNG (150 dpi) or PDF."""
+    """The figure as SVG (text as text, no XML prolog), PNG (300 dpi) or PDF."""
     if fmt not in FORMATS:
         raise ValueError(f"figure format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     buffer = io.BytesIO()
     metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(fmt)
     with matplotlib.rc_context(STYLE | {"svg.hashsalt": salt}):
-        figure.savefig(buffer, format=fmt, dpi=150, metadata=metadata)
+        figure.savefig(buffer, format=fmt, dpi=DPI[fmt], metadata=metadata)
     data = buffer.getvalue()
     if fmt == "svg":
         data = _bare_svg(data.decode()).encode()

@@ -83,5 +83,5 @@ def report_csv(frame: pd.DataFrame, path: str | Path | None = None) -> str:
     """The table as CSV text (through csv_export); also written to `path` when given."""
     text = frame_csv(frame, float_format="%.6f")
     if path is not None:
-        Path(path).write_text(text, encoding="utf-8")
+        Path(path).write_text(text, encoding="utf-8", newline="")  # keep the CRLF rows
     return text

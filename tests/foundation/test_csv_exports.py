@@ -168,7 +168,7 @@ def test_the_distribution_report_neutralises_attribute_values(researcher_client,
 
 def test_the_rubric_lab_tables_neutralise_text_and_keep_numbers():
     table = pd.DataFrame({"label": list(FORMULAS), "mean_delta": [-0.5, -0.25, 0.0, None]})
-    rows = neutralised(table_export(table, "csv"))
+    rows = neutralised(table_export(table, "csv", caption="Sensitivity", label="sensitivity"))
     assert [row["label"] for row in rows] == ["'" + formula for formula in FORMULAS]
     assert [row["mean_delta"] for row in rows] == ["-0.5", "-0.25", "0.0", ""]
 

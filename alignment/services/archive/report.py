@@ -39,8 +39,8 @@ def report_tables(
     report = compute_report(study, ReportFilters())
     disagreements = _disagreements(study, conversation_ids)
     return {
-        AGREEMENT_CSV: agreement_export(report, "csv"),
-        AGREEMENT_MD: agreement_export(report, "md"),
+        AGREEMENT_CSV: agreement_export(report, "csv", study=study),
+        AGREEMENT_MD: agreement_export(report, "md", study=study),
         REPORT_JSON: _dump(_report_json(report, people)),
         DISAGREEMENTS_CSV: frame_csv(disagreements),
         DISAGREEMENTS_JSON: _dump(_plain(disagreements.to_dict(orient="records"), people)),

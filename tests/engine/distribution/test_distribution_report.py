@@ -64,5 +64,5 @@ def test_an_empty_sample_has_zero_realised_shares(distribution):
 def test_report_csv_writes_the_text_it_returns(report, tmp_path):
     path = tmp_path / "shares.csv"
     text = report_csv(report, path)
-    assert path.read_text(encoding="utf-8") == text
+    assert path.read_bytes().decode("utf-8") == text
     assert text.splitlines()[0] == ",".join(COLUMNS)
