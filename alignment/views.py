@@ -19,7 +19,6 @@ from alignment.engine.agreement import (
     ADJACENT_AGREEMENT_DEFINITION,
     CHANCE_DEFINITION,
     EXACT_AGREEMENT_DEFINITION,
-    MAJOR_DISAGREEMENT,
 )
 from alignment.engine.judges import ERROR_DEFINITION
 from alignment.models import ItemTheme
@@ -34,6 +33,8 @@ from alignment.services.reports import (
     study_report,
 )
 from annotation.models import Project, Study, StudyItem
+from audit.downloads import download_response
+from jury.engine.score_gaps import MAJOR_POINTS
 
 FIGURE_KINDS = ("scatter", "bias", "confusion")
 TREND_KINDS = ("rubrics", "annotators")
@@ -75,7 +76,7 @@ def _common(study: Study, report: StudyReport) -> dict:
             "adjacent": ADJACENT_AGREEMENT_DEFINITION,
             "exact": EXACT_AGREEMENT_DEFINITION,
             "chance": CHANCE_DEFINITION,
-            "major": MAJOR_DISAGREEMENT,
+            "major": MAJOR_POINTS,
         },
     }
 
@@ -128,10 +129,12 @@ def export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     if fmt not in exports.EXPORT_FORMATS:
         raise Http404("No such export format.")
     study = _study(pk)
-    text = exports.agreement_export(study_report(study, _filters(request)), fmt)
-    response = HttpResponse(text, content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="study-{pk}-agreement.{fmt}"'
-    return response
+    text = exports.agreement_export(study_report(study, _filters(request)), fmt, study=study)
+    return download_response(
+        request, text, filename=f"study-{pk}-agreement.{fmt}",
+        content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8", kind="table",
+        target=study,
+    )  # fmt: skip
 
 
 # --- one rubric ----------------------------------------------------------------------------------
@@ -189,9 +192,10 @@ def figure(request: HttpRequest, pk: int, rubric_id: str, kind: str, fmt: str) -
     section = _section(study, study_report(study, _filters(request)), rubric_id)
     salt = f"{study.pk}-{rubric_id}-{kind}"
     body = figures.render(_figure(kind, section, study), fmt, salt=salt)
-    response = HttpResponse(body, content_type=figures.FORMATS[fmt])
-    response["Content-Disposition"] = f'attachment; filename="study-{pk}-{rubric_id}-{kind}.{fmt}"'
-    return response
+    return download_response(
+        request, body, filename=f"study-{pk}-{rubric_id}-{kind}.{fmt}",
+        content_type=figures.FORMATS[fmt], kind="figure", target=study,
+    )  # fmt: skip
 
 
 # --- disagreements and themes ------------------------------------------------------------------
@@ -233,7 +237,7 @@ def disagreement_report(request: HttpRequest, pk: int) -> HttpResponse:
         "theme_rubrics": [names.get(r, r) for r in theme_rubrics],
         "theme_rows": theme_rows,
         "rounds": disagreements.majors_by_round(study.project, filters),
-        "major": MAJOR_DISAGREEMENT,
+        "major": MAJOR_POINTS,
         "exclusion_reasons": EXCLUSION_REASONS,
         "models": sorted(set(page.frames.models.values())),
     }
@@ -328,7 +332,7 @@ def trend_page(request: HttpRequest, pk: int) -> HttpResponse:
         "tracks": Track.choices,
         "formats": figures.FORMATS,
         "kinds": TREND_KINDS,
-        "major": MAJOR_DISAGREEMENT,
+        "major": MAJOR_POINTS,
     }
     return render(request, "alignment/trend.html", context)
 
@@ -343,6 +347,7 @@ def trend_figure(request: HttpRequest, pk: int, kind: str, fmt: str) -> HttpResp
         raise Http404("This project has no study yet.")
     salt = f"trend-{pk}-{kind}"
     body = figures.render(_trend_figure(data, kind), fmt, salt=salt)
-    response = HttpResponse(body, content_type=figures.FORMATS[fmt])
-    response["Content-Disposition"] = f'attachment; filename="project-{pk}-trend-{kind}.{fmt}"'
-    return response
+    return download_response(
+        request, body, filename=f"project-{pk}-trend-{kind}.{fmt}",
+        content_type=figures.FORMATS[fmt], kind="figure", target=project,
+    )  # fmt: skip

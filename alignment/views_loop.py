@@ -14,6 +14,7 @@ from accounts.access import STAFF, role_required
 from alignment.forms_loop import RescoreForm, new_jury_form
 from alignment.services import loop
 from annotation.models import Study
+from audit.downloads import download_response
 from jury.services import juries, scoring
 from jury.tasks import scoring_start
 
@@ -53,7 +54,7 @@ def _launch(request, study: Study, form: RescoreForm, jury_form) -> list:
     try:
         with transaction.atomic():
             jury = (
-                juries.jury_create(**jury_form.jury_arguments())
+                juries.jury_create(**jury_form.jury_arguments(), actor=request.user)
                 if form.creates_jury
                 else form.existing_jury()
             )
@@ -110,9 +111,10 @@ def comparison_csv(request: HttpRequest, pk: int) -> HttpResponse:
         study, baseline=request.GET.get("baseline", loop.ORIGINAL),
         include_synthetic=request.GET.get("synthetic") == "include",
     )  # fmt: skip
-    response = HttpResponse(loop.comparison_csv(result), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-juries.csv"'
-    return response
+    return download_response(
+        request, loop.comparison_csv(result), filename=f"study-{study.pk}-juries.csv",
+        content_type="text/csv; charset=utf-8", kind="table", target=study,
+    )  # fmt: skip
 
 
 def _with_progress(configurations) -> list[tuple]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -16,6 +16,7 @@ from alignment.models import ArchiveJob, ArchiveJobKind, ArchiveJobStatus
 from alignment.services.archive import ArchiveError
 from alignment.services.archive.jobs import archive_export_request, archive_import_request
 from annotation.models import Study
+from audit.downloads import download_response
 
 
 @role_required(*STAFF)
@@ -38,14 +39,17 @@ def archive_job(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @role_required(*STAFF)
-def archive_download(request: HttpRequest, pk: int) -> FileResponse:
+def archive_download(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(
         ArchiveJob, pk=pk, kind=ArchiveJobKind.EXPORT, status=ArchiveJobStatus.FINISHED
     )
     path = Path(job.file_path)
     if not job.downloadable or not path.is_file():
         raise Http404("The archive file is no longer on this server; export the study again.")
-    return FileResponse(path.open("rb"), as_attachment=True, filename=job.file_name)
+    return download_response(
+        request, path.open("rb"), filename=job.file_name, content_type="application/zip",
+        kind="archive", target=job.study,
+    )  # fmt: skip
 
 
 @role_required(*STAFF)

@@ -11,17 +11,15 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import STAFF, role_required
-from annotation.engine.round_report import (
-    MAJOR_DISAGREEMENT,
-    MIN_SCORES_FOR_TENDENCY,
-    TENDENCY_THRESHOLD,
-)
+from annotation.engine.round_report import MIN_SCORES_FOR_TENDENCY, TENDENCY_THRESHOLD
 from annotation.forms_staff import GuideForm, ImportForm, InvalidateForm, StudyForm
 from annotation.models import Assignment, CalibrationGuide, Project, Study
 from annotation.services import dashboard, exchange, guides, round_report
 from annotation.services.annotations import annotation_invalidate
 from annotation.services.history import ANNOTATION_FIELDS
 from annotation.services.studies import study_create, study_lock
+from audit.downloads import download_response
+from jury.engine.score_gaps import MAJOR_POINTS
 
 # --- studies -----------------------------------------------------------------------------------
 
@@ -179,13 +177,12 @@ def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
         raise Http404("Export formats: csv, jsonl.")
     study = get_object_or_404(Study.objects.select_related("project"), pk=pk)
     pseudonymise = request.GET.get("pseudonymise") == "1"
-    response = HttpResponse(
-        exchange.export_text(study, fmt, pseudonymise=pseudonymise),
-        content_type=f"{exchange.FORMATS[fmt]}; charset=utf-8",
-    )
     suffix = "-pseudonymised" if pseudonymise else ""
-    response["Content-Disposition"] = f'attachment; filename="study-{pk}-annotations{suffix}.{fmt}"'
-    return response
+    return download_response(
+        request, exchange.export_text(study, fmt, pseudonymise=pseudonymise),
+        filename=f"study-{pk}-annotations{suffix}.{fmt}",
+        content_type=f"{exchange.FORMATS[fmt]}; charset=utf-8", kind="annotations", target=study,
+    )  # fmt: skip
 
 
 @role_required(*STAFF)
@@ -242,7 +239,7 @@ def round_report_view(request: HttpRequest, pk: int) -> HttpResponse:
             "study": study,
             "data": round_report.study_round_report(study, include_synthetic=include_synthetic),
             "include_synthetic": include_synthetic,
-            "major": MAJOR_DISAGREEMENT,
+            "major": MAJOR_POINTS,
             "threshold": TENDENCY_THRESHOLD,
             "min_scores": MIN_SCORES_FOR_TENDENCY,
         },
@@ -305,6 +302,6 @@ def _guide_form(request, study: Study, guide: CalibrationGuide | None) -> HttpRe
 @require_POST
 def guide_publish(request: HttpRequest, pk: int) -> HttpResponse:
     guide = get_object_or_404(CalibrationGuide, pk=pk)
-    guides.guide_publish(guide)
+    guides.guide_publish(guide, actor=request.user)
     messages.success(request, f"Published; annotators of {guide.project} now see this guide.")
     return redirect("annotation:staff_guide", pk)

@@ -1,12 +1,13 @@
 """The audit trail in the admin site: list, filter, search, export as CSV; never edited."""
 
-import csv
 import json
 
 from django.contrib import admin
 from django.http import HttpResponse
 
+from audit.downloads import download_response
 from audit.models import AuditEvent
+from benchmark.engine.csv_export import rows_csv
 
 CSV_COLUMNS = ("at", "actor", "action", "object_type", "object_id", "object_repr", "before",
                "after", "note")  # fmt: skip
@@ -32,15 +33,16 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     @admin.action(description="Export the selected events as CSV")
     def export_csv(self, request, queryset) -> HttpResponse:
-        response = HttpResponse(content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = 'attachment; filename="audit-trail.csv"'
-        writer = csv.writer(response)
-        writer.writerow(CSV_COLUMNS)
-        for event in queryset.select_related("actor").order_by("at", "pk"):
-            writer.writerow([
+        rows = (
+            [
                 event.at.isoformat(), event.actor.username if event.actor else "",
                 event.action, event.object_type, event.object_id, event.object_repr,
                 json.dumps(event.before, sort_keys=True), json.dumps(event.after, sort_keys=True),
                 event.note,
-            ])  # fmt: skip
-        return response
+            ]
+            for event in queryset.select_related("actor").order_by("at", "pk")
+        )  # fmt: skip
+        return download_response(
+            request, rows_csv(rows, header=CSV_COLUMNS), filename="audit-trail.csv",
+            content_type="text/csv; charset=utf-8", kind="audit_trail", target=None,
+        )  # fmt: skip

@@ -12,18 +12,19 @@ def audit_record(
     *,
     actor,
     action: str,
-    target: models.Model,
+    target: models.Model | None,
     before: dict | None = None,
     after: dict | None = None,
     note: str = "",
 ) -> AuditEvent:
+    """`target` is None for an action on no one row (a download of the whole audit trail)."""
     actor = actor if getattr(actor, "is_authenticated", False) else None
     return AuditEvent.objects.create(
         actor=actor,
         action=action,
-        object_type=target._meta.label,
-        object_id=str(target.pk),
-        object_repr=str(target)[:300],
+        object_type=target._meta.label if target is not None else "",
+        object_id=str(target.pk) if target is not None else "",
+        object_repr=str(target)[:300] if target is not None else "",
         before=before or {},
         after=after or {},
         note=note[:500],

@@ -12,6 +12,9 @@ from html import escape
 ROW = 18
 LABEL_WIDTH = 210
 BAR_WIDTH = 360
+# Between the end of an interval chart's axis and its value labels: intervals stop at the axis.
+LABEL_GAP = 16
+CLIP_MARK = 6  # length of the arrowhead that marks an interval cut at the axis
 TARGET_COLOUR = "#9aa6b8"
 REALISED_COLOUR = "#1f6feb"
 BAND_COLOUR = "#dbe7ff"
@@ -87,9 +90,14 @@ class Interval:
 def interval_rows(
     rows: Sequence[Interval], *, band: tuple[float, float], domain: tuple[float, float], title: str
 ) -> str:
-    """Subgroup means with 95% CIs drawn against a shaded overall band; flagged rows in red."""
+    """Subgroup means with 95% CIs drawn against a shaded overall band; flagged rows in red.
+
+    Everything is drawn within the axis (`domain`, the same for every chart meant to be read
+    side by side): an interval reaching past it is cut at the axis end, marked there with an
+    arrowhead, and the value labels start LABEL_GAP further right."""
     low_d, high_d = domain
     span = high_d - low_d or 1.0
+    axis_end = LABEL_WIDTH + BAR_WIDTH
 
     def x(value: float) -> float:
         return LABEL_WIDTH + BAR_WIDTH * (min(max(value, low_d), high_d) - low_d) / span
@@ -103,12 +111,27 @@ def interval_rows(
         colour = FLAG_COLOUR if row.flagged else REALISED_COLOUR
         body.append(_text(LABEL_WIDTH - 6, y + 9, _clip(row.label), "end", colour))
         body.append(
-            f'<line x1="{x(row.low):.1f}" y1="{y + 5}" x2="{x(row.high):.1f}" '
+            f'<line class="interval" x1="{x(row.low):.1f}" y1="{y + 5}" x2="{x(row.high):.1f}" '
             f'y2="{y + 5}" stroke="{colour}" stroke-width="2"/>'
         )
+        if row.low < low_d:
+            body.append(_clip_mark(LABEL_WIDTH, y + 5, pointing=-1, colour=colour))
+        if row.high > high_d:
+            body.append(_clip_mark(axis_end, y + 5, pointing=1, colour=colour))
         body.append(f'<circle cx="{x(row.mean):.1f}" cy="{y + 5}" r="3.5" fill="{colour}"/>')
-        body.append(_text(LABEL_WIDTH + BAR_WIDTH + 6, y + 9, row.note or f"{row.mean:.2f}"))
-    return _svg(LABEL_WIDTH + BAR_WIDTH + 90, height, body, title)
+        note = row.note or f"{row.mean:.2f}"
+        body.append(_text(axis_end + LABEL_GAP, y + 9, note))
+    return _svg(axis_end + LABEL_GAP + 90, height, body, title)
+
+
+def _clip_mark(tip: float, y: float, *, pointing: int, colour: str) -> str:
+    """An arrowhead inside the axis whose tip sits on the axis end: the interval goes on."""
+    base = tip - pointing * CLIP_MARK
+    points = f"{base:.1f},{y - 4:.1f} {tip:.1f},{y:.1f} {base:.1f},{y + 4:.1f}"
+    return (
+        f'<polygon class="clipped" points="{points}" fill="{colour}">'
+        "<title>the interval goes on past the axis</title></polygon>"
+    )
 
 
 def _ticks(low: float, high: float) -> list[float]:

@@ -7,13 +7,15 @@ from functools import partial
 from django.contrib import messages
 from django.core.paginator import Page, Paginator
 from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import ADMIN_ONLY, STAFF, role_required
+from audit.downloads import download_response
 from benchmark import forms
 from benchmark.engine.distribution import DistributionError
+from benchmark.engine.distribution_report import report_csv
 from benchmark.models import (
     AgentConfig,
     BenchmarkEntry,
@@ -181,7 +183,10 @@ def set_report(request: HttpRequest, pk: int) -> HttpResponse:
     benchmark_set = get_object_or_404(BenchmarkSet, pk=pk)
     table = reports.realised_distribution(benchmark_set)
     if request.GET.get("format") == "csv":
-        return reports.csv_response(table, f"distribution-report-set-{pk}.csv")
+        return download_response(
+            request, report_csv(table), filename=f"distribution-report-set-{pk}.csv",
+            content_type="text/csv; charset=utf-8", kind="table", target=benchmark_set,
+        )  # fmt: skip
     return render(
         request,
         "benchmark/set_report.html",
@@ -315,11 +320,12 @@ def _dispatch_after_commit(run: Run) -> None:
 
 
 @role_required(*STAFF)
-def run_export(request: HttpRequest, pk: int) -> StreamingHttpResponse:
+def run_export(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=pk)
-    response = StreamingHttpResponse(exports.run_jsonl(run), content_type="application/x-ndjson")
-    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-conversations.jsonl"'
-    return response
+    return download_response(
+        request, exports.run_jsonl(run), filename=f"run-{run.pk}-conversations.jsonl",
+        content_type="application/x-ndjson", kind="conversations", target=run,
+    )  # fmt: skip
 
 
 @role_required(*STAFF)

@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import EVERYONE, STAFF, role_required
+from audit.downloads import download_response
 from benchmark.forms import optional_decimal, unpriced_models, unpriced_warning
 from benchmark.models import Run
 from benchmark.services.queue import held_work_message
@@ -89,7 +90,7 @@ def jury_list(request: HttpRequest) -> HttpResponse:
         rubric_names={v.rubric_id: v.name for v in versions},
     )
     if request.method == "POST" and form.is_valid():
-        jury = juries.jury_create(**form.jury_arguments())
+        jury = juries.jury_create(**form.jury_arguments(), actor=request.user)
         messages.success(request, f"Created the jury {jury.name}.")
         for model in form.unpriced():
             messages.warning(request, unpriced_warning(model))
@@ -250,12 +251,11 @@ def report_export(request: HttpRequest, pk: int, table: str, suffix: str) -> Htt
     data = _report(pk)
     if data.empty and table != "outcomes":
         raise Http404("No complete conversations to export yet.")
-    response = HttpResponse(
-        reports.export_text(data, table, suffix),
-        content_type=f"{reports.EXPORT_FORMATS[suffix][1]}; charset=utf-8",
-    )
-    response["Content-Disposition"] = f'attachment; filename="job-{pk}-{table}.{suffix}"'
-    return response
+    return download_response(
+        request, reports.export_text(data, table, suffix), filename=f"job-{pk}-{table}.{suffix}",
+        content_type=f"{reports.EXPORT_FORMATS[suffix][1]}; charset=utf-8", kind="table",
+        target=data.job,
+    )  # fmt: skip
 
 
 @role_required(*STAFF)

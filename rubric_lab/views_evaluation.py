@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import STAFF, role_required
+from audit.downloads import download_response
 from benchmark.forms import optional_decimal
 from benchmark.models import Conversation, JobStatus
 from jury.services import juries
@@ -110,16 +111,25 @@ def sensitivity_retry(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*STAFF)
 def sensitivity_export(request: HttpRequest, pk: int, suffix: str) -> HttpResponse:
     study = get_object_or_404(SensitivityStudy, pk=pk)
-    return _export(suffix, lambda: sensitivity.study_export(study, suffix), f"sensitivity-{pk}")
+    return _export(
+        request,
+        suffix,
+        lambda: sensitivity.study_export(study, suffix),
+        f"sensitivity-{pk}",
+        target=study,
+    )
 
 
-def _export(suffix: str, text_of: Callable[[], str], filename: str) -> HttpResponse:
+def _export(
+    request: HttpRequest, suffix: str, text_of: Callable[[], str], filename: str, *, target
+) -> HttpResponse:
     """A result table as a download; an unknown format is a 404 before any work."""
     if suffix not in exports.FORMATS:
         raise Http404("No such format.")
-    response = HttpResponse(text_of(), content_type=exports.content_type(suffix))
-    response["Content-Disposition"] = f'attachment; filename="{filename}.{suffix}"'
-    return response
+    return download_response(
+        request, text_of(), filename=f"{filename}.{suffix}",
+        content_type=exports.content_type(suffix), kind="table", target=target,
+    )  # fmt: skip
 
 
 @role_required(*STAFF)
@@ -194,7 +204,13 @@ def coverage_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*STAFF)
 def coverage_export(request: HttpRequest, pk: int, suffix: str) -> HttpResponse:
     run = get_object_or_404(CoverageRun, pk=pk)
-    return _export(suffix, lambda: coverage.coverage_export(run, suffix), f"coverage-{pk}")
+    return _export(
+        request,
+        suffix,
+        lambda: coverage.coverage_export(run, suffix),
+        f"coverage-{pk}",
+        target=run,
+    )
 
 
 # --- critique-then-refine -------------------------------------------------------------------
@@ -232,7 +248,13 @@ def refine_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*STAFF)
 def refine_export(request: HttpRequest, pk: int, suffix: str) -> HttpResponse:
     study = get_object_or_404(RefineStudy, pk=pk)
-    return _export(suffix, lambda: refine.refine_export(study, suffix), f"refine-{pk}")
+    return _export(
+        request,
+        suffix,
+        lambda: refine.refine_export(study, suffix),
+        f"refine-{pk}",
+        target=study,
+    )
 
 
 # --- ablations --------------------------------------------------------------------------------

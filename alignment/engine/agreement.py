@@ -1,6 +1,7 @@
 """Jury-clinician and clinician-clinician agreement for one rubric, with bootstrap intervals.
 
-Definitions (one line each; REPORTS prints them from the constants below):
+Definitions (one line each; REPORTS prints them from the constants below; "adjacent" and
+"major" are jury.engine.score_gaps, the one definition every report uses):
 - adjacent agreement: share of conversations with |jury mean - clinician mean| <= 1;
 - exact agreement: share of conversations where the jury mean and the clinicians' mean, each
   rounded half up to a whole score (2.5 -> 3), are the same score;
@@ -55,12 +56,12 @@ from alignment.engine.frames import (
     round_half_up,
 )
 from alignment.engine.items import ItemColumns, RubricItems, one_hot, rubric_items, score_levels
+from jury.engine.score_gaps import is_adjacent, is_major
 
 __all__ = [
     "ADJACENT_AGREEMENT_DEFINITION",
     "CHANCE_DEFINITION",
     "EXACT_AGREEMENT_DEFINITION",
-    "MAJOR_DISAGREEMENT",
     "Estimate",
     "KappaPair",
     "RubricAgreement",
@@ -80,16 +81,12 @@ CHANCE_DEFINITION = (
     "from their observed distributions on the same conversations (between clinicians: from the "
     "pooled distribution of their scores)."
 )
-MAJOR_DISAGREEMENT = 2  # |jury mean - clinician mean| at or above this is a major disagreement
-ADJACENT = 1.0
-# Means of integer scores are floats: 10/3 - 7/3 may come out as 1.0000000000000002.
-SLACK = 1e-9
 ALPHA_LEVEL = "ordinal"
 
 VALUES = np.array(LEVELS, dtype=float)
 AC2_WEIGHTS = coefficients.quadratic_weights(len(LEVELS))
 # Score levels within one point of each other (1-5 x 1-5).
-ADJACENT_LEVELS = (np.abs(VALUES[:, None] - VALUES[None, :]) <= ADJACENT).astype(float)
+ADJACENT_LEVELS = is_adjacent(VALUES[:, None] - VALUES[None, :]).astype(float)
 
 
 class KappaPair(NamedTuple):
@@ -137,7 +134,7 @@ def _jury_columns(columns: ItemColumns, data: RubricItems) -> tuple[np.ndarray, 
     gap = jury - mean
     columns.add("paired", paired)
     columns.add("paired_ratings", np.where(paired, data.ratings_per_item, 0))
-    columns.add("adjacent", paired & (np.abs(gap) <= ADJACENT + SLACK))
+    columns.add("adjacent", paired & is_adjacent(gap))
     columns.add("exact", paired & (score_levels(jury) == score_levels(mean)))
     columns.add("signed", gap)
     columns.add("absolute", np.abs(gap))
@@ -256,7 +253,7 @@ def _jury_figures(
     n = int(paired[0])
     ratings = int(sums["paired_ratings"][0, 0])
     gaps = np.abs(jury_values[:, None] - mean_values[None, :])
-    value_hits = (gaps <= ADJACENT + SLACK).astype(float)
+    value_hits = is_adjacent(gaps).astype(float)
 
     def figure(values: np.ndarray, reason: str = "") -> Estimate:
         return estimate(values, n_items=n, n_ratings=ratings, reason=reason or reasons.jury)
@@ -368,7 +365,7 @@ def _confusion(data: RubricItems) -> tuple[list[list[int]], int]:
     rows, cols = score_levels(data.clinician_mean[paired]), score_levels(data.jury[paired])
     np.add.at(table, (rows, cols), 1)
     gaps = np.abs(data.jury[paired] - data.clinician_mean[paired])
-    major = int((gaps >= MAJOR_DISAGREEMENT - SLACK).sum())
+    major = int(is_major(gaps).sum())
     return table.tolist(), major
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from alignment.engine import coefficients
-from alignment.engine.agreement import ADJACENT, ALPHA_LEVEL, SLACK, VALUES
+from alignment.engine.agreement import ALPHA_LEVEL, VALUES
 from alignment.engine.bootstrap import (
     RESAMPLES,
     Estimate,
@@ -24,6 +24,7 @@ from alignment.engine.bootstrap import (
 )
 from alignment.engine.frames import LEVELS
 from alignment.engine.items import ItemColumns, one_hot, rubric_items, score_levels
+from jury.engine.score_gaps import is_adjacent
 
 METRICS = ("adjacent", "exact", "alpha_with_jury", "mean_signed_diff", "mean_abs_diff")
 
@@ -82,7 +83,7 @@ def _add_metric_columns(
         columns.add(name, coefficients.coincidence_columns(with_jury))
         return
     per_item = {
-        "adjacent": np.abs(gap) <= ADJACENT + SLACK,
+        "adjacent": is_adjacent(gap),
         "exact": score_levels(jury) == score_levels(mean),
         "mean_signed_diff": gap,
         "mean_abs_diff": np.abs(gap),

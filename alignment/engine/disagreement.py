@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from alignment.engine.agreement import MAJOR_DISAGREEMENT, SLACK
 from alignment.engine.frames import ITEM, JURY, RATER, RUBRIC, SCORE, check_ratings
+from jury.engine.score_gaps import is_major
 
 COLUMNS = [ITEM, RUBRIC, JURY, "clinician_mean", "n_ratings", "diff", "abs_diff", "major"]
 
@@ -28,8 +28,7 @@ def rank_disagreements(clinicians_long: pd.DataFrame, jury_long: pd.DataFrame) -
     table[JURY] = table[JURY].astype(float)
     table["diff"] = table[JURY] - table["clinician_mean"]
     table["abs_diff"] = table["diff"].abs()
-    table["major"] = (table["abs_diff"] >= MAJOR_DISAGREEMENT - SLACK).fillna(False)
-    table["major"] = table["major"].astype(bool)
+    table["major"] = is_major(table["abs_diff"]).astype(bool)  # NaN (no jury): not major
     order = np.lexsort((table[ITEM].astype(str), table[RUBRIC].astype(str), -table["abs_diff"]))
     return table.iloc[order][COLUMNS].reset_index(drop=True)
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from jury.engine.score_gaps import TOLERANCE
+
 ITEM = "item"
 RUBRIC = "rubric"
 RATER = "rater"
@@ -24,16 +26,14 @@ JUDGE = "judge"
 LEVELS = (1, 2, 3, 4, 5)
 LOWEST, HIGHEST = LEVELS[0], LEVELS[-1]
 
-# A float mean such as 3.4999999999 (sum of judge scores / K) must round like 3.5.
-_ROUNDING_SLACK = 1e-9
-
 
 def round_half_up(values: np.ndarray | pd.Series | float) -> np.ndarray:
     """Round to the nearest score level, halves upwards (2.5 -> 3, 3.5 -> 4), clipped to 1-5.
 
     numpy's own rounding sends halves to the even neighbour (2.5 -> 2), which would make
-    exact agreement depend on parity; NaN stays NaN."""
-    rounded = np.floor(np.asarray(values, dtype=float) + 0.5 + _ROUNDING_SLACK)
+    exact agreement depend on parity; NaN stays NaN. A float mean such as 3.4999999999 (sum of
+    judge scores / K) rounds like 3.5: the tolerance of every score comparison."""
+    rounded = np.floor(np.asarray(values, dtype=float) + 0.5 + TOLERANCE)
     return np.clip(rounded, LOWEST, HIGHEST)
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from alignment.engine import coefficients
-from alignment.engine.agreement import ADJACENT, ALPHA_LEVEL, SLACK, VALUES
+from alignment.engine.agreement import ALPHA_LEVEL, VALUES
 from alignment.engine.bootstrap import (
     RESAMPLES,
     Estimate,
@@ -33,6 +33,7 @@ from alignment.engine.bootstrap import (
 )
 from alignment.engine.frames import ITEM, JUDGE, LEVELS, SCORE, check_ratings
 from alignment.engine.items import ItemColumns
+from jury.engine.score_gaps import is_adjacent
 
 ERROR_DEFINITION = (
     "A judge errs on a conversation when its score is more than 1 point from the clinicians' "
@@ -106,7 +107,7 @@ def judge_agreement(
 def _columns(scores: np.ndarray, mean: np.ndarray) -> ItemColumns:
     columns = ItemColumns(len(mean))
     has = ~np.isnan(scores)
-    wrong = has & ~(np.abs(np.nan_to_num(scores) - mean[:, None]) <= ADJACENT + SLACK)
+    wrong = has & ~is_adjacent(np.nan_to_num(scores) - mean[:, None])
     for j in range(scores.shape[1]):
         gap = np.where(has[:, j], scores[:, j] - mean, 0.0)
         columns.add(f"judge {j}", np.column_stack([has[:, j], has[:, j] & ~wrong[:, j], gap]))
@@ -114,7 +115,7 @@ def _columns(scores: np.ndarray, mean: np.ndarray) -> ItemColumns:
         shared = has[:, a] & has[:, b]
         gap = np.abs(np.nan_to_num(scores[:, a]) - np.nan_to_num(scores[:, b]))
         wrong_a, wrong_b = shared & wrong[:, a], shared & wrong[:, b]
-        block = [shared, shared & (gap <= ADJACENT), shared & (gap == 0), wrong_a, wrong_b]
+        block = [shared, shared & is_adjacent(gap), shared & (gap == 0), wrong_a, wrong_b]
         columns.add(f"pair {a} {b}", np.column_stack([*block, wrong_a & wrong_b]))
         columns.add(f"kappa {a} {b}", coefficients.kappa_columns(scores[:, a], scores[:, b]))
     counts = np.stack([(scores == level).sum(axis=1) for level in LEVELS], axis=1)

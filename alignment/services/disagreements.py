@@ -16,6 +16,7 @@ from alignment.services.reports import ReportFilters, ranked_disagreements
 from alignment.services.trend import project_rounds, round_label
 from annotation.models import Assignment, Study
 from benchmark.models import TraceEvent
+from jury.engine.score_gaps import at_least
 
 EXCERPT_CHARS = 400
 DEFAULT_LIMIT = 50
@@ -50,7 +51,7 @@ def disagreement_page(
     chosen = ranked
     if query.rubric:
         chosen = chosen[chosen[RUBRIC] == query.rubric]
-    chosen = chosen[chosen["abs_diff"] >= query.min_diff]
+    chosen = chosen[at_least(chosen["abs_diff"], query.min_diff)]
     if query.theme is not None:
         tagged = {key for key, found in tags.items() if query.theme in {t.theme_id for t in found}}
         keys = zip(chosen[ITEM], chosen[RUBRIC], strict=True)

@@ -11,6 +11,7 @@ import pandas as pd
 
 from alignment.engine.bootstrap import Estimate
 from alignment.services.reports import StudyReport
+from annotation.models import Study
 from jury.engine.stats import export_table
 
 EXPORT_FORMATS = {  # URL suffix -> (jury.engine.stats format, content type)
@@ -82,7 +83,14 @@ def agreement_rows(report: StudyReport) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def agreement_export(report: StudyReport, suffix: str) -> str:
+def agreement_export(report: StudyReport, suffix: str, *, study: Study) -> str:
     if suffix not in EXPORT_FORMATS:
         raise ValueError(f"export format must be one of {', '.join(EXPORT_FORMATS)}")
-    return export_table(agreement_rows(report), EXPORT_FORMATS[suffix][0])
+    caption = (
+        f"Jury-clinician agreement per judged rubric, {study.name}: each figure with its 95% "
+        "bootstrap interval over conversations"
+    )
+    return export_table(
+        agreement_rows(report), EXPORT_FORMATS[suffix][0], caption=caption,
+        label=f"study {study.pk} agreement",
+    )  # fmt: skip

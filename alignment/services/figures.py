@@ -32,7 +32,12 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from jury.engine.score_gaps import ADJACENT_POINTS, MAJOR_POINTS  # noqa: E402
+
 FORMATS = {"svg": "image/svg+xml", "png": "image/png", "pdf": "application/pdf"}
+# PNG is for print: 300 dpi (journals ask for 300 or more), stored in the file's pHYs chunk.
+# SVG and PDF are vector; their dpi only sizes the confusion map's embedded raster.
+DPI = {"png": 300, "svg": 150, "pdf": 150}
 LEVELS = np.arange(1, 6)
 JITTER = 0.06
 NO_DATA = "no conversation with both a jury and a clinician score yet"
@@ -52,7 +57,10 @@ def scatter_figure(
     """`points`: clinician_mean, jury and model per conversation."""
     figure, axes = _figure(5.0, 4.4)
     edge = np.array([0.5, 5.5])
-    axes.fill_between(edge, edge - 1, edge + 1, color="#d8e6f7", alpha=0.6, lw=0, label="±1")
+    band = ADJACENT_POINTS
+    axes.fill_between(
+        edge, edge - band, edge + band, color="#d8e6f7", alpha=0.6, lw=0, label=f"±{band}"
+    )
     axes.plot(edge, edge, color="#57606a", lw=1, ls="--", label="jury = clinicians")
     rng = np.random.default_rng(seed)
     x = points["clinician_mean"].to_numpy(float) + rng.uniform(-JITTER, JITTER, len(points))
@@ -77,7 +85,8 @@ def bias_figure(points: pd.DataFrame, *, title: str) -> Figure:
     average, difference = (clinician + jury) / 2, jury - clinician
     axes.axhline(0, color="#57606a", lw=1)
     # The adjacent-agreement band, as on the scatter: points inside it count as agreeing.
-    axes.axhspan(-1, 1, color="#d8e6f7", alpha=0.6, lw=0, label="±1 (adjacent)")
+    band = ADJACENT_POINTS
+    axes.axhspan(-band, band, color="#d8e6f7", alpha=0.6, lw=0, label=f"±{band} (adjacent)")
     axes.scatter(average, difference, s=22, color=PALETTE[0], alpha=0.75, edgecolors="white")
     if len(difference) >= 2:
         mean, sd = difference.mean(), difference.std(ddof=1)
@@ -139,7 +148,7 @@ def trend_figure(
     ):
         right.bar(positions + (index - (len(majors) - 1) / 2) * width, counts, width,
                   color=colour, label=name)  # fmt: skip
-    right.set_ylabel("major disagreements (|diff| ≥ 2)")
+    right.set_ylabel(f"major disagreements (|diff| ≥ {MAJOR_POINTS})")
     right.yaxis.set_major_locator(MaxNLocator(integer=True))
     for axes in (left, right):
         axes.set_xticks(positions, rounds, rotation=15, ha="right")
@@ -151,13 +160,13 @@ def trend_figure(
 
 
 def render(figure: Figure, fmt: str, *, salt: str) -> bytes:
-    """The figure as SVG (text as text, no XML prolog), PNG (150 dpi) or PDF."""
+    """The figure as SVG (text as text, no XML prolog), PNG (300 dpi) or PDF."""
     if fmt not in FORMATS:
         raise ValueError(f"figure format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     buffer = io.BytesIO()
     metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(fmt)
     with matplotlib.rc_context(STYLE | {"svg.hashsalt": salt}):
-        figure.savefig(buffer, format=fmt, dpi=150, metadata=metadata)
+        figure.savefig(buffer, format=fmt, dpi=DPI[fmt], metadata=metadata)
     data = buffer.getvalue()
     if fmt == "svg":
         data = _bare_svg(data.decode()).encode()

@@ -14,9 +14,7 @@ conversation scored twice.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,6 +32,7 @@ from alignment.engine.frames import ITEM, JURY, RATER, RUBRIC, SCORE
 from alignment.services.frames import RubricInfo, study_frames
 from alignment.services.reports import study_state
 from annotation.models import Assignment, Study
+from benchmark.engine.csv_export import rows_csv
 from benchmark.models import Conversation, JobStatus
 from jury.models import JudgeScore, Jury, RubricResult, RubricVersion, ScoringJob
 from jury.services import scoring
@@ -393,13 +392,8 @@ CSV_COLUMNS = [
 def comparison_csv(comparison: Comparison) -> str:
     """One row per (rubric, configuration), ranked within each rubric; differences are
     configuration - baseline on the conversations both scored."""
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(CSV_COLUMNS)
-    for section in comparison.rubrics:
-        for row in section.rows:
-            writer.writerow(_csv_row(section.rubric, row))
-    return out.getvalue()
+    rows = (_csv_row(section.rubric, row) for section in comparison.rubrics for row in section.rows)
+    return rows_csv(rows, header=CSV_COLUMNS)
 
 
 def _csv_row(rubric: RubricInfo, row: ComparisonRow) -> list:

@@ -24,6 +24,7 @@ from alignment.engine.planner import items_needed
 from alignment.engine.realism import realism_summary
 from alignment.services.frames import RubricInfo, StudyFrames, study_frames
 from annotation.models import Assignment, AssignmentHistory, Study
+from jury.engine.score_gaps import is_adjacent, is_major
 from jury.models import JudgeScore, RubricResult
 
 RESAMPLES = 1000
@@ -87,7 +88,7 @@ class StudyReport:
         section = self.section(rubric_id)
         if section is None or section.points.empty:
             return []
-        return (section.points["abs_diff"] <= 1).tolist()
+        return is_adjacent(section.points["abs_diff"]).tolist()
 
 
 def study_report(
@@ -182,7 +183,7 @@ def annotator_rows(frames: StudyFrames) -> pd.DataFrame:
     (annotator - jury)."""
     merged = frames.clinicians_long.merge(frames.jury_long, on=[ITEM, RUBRIC])
     diff = merged[SCORE] - merged[JURY]
-    merged = merged.assign(diff=diff, adjacent=diff.abs() <= 1, major=diff.abs() >= 2)
+    merged = merged.assign(diff=diff, adjacent=is_adjacent(diff), major=is_major(diff))
     rows = merged.groupby(RATER).agg(
         ratings=("diff", "size"), adjacent=("adjacent", "mean"), majors=("major", "sum"),
         mean_diff=("diff", "mean"),

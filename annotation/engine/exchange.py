@@ -1,12 +1,15 @@
 """The annotation exchange format: one row per assignment x rubric, as CSV or JSONL.
 
-Writing: `to_csv` / `to_jsonl` from row dicts in `COLUMNS` order. Reading: `read_upload` turns
+Writing: `write_csv` / `to_jsonl` from row dicts in `COLUMNS` order. Reading: `read_upload` turns
 the bytes of an uploaded file into typed `ImportRow`s and the problems of each line (CSV lines
 are counted as a spreadsheet counts rows: the header is line 1). A row with a problem is still
 returned, with the cells that could not be read named in `unreadable`, so the service can check
 the rest of it against the study in the same pass: every problem of the file is listed at
 once. It checks only what the file itself can show; whether a conversation, rubric or person
 fits the study is the service's business. Pure: no Django.
+
+CSV cells pass through benchmark.engine.csv_export: formula-like text is neutralised on
+writing and restored on reading, so a file exported here reads back as it was written.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from benchmark.engine.csv_export import restore_cell, rows_csv
 from benchmark.engine.text_files import NotText, decode_text
 
 COLUMNS = (
@@ -63,21 +67,18 @@ class Upload:
 # --- writing -----------------------------------------------------------------------------------
 
 
-def to_csv(rows: Iterable[Mapping]) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({name: _csv_cell(row.get(name)) for name in COLUMNS})
-    return out.getvalue()
+def write_csv(rows: Iterable[Mapping]) -> str:
+    return rows_csv(
+        ([_csv_cell(row.get(name)) for name in COLUMNS] for row in rows), header=COLUMNS
+    )
 
 
-def _csv_cell(value) -> str:
+def _csv_cell(value):
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list | tuple):
         return " ".join(value)
-    return "" if value is None else str(value)
+    return "" if value is None else value
 
 
 def to_jsonl(rows: Iterable[Mapping]) -> str:
@@ -155,10 +156,16 @@ def _csv_rows(text: str) -> list[tuple[int, dict | str]]:
             if None in raw:
                 rows.append((reader.line_num, "more cells than the header has columns"))
             elif any((value or "").strip() for value in raw.values()):
-                rows.append((reader.line_num, raw))
+                rows.append((reader.line_num, _restored(raw)))
     except csv.Error as error:
         rows.append((reader.line_num, f"not readable as CSV ({error})"))
     return rows
+
+
+def _restored(raw: dict) -> dict:
+    # A file this site exported carries its formula-like text neutralised; read it back as
+    # it was written.
+    return {name: restore_cell(value) if value else value for name, value in raw.items()}
 
 
 def _jsonl_rows(text: str) -> list[tuple[int, dict | str]]:

@@ -4,7 +4,8 @@ Signs: a difference is the annotator's score minus the reference (the jury mean,
 of the other annotators on the same item and rubric), so a positive difference means the
 annotator scores higher: more lenient than the reference ("over-scoring").
 
-- Major disagreement: |score - jury mean| >= 2 (the spec's threshold).
+- Major disagreement: |score - jury mean| >= 2 (the spec's threshold; jury.engine.score_gaps,
+  the definition every report uses).
 - Tendency per rubric: the mean difference against the jury over at least
   `MIN_SCORES_FOR_TENDENCY` scores; >= +0.5 is over-scoring, <= -0.5 under-scoring (half a
   scale point: a consistent lean, where single one-point differences still average out).
@@ -20,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
-MAJOR_DISAGREEMENT = 2
+from jury.engine.score_gaps import at_least, is_major
+
 TENDENCY_THRESHOLD = 0.5
 MIN_SCORES_FOR_TENDENCY = 2
 
@@ -62,9 +64,9 @@ class Tendency:
     def label(self) -> str:
         if self.scores < MIN_SCORES_FOR_TENDENCY:
             return "too few scores"
-        if self.mean_difference >= TENDENCY_THRESHOLD:
+        if at_least(self.mean_difference, TENDENCY_THRESHOLD):
             return "over-scores"
-        if self.mean_difference <= -TENDENCY_THRESHOLD:
+        if at_least(-self.mean_difference, TENDENCY_THRESHOLD):
             return "under-scores"
         return "in line"
 
@@ -111,8 +113,7 @@ def round_report(scores: Sequence[Score], jury: Mapping[tuple[int, str], float])
                 s.annotator, s.assignment, s.item, s.rubric, s.score, jury[key], s.imported
             )
             for s in scores
-            if (key := (s.item, s.rubric)) in jury
-            and abs(s.score - jury[key]) >= MAJOR_DISAGREEMENT
+            if (key := (s.item, s.rubric)) in jury and is_major(s.score - jury[key])
         ),
         key=lambda d: (-abs(d.difference), d.annotator, d.item, d.rubric),
     )
@@ -145,7 +146,7 @@ def _row(name: str, practice: bool, own: list[Score], jury, counted) -> Annotato
         vs_jury=fmean(d for _, d in jury_diffs) if jury_diffs else None,
         vs_peers=fmean(peer_diffs) if peer_diffs else None,
         peer_comparisons=len(peer_diffs),
-        major_disagreements=sum(1 for _, d in jury_diffs if abs(d) >= MAJOR_DISAGREEMENT),
+        major_disagreements=sum(1 for _, d in jury_diffs if is_major(d)),
         tendencies=tuple(
             Tendency(rubric, len(diffs), fmean(diffs))
             for rubric, diffs in sorted(per_rubric.items())

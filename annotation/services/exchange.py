@@ -103,7 +103,7 @@ def _row(assignment: Assignment, version, annotator: str) -> dict:
 
 def export_text(study: Study, fmt: str, *, pseudonymise: bool = False) -> str:
     rows = export_rows(study, pseudonymise=pseudonymise)
-    return exchange.to_csv(rows) if fmt == "csv" else exchange.to_jsonl(rows)
+    return exchange.write_csv(rows) if fmt == "csv" else exchange.to_jsonl(rows)
 
 
 # --- import ------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from markdown_it import MarkdownIt
 
 from annotation.models import CalibrationGuide, Project, Study, StudyItem
 from annotation.services.worklist import my_item_numbers
+from audit.services import audit_record
 
 _MARKDOWN = MarkdownIt("js-default", {"html": False, "linkify": False}).disable("image")
 NOTE_LIMIT = 2000
@@ -110,8 +111,11 @@ def _check_examples(study: Study, examples: Sequence[dict]) -> None:
         raise ValidationError({"examples": errors})
 
 
-def guide_publish(guide: CalibrationGuide, *, now=None) -> CalibrationGuide:
+def guide_publish(guide: CalibrationGuide, *, actor=None, now=None) -> CalibrationGuide:
     if guide.published_at is None:
         guide.published_at = now or timezone.now()
         guide.save(update_fields=["published_at"])
+        audit_record(actor=actor, action="guide.published", target=guide,
+                     after={"published_at": guide.published_at.isoformat(),
+                            "study": guide.after_study_id})  # fmt: skip
     return guide

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from benchmark.engine.csv_export import frame_csv
 from benchmark.engine.distribution import SEED_ATTRIBUTES, Distribution
 from benchmark.engine.eligibility import eligibility_label
 
@@ -78,9 +79,9 @@ def _eligibility(seed: dict[str, Any]) -> str:
     return eligibility_label(broken["rule"] if broken else None)
 
 
-def to_csv(frame: pd.DataFrame, path: str | Path | None = None) -> str:
-    """The table as CSV text; also written to `path` when given."""
-    text = frame.to_csv(index=False, float_format="%.6f")
+def report_csv(frame: pd.DataFrame, path: str | Path | None = None) -> str:
+    """The table as CSV text (through csv_export); also written to `path` when given."""
+    text = frame_csv(frame, float_format="%.6f")
     if path is not None:
-        Path(path).write_text(text, encoding="utf-8")
+        Path(path).write_text(text, encoding="utf-8", newline="")  # keep the CRLF rows
     return text

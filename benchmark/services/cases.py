@@ -10,6 +10,7 @@ from functools import lru_cache
 from django.db import transaction
 from django.utils import timezone
 
+from audit.services import audit_record, fields_of
 from benchmark.engine.chat import ProviderError
 from benchmark.engine.distribution import (
     DEFAULT_DISTRIBUTION_PATH,
@@ -106,6 +107,9 @@ def benchmark_set_create(
     benchmark_set.save()
     seeds = sample_seeds(distribution_spec(distribution), size, sampler_seed)
     BenchmarkEntry.objects.bulk_create(_pending_entry(benchmark_set, seed) for seed in seeds)
+    audit_record(actor=user, action="set.created", target=benchmark_set,
+                 after=fields_of(benchmark_set, "size", "sampler_seed", "generator_model",
+                                 "distribution"))  # fmt: skip
     return benchmark_set
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, QueryDict
 
 from benchmark import charts
-from benchmark.engine.distribution_report import realised_shares, to_csv
+from benchmark.engine.distribution_report import realised_shares
 from benchmark.models import BenchmarkEntry, BenchmarkSet, Conversation, Distribution, Run
 from benchmark.services.cases import distribution_spec
 
@@ -82,12 +82,6 @@ def report_sections(frame: pd.DataFrame, *, with_realised: bool = True) -> list[
 
 def _share(value) -> float:
     return 0.0 if pd.isna(value) else float(value)
-
-
-def csv_response(frame: pd.DataFrame, filename: str) -> HttpResponse:
-    response = HttpResponse(to_csv(frame), content_type="text/csv")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
 
 
 def filtered_entries(

@@ -18,10 +18,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from benchmark.engine.csv_export import frame_csv
 from jury.engine.aggregate import PASS_THRESHOLD
+from jury.engine.latex_tables import latex_tables
+from jury.engine.score_gaps import is_adjacent
 
 CONFIDENCE = 0.95
 EXPORT_FORMATS = ("csv", "markdown", "latex")
+MODEL_COLUMN, AGGREGATE_COLUMN = "Model", "Aggregate (95% CI)"
 
 
 @dataclass(frozen=True)
@@ -138,7 +142,7 @@ def inter_judge_agreement(scores: pd.DataFrame, *, threshold: float = PASS_THRES
     per_conversation = pd.DataFrame(
         {
             "exact_agreement": spread == 0,
-            "adjacent_agreement": spread <= 1,
+            "adjacent_agreement": is_adjacent(spread),
             "pass_agreement": passes.all(axis=1) | ~passes.any(axis=1),
             "mean_abs_diff": pairwise,
         },
@@ -152,20 +156,39 @@ def format_model_table(table: pd.DataFrame, codes: Mapping[str, str]) -> pd.Data
     """Table 4 layout as text: aggregate with CI, then per rubric mean and pass % with CI.
     `codes` maps rubric id to its short code, in column order."""
     columns = {
-        "Model": table.index.astype(str),
-        "Aggregate (95% CI)": _with_interval(
+        MODEL_COLUMN: table.index.astype(str),
+        AGGREGATE_COLUMN: _with_interval(
             table["aggregate_mean"], table["aggregate_low"], table["aggregate_high"], 2
         ),
     }
     for rubric, code in codes.items():
-        columns[f"{code} mean"] = table[f"{rubric}_mean"].map("{:.2f}".format)
-        columns[f"{code} pass % (95% CI)"] = _with_interval(
+        columns[_mean_column(code)] = table[f"{rubric}_mean"].map("{:.2f}".format)
+        columns[_pass_column(code)] = _with_interval(
             100 * table[f"{rubric}_pass_rate"],
             100 * table[f"{rubric}_pass_low"],
             100 * table[f"{rubric}_pass_high"],
             1,
         )
     return pd.DataFrame(columns).reset_index(drop=True)
+
+
+def model_table_parts(text: pd.DataFrame, codes: Mapping[str, str]) -> dict[str, list[str]]:
+    """The columns of `format_model_table` (15 with six rubrics and the standing against the
+    best) as two tables that each fit a page: the aggregate, the rubric means and any further
+    column; then the pass rates."""
+    means = [_mean_column(code) for code in codes.values()]
+    passes = [_pass_column(code) for code in codes.values()]
+    first = [MODEL_COLUMN, AGGREGATE_COLUMN]
+    further = [column for column in text.columns if column not in {*first, *means, *passes}]
+    return {"mean scores": [*first, *means, *further], "pass rates": [MODEL_COLUMN, *passes]}
+
+
+def _mean_column(code: str) -> str:
+    return f"{code} mean"
+
+
+def _pass_column(code: str) -> str:
+    return f"{code} pass % (95% CI)"
 
 
 def format_sd_table(table: pd.DataFrame, codes: Mapping[str, str]) -> pd.DataFrame:
@@ -179,14 +202,23 @@ def format_sd_table(table: pd.DataFrame, codes: Mapping[str, str]) -> pd.DataFra
     return pd.DataFrame(columns).reset_index(drop=True)
 
 
-def export_table(table: pd.DataFrame, fmt: str) -> str:
-    """A text table as CSV, Markdown (pipe table) or LaTeX (booktabs tabular)."""
+def export_table(
+    table: pd.DataFrame,
+    fmt: str,
+    *,
+    caption: str,
+    label: str,
+    parts: Mapping[str, Sequence[str]] | None = None,
+) -> str:
+    """A text table as CSV, Markdown (pipe table) or LaTeX (booktabs, with `caption` and
+    `label`, split into `parts` when given; see latex_tables). CSV and Markdown are one table
+    and carry no caption."""
     if fmt == "csv":
-        return table.to_csv(index=False)
+        return frame_csv(table)
     if fmt == "markdown":
         return _markdown(table)
     if fmt == "latex":
-        return _latex(table)
+        return latex_tables(table, caption=caption, label=label, parts=parts)
     raise ValueError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, not {fmt!r}")
 
 
@@ -241,38 +273,4 @@ def _markdown(table: pd.DataFrame) -> str:
 
     lines = [row(table.columns), row(["---"] * len(table.columns))]
     lines += [row(values) for values in table.itertuples(index=False)]
-    return "\n".join(lines) + "\n"
-
-
-_LATEX_SPECIALS = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
-
-
-def _latex_escape(value) -> str:
-    return "".join(_LATEX_SPECIALS.get(char, char) for char in str(value))
-
-
-def _latex(table: pd.DataFrame) -> str:
-    def row(cells) -> str:
-        return " & ".join(_latex_escape(cell) for cell in cells) + r" \\"
-
-    lines = [
-        r"\begin{tabular}{l" + "r" * (len(table.columns) - 1) + "}",
-        r"\toprule",
-        row(table.columns),
-        r"\midrule",
-        *(row(values) for values in table.itertuples(index=False)),
-        r"\bottomrule",
-        r"\end{tabular}",
-    ]
     return "\n".join(lines) + "\n"

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 
 from django.core.exceptions import ValidationError
 
+from audit.services import audit_record, fields_of
 from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers.model_strings import check_model_string
 from jury.engine.aggregate import PASS_THRESHOLD
@@ -56,6 +57,7 @@ def jury_create(
     weights: Mapping[str, float] | None = None,
     pass_threshold: float = PASS_THRESHOLD,
     merge_mode: str = MergeMode.MEAN,
+    actor=None,
 ) -> Jury:
     if not 1 <= pass_threshold <= 5:
         raise ValidationError("The pass threshold must lie between 1 and 5.")
@@ -69,6 +71,8 @@ def jury_create(
     )
     jury.full_clean()
     jury.save()
+    settings = fields_of(jury, "judges", "weights", "pass_threshold", "merge_mode")
+    audit_record(actor=actor, action="jury.created", target=jury, after=settings)
     return jury
 
 

@@ -33,6 +33,16 @@ ATTRIBUTES = {
 }
 SCRIPTED_NOTE = "scripted, not a model"
 EXPORT_TABLES = ("models", "spread", "outcomes", "sensitivity", "agreement", "comparison")
+EXPORT_CAPTIONS = {  # what each table shows, for the LaTeX caption
+    "models": "Scores per model: the aggregate with its 95% CI; per rubric the jury mean and the "
+    "pass rate with its 95% Wilson interval",
+    "spread": "Mean (sd) per model of the aggregate and of each rubric's jury mean",
+    "outcomes": "Objective outcome checks per model, from the sandbox's write actions",
+    "sensitivity": "Subgroup means with 95% CI against each model's overall 95% CI band",
+    "agreement": "Agreement between the jury's judges per rubric",
+    "comparison": "Paired comparisons of agents on shared cases: mean difference with its "
+    "paired bootstrap 95% CI, Wilcoxon signed-rank and Holm-adjusted p",
+}
 EXPORT_FORMATS = {  # URL suffix -> (stats format, content type)
     "csv": ("csv", "text/csv"),
     "md": ("markdown", "text/markdown"),
@@ -247,9 +257,12 @@ def _format_percent(value: float | None) -> str:
 
 
 def export_text(report: Report, table_name: str, suffix: str) -> str:
-    """One report table as CSV, Markdown or LaTeX (jury.engine.stats.export_table)."""
+    """One report table as CSV, Markdown or LaTeX (jury.engine.stats.export_table); in LaTeX
+    the model table (up to 15 columns) is split into mean scores and pass rates."""
+    parts = None
     if table_name == "models":
         table = model_export_table(report)
+        parts = stats.model_table_parts(table, report.rubrics)
     elif table_name == "spread":
         table = spread_table(report)
     elif table_name == "outcomes":
@@ -257,12 +270,18 @@ def export_text(report: Report, table_name: str, suffix: str) -> str:
     elif table_name == "sensitivity":
         table = sensitivity_table(report)
     elif table_name == "agreement":
-        table = stats.inter_judge_agreement(judge_scores(report))
+        # The rubric is the index of the agreement frame; the export writes columns only.
+        table = stats.inter_judge_agreement(judge_scores(report)).reset_index()
     elif table_name == "comparison":
         table = comparison_table(report, comparisons(report, model_table(report)))
     else:
         raise ValueError(f"unknown table {table_name!r}")
-    return stats.export_table(table, EXPORT_FORMATS[suffix][0])
+    job = report.job
+    caption = f"{EXPORT_CAPTIONS[table_name]}; run {job.run.name}, jury {job.jury.name}"
+    return stats.export_table(
+        table, EXPORT_FORMATS[suffix][0], caption=caption, label=f"job {job.pk} {table_name}",
+        parts=parts,
+    )  # fmt: skip
 
 
 def model_export_table(report: Report) -> pd.DataFrame:
@@ -406,21 +425,27 @@ def measures(report: Report) -> dict[str, str]:
 
 
 def sensitivity_sections(report: Report, measure: str) -> list[dict]:
-    """Per attribute and model: subgroup means with 95% CI against the model's overall band."""
+    """Per attribute and model: subgroup means with 95% CI against the model's overall band.
+    Every chart of the page shares one x range, so panels can be compared by eye."""
     frame = report.conversations
     if measure != "aggregate":
         scores = report.rubric_scores.pivot(
             index="conversation_id", columns="rubric", values="score"
         )
         frame = frame.join(scores[[measure]], on="conversation_id")
+    results = {
+        attribute: stats.subgroup_sensitivity(frame, attribute=attribute, value=measure)
+        for attribute in ATTRIBUTES
+    }
+    domain = _sensitivity_domain(pd.concat(results.values()))
     sections = []
     for attribute, title in ATTRIBUTES.items():
-        result = stats.subgroup_sensitivity(frame, attribute=attribute, value=measure)
+        result = results[attribute]
         sections.append(
             {
                 "title": title,
                 "models": [
-                    _sensitivity_chart(model, rows, title)
+                    _sensitivity_chart(model, rows, title, domain)
                     for model, rows in result.groupby("model", sort=True)
                 ],
                 "flagged": [
@@ -449,7 +474,19 @@ def sensitivity_table(report: Report) -> pd.DataFrame:
     return table[leading + [c for c in table.columns if c not in leading]]
 
 
-def _sensitivity_chart(model: str, rows: pd.DataFrame, title: str) -> dict:
+def _sensitivity_domain(results: pd.DataFrame) -> tuple[float, float]:
+    """The x range of every chart: the means, intervals and bands of all of them, widened to
+    half points and held within the 1-5 scale (an interval reaching past it is cut there)."""
+    columns = ["mean", "ci_low", "ci_high", "band_low", "band_high"]
+    values = results[columns].to_numpy(dtype=float).ravel()
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return (1.0, 5.0)
+    low, high = math.floor(values.min() * 2) / 2, math.ceil(values.max() * 2) / 2
+    return (max(1.0, low), min(5.0, high))
+
+
+def _sensitivity_chart(model: str, rows: pd.DataFrame, title: str, domain) -> dict:
     rows = rows.sort_values("subgroup")
     band = (float(rows["band_low"].iloc[0]), float(rows["band_high"].iloc[0]))
     intervals = [
@@ -463,8 +500,6 @@ def _sensitivity_chart(model: str, rows: pd.DataFrame, title: str) -> dict:
         )
         for row in rows.itertuples()
     ]
-    values = [v for i in intervals for v in (i.low, i.high)] + [b for b in band if _finite(b)]
-    domain = (max(1.0, math.floor(min(values) * 2) / 2), min(5.0, math.ceil(max(values) * 2) / 2))
     band = band if all(_finite(b) for b in band) else (intervals[0].mean, intervals[0].mean)
     chart = charts.interval_rows(
         intervals, band=band, domain=domain, title=f"{model}: {title.lower()}"

@@ -286,4 +286,7 @@ def _figures(figures: coverage.Coverage) -> dict[str, Any]:
 
 
 def coverage_export(run: CoverageRun, suffix: str) -> str:
-    return exports.table_export(coverage_table(run), suffix)
+    caption = f"Coverage of expert criteria (CIA) per case: {run.name}"
+    return exports.table_export(
+        coverage_table(run), suffix, caption=caption, label=f"coverage {run.pk}"
+    )

@@ -255,4 +255,7 @@ def _interval(estimate: sensitivity.Estimate | None) -> dict[str, float | None]:
 
 
 def refine_export(study: RefineStudy, suffix: str) -> str:
-    return exports.table_export(refine_table(study), suffix)
+    caption = f"Critique-then-refine, gains per arm: {study.name}"
+    return exports.table_export(
+        refine_table(study), suffix, caption=caption, label=f"refine {study.pk}"
+    )

@@ -316,7 +316,9 @@ def results_table(study: SensitivityStudy, results: list[dict]) -> pd.DataFrame:
 
 
 def study_export(study: SensitivityStudy, suffix: str) -> str:
-    return exports.table_export(results_table(study, study_results(study)), suffix)
+    table = results_table(study, study_results(study))
+    caption = f"Near-miss sensitivity per perturbation type (95% bootstrap intervals): {study.name}"
+    return exports.table_export(table, suffix, caption=caption, label=f"sensitivity {study.pk}")
 
 
 def study_charts(results: list[dict]) -> list[dict]:

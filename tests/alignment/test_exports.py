@@ -34,7 +34,9 @@ def test_an_estimate_prints_with_its_interval_or_as_undefined():
 
 
 def test_the_csv_has_one_row_per_judged_rubric_in_the_papers_columns(annotated_study):
-    text = agreement_export(study_report(annotated_study, resamples=50), "csv")
+    text = agreement_export(
+        study_report(annotated_study, resamples=50), "csv", study=annotated_study
+    )
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == 6
     assert {"Rubric", "Conversations", "Ratings", "Jury-clinician adjacent", "Chance adjacent",
@@ -44,7 +46,9 @@ def test_the_csv_has_one_row_per_judged_rubric_in_the_papers_columns(annotated_s
 
 
 def test_the_markdown_is_a_pipe_table_with_a_header_rule(annotated_study):
-    lines = agreement_export(study_report(annotated_study, resamples=50), "md").splitlines()
+    lines = agreement_export(
+        study_report(annotated_study, resamples=50), "md", study=annotated_study
+    ).splitlines()
     assert len(lines) == 2 + 6
     assert set(lines[1].replace(" ", "").strip("|").split("|")) == {"---"}
     cells = {line.count(" | ") for line in lines}
@@ -54,7 +58,9 @@ def test_the_markdown_is_a_pipe_table_with_a_header_rule(annotated_study):
 
 def test_the_latex_escapes_special_characters(annotated_study):
     RubricVersion.objects.filter(rubric_id="clinical_safety").update(name="Safety & triage_100%")
-    text = agreement_export(study_report(annotated_study, resamples=50), "tex")
+    text = agreement_export(
+        study_report(annotated_study, resamples=50), "tex", study=annotated_study
+    )
     assert r"Safety \& triage\_100\%" in text
     assert r"\begin{tabular}" in text and r"\bottomrule" in text
     assert "100% [" not in text  # percentages are escaped too
@@ -66,7 +72,9 @@ def test_undefined_figures_say_why_in_the_notes(scored_job):
     for item in study.items.all():
         annotate(item, only, scores=near_jury(scored_job, item, "clinical", 0))
     rows = list(
-        csv.DictReader(io.StringIO(agreement_export(study_report(study, resamples=20), "csv")))
+        csv.DictReader(
+            io.StringIO(agreement_export(study_report(study, resamples=20), "csv", study=study))
+        )
     )
     safety = next(row for row in rows if row["Rubric"] == "Clinical Safety")
     assert safety["Human-human adjacent"] == "undefined"

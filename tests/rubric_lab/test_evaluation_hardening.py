@@ -24,6 +24,7 @@ from rubric_lab.models import (
     SensitivityStudy,
 )
 from rubric_lab.services import coverage, evaluation_work, pipeline, refine, sensitivity
+from tests.support.latex import latex_floats
 
 pytestmark = pytest.mark.django_db
 
@@ -214,7 +215,8 @@ def test_coverage_results_export_per_case_and_overall(played_run, rubric_job):
     csv = coverage.coverage_export(run, "csv")
     assert csv.splitlines()[0] == "case,rubric,condition,constraints,entailed,generated," \
         "matched,recall,precision,f1"  # fmt: skip
-    assert "\\toprule" in coverage.coverage_export(run, "tex")
+    (latex,) = latex_floats(coverage.coverage_export(run, "tex"))
+    assert latex.label == f"tab:coverage-{run.pk}" and run.name in latex.caption
     assert "nan" not in csv and csv.splitlines()[-1].startswith("mean of 1 cases (macro),,,,,,,")
 
 
@@ -233,6 +235,8 @@ def test_refine_results_export_each_arm_and_the_paired_difference(researcher_cli
     response = researcher_client.get(reverse("rubric_lab:refine_export", args=[study.pk, "md"]))
     assert response["Content-Type"].startswith("text/markdown")
     assert b"| arm" in response.content and b"rubric - self" in response.content
+    (latex,) = latex_floats(refine.refine_export(study, "tex"))
+    assert latex.label == f"tab:refine-{study.pk}" and latex.rows == 3
     assert researcher_client.get(
         reverse("rubric_lab:refine_export", args=[study.pk, "xls"])
     ).status_code == 404  # fmt: skip

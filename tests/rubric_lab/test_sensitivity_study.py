@@ -6,6 +6,7 @@ from benchmark.models import JobStatus
 from jury.services import juries
 from rubric_lab.models import JudgeSetup, NearMissStatus
 from rubric_lab.services import pipeline, sensitivity
+from tests.support.latex import latex_floats
 
 pytestmark = pytest.mark.django_db
 
@@ -98,7 +99,8 @@ def test_exports_hold_a_row_per_type_in_every_format(played_run):
     assert csv.splitlines()[0].startswith("perturbation,label")
     assert "claim_without_tool_call" in csv and "auroc_low" in csv
     assert "|" in sensitivity.study_export(study, "md")
-    assert "\\toprule" in sensitivity.study_export(study, "tex")
+    (latex,) = latex_floats(sensitivity.study_export(study, "tex"))
+    assert latex.label == f"tab:sensitivity-{study.pk}" and study.name in latex.caption
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from tqdm import tqdm
 from alignment.services.archive import study_archive_write
 from alignment.services.archive.export import archive_file_name
 from annotation.models import Study
+from audit.services import audit_record
 
 
 class Command(BaseCommand):
@@ -44,5 +45,8 @@ class Command(BaseCommand):
             manifest = study_archive_write(
                 study, path, with_usernames=with_usernames, progress=progress
             )
+        audit_record(actor=None, action="study.archive_exported", target=study,
+                     after={"file": str(path), "with_usernames": with_usernames},
+                     note="manage.py export_study")  # fmt: skip
         rows = sum(manifest.counts.values())
         self.stdout.write(f"Wrote {path} ({path.stat().st_size / 1e6:.1f} MB, {rows} rows).")

@@ -21,6 +21,7 @@ from alignment.services.exports import agreement_export
 from alignment.services.frames import study_frames
 from alignment.services.reports import ReportFilters, compute_report, ranked_disagreements
 from annotation.models import Study
+from benchmark.engine.csv_export import frame_csv
 
 AGREEMENT_CSV = "tables/agreement.csv"
 AGREEMENT_MD = "tables/agreement.md"
@@ -38,10 +39,10 @@ def report_tables(
     report = compute_report(study, ReportFilters())
     disagreements = _disagreements(study, conversation_ids)
     return {
-        AGREEMENT_CSV: agreement_export(report, "csv"),
-        AGREEMENT_MD: agreement_export(report, "md"),
+        AGREEMENT_CSV: agreement_export(report, "csv", study=study),
+        AGREEMENT_MD: agreement_export(report, "md", study=study),
         REPORT_JSON: _dump(_report_json(report, people)),
-        DISAGREEMENTS_CSV: disagreements.to_csv(index=False, lineterminator="\n"),
+        DISAGREEMENTS_CSV: frame_csv(disagreements),
         DISAGREEMENTS_JSON: _dump(_plain(disagreements.to_dict(orient="records"), people)),
     }
 

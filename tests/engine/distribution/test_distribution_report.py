@@ -1,6 +1,6 @@
 import pytest
 
-from benchmark.engine.distribution_report import COLUMNS, realised_shares, to_csv
+from benchmark.engine.distribution_report import COLUMNS, realised_shares, report_csv
 from benchmark.engine.sampler import sample_seeds
 
 
@@ -61,8 +61,8 @@ def test_an_empty_sample_has_zero_realised_shares(distribution):
     assert (report["count"] == 0).all()
 
 
-def test_to_csv_writes_the_text_it_returns(report, tmp_path):
+def test_report_csv_writes_the_text_it_returns(report, tmp_path):
     path = tmp_path / "shares.csv"
-    text = to_csv(report, path)
-    assert path.read_text(encoding="utf-8") == text
+    text = report_csv(report, path)
+    assert path.read_bytes().decode("utf-8") == text
     assert text.splitlines()[0] == ",".join(COLUMNS)

@@ -107,20 +107,22 @@ def test_the_sd_table_reports_mean_and_conversation_sd():
 def test_formatted_tables_export_to_csv_markdown_and_latex():
     rubric_scores, conversations = frames()
     text = format_model_table(model_table(rubric_scores, conversations), CODES)
-    markdown = export_table(text, "markdown")
+    titled = {"caption": "Scores per model", "label": "models"}
+    markdown = export_table(text, "markdown", **titled)
     assert markdown.splitlines()[0].startswith("| Model | Aggregate (95% CI) | CS mean |")
     assert markdown.splitlines()[1] == "|" + " --- |" * len(text.columns)
-    latex = export_table(text, "latex")
+    latex = export_table(text, "latex", **titled)
     assert r"Aggregate (95\% CI)" in latex and latex.count(r"\\") == 3
-    assert export_table(text, "csv").startswith("Model,Aggregate (95% CI),CS mean")
+    assert export_table(text, "csv", **titled).startswith("Model,Aggregate (95% CI),CS mean")
     with pytest.raises(ValueError, match="export format"):
-        export_table(text, "xlsx")
+        export_table(text, "xlsx", **titled)
 
 
 def test_latex_and_markdown_escape_their_special_characters():
     table = pd.DataFrame({"Model": ["a_b & c|d"], "Share": ["50%"]})
-    assert r"a\_b \& c|d & 50\%" in export_table(table, "latex")
-    assert r"a_b & c\|d" in export_table(table, "markdown")
+    titled = {"caption": "Shares", "label": "shares"}
+    assert r"a\_b \& c|d & 50\%" in export_table(table, "latex", **titled)
+    assert r"a_b & c\|d" in export_table(table, "markdown", **titled)
 
 
 def test_a_subgroup_whose_interval_lies_outside_the_band_is_flagged():

@@ -1,0 +1,80 @@
+"""Every download leaves who took which file, and when, in the audit trail: every URL of the
+access table is opened and each attachment it answers with must have written its event, and
+no module but audit/downloads.py builds an attachment."""
+
+import re
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from accounts.models import Role, Track
+from audit.models import AuditEvent
+from tests.conftest import make_user
+from tests.foundation.access_table import PAGES, build_objects
+
+ROOT = Path(__file__).resolve().parents[2]
+# Downloads chosen by the query string rather than the path.
+QUERIES = {"benchmark:set_report": "?format=csv"}
+# What the walk must find: a page that stops being a download must be noticed here.
+DOWNLOADS = {
+    "benchmark:set_report": "table", "benchmark:run_export": "conversations",
+    "jury:report_export": "table", "rubric_lab:sensitivity_export": "table",
+    "rubric_lab:coverage_export": "table", "rubric_lab:refine_export": "table",
+    "annotation:staff_study_export": "annotations", "annotation:staff_archive_download": "archive",
+    "alignment:export": "table", "alignment:figure": "figure", "alignment:trend_figure": "figure",
+    "alignment:loop_comparison_csv": "table",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        users = {
+            Role.ANNOTATOR: make_user("annie", Role.ANNOTATOR, Track.CLINICAL),
+            Role.RESEARCHER: make_user("rita", Role.RESEARCHER),
+            Role.ADMIN: make_user("adam", Role.ADMIN),
+        }
+        objects = build_objects(users)
+    yield users, objects
+    with django_db_blocker.unblock():
+        call_command("flush", interactive=False, verbosity=0)
+
+
+def attachment_name(response) -> str | None:
+    found = re.match(r'attachment; filename="(.+)"', response.get("Content-Disposition", ""))
+    return found.group(1) if found else None
+
+
+@pytest.mark.django_db
+def test_every_download_of_the_access_table_is_recorded_with_its_person(client, world):
+    users, objects = world
+    downloaded = {}
+    for page in PAGES:
+        user = users[page.roles[-1]]
+        client.force_login(user)
+        url = reverse(page.name, kwargs=page.kwargs(objects)) + QUERIES.get(page.name, "")
+        newest = AuditEvent.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+        response = client.get(url)
+        name = attachment_name(response)
+        if response.streaming:  # read to the end, so the client closes the file
+            b"".join(response.streaming_content)
+        if name is None:
+            continue
+        recorded = AuditEvent.objects.filter(pk__gt=newest, action__startswith="download.")
+        assert [(e.actor, e.after["file"]) for e in recorded] == [(user, name)], page.name
+        downloaded[page.name] = recorded.get().action.removeprefix("download.")
+    assert downloaded == DOWNLOADS
+
+
+def test_no_module_but_the_download_helper_makes_an_attachment():
+    pattern = re.compile(r"Content-Disposition|as_attachment|FileResponse\(")
+    sources = [
+        path.relative_to(ROOT)
+        for folder in ("accounts", "alignment", "annotation", "audit", "benchmark", "config",
+                       "jury", "rubric_lab")
+        for path in (ROOT / folder).rglob("*.py")
+    ]  # fmt: skip
+    making = [path for path in sources if pattern.search((ROOT / path).read_text())]
+    assert len(sources) > 100 and making == [Path("audit/downloads.py")]
