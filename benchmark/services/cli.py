@@ -52,6 +52,17 @@ def cost_text(*, cost: Decimal | None, calls: int, cached: int) -> str:
     return f"{figure}, {cached} of {calls} calls cached" if cached else figure
 
 
+def add_price_argument(parser) -> None:
+    """The --price option of every command that launches paid work."""
+    parser.add_argument(
+        "--price",
+        action="append",
+        metavar="MODEL=INPUT,OUTPUT",
+        help="set a model's price in USD per million input and output tokens, stored and "
+        "audited like a price set on the Prices page; repeatable",
+    )
+
+
 def price_options(texts: list[str] | None, *, command: str) -> None:
     """Apply a command's --price MODEL=INPUT,OUTPUT options as prices set by staff would be
     (stored, versioned and audited), before the job is checked and launched."""

@@ -8,7 +8,13 @@ from django.core.management.base import BaseCommand, CommandError
 from benchmark.engine.distribution import DistributionError
 from benchmark.models import BenchmarkSet, EntryStatus, JobStatus
 from benchmark.services import accounting, cases
-from benchmark.services.cli import cost_text, price_options, progress_bar, wait_until
+from benchmark.services.cli import (
+    add_price_argument,
+    cost_text,
+    price_options,
+    progress_bar,
+    wait_until,
+)
 
 
 class Command(BaseCommand):
@@ -26,13 +32,7 @@ class Command(BaseCommand):
             help="USD; no new entry is sent once the set spent this much (the model needs a "
             "price: in prices.yaml, set on the Prices page, or with --price)",
         )
-        parser.add_argument(
-            "--price",
-            action="append",
-            metavar="MODEL=INPUT,OUTPUT",
-            help="set a model's price in USD per million input and output tokens, stored and "
-            "audited like a price set on the Prices page; repeatable",
-        )
+        add_price_argument(parser)
         parser.add_argument(
             "--distribution", type=Path, help="YAML file (default: the shipped distribution)"
         )

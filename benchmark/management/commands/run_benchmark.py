@@ -10,7 +10,14 @@ from django.utils import timezone
 from benchmark.models import BenchmarkSet, JobStatus, Run
 from benchmark.services import accounting, runs
 from benchmark.services import agents as agent_services
-from benchmark.services.cli import cost_text, price_options, progress_bar, run_counts, wait_until
+from benchmark.services.cli import (
+    add_price_argument,
+    cost_text,
+    price_options,
+    progress_bar,
+    run_counts,
+    wait_until,
+)
 from benchmark.services.inline import run_execute_inline
 from benchmark.services.queue import held_work_message, queue_send
 from benchmark.services.worker_heartbeats import stalled_message, worker_health
@@ -52,13 +59,7 @@ class Command(BaseCommand):
             help="USD; no new conversation starts once the run spent this much (every model "
             "needs a price: in prices.yaml, set on the Prices page, or with --price)",
         )
-        parser.add_argument(
-            "--price",
-            action="append",
-            metavar="MODEL=INPUT,OUTPUT",
-            help="set a model's price in USD per million input and output tokens, stored and "
-            "audited like a price set on the Prices page; repeatable",
-        )
+        add_price_argument(parser)
         parser.add_argument(
             "--retry-failed",
             action="store_true",

@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from benchmark.models import JobStatus, Run
-from benchmark.services.cli import cost_text, price_options
+from benchmark.services.cli import add_price_argument, cost_text, price_options
 from jury.models import Jury, ScoringJob
 from jury.services import scoring
 from jury.tasks import scoring_start
@@ -41,13 +41,7 @@ class Command(BaseCommand):
             help="USD; no new judge call is sent once the job spent this much (every judge "
             "needs a price: in prices.yaml, set on the Prices page, or with --price)",
         )
-        parser.add_argument(
-            "--price",
-            action="append",
-            metavar="MODEL=INPUT,OUTPUT",
-            help="set a model's price in USD per million input and output tokens, stored and "
-            "audited like a price set on the Prices page; repeatable",
-        )
+        add_price_argument(parser)
         parser.add_argument(
             "--wait",
             action="store_true",
