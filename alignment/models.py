@@ -14,6 +14,7 @@ from django.db import models
 from django.db.models import Q
 
 from annotation.models import Project, Study, StudyItem
+from benchmark.fields import RedactedTextField
 
 
 class Theme(models.Model):
@@ -99,7 +100,7 @@ class ArchiveJob(models.Model):
     # task does nothing while it holds, and takes the job over once a dead worker's claim ran
     # out (the queue sends the message again after a worker is lost).
     claimed_until = models.DateTimeField(null=True, blank=True)
-    error = models.TextField(blank=True)
+    error = RedactedTextField(blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
