@@ -14,6 +14,7 @@ from accounts.access import STAFF, role_required
 from alignment.forms_loop import RescoreForm, new_jury_form
 from alignment.services import loop
 from annotation.models import Study
+from config.query import query_choice, query_flag
 from jury.services import juries, scoring
 from jury.tasks import scoring_start
 
@@ -75,7 +76,7 @@ def comparison(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study, pk=pk)
     configurations = loop.study_configurations(study)
     running = [c for c in configurations if c.running]
-    if request.htmx and request.GET.get("fragment") == "progress":
+    if query_choice(request.GET, "fragment", ["progress"]) and request.htmx:
         if not running:
             # The last job just finished: reload so the figures include its scores.
             return HttpResponseClientRefresh()
@@ -84,9 +85,9 @@ def comparison(request: HttpRequest, pk: int) -> HttpResponse:
             "alignment/loop_comparison.html#loop-progress",
             {"study": study, "running": _with_progress(running)},
         )
-    include_synthetic = request.GET.get("synthetic") == "include"
+    include_synthetic = query_flag(request.GET, "synthetic", on="include")
     result = loop.jury_comparison(
-        study, baseline=request.GET.get("baseline", loop.ORIGINAL),
+        study, baseline=_baseline(request, configurations),
         include_synthetic=include_synthetic,
     )  # fmt: skip
     return render(
@@ -107,12 +108,17 @@ def comparison(request: HttpRequest, pk: int) -> HttpResponse:
 def comparison_csv(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study, pk=pk)
     result = loop.jury_comparison(
-        study, baseline=request.GET.get("baseline", loop.ORIGINAL),
-        include_synthetic=request.GET.get("synthetic") == "include",
+        study, baseline=_baseline(request, loop.study_configurations(study)),
+        include_synthetic=query_flag(request.GET, "synthetic", on="include"),
     )  # fmt: skip
     response = HttpResponse(loop.comparison_csv(result), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-juries.csv"'
     return response
+
+
+def _baseline(request: HttpRequest, configurations) -> str:
+    keys = [configuration.key for configuration in configurations]
+    return query_choice(request.GET, "baseline", keys, default=loop.ORIGINAL)
 
 
 def _with_progress(configurations) -> list[tuple]:

@@ -22,6 +22,7 @@ from annotation.services import dashboard, exchange, guides, round_report
 from annotation.services.annotations import annotation_invalidate
 from annotation.services.history import ANNOTATION_FIELDS
 from annotation.services.studies import study_create, study_lock
+from config.query import query_choice, query_flag
 
 # --- studies -----------------------------------------------------------------------------------
 
@@ -62,7 +63,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
 def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study.objects.select_related("project"), pk=pk)
     context = {"study": study, "progress": dashboard.study_progress(study)}
-    if request.htmx and request.GET.get("fragment") == "progress":
+    if query_choice(request.GET, "fragment", ["progress"]) and request.htmx:
         return render(request, "annotation/staff/study_detail.html#study-progress", context)
     context |= {
         "coverage": dashboard.study_coverage(study),
@@ -178,7 +179,7 @@ def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     if fmt not in exchange.FORMATS:
         raise Http404("Export formats: csv, jsonl.")
     study = get_object_or_404(Study.objects.select_related("project"), pk=pk)
-    pseudonymise = request.GET.get("pseudonymise") == "1"
+    pseudonymise = query_flag(request.GET, "pseudonymise", on="1")
     response = HttpResponse(
         exchange.export_text(study, fmt, pseudonymise=pseudonymise),
         content_type=f"{exchange.FORMATS[fmt]}; charset=utf-8",
@@ -225,7 +226,7 @@ def study_import(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*STAFF)
 def round_report_view(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study.objects.select_related("project"), pk=pk)
-    include_synthetic = request.GET.get("synthetic") == "include"
+    include_synthetic = query_flag(request.GET, "synthetic", on="include")
     return render(
         request,
         "annotation/staff/round_report.html",

@@ -27,6 +27,10 @@ from benchmark.services import cases, exports, reports, runs, sandbox_preview
 from benchmark.services.accounting import cost_by_purpose
 from benchmark.services.queue import held_work_message, queue_send
 from benchmark.tasks import enrichment_start, run_dispatch_task
+from config.query import query_choice, query_object, query_page
+
+# The live regions of the set and run pages an htmx request may ask for alone.
+FRAGMENTS = ("progress", "entries")
 
 RUN_ACTIONS = {
     "pause": "Paused: no new conversations start; running ones finish.",
@@ -47,8 +51,7 @@ def distributions(request: HttpRequest) -> HttpResponse:
 
 @role_required(*STAFF)
 def distribution_new(request: HttpRequest) -> HttpResponse:
-    base_id = request.GET.get("from", "")
-    base = Distribution.objects.filter(pk=base_id).first() if base_id.isdigit() else None
+    base = query_object(request.GET, "from", Distribution.objects.all())
     form = forms.DistributionForm(request.POST or None, request.FILES or None, base=base)
     if request.method == "POST" and form.is_valid():
         try:
@@ -113,7 +116,7 @@ def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "set": benchmark_set,
         "progress": benchmark_set.progress(),
-        "page": Paginator(entries, 50).get_page(request.GET.get("page")),
+        "page": query_page(request.GET, Paginator(entries, 50)),
         "filters": filters,
         "query": reports.query_without_page(request),
     }
@@ -127,7 +130,8 @@ def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _fragment(request: HttpRequest) -> str:
     """The region an htmx request asks for ("" for the whole page)."""
-    return request.GET.get("fragment", "") if request.htmx else ""
+    fragment = query_choice(request.GET, "fragment", FRAGMENTS)
+    return fragment if request.htmx else ""
 
 
 def _poll_url(request: HttpRequest, page: Page) -> str:
@@ -153,7 +157,7 @@ def set_retry(request: HttpRequest, pk: int) -> HttpResponse:
 def set_report(request: HttpRequest, pk: int) -> HttpResponse:
     benchmark_set = get_object_or_404(BenchmarkSet, pk=pk)
     table = reports.realised_distribution(benchmark_set)
-    if request.GET.get("format") == "csv":
+    if query_choice(request.GET, "format", ["csv"]) == "csv":
         return reports.csv_response(table, f"distribution-report-set-{pk}.csv")
     return render(
         request,
@@ -238,7 +242,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(Run.objects.select_related("benchmark_set"), pk=pk)
     conversations = reports.filtered_conversations(run, request.GET)
-    page = Paginator(conversations, 50).get_page(request.GET.get("page"))
+    page = query_page(request.GET, Paginator(conversations, 50))
     context = {
         "run": run,
         "progress": runs.run_progress(run),

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import STAFF, role_required
 from benchmark.models import Conversation, JobStatus
+from config.query import query_choice
 from jury.services import juries
 from rubric_lab import forms_evaluation as forms
 from rubric_lab import tasks_evaluation as tasks
@@ -30,7 +31,7 @@ from rubric_lab.services.perturbations import perturbation_preview
 
 
 def _polled(request: HttpRequest) -> bool:
-    return bool(request.htmx) and request.GET.get("fragment") == "progress"
+    return bool(query_choice(request.GET, "fragment", ["progress"])) and bool(request.htmx)
 
 
 def _live(request: HttpRequest, template: str, context: dict, *, job) -> HttpResponse:
