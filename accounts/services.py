@@ -1,5 +1,7 @@
 """People: the demo users and their roles."""
 
+from django.contrib.auth.password_validation import validate_password
+
 from accounts.models import Role, Track, User
 
 DEMO_PASSWORD = "demo-pass-2026"
@@ -24,6 +26,7 @@ def user_ensure(
     user.role, user.track = role, track
     user.first_name, user.last_name = first_name, last_name
     user.licensed = role == Role.ANNOTATOR
+    validate_password(password, user)  # the demo's people follow the site's password rules
     user.set_password(password)
     user.full_clean()
     user.save()

@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.models import Project, Study, StudyItem
+from benchmark.fields import RedactedTextField
 
 
 class Theme(models.Model):
@@ -108,7 +109,7 @@ class ArchiveJob(models.Model):
     # worker, e.g. out of memory) ends failed instead of being sent again forever. The number
     # also tells a worker whether the job is still its own when it writes the outcome.
     attempts = models.PositiveSmallIntegerField(default=0)
-    error = models.TextField(blank=True)
+    error = RedactedTextField(blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )

@@ -23,7 +23,7 @@ from alignment.engine.agreement import (
 from alignment.engine.judges import ERROR_DEFINITION
 from alignment.models import ItemTheme
 from alignment.services import disagreements, exports, figures, themes, trend
-from alignment.services.frames import EXCLUSION_REASONS
+from alignment.services.frames import EXCLUSION_REASONS, study_rubrics
 from alignment.services.reports import (
     DEFAULT_TARGET_WIDTH,
     TARGET_WIDTHS,
@@ -34,19 +34,33 @@ from alignment.services.reports import (
 )
 from annotation.models import Project, Study, StudyItem
 from audit.downloads import download_response
+from config.query import (
+    BadQuery,
+    query_choice,
+    query_flag,
+    query_int,
+    query_number,
+    query_object,
+)
 from jury.engine.score_gaps import MAJOR_POINTS
 
 FIGURE_KINDS = ("scatter", "bias", "confusion")
 TREND_KINDS = ("rubrics", "annotators")
 
 
-def _filters(request: HttpRequest) -> ReportFilters:
-    track = request.GET.get("track", "")
+def _filters(request: HttpRequest, project: Project) -> ReportFilters:
     return ReportFilters(
-        model=request.GET.get("model", "").strip(),
-        track=track if track in Track.values else "",
-        include_synthetic=request.GET.get("synthetic") == "1",
+        model=query_choice(request.GET, "model", _model_labels(project)),
+        track=query_choice(request.GET, "track", Track.values),
+        include_synthetic=query_flag(request.GET, "synthetic", on="1"),
     )
+
+
+def _model_labels(project: Project) -> list[str]:
+    """The models of every study of the project: a filtered link between its studies (the
+    trend, the disagreement report's rounds) may name a model one study lacks."""
+    items = StudyItem.objects.filter(study__project=project)
+    return sorted(set(items.values_list("conversation__run_agent__label", flat=True)))
 
 
 def _query(filters: ReportFilters) -> str:
@@ -82,11 +96,11 @@ def _common(study: Study, report: StudyReport) -> dict:
 
 
 def _target_width(request: HttpRequest) -> float:
-    try:
-        width = float(request.GET.get("width", DEFAULT_TARGET_WIDTH))
-    except ValueError:
-        return DEFAULT_TARGET_WIDTH
-    return width if width in TARGET_WIDTHS else DEFAULT_TARGET_WIDTH
+    width = query_number(request.GET, "width", default=DEFAULT_TARGET_WIDTH)
+    if width not in TARGET_WIDTHS:
+        offered = ", ".join(f"{w:g}" for w in TARGET_WIDTHS)
+        raise BadQuery("width", request.GET["width"], f"the planner offers widths {offered}.")
+    return width
 
 
 # --- index and study report --------------------------------------------------------------------
@@ -115,7 +129,7 @@ def planner(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _report_context(request: HttpRequest, pk: int) -> dict:
     study = _study(pk)
-    data = study_report(study, _filters(request))
+    data = study_report(study, _filters(request, study.project))
     width = _target_width(request)
     return _common(study, data) | {
         "planner": planner_rows(data, width),
@@ -129,7 +143,9 @@ def export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     if fmt not in exports.EXPORT_FORMATS:
         raise Http404("No such export format.")
     study = _study(pk)
-    text = exports.agreement_export(study_report(study, _filters(request)), fmt, study=study)
+    text = exports.agreement_export(
+        study_report(study, _filters(request, study.project)), fmt, study=study
+    )
     return download_response(
         request, text, filename=f"study-{pk}-agreement.{fmt}",
         content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8", kind="table",
@@ -164,7 +180,7 @@ def _figure(kind: str, section, study: Study):
 @role_required(*STAFF)
 def rubric(request: HttpRequest, pk: int, rubric_id: str) -> HttpResponse:
     study = _study(pk)
-    data = study_report(study, _filters(request))
+    data = study_report(study, _filters(request, study.project))
     section = _section(study, data, rubric_id)
     charts = {}
     if not section.points.empty:
@@ -189,7 +205,7 @@ def figure(request: HttpRequest, pk: int, rubric_id: str, kind: str, fmt: str) -
     if kind not in FIGURE_KINDS or fmt not in figures.FORMATS:
         raise Http404("No such figure or format.")
     study = _study(pk)
-    section = _section(study, study_report(study, _filters(request)), rubric_id)
+    section = _section(study, study_report(study, _filters(request, study.project)), rubric_id)
     salt = f"{study.pk}-{rubric_id}-{kind}"
     body = figures.render(_figure(kind, section, study), fmt, salt=salt)
     return download_response(
@@ -201,27 +217,25 @@ def figure(request: HttpRequest, pk: int, rubric_id: str, kind: str, fmt: str) -
 # --- disagreements and themes ------------------------------------------------------------------
 
 
-def _disagreement_query(request: HttpRequest) -> disagreements.DisagreementQuery:
-    def number(name: str, default, cast):
-        try:
-            return cast(request.GET.get(name, default))
-        except (TypeError, ValueError):
-            return default
-
-    theme = number("theme", None, int) if request.GET.get("theme") else None
+def _disagreement_query(request: HttpRequest, study: Study) -> disagreements.DisagreementQuery:
+    params = request.GET
+    theme = query_object(params, "theme", themes.project_themes(study))
+    judged = [rubric.rubric_id for rubric in study_rubrics(study) if rubric.judged]
     return disagreements.DisagreementQuery(
-        rubric=request.GET.get("rubric", ""),
-        min_diff=max(0.0, number("min_diff", 0.0, float)),
-        theme=theme,
-        limit=min(500, max(1, number("limit", disagreements.DEFAULT_LIMIT, int))),
+        rubric=query_choice(params, "rubric", judged),
+        min_diff=query_number(params, "min_diff", default=0.0, min_value=0, max_value=4),
+        theme=theme.pk if theme else None,
+        limit=query_int(
+            params, "limit", default=disagreements.DEFAULT_LIMIT, min_value=1, max_value=500
+        ),
     )
 
 
 @role_required(*STAFF)
 def disagreement_report(request: HttpRequest, pk: int) -> HttpResponse:
     study = _study(pk)
-    filters = _filters(request)
-    query = _disagreement_query(request)
+    filters = _filters(request, study.project)
+    query = _disagreement_query(request, study)
     page = disagreements.disagreement_page(study, filters, query)
     theme_rubrics, theme_rows = themes.theme_counts(study)
     names = {r.rubric_id: r.name for r in page.frames.rubrics}
@@ -312,7 +326,7 @@ def _trend_figure(data: trend.Trend, kind: str):
 @role_required(*STAFF)
 def trend_page(request: HttpRequest, pk: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=pk)
-    filters = _filters(request)
+    filters = _filters(request, project)
     data = trend.calibration_trend(project, filters)
     charts = {}
     if data.rounds:
@@ -342,7 +356,7 @@ def trend_figure(request: HttpRequest, pk: int, kind: str, fmt: str) -> HttpResp
     if kind not in TREND_KINDS or fmt not in figures.FORMATS:
         raise Http404("No such figure or format.")
     project = get_object_or_404(Project, pk=pk)
-    data = trend.calibration_trend(project, _filters(request))
+    data = trend.calibration_trend(project, _filters(request, project))
     if not data.rounds:
         raise Http404("This project has no study yet.")
     salt = f"trend-{pk}-{kind}"

@@ -15,6 +15,7 @@ from alignment.forms_loop import RescoreForm, new_jury_form
 from alignment.services import loop
 from annotation.models import Study
 from audit.downloads import download_response
+from config.query import query_choice, query_flag
 from jury.services import juries, scoring
 from jury.tasks import scoring_start
 
@@ -76,7 +77,7 @@ def comparison(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study, pk=pk)
     configurations = loop.study_configurations(study)
     running = [c for c in configurations if c.running]
-    if request.htmx and request.GET.get("fragment") == "progress":
+    if query_choice(request.GET, "fragment", ["progress"]) and request.htmx:
         if not running:
             # The last job just finished: reload so the figures include its scores.
             return HttpResponseClientRefresh()
@@ -85,9 +86,9 @@ def comparison(request: HttpRequest, pk: int) -> HttpResponse:
             "alignment/loop_comparison.html#loop-progress",
             {"study": study, "running": _with_progress(running)},
         )
-    include_synthetic = request.GET.get("synthetic") == "include"
+    include_synthetic = query_flag(request.GET, "synthetic", on="include")
     result = loop.jury_comparison(
-        study, baseline=request.GET.get("baseline", loop.ORIGINAL),
+        study, baseline=_baseline(request, configurations),
         include_synthetic=include_synthetic,
     )  # fmt: skip
     return render(
@@ -108,13 +109,18 @@ def comparison(request: HttpRequest, pk: int) -> HttpResponse:
 def comparison_csv(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study, pk=pk)
     result = loop.jury_comparison(
-        study, baseline=request.GET.get("baseline", loop.ORIGINAL),
-        include_synthetic=request.GET.get("synthetic") == "include",
+        study, baseline=_baseline(request, loop.study_configurations(study)),
+        include_synthetic=query_flag(request.GET, "synthetic", on="include"),
     )  # fmt: skip
     return download_response(
         request, loop.comparison_csv(result), filename=f"study-{study.pk}-juries.csv",
         content_type="text/csv; charset=utf-8", kind="table", target=study,
     )  # fmt: skip
+
+
+def _baseline(request: HttpRequest, configurations) -> str:
+    keys = [configuration.key for configuration in configurations]
+    return query_choice(request.GET, "baseline", keys, default=loop.ORIGINAL)
 
 
 def _with_progress(configurations) -> list[tuple]:

@@ -19,6 +19,7 @@ from annotation.services.annotations import annotation_invalidate
 from annotation.services.history import ANNOTATION_FIELDS
 from annotation.services.studies import study_create, study_lock
 from audit.downloads import download_response
+from config.query import query_choice, query_flag
 from jury.engine.score_gaps import MAJOR_POINTS
 
 # --- studies -----------------------------------------------------------------------------------
@@ -60,7 +61,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
 def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study.objects.select_related("project"), pk=pk)
     context = {"study": study, "progress": dashboard.study_progress(study)}
-    if request.htmx and request.GET.get("fragment") == "progress":
+    if query_choice(request.GET, "fragment", ["progress"]) and request.htmx:
         return render(request, "annotation/staff/study_detail.html#study-progress", context)
     context |= {
         "coverage": dashboard.study_coverage(study),
@@ -176,7 +177,7 @@ def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     if fmt not in exchange.FORMATS:
         raise Http404("Export formats: csv, jsonl.")
     study = get_object_or_404(Study.objects.select_related("project"), pk=pk)
-    pseudonymise = request.GET.get("pseudonymise") == "1"
+    pseudonymise = query_flag(request.GET, "pseudonymise", on="1")
     suffix = "-pseudonymised" if pseudonymise else ""
     return download_response(
         request, exchange.export_text(study, fmt, pseudonymise=pseudonymise),
@@ -231,7 +232,7 @@ def study_import(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*STAFF)
 def round_report_view(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study.objects.select_related("project"), pk=pk)
-    include_synthetic = request.GET.get("synthetic") == "include"
+    include_synthetic = query_flag(request.GET, "synthetic", on="include")
     return render(
         request,
         "annotation/staff/round_report.html",

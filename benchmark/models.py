@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Count, Q, Sum
 
-from benchmark.fields import CompressedJSONField
+from benchmark.fields import CompressedJSONField, RedactedTextField
 
 
 class Distribution(models.Model):
@@ -59,7 +59,7 @@ class BenchmarkSet(CostLimited):
     size = models.PositiveIntegerField()
     generator_model = models.CharField(max_length=200)
     status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
-    error = models.TextField(blank=True)
+    error = RedactedTextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -146,7 +146,7 @@ class BenchmarkEntry(models.Model):
     status = models.CharField(
         max_length=20, choices=EntryStatus.choices, default=EntryStatus.PENDING
     )
-    failure_reason = models.TextField(blank=True)
+    failure_reason = RedactedTextField(blank=True)
     profile = models.JSONField(null=True, blank=True)
     story = models.TextField(blank=True)
     complexity = models.CharField(max_length=20, blank=True, db_index=True)
@@ -322,7 +322,7 @@ class Conversation(ProviderRetries):
         max_length=20, choices=ConversationStatus.choices, default=ConversationStatus.PENDING
     )
     termination_reason = models.CharField(max_length=40, choices=Termination.choices, blank=True)
-    error = models.TextField(blank=True)
+    error = RedactedTextField(blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     clock = models.DateTimeField(null=True, blank=True)
     sandbox_initial = CompressedJSONField(null=True, blank=True)

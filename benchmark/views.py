@@ -31,6 +31,10 @@ from benchmark.services.processes import holder_of
 from benchmark.services.queue import held_work_message, queue_send
 from benchmark.services.retries import row_retries
 from benchmark.tasks import enrichment_start, run_dispatch_task
+from config.query import query_choice, query_object, query_page
+
+# The live regions of the set and run pages an htmx request may ask for alone.
+FRAGMENTS = ("progress", "entries")
 
 RUN_ACTIONS = {
     "pause": "Paused: no new conversations start; running ones finish.",
@@ -51,8 +55,7 @@ def distributions(request: HttpRequest) -> HttpResponse:
 
 @role_required(*STAFF)
 def distribution_new(request: HttpRequest) -> HttpResponse:
-    base_id = request.GET.get("from", "")
-    base = Distribution.objects.filter(pk=base_id).first() if base_id.isdigit() else None
+    base = query_object(request.GET, "from", Distribution.objects.all())
     form = forms.DistributionForm(request.POST or None, request.FILES or None, base=base)
     if request.method == "POST" and form.is_valid():
         try:
@@ -124,7 +127,7 @@ def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "set": benchmark_set,
         "progress": benchmark_set.progress(),
-        "page": Paginator(entries, 50).get_page(request.GET.get("page")),
+        "page": query_page(request.GET, Paginator(entries, 50)),
         "filters": filters,
         "query": reports.query_without_page(request),
     }
@@ -138,7 +141,8 @@ def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _fragment(request: HttpRequest) -> str:
     """The region an htmx request asks for ("" for the whole page)."""
-    return request.GET.get("fragment", "") if request.htmx else ""
+    fragment = query_choice(request.GET, "fragment", FRAGMENTS)
+    return fragment if request.htmx else ""
 
 
 def _poll_url(request: HttpRequest, page: Page) -> str:
@@ -182,7 +186,7 @@ def set_resume(request: HttpRequest, pk: int) -> HttpResponse:
 def set_report(request: HttpRequest, pk: int) -> HttpResponse:
     benchmark_set = get_object_or_404(BenchmarkSet, pk=pk)
     table = reports.realised_distribution(benchmark_set)
-    if request.GET.get("format") == "csv":
+    if query_choice(request.GET, "format", ["csv"]) == "csv":
         return download_response(
             request, report_csv(table), filename=f"distribution-report-set-{pk}.csv",
             content_type="text/csv; charset=utf-8", kind="table", target=benchmark_set,
@@ -270,7 +274,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(Run.objects.select_related("benchmark_set"), pk=pk)
     conversations = reports.filtered_conversations(run, request.GET)
-    page = Paginator(conversations, 50).get_page(request.GET.get("page"))
+    page = query_page(request.GET, Paginator(conversations, 50))
     context = {
         "run": run,
         "progress": runs.run_progress(run),

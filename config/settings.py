@@ -48,7 +48,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
-    "accounts.middleware.AnnotatorIdleTimeoutMiddleware",
+    "accounts.middleware.IdleTimeoutMiddleware",
+    "config.security.NoStoreForLoggedInMiddleware",
     # Last, as django-axes asks: it turns a lockout raised during login into the locked page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -56,18 +57,24 @@ MIDDLEWARE = [
 # --- Login throttling (django-axes) -------------------------------------------------------
 # After AXES_FAILURE_LIMIT wrong passwords for one username from one address, that pair is
 # locked for LOGIN_LOCKOUT_MINUTES: a guesser is slowed down, and a colleague on the same
-# network keeps working.
+# network keeps working. After LOGIN_ADDRESS_FAILURE_LIMIT wrong passwords from one address
+# for any usernames within that window, the address is locked (accounts/lockout.py): one
+# password tried on many usernames.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = env.env_int(ENV, "LOGIN_FAILURE_LIMIT", 5)
-# An annotator's session ends after this long without a request (the review screen's
-# heartbeat counts as a request while the page is visible).
+LOGIN_ADDRESS_FAILURE_LIMIT = env.env_int(ENV, "LOGIN_ADDRESS_FAILURE_LIMIT", 20)
+# A session ends after this long without a request (the review screen's heartbeat counts as a
+# request while the page is visible): short for annotators on shared ward computers, a working
+# morning for staff.
 ANNOTATOR_IDLE_MINUTES = env.env_int(ENV, "ANNOTATOR_IDLE_MINUTES", 30)
+STAFF_IDLE_MINUTES = env.env_int(ENV, "STAFF_IDLE_MINUTES", 120)
 LOGIN_LOCKOUT_MINUTES = env.env_int(ENV, "LOGIN_LOCKOUT_MINUTES", 15)
 AXES_COOLOFF_TIME = LOGIN_LOCKOUT_MINUTES / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_HANDLER = "accounts.lockout.LoginThrottle"
 AXES_LOCKOUT_CALLABLE = "accounts.lockout.lockout_response"
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
@@ -99,9 +106,17 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+# Every password set through Django (the admin's forms, createsuperuser, the demo people) is
+# checked: not like the username or name, at least 12 characters, not a common password, not
+# all digits.
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": 12},
+    },
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
 LANGUAGE_CODE = "en-us"
@@ -230,6 +245,8 @@ LLM_MAX_RETRIES = env.env_int(ENV, "LLM_MAX_RETRIES", 6)
 # Load tests and crash rehearsals: make every offline scripted answer take this long.
 OFFLINE_LATENCY_MS = env.env_int(ENV, "OFFLINE_LATENCY_MS", 0)
 
+# Every record of every logger is redacted where it is made: no key reaches the log.
+LOGGING_CONFIG = "config.redaction.configure_logging"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

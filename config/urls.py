@@ -16,3 +16,6 @@ urlpatterns = [
     path("alignment/", include("alignment.urls")),
     path("admin/", admin.site.urls),
 ]
+
+# A query parameter that cannot be used (config.query.BadQuery) says why on the site's page.
+handler400 = "config.query.bad_request"

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from benchmark.fields import RedactedTextField
 from benchmark.models import Conversation, CostLimited, JobStatus, ProviderRetries, Run
 
 
@@ -84,7 +85,7 @@ class ScoringJob(CostLimited):
     concurrency = models.PositiveIntegerField(default=64)
     status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
     # Why a failed job failed (no judge call gave a valid score); blank otherwise.
-    failure_reason = models.TextField(blank=True)
+    failure_reason = RedactedTextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -122,9 +123,9 @@ class JudgeScore(ProviderRetries):
     )
     score = models.PositiveSmallIntegerField(null=True, blank=True)
     explanation = models.TextField(blank=True)
-    raw_output = models.TextField(blank=True)
+    raw_output = RedactedTextField(blank=True)
     invalid_reason = models.CharField(max_length=40, blank=True)
-    error = models.TextField(blank=True)
+    error = RedactedTextField(blank=True)
     attempts = models.JSONField(default=list, blank=True)  # every raw answer and why it failed
     prompt_hash = models.CharField(max_length=64, blank=True)
     input_tokens = models.PositiveIntegerField(default=0)

@@ -13,7 +13,7 @@ from audit.downloads import download_response
 from benchmark.forms import optional_decimal, unpriced_models, unpriced_warning
 from benchmark.models import Run
 from benchmark.services.queue import held_work_message
-from benchmark.services.reports import query_id
+from config.query import query_choice, query_flag
 from jury import forms
 from jury.engine.rubrics import RubricError
 from jury.models import Jury, RubricVersion, ScoringJob
@@ -150,7 +150,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "counts": reports.Report(job).counts,
         "judge_costs": scoring.judge_costs(job),
     }
-    if request.htmx and request.GET.get("fragment") == "progress":
+    if query_choice(request.GET, "fragment", ["progress"]) and request.htmx:
         return render(request, "jury/job_detail.html#job-live", {**context, "oob": True})
     context["versions"] = job.rubric_versions.all()
     return render(request, "jury/job_detail.html", context)
@@ -213,12 +213,13 @@ def report(request: HttpRequest, pk: int) -> HttpResponse:
         "job": data.job,
         "outcomes": reports.outcome_rows(data),
         "tab": "models",
-        "pass_rates": request.GET.get("pass_rates") == "show",
+        "pass_rates": query_flag(request.GET, "pass_rates", on="show", off="hide"),
     }
+    fragment = query_choice(request.GET, "fragment", ["models"])
     if not data.empty:
         table = reports.model_table(data)
         context["models"] = reports.model_rows(data, table, reports.best_marks(data, table))
-        if request.htmx and request.GET.get("fragment") == "models":
+        if fragment and request.htmx:
             return render(request, "jury/report.html#model-table", context)
         context.update(
             {
@@ -262,9 +263,7 @@ def report_export(request: HttpRequest, pk: int, table: str, suffix: str) -> Htt
 def sensitivity(request: HttpRequest, pk: int) -> HttpResponse:
     data = _report(pk)
     measures = reports.measures(data)
-    measure = request.GET.get("measure", "aggregate")
-    if measure not in measures:
-        measure = "aggregate"
+    measure = query_choice(request.GET, "measure", measures, default="aggregate")
     sections = [] if data.empty else reports.sensitivity_sections(data, measure)
     return render(
         request,
@@ -299,10 +298,9 @@ def judges(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*STAFF)
 def failures(request: HttpRequest, pk: int) -> HttpResponse:
     data = _report(pk)
-    rubric = request.GET.get("rubric") or next(iter(data.rubrics))
-    if rubric not in data.rubrics:
-        raise Http404("No such rubric in this job.")
-    chosen = {a: request.GET[a] for a in reports.ATTRIBUTES if request.GET.get(a)}
+    rubric = query_choice(request.GET, "rubric", data.rubrics, default=next(iter(data.rubrics)))
+    offered = reports.failure_filters(data)
+    chosen = {a: v for a in reports.ATTRIBUTES if (v := query_choice(request.GET, a, offered[a]))}
     options = [
         {
             "name": attribute,
@@ -310,10 +308,9 @@ def failures(request: HttpRequest, pk: int) -> HttpResponse:
             "values": values,
             "chosen": chosen.get(attribute, ""),
         }
-        for attribute, values in reports.failure_filters(data).items()
+        for attribute, values in offered.items()
     ]
-    agent = request.GET.get("agent", "")
-    agent = query_id(agent)
+    agent = query_choice(request.GET, "agent", data.agents)
     return render(
         request,
         "jury/failures.html",

@@ -4,12 +4,14 @@ pipeline read top to bottom, instance rubrics and their scores. Staff only."""
 from __future__ import annotations
 
 from django.contrib import messages
+from django.forms import UUIDField
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import STAFF, role_required
-from benchmark.models import Conversation
+from benchmark.models import Conversation, Run
+from config.query import BadQuery, query_form_check, query_object, query_value
 from rubric_lab import forms
 from rubric_lab.engine.knowledge import CorpusError
 from rubric_lab.engine.pipeline import STAGES
@@ -38,6 +40,7 @@ LAUNCH_OPTIONS = (
 def knowledge_base(request: HttpRequest) -> HttpResponse:
     knowledge.knowledge_ensure_shipped()
     search = forms.KnowledgeSearchForm(request.GET or None)
+    query_form_check(search)
     hits = []
     if search.is_valid() and search.cleaned_data["q"]:
         hits = knowledge.knowledge_search(
@@ -113,12 +116,13 @@ def pipeline_new(request: HttpRequest) -> HttpResponse:
 
 
 def _launch_initial(request: HttpRequest) -> dict:
-    initial = {}
-    if request.GET.get("run"):
-        initial["run"] = request.GET["run"]
-    if request.GET.get("conversation"):
-        initial["conversation"] = request.GET["conversation"]
-    return initial
+    """The run and conversation a link asked to generate rubrics for."""
+    run = query_object(request.GET, "run", Run.objects.all())
+    conversation = query_value(request.GET, "conversation", UUIDField())
+    if conversation and not Conversation.objects.filter(public_id=conversation).exists():
+        raise BadQuery("conversation", str(conversation), "there is no such conversation.")
+    chosen = {"run": run, "conversation": conversation}
+    return {name: value for name, value in chosen.items() if value}
 
 
 @role_required(*STAFF)

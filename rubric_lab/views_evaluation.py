@@ -15,6 +15,7 @@ from accounts.access import STAFF, role_required
 from audit.downloads import download_response
 from benchmark.forms import optional_decimal
 from benchmark.models import Conversation, JobStatus
+from config.query import query_choice
 from jury.services import juries
 from rubric_lab import forms_evaluation as forms
 from rubric_lab import tasks_evaluation as tasks
@@ -33,7 +34,7 @@ from rubric_lab.services.perturbations import perturbation_preview
 
 
 def _polled(request: HttpRequest) -> bool:
-    return bool(request.htmx) and request.GET.get("fragment") == "progress"
+    return bool(query_choice(request.GET, "fragment", ["progress"])) and bool(request.htmx)
 
 
 def _live(request: HttpRequest, template: str, context: dict, *, job) -> HttpResponse:

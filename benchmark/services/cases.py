@@ -20,6 +20,7 @@ from benchmark.engine.distribution import (
     Distribution as DistributionSpec,
 )
 from benchmark.engine.enrichment import enrich
+from benchmark.engine.providers.redaction import failure_text
 from benchmark.engine.sampler import sample_seeds
 from benchmark.models import (
     BenchmarkEntry,
@@ -202,10 +203,10 @@ def _enrich(entry_id: int) -> None:
             sample=f"set-seed:{entry.benchmark_set.sampler_seed}/entry:{entry.index}",
         )
     except ProviderError as error:
-        _entry_fail(entry, f"provider error ({error.kind}): {error}", recorder)
+        _entry_fail(entry, failure_text(error), recorder)
     except Exception as error:  # a bug must not leave the entry pending and the set unfinished
         logger.exception("enriching entry %s failed unexpectedly", entry_id)
-        _entry_fail(entry, f"unexpected error: {type(error).__name__}: {error}", recorder)
+        _entry_fail(entry, failure_text(error), recorder)
     else:
         if result.ok:
             _entry_ready(entry, result.entry, recorder)

@@ -19,6 +19,7 @@ from benchmark.engine.agents.agent_config import parse_agent_config
 from benchmark.engine.agents.loop import CaseInput, ConversationOutcome, run_conversation
 from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers.client import ModelRouter
+from benchmark.engine.providers.redaction import failure_text
 from benchmark.engine.sandbox import Sandbox
 from benchmark.engine.sandbox.roster import generate_roster
 from benchmark.engine.structured import StructuredFailure
@@ -95,7 +96,7 @@ def conversation_execute(conversation_id: int) -> bool:
             raise
         except Exception as error:  # anything unexpected is an infrastructure failure, kept
             logger.exception("conversation %s failed outside the loop", conversation.public_id)
-            message = f"{type(error).__name__}: {error}"
+            message = failure_text(error)
             _save_failure(conversation, Termination.INFRASTRUCTURE, message, recorder)
     return True
 
@@ -108,7 +109,9 @@ def _play(conversation: Conversation, client) -> tuple[ConversationOutcome | Non
             client, entry.profile, model=run.roster_model, seed=conversation.seed
         )
     except ProviderError as error:
-        raise _SetupFailed(Termination.PROVIDER_ERROR, f"roster generation: {error}") from error
+        raise _SetupFailed(
+            Termination.PROVIDER_ERROR, f"roster generation: {failure_text(error)}"
+        ) from error
     except StructuredFailure as failure:
         raise _SetupFailed(
             Termination.INFRASTRUCTURE, f"roster generation: {failure.reason}"

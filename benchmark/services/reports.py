@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import pandas as pd
+from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest, QueryDict
 
 from benchmark import charts
 from benchmark.engine.distribution_report import realised_shares
-from benchmark.models import BenchmarkEntry, BenchmarkSet, Conversation, Distribution, Run
+from benchmark.models import (
+    BenchmarkEntry,
+    BenchmarkSet,
+    Conversation,
+    ConversationStatus,
+    Distribution,
+    Run,
+    Termination,
+)
 from benchmark.services.cases import distribution_spec
+from config.query import query_choice
 
 ATTRIBUTE_TITLES = {
     "condition": "Condition",
@@ -100,28 +110,37 @@ def filtered_entries(
                 "field": field,
                 "label": ATTRIBUTE_TITLES.get(field, field.title()),
                 "choices": choices,
-                "selected": params.get(field, ""),
+                "selected": query_choice(params, field, _allowed(field, choices)),
             }
         )
     chosen = {f["field"]: f["selected"] for f in filters if f["selected"]}
     return entries.filter(**chosen).order_by("index"), filters
 
 
+def _allowed(field: str, present: list[str]) -> list[str]:
+    """What the filter may ask for: the values present in the set, every value of a column
+    with fixed choices (a live page filtered on *pending* keeps polling after the last pending
+    entry finished) and both answers of a yes/no column."""
+    column = BenchmarkEntry._meta.get_field(field)
+    if isinstance(column, models.BooleanField):
+        return ["True", "False"]
+    return [str(value) for value, _ in column.choices] if column.choices else present
+
+
 def filtered_conversations(run: Run, params: QueryDict) -> QuerySet[Conversation]:
     conversations = run.conversations.select_related("run_agent", "entry").order_by(
         "entry__index", "run_agent_id", "repetition"
     )
-    for field in ("status", "termination_reason"):
-        if params.get(field):
-            conversations = conversations.filter(**{field: params[field]})
-    if query_id(params.get("agent", "")):
-        conversations = conversations.filter(run_agent_id=params["agent"])
+    choices = {
+        "status": ConversationStatus.values,
+        "termination_reason": Termination.values,
+        "agent": run.agents.values_list("pk", flat=True),
+    }
+    for name, allowed in choices.items():
+        if value := query_choice(params, name, allowed):
+            field = "run_agent_id" if name == "agent" else name
+            conversations = conversations.filter(**{field: value})
     return conversations
-
-
-def query_id(value: str) -> str:
-    """`value` if it can be a database id, else "": query strings come from anywhere."""
-    return value if value.isdigit() and int(value) < 2**63 else ""
 
 
 def query_without_page(request: HttpRequest) -> str:

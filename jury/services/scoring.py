@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from audit.services import audit_record
 from benchmark.engine.chat import ChatRequest, ChatResponse, Message, ProviderError
+from benchmark.engine.providers.redaction import failure_text
 from benchmark.engine.structured import StructuredFailure, request_json
 from benchmark.models import BenchmarkEntry, Conversation, JobStatus, Run
 from benchmark.services import accounting
@@ -395,7 +396,7 @@ def _judge(score_id: int) -> None:
     try:
         result = request_json(recorder, request, validate_judge_answer, max_repairs=JUDGE_REPAIRS)
     except ProviderError as error:
-        outcome = {"status": ScoreStatus.ERROR, "error": f"{error.kind}: {error}"}
+        outcome = {"status": ScoreStatus.ERROR, "error": failure_text(error)}
     except StructuredFailure as failure:
         last = failure.responses[-1].text
         outcome = {
@@ -405,7 +406,7 @@ def _judge(score_id: int) -> None:
         }
     except Exception as error:  # a bug must not leave the row pending forever; keep it visible
         logger.exception("judge task %s failed", score_id)
-        outcome = {"status": ScoreStatus.ERROR, "error": f"{type(error).__name__}: {error}"}
+        outcome = {"status": ScoreStatus.ERROR, "error": failure_text(error)}
     else:
         outcome = {
             "status": ScoreStatus.VALID,

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmark.engine.chat import ChatRequest, ChatResponse, Message, ProviderError
+from benchmark.engine.providers.redaction import failure_text
 from benchmark.engine.structured import (
     ChatClient,
     InvalidOutput,
@@ -308,7 +309,7 @@ def ask_model(
     except StructuredFailure as failure:
         stage.status, stage.error, stage.responses = "failed", failure.reason, failure.responses
     except ProviderError as error:
-        stage.status, stage.error = "failed", f"provider error ({error.kind}): {error}"
+        stage.status, stage.error = "failed", failure_text(error)
     else:
         stage.output, stage.responses = result.data, result.responses
     stage.elapsed_ms = (time.perf_counter() - started) * 1000

@@ -9,6 +9,7 @@ and finished with its outcome or a failure reason - never half stored.
 from django.conf import settings
 from django.db import models
 
+from benchmark.fields import RedactedTextField
 from benchmark.models import (
     BenchmarkEntry,
     BenchmarkSet,
@@ -41,7 +42,7 @@ __all__ = [
 class LeasedWork(models.Model):
     """A row workers execute: its lease (benchmark.services.leases) and what it cost."""
 
-    failure_reason = models.TextField(blank=True)
+    failure_reason = RedactedTextField(blank=True)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
@@ -63,7 +64,7 @@ class EvaluationJob(CostLimited):
     use_cache = models.BooleanField(default=True)
     concurrency = models.PositiveSmallIntegerField(default=8)
     status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.RUNNING)
-    failure_reason = models.TextField(blank=True)
+    failure_reason = RedactedTextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -139,7 +140,7 @@ class NearMiss(LeasedWork):
     changed = models.JSONField(default=dict, blank=True)  # {"modified", "removed", "added"}
     diff = models.TextField(blank=True)
     failure_stage = models.CharField(max_length=20, blank=True)  # perturb | score
-    raw_output = models.TextField(blank=True)
+    raw_output = RedactedTextField(blank=True)
     reference_score = models.FloatField(null=True, blank=True)
     perturbed_score = models.FloatField(null=True, blank=True)
     # Pairwise: the reference's preference share when shown first and when shown second.
@@ -228,7 +229,7 @@ class CoverageCase(LeasedWork):
     generated = models.PositiveIntegerField(default=0)
     matched = models.PositiveIntegerField(default=0)
     failure_stage = models.CharField(max_length=20, blank=True)  # decompose | entail
-    raw_output = models.TextField(blank=True)
+    raw_output = RedactedTextField(blank=True)
 
     class Meta:
         ordering = ["coverage_run", "id"]
@@ -278,7 +279,7 @@ class Refinement(LeasedWork):
     original_score = models.FloatField(null=True, blank=True)
     refined_score = models.FloatField(null=True, blank=True)
     failure_stage = models.CharField(max_length=20, blank=True)  # critique | edit | judge
-    raw_output = models.TextField(blank=True)
+    raw_output = RedactedTextField(blank=True)
 
     class Meta:
         ordering = ["study", "rubric_id", "arm"]

@@ -12,6 +12,7 @@ conversation; they are stored all together or not at all.
 from django.conf import settings
 from django.db import models
 
+from benchmark.fields import RedactedTextField
 from benchmark.models import Conversation, CostLimited, JobStatus, Run
 
 
@@ -88,7 +89,7 @@ class GenerationJob(CostLimited):
     use_cache = models.BooleanField(default=True)
     concurrency = models.PositiveSmallIntegerField(default=8)
     status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
-    failure_reason = models.TextField(blank=True)
+    failure_reason = RedactedTextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -127,7 +128,7 @@ class RubricGeneration(models.Model):
     )
     current_stage = models.CharField(max_length=20, blank=True)
     failed_stage = models.CharField(max_length=20, blank=True)
-    failure_reason = models.TextField(blank=True)
+    failure_reason = RedactedTextField(blank=True)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
@@ -174,7 +175,7 @@ class PipelineStage(models.Model):
     input = models.JSONField(default=dict, blank=True)
     output = models.JSONField(null=True, blank=True)
     attempts = models.JSONField(default=list, blank=True)  # every raw answer and why it failed
-    error = models.TextField(blank=True)
+    error = RedactedTextField(blank=True)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
@@ -264,7 +265,7 @@ class InstanceScore(models.Model):
     positive_total = models.PositiveIntegerField(default=0)
     # weighted_sum / positive_total; null when the rubric has no positive weight.
     normalised = models.FloatField(null=True, blank=True)
-    failure_reason = models.TextField(blank=True)
+    failure_reason = RedactedTextField(blank=True)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
@@ -294,7 +295,7 @@ class CriterionDecision(models.Model):
     )
     met = models.BooleanField()
     reason = models.TextField()
-    raw_output = models.TextField(blank=True)
+    raw_output = RedactedTextField(blank=True)
     attempts = models.JSONField(default=list, blank=True)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)

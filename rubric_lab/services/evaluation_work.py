@@ -19,6 +19,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from benchmark.engine.chat import ProviderError
+from benchmark.engine.providers.redaction import failure_text
 from benchmark.engine.structured import StructuredFailure
 from benchmark.models import JobStatus
 from benchmark.services import accounting
@@ -56,7 +57,7 @@ def stage(name: str, call: Callable[[], Any]) -> Any:
         raw = failure.responses[-1].text if failure.responses else ""
         raise StageFailure(name, failure.reason, raw_output=raw) from failure
     except ProviderError as error:
-        raise StageFailure(name, f"provider error ({error.kind}): {error}") from error
+        raise StageFailure(name, failure_text(error)) from error
 
 
 def work_execute(
@@ -87,7 +88,7 @@ def work_execute(
             }
         except Exception as error:  # a bug must not leave the row pending forever
             logger.exception("%s %s failed", model.__name__, pk)
-            outcome = {"status": FAILED, "failure_reason": f"{type(error).__name__}: {error}"}
+            outcome = {"status": FAILED, "failure_reason": failure_text(error)}
     _record(model, pk, mine, recorder, outcome)
     return True
 

@@ -26,6 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from benchmark.engine.chat import ChatRequest, ChatResponse, Message, ProviderError
+from benchmark.engine.providers.redaction import failure_text
 from benchmark.engine.structured import InvalidOutput, StructuredFailure, request_json
 from benchmark.models import Conversation
 from benchmark.services import accounting
@@ -271,13 +272,10 @@ def _score(score: InstanceScore, client) -> None:
     except StructuredFailure as failure:
         status, reason = InstanceScoreStatus.INVALID, failure.reason
     except ProviderError as error:
-        status, reason = InstanceScoreStatus.ERROR, f"provider error ({error.kind}): {error}"
+        status, reason = InstanceScoreStatus.ERROR, failure_text(error)
     except Exception as error:  # a bug must not leave the score pending forever
         logger.exception("instance score %s failed", score.pk)
-        status, reason = (
-            InstanceScoreStatus.ERROR,
-            f"internal error: {type(error).__name__}: {error}",
-        )
+        status, reason = InstanceScoreStatus.ERROR, failure_text(error)
     _store(score, result, recorder, status=status, reason=reason)
 
 

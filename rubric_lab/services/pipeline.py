@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers.model_strings import check_model_string
+from benchmark.engine.providers.redaction import failure_text
 from benchmark.models import Conversation, JobStatus, Run
 from benchmark.services import accounting
 from benchmark.services.conversations import model_router
@@ -251,7 +252,7 @@ def _generate(generation: RubricGeneration, client) -> None:
         logger.exception("rubric generation %s failed", generation.pk)
         current = RubricGeneration.objects.get(pk=generation.pk).current_stage
         _finish(generation, recorder, conversation, started, failed_stage=current,
-                reason=f"internal error: {type(error).__name__}: {error}")  # fmt: skip
+                reason=failure_text(error))  # fmt: skip
         return
     if not outcome.ok:
         _finish(generation, recorder, conversation, started,

@@ -14,6 +14,7 @@ from django.db import transaction
 
 from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers.model_strings import check_model_string
+from benchmark.engine.providers.redaction import failure_text
 from benchmark.engine.structured import (
     InvalidOutput,
     StructuredFailure,
@@ -179,7 +180,7 @@ def _edits(client, study, case, plan, sample: str) -> list[dict]:
             status=WorkStatus.REJECTED, violations=violations, plan=plan, raw_output=raw,
         ) from None  # fmt: skip
     except ProviderError as error:
-        raise work.StageFailure("edit", f"provider error ({error.kind}): {error}") from None
+        raise work.StageFailure("edit", failure_text(error)) from None
 
 
 def _violations(failure: StructuredFailure, case, plan) -> list[str]:

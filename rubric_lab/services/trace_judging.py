@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchmark.engine.chat import ProviderError
+from benchmark.engine.providers.redaction import failure_text
 from benchmark.engine.structured import StructuredFailure, request_json
 from benchmark.models import Conversation
 from jury.engine.aggregate import jury_aggregate
@@ -73,7 +74,7 @@ def instance_score(
         raw = failure.responses[-1].text if failure.responses else ""
         raise InstanceScoreFailure(failure.reason, raw_output=raw) from failure
     except ProviderError as error:
-        raise InstanceScoreFailure(f"provider error ({error.kind}): {error}") from error
+        raise InstanceScoreFailure(failure_text(error)) from error
     if result.normalised is None:
         raise InstanceScoreFailure("the instance rubric has no positive weight to normalise by")
     return result.normalised, {

@@ -58,9 +58,10 @@ def test_the_new_distribution_form_starts_from_a_copy(researcher_client, distrib
     assert "(edited)" in response.content.decode()
 
 
-def test_the_new_distribution_form_ignores_a_malformed_copy_reference(researcher_client):
+def test_the_new_distribution_form_refuses_a_malformed_copy_reference(researcher_client):
     response = researcher_client.get(reverse("benchmark:distribution_new") + "?from=abc")
-    assert response.status_code == 200
+    assert response.status_code == 400
+    assert "Enter a whole number." in response.content.decode()
 
 
 def test_a_valid_upload_is_saved(researcher_client, researcher):

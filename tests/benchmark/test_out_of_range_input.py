@@ -34,9 +34,9 @@ def test_a_good_cost_limit_is_stored_to_the_cent(admin_client_, run):
     assert run.cost_limit_usd == Decimal("12.35") or run.cost_limit_usd == Decimal("12.34")
 
 
-def test_a_huge_agent_id_in_the_query_string_is_ignored(researcher_client, run):
+def test_a_huge_agent_id_in_the_query_string_is_refused_not_a_server_error(researcher_client, run):
     url = reverse("benchmark:run", kwargs={"pk": run.pk})
-    assert researcher_client.get(url, {"agent": "9" * 30}).status_code == 200
+    assert researcher_client.get(url, {"agent": "9" * 30}).status_code == 400
 
 
 def test_a_seed_beyond_64_bits_is_a_form_error(researcher_client, distribution):

@@ -357,7 +357,7 @@ def test_a_cancelled_conversation_page_says_it_is_not_scored(researcher_client, 
     assert "not scored" in page
 
 
-def test_a_malformed_agent_filter_is_ignored(researcher_client, run):
+def test_a_malformed_agent_filter_is_refused_with_the_reason(researcher_client, run):
     response = researcher_client.get(reverse("benchmark:run", args=[run.pk]), {"agent": "x"})
-    assert response.status_code == 200
-    assert response.context["page"].paginator.count == run.conversations.count()
+    assert response.status_code == 400
+    assert "&quot;agent&quot; to &quot;x&quot;" in response.content.decode()

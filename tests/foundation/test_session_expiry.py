@@ -1,8 +1,13 @@
-"""Annotator sessions end after inactivity; an autosave arriving afterwards sends the browser
-to the login page and back, and the work saved before the expiry is still there."""
+"""Sessions end after inactivity (annotators sooner than staff); an autosave arriving
+afterwards sends the browser to the login page and back, and the work saved before the expiry
+is still there."""
+
+from datetime import timedelta
 
 import pytest
+from django.contrib.sessions.models import Session
 from django.urls import reverse
+from django.utils import timezone
 
 from annotation.services import queue
 from annotation.services.annotations import Draft, annotation_autosave
@@ -22,10 +27,32 @@ def test_an_annotator_session_expires_after_the_idle_time(client, annotator, set
     assert client.session.get_expiry_age() == 20 * 60
 
 
-def test_staff_sessions_keep_the_default_lifetime(client, researcher, settings):
+@pytest.mark.parametrize("role", ["researcher", "admin_user"])
+def test_a_staff_session_expires_after_the_staff_idle_time(client, role, request, settings):
+    assert settings.STAFF_IDLE_MINUTES == 120 > settings.ANNOTATOR_IDLE_MINUTES
+    client.force_login(request.getfixturevalue(role))
+    client.get("/")
+    assert client.session.get_expiry_age() == 120 * 60
+    stored = Session.objects.get(session_key=client.session.session_key).expire_date
+    assert abs(stored - (timezone.now() + timedelta(minutes=120))) < timedelta(minutes=1)
+
+
+def test_an_idle_staff_session_is_over_and_leads_to_login(client, researcher):
     client.force_login(researcher)
     client.get("/")
-    assert client.session.get_expiry_age() == settings.SESSION_COOKIE_AGE
+    Session.objects.update(expire_date=timezone.now() - timedelta(seconds=1))
+    response = client.get(reverse("benchmark:runs"))
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+
+
+def test_polling_within_a_minute_does_not_rewrite_the_session(client, researcher):
+    client.force_login(researcher)
+    client.get("/")
+    marker = timezone.now() + timedelta(minutes=100)
+    Session.objects.update(expire_date=marker)
+    for _ in range(3):
+        assert client.get("/", HTTP_HX_REQUEST="true").status_code == 200
+    assert Session.objects.get().expire_date == marker
 
 
 def test_an_autosave_after_expiry_leads_to_login_and_back_with_the_draft_kept(

@@ -37,6 +37,7 @@ from alignment.services.archive.export import archive_file_name, study_archive_w
 from alignment.services.archive.load import archive_limits, study_archive_import
 from annotation.models import Study
 from audit.services import audit_record
+from benchmark.engine.providers.redaction import failure_text
 from benchmark.services.leases import lease
 from benchmark.services.queue import queue_send
 
@@ -111,7 +112,7 @@ def archive_job_run(job_id: int) -> None:
         _end(job, ArchiveJobStatus.FAILED, error=str(error))
     except Exception as error:
         # The job must end either way; the worker's log keeps the traceback.
-        _end(job, ArchiveJobStatus.FAILED, error=f"unexpected error: {error}")
+        _end(job, ArchiveJobStatus.FAILED, error=failure_text(error))
         raise
 
 

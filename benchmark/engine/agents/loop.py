@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -22,9 +23,11 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
-from benchmark.engine.agents.agent_config import AgentConfig
+from benchmark.engine.agents.agent_config import AgentConfig, AgentConfigError
+from benchmark.engine.agents.personalities import PersonalityError
 from benchmark.engine.agents.prompts import (
     TERMINATION_TOKEN,
+    PromptError,
     is_caregiver_voice,
     patient_opening_cue,
     render_patient_system,
@@ -37,8 +40,11 @@ from benchmark.engine.chat import (
     ToolCall,
     ToolSpec,
 )
+from benchmark.engine.providers.redaction import failure_text
 from benchmark.engine.sandbox import tool_specs
 from benchmark.engine.structured import ChatClient
+
+logger = logging.getLogger(__name__)
 
 TERMINATION_REASONS = ("patient_ended", "turn_cap", "agent_error", "provider_error", "cancelled")
 EVENT_KINDS = (
@@ -218,6 +224,10 @@ def parse_tool_arguments(raw: str | None) -> dict[str, Any] | str:
     return value if isinstance(value, dict) else raw
 
 
+# Errors of the case, the agent configuration or the prompts, which say what to fix.
+_CASE_PROBLEMS = (PersonalityError, PromptError, AgentConfigError)
+
+
 class _Ended(Exception):
     def __init__(self, reason: str, error: str = "", role: str = ""):
         super().__init__(error or reason)
@@ -302,8 +312,11 @@ class _Conversation:
                 self._patient_turn()
         except _Ended as ended:
             return self._end(ended)
+        except _CASE_PROBLEMS as problem:  # written for people: a case or prompt to fix
+            return self._end(_Ended("agent_error", str(problem)))
         except Exception as error:  # noqa: BLE001 - the loop must never take its caller down
-            return self._end(_Ended("agent_error", f"{type(error).__name__}: {error}"))
+            logger.exception("the conversation loop stopped on an unexpected error")
+            return self._end(_Ended("agent_error", failure_text(error)))
 
     def _end(self, ended: _Ended) -> tuple[str, str]:
         if ended.reason in ("agent_error", "provider_error"):
@@ -433,13 +446,9 @@ class _Conversation:
         except Exception as error:  # noqa: BLE001 - see below
             # Whatever fails inside the call machinery (client, cache, adapter) is not the
             # agent's doing: it is recorded as a provider fault, which a retry can re-run.
-            if isinstance(error, ProviderError):
-                kind = error.kind
-                if error.retries:
-                    kind += f", after {sum(error.retries.values())} retries"
-            else:
-                kind = f"unexpected {type(error).__name__}"
-            message = f"{role} model call failed ({kind}): {error}"
+            if not isinstance(error, ProviderError):
+                logger.exception("the %s model call failed unexpectedly", role)
+            message = f"{role} model call failed: {failure_text(error)}"
             raise _Ended("provider_error", message, role) from error
         self.usage[role].add(response)
         return response

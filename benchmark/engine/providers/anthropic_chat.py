@@ -38,7 +38,7 @@ class AnthropicChatProvider:
     def chat(self, request: ChatRequest) -> ChatResponse:
         arguments = self.render(request)
         started = time.perf_counter()
-        with provider_faults(anthropic):
+        with provider_faults(anthropic, model=request.model, secrets=(self._client.api_key,)):
             message = self._client.messages.create(**arguments)
             latency_ms = (time.perf_counter() - started) * 1000
             return parse_message(message, model=request.model, latency_ms=latency_ms)

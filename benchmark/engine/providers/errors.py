@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC
 from email.utils import parsedate_to_datetime
@@ -12,6 +13,9 @@ from types import ModuleType
 from typing import Any
 
 from benchmark.engine.chat import ProviderError
+from benchmark.engine.providers.redaction import redact
+
+logger = logging.getLogger("benchmark.llm")
 
 # OpenAI's code, and llama.cpp server's error type, for a prompt longer than the window.
 CONTEXT_OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
@@ -23,22 +27,35 @@ _CONTEXT_OVERFLOW_WORDING = re.compile(
 
 
 @contextmanager
-def provider_faults(sdk: ModuleType) -> Iterator[None]:
+def provider_faults(sdk: ModuleType, *, model: str, secrets: Iterable[str] = ()) -> Iterator[None]:
     """Wrap one HTTP call and the parsing of its reply: whatever goes wrong in there is the
     server's fault and leaves as a ProviderError, never as an AttributeError or TypeError that
     would be blamed on the model under test. Both adapters use this, so a fault is classified
-    the same way whichever SDK met it."""
+    the same way whichever SDK met it, and its message never carries a key: the server's words
+    are redacted here, where they enter (`secrets`: the key this adapter sends)."""
     try:
         yield
     except ProviderError:
         raise
     except sdk.APIError as error:
-        raise error_from_sdk(error, sdk) from error
+        mapped = error_from_sdk(error, sdk)
+        raise _redacted(mapped, secrets) from error
     except Exception as error:  # a body that is not the promised shape: {}, null, HTML, ...
+        # The exception's words are Python internals: people read a plain sentence, the
+        # traceback goes to the log (redacted like every record).
+        logger.warning("the reply from %s was not in the expected shape", model, exc_info=True)
         raise ProviderError(
-            f"unusable answer from the model server: {type(error).__name__}: {error}",
-            kind="malformed",
+            f"the reply from {model} was not in the expected shape", kind="malformed"
         ) from error
+
+
+def _redacted(error: ProviderError, secrets: Iterable[str]) -> ProviderError:
+    return ProviderError(
+        redact(str(error), secrets),
+        kind=error.kind,
+        retry_after=error.retry_after,
+        status=error.status,
+    )
 
 
 def error_from_sdk(error: Exception, sdk: ModuleType) -> ProviderError:

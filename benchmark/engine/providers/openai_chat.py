@@ -40,7 +40,7 @@ class OpenAIChatProvider:
     def chat(self, request: ChatRequest) -> ChatResponse:
         arguments = self.render(request)
         started = time.perf_counter()
-        with provider_faults(openai):
+        with provider_faults(openai, model=request.model, secrets=(self._client.api_key,)):
             completion = self._client.chat.completions.create(**arguments)
             latency_ms = (time.perf_counter() - started) * 1000
             return parse_completion(completion, model=request.model, latency_ms=latency_ms)

@@ -24,6 +24,11 @@ class ProviderSettings:
     # Redis URL for the rate limiter shared by all workers; empty means per-process limits.
     redis_url: str = field(default="", repr=False)
 
+    def secrets(self) -> tuple[str, ...]:
+        """The configured keys, for redaction: removed from any text that quotes them."""
+        keys = (self.openai_api_key, self.anthropic_api_key, self.openai_compatible_api_key)
+        return tuple(key for key in keys if key)
+
     @classmethod
     def from_django(cls) -> ProviderSettings:
         # Imported here so the providers package stays usable without Django configured.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import random
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -24,6 +25,8 @@ from benchmark.engine.sandbox.vocabulary import (
     normalise_medication_status,
     pcp_specialties_for_age,
 )
+
+logger = logging.getLogger(__name__)
 
 STATE_VERSION = 1
 QUEUE_LENGTH_AT_START = (0, 4)
@@ -159,10 +162,11 @@ class Sandbox:
             content, write_action = self._run(name, arguments)
         except ToolError as error:
             return _error_result(error.to_content())
-        except Exception as error:  # a sandbox bug must not end the conversation
-            return _error_result(
-                {"error": f"The tool failed unexpectedly ({type(error).__name__}). Try again."}
-            )
+        except Exception:  # a sandbox bug must not end the conversation
+            # The agent and the people reading the trace get a plain sentence; the log gets
+            # the traceback.
+            logger.exception("tool %s failed unexpectedly", name)
+            return _error_result({"error": "The tool failed unexpectedly. Try again."})
         if write_action is not None:
             # Copies, so that neither the caller nor later tool calls can alter the record.
             self.write_actions.append(_json_copy(write_action))

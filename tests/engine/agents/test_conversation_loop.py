@@ -12,6 +12,7 @@ from benchmark.engine.agents.loop import (
 )
 from benchmark.engine.agents.prompts import TERMINATION_TOKEN
 from benchmark.engine.chat import ChatResponse, ProviderError, ToolCall
+from benchmark.engine.providers.redaction import UNEXPECTED_FAILURE
 from benchmark.engine.sandbox.examples import build_example_sandbox
 from tests.engine.agents.fakes import FakeSandbox, ScriptedClient, calls, play, says
 
@@ -84,7 +85,10 @@ def test_a_provider_error_mid_conversation_keeps_every_event_so_far(case, baseli
         assistant=ScriptedClient(assistant_answer),
     )
     assert outcome.termination_reason == "provider_error"
-    assert "assistant model call failed (server): upstream returned 503" in outcome.error
+    assert (
+        "assistant model call failed: provider error (server): upstream returned 503"
+        in outcome.error
+    )
     assert kinds(outcome) == ["patient_message", "assistant_message", "patient_message", "error"]
     assert outcome.events[-1].model_role == "assistant"
     assert outcome.assistant_turns == 1
@@ -102,7 +106,7 @@ def test_a_patient_provider_error_is_reported_against_the_patient(case, baseline
         assistant=ScriptedClient(lambda r, n: says("x")),
     )
     assert outcome.termination_reason == "provider_error"
-    assert outcome.error == "patient model call failed (auth): bad key"
+    assert outcome.error == "patient model call failed: provider error (auth): bad key"
     assert [(e.kind, e.model_role) for e in outcome.events] == [("error", "patient")]
 
 
@@ -282,7 +286,9 @@ def test_endless_tool_calls_stop_at_the_round_limit(case, baseline, now):
     assert len(sandbox.calls) == 3
 
 
-def test_an_unexpected_exception_ends_the_conversation_instead_of_propagating(case, baseline, now):
+def test_an_unexpected_exception_ends_the_conversation_instead_of_propagating(
+    case, baseline, now, caplog
+):
     class BrokenSandbox(FakeSandbox):
         def call(self, name, arguments):
             raise RuntimeError("disk on fire")
@@ -296,7 +302,9 @@ def test_an_unexpected_exception_ends_the_conversation_instead_of_propagating(ca
         assistant=ScriptedClient(lambda r, n: calls(("echo", "{}"))),
     )
     assert outcome.termination_reason == "agent_error"
-    assert outcome.error == "RuntimeError: disk on fire"
+    # People read a plain sentence; the exception and its traceback are in the log.
+    assert outcome.error == UNEXPECTED_FAILURE
+    assert "RuntimeError: disk on fire" in caplog.text and "Traceback" in caplog.text
     assert kinds(outcome) == ["patient_message", "tool_call", "error"]
 
 

@@ -144,7 +144,7 @@ def test_a_provider_error_is_recorded_and_a_relaunch_retries_only_unfinished_row
     job = scored(played_run, offline_jury)
     errored = job.scores.filter(status=ScoreStatus.ERROR)
     assert errored.count() == job.scores.count()
-    assert errored.first().error.startswith("server: upstream answered 503")
+    assert errored.first().error.startswith("provider error (server): upstream answered 503")
     assert played_run.conversations.filter(status=ConversationStatus.FINISHED).count() == 8
 
     monkeypatch.undo()

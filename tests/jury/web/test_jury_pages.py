@@ -198,7 +198,8 @@ def test_a_job_whose_every_call_failed_says_failed_with_the_reason(
     job.refresh_from_db()
     assert job.status == "failed"
     assert job.failure_reason.startswith(f"All {total} judge calls failed")
-    assert f"server: upstream answered 503 three times (x{total})" in job.failure_reason
+    cause = f"provider error (server): upstream answered 503 three times (x{total})"
+    assert cause in job.failure_reason
     page = researcher_client.get(reverse("jury:job", args=[job.pk])).content.decode()
     progress = region(page, "job-progress").text
     assert progress.startswith("Failed") and job.failure_reason in progress

@@ -1,0 +1,48 @@
+"""Keys out of the log and the database, once for the whole process.
+
+Every log record is redacted where it is made (benchmark.engine.providers.redaction): a record
+factory, installed with the logging configuration in every process Django sets up (web
+server, workers, management commands), sees every record of every logger. A filter would not:
+on a logger it misses the records of its child loggers, and on a handler it is dropped when
+Celery replaces the root logger's handlers in a worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.config
+
+from benchmark.engine.providers.redaction import redact, redact_record
+from benchmark.engine.providers.settings import ProviderSettings
+
+
+def configured_secrets() -> tuple[str, ...]:
+    """The provider keys and the secret key this process runs with ("()" before the settings
+    are loaded: logging must never fail for want of them)."""
+    from django.conf import settings
+
+    try:
+        return (*ProviderSettings.from_django().secrets(), settings.SECRET_KEY)
+    except Exception:  # noqa: BLE001 - settings not configured yet
+        return ()
+
+
+def redact_configured(text: str) -> str:
+    return redact(text, configured_secrets())
+
+
+def configure_logging(logging_settings: dict) -> None:
+    """settings.LOGGING_CONFIG: the dictConfig Django would apply, then redaction of every
+    record."""
+    logging.config.dictConfig(logging_settings)
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, "redacts", False):  # set up twice in one process
+        return
+
+    def redacted_record(*args, **kwargs) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        redact_record(record, configured_secrets())
+        return record
+
+    redacted_record.redacts = True
+    logging.setLogRecordFactory(redacted_record)
