@@ -30,7 +30,7 @@ from annotation.services.annotations import (
     missing_parts,
     time_touch,
 )
-from annotation.services.guides import guide_examples, guide_render
+from annotation.services.guides import guide_examples, guide_render, published_guide
 
 REVIEW = "annotation/review.html"
 annotator_only = role_required(Role.ANNOTATOR)
@@ -64,7 +64,7 @@ def queue_page(request: HttpRequest, pk: int) -> HttpResponse:
             "may_take": may_take,
             "progress": progress,
             "all_done": may_take and progress["done"] == progress["total"],
-            **_guide_context(review.latest_guide(study), request.user),
+            **_guide_context(published_guide(study.project_id), request.user),
         },
     )
 

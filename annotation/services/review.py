@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from annotation.engine.blinding import Redactor, identity_words
-from annotation.models import Assignment, AssignmentStatus, CalibrationGuide, Study
+from annotation.models import Assignment, AssignmentStatus, Study
+from annotation.services.guides import published_guide
 from annotation.services.studies import panel_versions
 from benchmark.engine.sandbox.specs import WRITE_TOOLS
 from benchmark.models import RunAgent, TraceEvent
@@ -68,7 +69,7 @@ def review_context(assignment: Assignment) -> dict:
         "scenario": [(label, getattr(entry, name)) for label, name in SCENARIO_FIELDS],
         "events": trace_events(item.conversation_id, redact),
         "panel": panel_rubrics(study, assignment.track),
-        "guide": latest_guide(study),
+        "guide": published_guide(study.project_id),
     }
 
 
@@ -104,14 +105,6 @@ def _panel_rubric(version) -> PanelRubric:
     )
 
 
-def latest_guide(study: Study) -> CalibrationGuide | None:
-    return (
-        CalibrationGuide.objects.filter(project_id=study.project_id, published_at__isnull=False)
-        .order_by("-published_at")
-        .first()
-    )
-
-
 def can_reveal(assignment: Assignment) -> bool:
     """Jury and peer scores after submitting, in calibration rounds only."""
     return assignment.item.study.is_calibration and assignment.is_submitted
@@ -120,7 +113,8 @@ def can_reveal(assignment: Assignment) -> bool:
 def calibration_reveal(assignment: Assignment) -> dict:
     """The jury's scores with each judge's explanation and the other annotators' scores for
     this item, for the rubrics of the annotator's panel; each peer's score says whether it is
-    synthetic (the demo's scripted simulated clinician) or practice, as every page marks them.
+    synthetic (the demo's scripted simulated clinician), practice or imported, as every page
+    marks them.
     Refuses outside the rule above."""
     if not can_reveal(assignment):
         raise PermissionError("Scores are revealed only after submitting in a calibration round.")
@@ -153,7 +147,12 @@ def calibration_reveal(assignment: Assignment) -> dict:
                     if r == rid
                 ],
                 "peers": [
-                    {"score": p.scores[rid], "synthetic": p.synthetic, "practice": p.practice}
+                    {
+                        "score": p.scores[rid],
+                        "synthetic": p.synthetic,
+                        "practice": p.practice,
+                        "imported": p.imported,
+                    }
                     for p in peers
                     if rid in p.scores
                 ],

@@ -441,6 +441,23 @@ def test_the_reveal_marks_a_simulated_clinicians_scores_synthetic(client, calibr
     assert html.count(f"5 {PRACTICE_BADGE}practice</span></p>") == panel
 
 
+IMPORTED_BADGE = '<span class="badge" title="scored elsewhere and imported from a file by a researcher">'
+
+
+def test_the_reveal_marks_imported_peer_scores(client, calibration, clinicians):
+    peer, me = clinicians[0], clinicians[1]
+    theirs = queue.next_assignment(study=calibration, annotator=peer)
+    Assignment.objects.filter(pk=theirs.pk).update(imported=True)  # as an annotation import marks
+    theirs.refresh_from_db()
+    annotation_submit(theirs, draft=Draft(scores=full_scores(theirs, 2)), version=0, actor=peer)
+    mine = queue.next_assignment(study=calibration, annotator=me)
+    client.force_login(me)
+    client.post(page_url(mine, "submit"), full_form(mine, score=3))
+    html = client.get(page_url(mine)).content.decode()
+    panel = len(CLINICAL_PANEL + REALISM)
+    assert html.count(f"<strong>Peers:</strong> 2 {IMPORTED_BADGE}imported</span></p>") == panel
+
+
 def test_a_submitted_calibration_item_says_why_it_cannot_be_reopened(client, calibration, me):
     assignment = queue.next_assignment(study=calibration, annotator=me)
     client.force_login(me)
