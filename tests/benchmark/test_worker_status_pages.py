@@ -14,7 +14,12 @@ from benchmark.models import WorkerHeartbeat
 from benchmark.services import cases
 from benchmark.services.worker_heartbeats import job_key
 from jury.models import JudgeScore
-from tests.foundation.access_table import benchmark_objects, jury_objects, rubric_lab_objects
+from tests.foundation.access_table import (
+    annotation_objects,
+    benchmark_objects,
+    jury_objects,
+    rubric_lab_objects,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -30,14 +35,16 @@ JOB_PAGES = [
     ("rubric_lab:coverage", "coverage_run", "running"),
     ("rubric_lab:refine", "refine_study", "running"),
     ("rubric_lab:ablation", "ablation_study", "running"),
+    ("annotation:staff_archive_job", "archive_job", "running"),
 ]
 STALLED = "No worker is reporting"
 
 
 @pytest.fixture
-def jobs() -> dict:
+def jobs(users_by_role) -> dict:
     objects = benchmark_objects()
     objects |= jury_objects(objects["run"]) | rubric_lab_objects(objects)
+    objects |= annotation_objects(objects, users_by_role)
     objects["pending_set"] = cases.benchmark_set_create(
         name="Waiting", distribution=cases.distribution_default_ensure(), size=2,
         sampler_seed=2, generator_model="offline/standard",
