@@ -441,7 +441,9 @@ def test_the_reveal_marks_a_simulated_clinicians_scores_synthetic(client, calibr
     assert html.count(f"5 {PRACTICE_BADGE}practice</span></p>") == panel
 
 
-IMPORTED_BADGE = '<span class="badge" title="scored elsewhere and imported from a file by a researcher">'
+IMPORTED_BADGE = (
+    '<span class="badge" title="scored elsewhere and imported from a file by a researcher">'
+)
 
 
 def test_the_reveal_marks_imported_peer_scores(client, calibration, clinicians):

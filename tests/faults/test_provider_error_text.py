@@ -142,7 +142,7 @@ def test_a_reply_the_sdk_cannot_read_reaches_people_as_a_plain_sentence(
     model_router.cache_clear()
     conversation = run.conversations.get()
     assert conversation.error == (
-        "assistant model call failed: provider error (malformed): "
+        "assistant model call failed: provider error (malformed, after 1 retry): "
         "the reply from anthropic/agent-x was not in the expected shape"
     )
     client.force_login(admin_user)

@@ -78,10 +78,19 @@ def failure_text(error: BaseException) -> str:
     anything key-like, or one plain sentence for any other exception (a fault of ours, whose
     words and traceback belong in the log, which the caller writes)."""
     if isinstance(error, ProviderError):
-        tried = sum(error.retries.values()) if error.retries else 0
-        kind = f"{error.kind}, after {tried} retries" if tried else error.kind
-        return f"provider error ({kind}): {redact(str(error))}"
+        return f"provider error ({_kind_and_retries(error)}): {redact(str(error))}"
+    if isinstance(error, OSError):
+        # The operating system's own words (a full disk, a missing folder) tell an admin what
+        # to fix; they are not the platform's internals.
+        return f"the server could not read or write a file: {redact(error.strerror or str(error))}"
     return UNEXPECTED_FAILURE
+
+
+def _kind_and_retries(error: ProviderError) -> str:
+    tried = sum(error.retries.values()) if error.retries else 0
+    if not tried:
+        return error.kind
+    return f"{error.kind}, after {tried} {'retry' if tried == 1 else 'retries'}"
 
 
 def redact_record(record: logging.LogRecord, secrets: Iterable[str] = ()) -> None:

@@ -71,6 +71,21 @@ def test_a_provider_error_reads_as_its_kind_and_redacted_message():
     assert failure_text(error) == f"provider error (auth): HTTP 401: bad key {REDACTED}"
 
 
+def test_a_provider_error_says_how_often_it_was_asked_again():
+    error = ProviderError("HTTP 503: busy", kind="server", status=503)
+    error.retries = {"server": 1}
+    assert failure_text(error) == "provider error (server, after 1 retry): HTTP 503: busy"
+    error.retries = {"server": 2, "rate_limit": 3}
+    assert failure_text(error) == "provider error (server, after 5 retries): HTTP 503: busy"
+
+
+def test_a_file_error_keeps_the_operating_system_s_words():
+    error = OSError(28, "No space left on device")
+    assert (
+        failure_text(error) == "the server could not read or write a file: No space left on device"
+    )
+
+
 def test_any_other_exception_reads_as_a_plain_sentence():
     error = AttributeError("'str' object has no attribute 'type'")
     assert failure_text(error) == UNEXPECTED_FAILURE
