@@ -57,8 +57,22 @@ class SensitivityLaunchForm(forms.Form):
         min_value=1, max_value=sensitivity.MAX_CASES, initial=20, label="References (max)"
     )
     seed = forms.IntegerField(initial=0, label="Bootstrap seed")
+    min_type_references = forms.IntegerField(
+        min_value=1, initial=5, required=False,
+        label="Pooled figure: a type needs at least this many references",
+    )  # fmt: skip
+    min_type_share = forms.FloatField(
+        min_value=0, max_value=1, initial=0.25, required=False,
+        label="... or, in a small study, this share of them (whichever is fewer)",
+    )  # fmt: skip
     use_cache = forms.BooleanField(required=False, initial=True, label="Use the response cache")
     cost_limit_usd = cost_limit_field()
+
+    def clean_min_type_references(self):
+        return _or_initial(self, "min_type_references")
+
+    def clean_min_type_share(self):
+        return _or_initial(self, "min_type_share")
 
     def clean(self):
         data = super().clean()
@@ -79,6 +93,12 @@ class SensitivityLaunchForm(forms.Form):
             model_validator(purpose)(model)
         except forms.ValidationError as error:
             self.add_error("judge_model", error)
+
+
+def _or_initial(form: forms.Form, name: str):
+    """A field left blank takes its initial value (the shipped default)."""
+    value = form.cleaned_data.get(name)
+    return form.fields[name].initial if value is None else value
 
 
 class ExpertCriteriaUploadForm(forms.Form):

@@ -14,7 +14,7 @@ from benchmark.models import Conversation, Run
 from config.query import BadQuery, query_form_check, query_object, query_value
 from rubric_lab import forms
 from rubric_lab.engine.knowledge import CorpusError
-from rubric_lab.engine.pipeline import STAGES
+from rubric_lab.engine.pipeline import stages_of
 from rubric_lab.models import (
     GenerationJob,
     InstanceRubric,
@@ -151,7 +151,7 @@ def generation_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "generation": generation,
         "job": generation.job,
         "stages": stages,
-        "waiting": [name for name in STAGES if name not in done],
+        "waiting": [name for name in stages_of(generation.job.method) if name not in done],
         "rubric": InstanceRubric.objects.filter(generation=generation).first(),
     }
     if request.htmx:

@@ -111,6 +111,11 @@ class SensitivityStudy(EvaluationJob):
     reference_model = models.CharField(max_length=200, blank=True)  # blank: every agent
     max_cases = models.PositiveIntegerField(default=20)
     seed = models.IntegerField(default=0)  # of the bootstrap resamples
+    # A type scored on fewer references than this many (or, in a small study, than this share
+    # of its references, whichever is fewer) is reported as such and left out of the pooled
+    # figure.
+    min_type_references = models.PositiveSmallIntegerField(default=5)
+    min_type_share = models.FloatField(default=0.25)
 
     class Meta(EvaluationJob.Meta):
         verbose_name_plural = "sensitivity studies"

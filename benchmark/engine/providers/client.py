@@ -165,6 +165,20 @@ def build_provider(model: ModelString, settings: ProviderSettings) -> Provider:
     )
 
 
+def sends_sampling(model_string: str) -> bool:
+    """Whether temperature and top_p set on a request reach the model: not for the offline
+    scripts (they ignore both), nor through an Anthropic SDK that has no such arguments (its
+    API version refuses them); every OpenAI-style server takes them."""
+    provider = parse_model_string(model_string).provider
+    if provider == "offline":
+        return False
+    if provider == "anthropic":
+        from benchmark.engine.providers.anthropic_chat import SENDS_SAMPLING
+
+        return SENDS_SAMPLING
+    return True
+
+
 def _required(value: str, variable: str, model: ModelString) -> str:
     if not value:
         raise ProviderError(f"{variable} is not set; it is needed to call {model}", kind="config")
