@@ -60,3 +60,20 @@ class InstanceScoreForm(forms.Form):
         self.fields["conversation"].label_from_instance = lambda c: (
             f"{c.public_id} ({c.run.name}, case {c.entry.index})"
         )
+
+
+class HealthBenchImportForm(forms.Form):
+    file = forms.FileField(
+        validators=[upload_size_check],
+        help_text="HealthBench-format JSON Lines: one object per line with prompt_id, prompt "
+        "(the chat messages), optional completion (the reply to score), rubrics (criterion, "
+        "points, tags) and example_tags.",
+    )
+    name = forms.CharField(
+        max_length=200, required=False, help_text="Name of the imported run (default: the file's)."
+    )
+    source_subset = forms.BooleanField(
+        required=False,
+        label="Only the source's subset: rows whose physician rubric has 8 to 10 criteria "
+        "across at least three axes",
+    )

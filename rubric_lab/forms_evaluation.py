@@ -106,7 +106,8 @@ class ExpertCriteriaUploadForm(forms.Form):
         queryset=BenchmarkSet.objects.order_by("-pk"), label="Benchmark set"
     )
     file = forms.FileField(
-        validators=[upload_size_check], help_text="CSV (case,criterion[,weight]) or a JSON list."
+        validators=[upload_size_check],
+        help_text="CSV (case or conversation, criterion[, weight][, axis]) or a JSON list.",
     )
 
     def clean(self):

@@ -23,7 +23,7 @@ from rubric_lab.models import (
     KnowledgeUpload,
     RubricGeneration,
 )
-from rubric_lab.services import budgets, instance_scoring, knowledge, pipeline
+from rubric_lab.services import budgets, imports, instance_scoring, knowledge, pipeline
 from rubric_lab.tasks import generation_start, instance_score_start
 
 SEARCH_RESULTS = 8
@@ -82,6 +82,28 @@ def knowledge_upload(request: HttpRequest) -> HttpResponse:
         )
     messages.success(request, f"Added {saved.passage_count} passages from {saved.filename}.")
     return redirect("rubric_lab:kb")
+
+
+# --- importing conversations ----------------------------------------------------------------
+
+
+@role_required(*STAFF)
+def import_healthbench(request: HttpRequest) -> HttpResponse:
+    form = forms.HealthBenchImportForm(request.POST or None, request.FILES or None)
+    if request.method != "POST" or not form.is_valid():
+        return render(request, "rubric_lab/import.html", {"form": form})
+    upload = form.cleaned_data["file"]
+    try:
+        imported = imports.healthbench_import(
+            filename=upload.name, text=imports.healthbench_text(upload.read(), upload.name),
+            name=form.cleaned_data["name"], source_subset=form.cleaned_data["source_subset"],
+            user=request.user,
+        )  # fmt: skip
+    except imports.HealthBenchRefused as refused:
+        context = {"form": form, "filename": upload.name, "problems": refused.problems}
+        return render(request, "rubric_lab/import.html", context, status=400)
+    messages.success(request, imports.import_summary(imported))
+    return redirect("benchmark:run", imported.run.pk)
 
 
 # --- pipeline --------------------------------------------------------------------------------

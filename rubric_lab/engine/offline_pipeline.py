@@ -82,10 +82,13 @@ def route(hints: Mapping[str, Any]) -> dict:
     case = hints["case"]
     scenario, profile = case["scenario"], case["profile"]
     condition = str(scenario.get("condition") or "")
-    task = str(scenario.get("task_subcategory") or "").replace("_", " ")
+    # An imported case may name only its theme (task_category), or nothing at all.
+    task = str(scenario.get("task_subcategory") or scenario.get("task_category") or "")
     said = " ".join(case["patient_messages"])[:200]
     queries = [(said, "the patient's own words")] if said.strip() else []
-    queries.append((f"{condition} {task}".strip(), "the request itself"))
+    request = f"{condition} {task.replace('_', ' ')}".strip()
+    if len(request) >= 3:
+        queries.append((request, "the request itself"))
     if _is_emergency(case):
         queries.append((f"{condition} warning signs emergency 911", "warning signs"))
     if _is_crisis(case):

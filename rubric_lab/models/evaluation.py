@@ -190,17 +190,36 @@ class ExpertCriteriaUpload(models.Model):
 
 
 class ExpertCriterion(models.Model):
+    """An expert's criterion for one conversation, or for a case (every reply to a benchmark
+    entry): exactly one of the two. A conversation's own criteria win over its case's."""
+
     entry = models.ForeignKey(
-        BenchmarkEntry, on_delete=models.CASCADE, related_name="expert_criteria"
-    )
+        BenchmarkEntry, null=True, blank=True, on_delete=models.CASCADE,
+        related_name="expert_criteria",
+    )  # fmt: skip
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.CASCADE,
+        related_name="expert_criteria",
+    )  # fmt: skip
     upload = models.ForeignKey(
         ExpertCriteriaUpload, on_delete=models.CASCADE, related_name="criteria"
     )
     text = models.TextField()
-    weight = models.SmallIntegerField(null=True, blank=True)
+    weight = models.SmallIntegerField(null=True, blank=True)  # HealthBench's points
+    # The evaluation axis as the source names it (HealthBench: accuracy, completeness,
+    # communication_quality, context_awareness, instruction_following); blank when not given.
+    axis = models.CharField(max_length=60, blank=True)
+    tags = models.JSONField(default=list, blank=True)  # every tag of the source (level:, ...)
 
     class Meta:
-        ordering = ["entry", "id"]
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(entry__isnull=False, conversation__isnull=True)
+                | models.Q(entry__isnull=True, conversation__isnull=False),
+                name="expert_criterion_of_entry_or_conversation",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.text[:60]
@@ -227,6 +246,7 @@ class CoverageCase(LeasedWork):
     rubric = models.ForeignKey(InstanceRubric, on_delete=models.CASCADE, related_name="+")
     status = models.CharField(max_length=20, choices=WorkStatus.choices, default=WorkStatus.PENDING)
     expert_criteria = models.JSONField(default=list, blank=True)  # texts, as judged
+    expert_axes = models.JSONField(default=list, blank=True)  # the axis of each ("" if none)
     constraints = models.JSONField(default=list, blank=True)  # [{"criterion", "text"}]
     judgements = models.JSONField(default=list, blank=True)
     constraint_count = models.PositiveIntegerField(default=0)
@@ -301,8 +321,8 @@ class Refinement(LeasedWork):
 
 
 class AblationStudy(EvaluationJob):
-    """The pipeline in full and without each of three stages on the same conversations, then
-    coverage and sensitivity of each variant side by side."""
+    """The pipeline in full, without each of four stages, and the direct-generation baseline on
+    the same conversations, then coverage and sensitivity of each variant side by side."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="ablation_studies")
     generator_model = models.CharField(max_length=200)
@@ -319,7 +339,9 @@ class AblationVariant(models.TextChoices):
     FULL = "full", "Full pipeline"
     NO_ROUTING = "no_routing", "Without routing"
     NO_INTENT = "no_intent", "Without interaction intent"
+    NO_FACTS = "no_facts", "Without the medical-fact agent"
     NO_AUDIT = "no_audit", "Without audit"
+    DIRECT = "direct", "Direct generation (one call, baseline)"
 
 
 class AblationArm(models.Model):
