@@ -137,6 +137,11 @@ class RefineLaunchForm(forms.Form):
     evaluator_model = model_field("refine_critique", "offline/standard", "Evaluator")
     editor_model = model_field("refine_edit", "offline/standard", "Editor")
     judge_model = model_field("judge", "offline/strict", "Independent judge")
+    criteria_judge_model = forms.CharField(
+        max_length=200, required=False, initial="offline/standard",
+        label="Judge against the expert criteria (blank: not scored against them)",
+        validators=[model_validator("rubric_judge")],
+    )  # fmt: skip
     max_cases = forms.IntegerField(
         min_value=1, max_value=refine.MAX_CASES, initial=20, label="Cases (max)"
     )

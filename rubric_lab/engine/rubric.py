@@ -86,6 +86,17 @@ def score_rubric(criteria: Sequence[Criterion], met: Sequence[bool]) -> RubricSc
     return RubricScore(weighted, best, weighted / best if best else None)
 
 
+def axis_scores(criteria: Sequence[Any], met: Sequence[bool]) -> dict[str, float | None]:
+    """The normalised score on each axis of the criteria: the weights met on that axis over
+    its positive weights (None for an axis with no positive weight)."""
+    scores = {}
+    for axis in dict.fromkeys(criterion.axis for criterion in criteria):
+        pairs = [(c, ok) for c, ok in zip(criteria, met, strict=True) if c.axis == axis]
+        scored = score_rubric([c for c, _ in pairs], [ok for _, ok in pairs])
+        scores[axis] = scored.normalised
+    return scores
+
+
 def criteria_from_rows(
     rows: Sequence[Mapping[str, Any]],
     *,

@@ -271,7 +271,10 @@ class CoverageCase(LeasedWork):
 
 
 class RefineStudy(EvaluationJob):
-    """Rubric-guided critique against the self-critique control, judged independently."""
+    """Rubric-guided critique between two controls - self-critique (no rubric, the lower one)
+    and critique with the expert criteria (the oracle, the upper one) - judged independently
+    with the six case-agnostic rubrics and, where the conversation has them, against the
+    expert criteria."""
 
     generation_job = models.ForeignKey(
         GenerationJob, on_delete=models.CASCADE, related_name="refine_studies"
@@ -280,6 +283,9 @@ class RefineStudy(EvaluationJob):
     editor_model = models.CharField(max_length=200)
     # The independent judge scores with the six case-agnostic rubrics, not the instance one.
     judge_model = models.CharField(max_length=200)
+    # Judges each criterion of the expert criteria on the original and the refined
+    # conversation (blank: not scored against the expert criteria).
+    criteria_judge_model = models.CharField(max_length=200, blank=True)
     max_cases = models.PositiveIntegerField(default=20)
 
     class Meta(EvaluationJob.Meta):
@@ -289,6 +295,7 @@ class RefineStudy(EvaluationJob):
 class RefineArm(models.TextChoices):
     RUBRIC = "rubric", "Critique with the instance rubric"
     SELF = "self", "Self-critique (no rubric)"
+    ORACLE = "oracle", "Critique with the expert criteria (oracle)"
 
 
 class Refinement(LeasedWork):
@@ -303,6 +310,11 @@ class Refinement(LeasedWork):
     diff = models.TextField(blank=True)
     original_score = models.FloatField(null=True, blank=True)
     refined_score = models.FloatField(null=True, blank=True)
+    # Normalised scores against the expert criteria, overall and per axis
+    # ({axis: {"original": x, "refined": y}}); null when not scored against them.
+    original_expert_score = models.FloatField(null=True, blank=True)
+    refined_expert_score = models.FloatField(null=True, blank=True)
+    expert_axes = models.JSONField(default=dict, blank=True)
     failure_stage = models.CharField(max_length=20, blank=True)  # critique | edit | judge
     raw_output = RedactedTextField(blank=True)
 
