@@ -475,3 +475,19 @@ def coverage_export(run: CoverageRun, suffix: str) -> str:
     return exports.table_export(
         coverage_table(run), suffix, caption=caption, label=f"coverage {run.pk}"
     )
+
+
+def case_records(run: CoverageRun) -> list[dict]:
+    """Every case of the run: the expert criteria, their constraints and each judgement."""
+    cases = run.cases.select_related("rubric__conversation__entry").order_by("pk")
+    return [
+        {"coverage_run": run.pk, "rubric": row.rubric_id,
+         "conversation": str(row.rubric.conversation.public_id),
+         "source_id": row.rubric.conversation.entry.seed.get("source_id", ""),
+         "status": row.status, "expert_criteria": row.expert_criteria,
+         "expert_axes": row.expert_axes, "constraints": row.constraints,
+         "judgements": row.judgements, "constraint_count": row.constraint_count,
+         "entailed": row.entailed, "generated": row.generated, "matched": row.matched,
+         "failure_stage": row.failure_stage, "failure_reason": row.failure_reason}
+        for row in cases
+    ]  # fmt: skip

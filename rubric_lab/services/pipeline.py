@@ -393,3 +393,33 @@ def generation_total_cost(job: GenerationJob) -> Decimal | None:
     if rows.filter(cost_known=False).exists():
         return None
     return sum((row.cost_usd or Decimal(0) for row in rows), Decimal(0))
+
+
+def rubric_records(job: GenerationJob) -> list[dict]:
+    """One record per generation of the job: its status and, once made, the rubric's criteria
+    with what they cite."""
+    generations = job.generations.select_related("conversation__entry").order_by("pk")
+    rubrics = {
+        rubric.generation_id: rubric
+        for rubric in InstanceRubric.objects.filter(generation__job=job).prefetch_related(
+            "criteria"
+        )
+    }
+    records = []
+    for generation in generations:
+        rubric = rubrics.get(generation.pk)
+        criteria = sorted(rubric.criteria.all(), key=lambda c: c.index) if rubric else []
+        records.append(
+            {"job": job.pk, "method": job.method, "ablations": job.ablations,
+             "conversation": str(generation.conversation.public_id),
+             "source_id": generation.conversation.entry.seed.get("source_id", ""),
+             "status": generation.status, "failed_stage": generation.failed_stage,
+             "failure_reason": generation.failure_reason,
+             "rubric": rubric.pk if rubric else None,
+             "criteria": [
+                 {"text": c.text, "axis": c.axis, "weight": c.weight, "fact_ids": c.fact_ids,
+                  "passage_ids": c.passage_ids, "intent_basis": c.intent_basis}
+                 for c in criteria
+             ]}
+        )  # fmt: skip
+    return records

@@ -371,3 +371,19 @@ def refine_export(study: RefineStudy, suffix: str) -> str:
     return exports.table_export(
         refine_table(study), suffix, caption=caption, label=f"refine {study.pk}"
     )
+
+
+def refinement_records(study: RefineStudy) -> list[dict]:
+    """Every refinement: the arm, its plan and edits, violations and the scores."""
+    rows = study.refinements.select_related("rubric__conversation").order_by("pk")
+    return [
+        {"study": study.pk, "rubric": row.rubric_id,
+         "conversation": str(row.rubric.conversation.public_id), "arm": row.arm,
+         "status": row.status, "plan": row.plan, "edits": row.edits,
+         "violations": row.violations, "original_score": row.original_score,
+         "refined_score": row.refined_score,
+         "original_expert_score": row.original_expert_score,
+         "refined_expert_score": row.refined_expert_score, "expert_axes": row.expert_axes,
+         "failure_stage": row.failure_stage, "failure_reason": row.failure_reason}
+        for row in rows
+    ]  # fmt: skip

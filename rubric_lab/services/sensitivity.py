@@ -403,3 +403,18 @@ def study_charts(results: list[dict]) -> list[dict]:
         )
         out.append({"title": title, "svg": svg})
     return out
+
+
+def pair_records(study: SensitivityStudy) -> list[dict]:
+    """Every near-miss pair of the study: what was changed, its status and both scores."""
+    pairs = study.pairs.select_related("conversation__entry").order_by("pk")
+    return [
+        {"study": study.pk, "conversation": str(pair.conversation.public_id),
+         "source_id": pair.conversation.entry.seed.get("source_id", ""), "kind": pair.kind,
+         "status": pair.status, "method": pair.method, "description": pair.description,
+         "not_applicable_reason": pair.not_applicable_reason,
+         "reference_score": pair.reference_score, "perturbed_score": pair.perturbed_score,
+         "reference_first": pair.reference_first, "reference_second": pair.reference_second,
+         "failure_stage": pair.failure_stage, "failure_reason": pair.failure_reason}
+        for pair in pairs
+    ]  # fmt: skip
