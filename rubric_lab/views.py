@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import STAFF, role_required
+from benchmark.engine.providers.client import sends_sampling
 from benchmark.models import Conversation, Run
 from config.query import BadQuery, query_form_check, query_object, query_value
 from rubric_lab import forms
@@ -29,8 +30,8 @@ from rubric_lab.tasks import generation_start, instance_score_start
 SEARCH_RESULTS = 8
 LIST_LIMIT = 100
 LAUNCH_OPTIONS = (
-    "generator_model", "judge_model", "retriever", "top_k",
-    "skip_routing", "skip_intent", "skip_audit", "use_cache", "cost_limit_usd",
+    "generator_model", "judge_model", "method", "retriever", "top_k", "skip_routing",
+    "skip_intent", "skip_facts", "skip_audit", "audit_rounds", "use_cache", "cost_limit_usd",
 )  # fmt: skip
 
 # --- knowledge base ------------------------------------------------------------------------
@@ -127,7 +128,7 @@ def pipeline_new(request: HttpRequest) -> HttpResponse:
         try:
             job = pipeline.generation_job_launch(
                 conversations=list(conversations[: data["limit"]]), run=data["run"],
-                user=request.user, **options,
+                sampling=form.sampling(), user=request.user, **options,
             )  # fmt: skip
         except pipeline.PipelineLaunchError as error:
             form.add_error(None, str(error))
@@ -168,6 +169,8 @@ def generation_detail(request: HttpRequest, pk: int) -> HttpResponse:
         RubricGeneration.objects.select_related("job", "conversation__entry"), pk=pk
     )
     stages = list(generation.stages.all())
+    for stage in stages:  # where the model's SDK cannot send sampling settings, say so
+        stage.sampling_sent = bool(stage.model) and sends_sampling(stage.model)
     done = {stage.name for stage in stages}
     context = {
         "generation": generation,

@@ -99,10 +99,13 @@ def study_launch(
     if refusal := budgets.launch_refusal(study):
         raise StudyError(refusal)
     study.save()
+    # Created type by type, so the window the workers get first (pairs go out in id order)
+    # spans different references: a reference's calls are then answered from the cache for
+    # its other types instead of being asked by several pairs at the same moment.
     NearMiss.objects.bulk_create(
         NearMiss(study=study, conversation=conversation, kind=kind)
-        for conversation in references
         for kind in kinds
+        for conversation in references
     )
     return study
 

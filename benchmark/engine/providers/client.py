@@ -14,10 +14,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any, Protocol
+from urllib.parse import urlparse
 
 from benchmark.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
 from benchmark.engine.providers import cache
-from benchmark.engine.providers.catalog import ModelCatalog, default_catalog
+from benchmark.engine.providers.catalog import ModelCatalog, RateLimit, default_catalog
 from benchmark.engine.providers.model_strings import ModelString, parse_model_string
 from benchmark.engine.providers.offline import OfflineProvider
 from benchmark.engine.providers.rate_limit import (
@@ -57,7 +58,9 @@ class ModelClient:
         self.base_url: str = getattr(self._provider, "base_url", "")
         catalog = catalog or default_catalog()
         self.price = catalog.price_for(model_string)
-        self.limit = catalog.limit_for(model_string)
+        self.limit = (
+            catalog.limit_for(model_string) if limits_apply(self.model, settings) else RateLimit()
+        )
         self._cache_store = cache_store if use_cache else None
         self._rate_limiter = (
             None
@@ -119,6 +122,23 @@ class ModelClient:
         response = self._provider.chat(request)
         self._rate_limiter.settle(reservation, response.usage.total)
         return response
+
+
+# The hosts whose account limits the catalog's openai/ and anthropic/ entries describe.
+VENDOR_HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com"}
+
+
+def limits_apply(model: ModelString, settings: ProviderSettings) -> bool:
+    """Whether the catalog's rate limit for `model` holds its calls. An openai/ or anthropic/
+    entry states the vendor's account limits, so it holds calls to the vendor's own API only:
+    with OPENAI_BASE_URL / ANTHROPIC_BASE_URL pointing elsewhere (a local or test server
+    speaking the vendor's format, a gateway with limits of its own) the calls are not held to
+    them - that server answers 429 when it must, and the client honours its Retry-After. An
+    openai-compatible/ entry is written for the configured server and always holds."""
+    base_url = {"openai": settings.openai_base_url, "anthropic": settings.anthropic_base_url}
+    if model.provider not in VENDOR_HOSTS or not base_url[model.provider]:
+        return True
+    return urlparse(base_url[model.provider]).hostname == VENDOR_HOSTS[model.provider]
 
 
 def estimate_tokens(request: ChatRequest) -> int:
