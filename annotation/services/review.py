@@ -52,7 +52,9 @@ def study_redactor(study: Study) -> Redactor:
     models, labels = set(), set()
     for agent in agents:
         models.add(agent.model)
-        labels |= {agent.label, agent.agent_config.name}
+        labels.add(agent.label)
+        if agent.agent_config is not None:  # none for the replies of an imported run
+            labels.add(agent.agent_config.name)
     return Redactor(identity_words(models, labels))
 
 

@@ -125,6 +125,7 @@ def jury_objects(run) -> dict:
 PAGES += [
     Page("rubric_lab:kb", STAFF),
     Page("rubric_lab:kb_upload", STAFF),
+    Page("rubric_lab:import", STAFF),
     Page("rubric_lab:pipelines", STAFF),
     Page("rubric_lab:pipeline_new", STAFF),
     Page("rubric_lab:pipeline", STAFF, (("pk", "generation_job", "pk"),)),
@@ -152,6 +153,15 @@ PAGES += [
         "rubric_lab:coverage_export",
         STAFF,
         (("pk", "coverage_run", "pk"), ("suffix", "export", "suffix")),
+    ),
+    Page(
+        "rubric_lab:coverage_compare_export",
+        STAFF,
+        (
+            ("pk", "coverage_run", "pk"),
+            ("other", "coverage_run", "pk"),
+            ("suffix", "export", "suffix"),
+        ),
     ),
     Page("rubric_lab:refine_list", STAFF),
     Page("rubric_lab:refine", STAFF, (("pk", "refine_study", "pk"),)),
