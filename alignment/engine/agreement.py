@@ -396,12 +396,11 @@ def rubric_agreement(
     those figures come back undefined with the reason. Raises ValueError on a malformed table
     (a design table must give every rated item a positive weight)."""
     data = rubric_items(clinicians, jury)
-    rng = np.random.default_rng(seed)
     if design is None:
-        batch = sample_batch(len(data.items), resamples, rng)
+        batch = sample_batch(len(data.items), resamples, seed)
     else:
         weights, strata = design_for(data.items, design)
-        batch = weighted_batch(weights, strata, resamples, rng)
+        batch = weighted_batch(weights, strata, resamples, seed)
     columns = ItemColumns(len(data.items))
     jury_values, mean_values = _jury_columns(columns, data)
     _human_columns(columns, data)

@@ -116,7 +116,7 @@ def alt_test(
         columns.add(f"rater {j}", np.column_stack([eligible[:, j], wins_jury[:, j],
                                                    wins_clinician[:, j]]))  # fmt: skip
         columns.add(f"ratings {j}", np.where(eligible[:, j], data.ratings_per_item, 0))
-    batch = sample_batch(len(data.items), resamples, np.random.default_rng(seed))
+    batch = sample_batch(len(data.items), resamples, seed)
     counts, sums = batch.split(columns.sums(batch.matrix))
     tests = [
         _clinician(data.raters[j], sums, counts, j, wins_jury, wins_clinician, eligible,

@@ -25,6 +25,7 @@ counts every conversation once, so the figures' n stay the numbers of conversati
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -52,21 +53,42 @@ class Batch:
         return self.matrix[1:]
 
 
-def sample_batch(n_items: int, resamples: int, rng: np.random.Generator) -> Batch:
+def sample_batch(n_items: int, resamples: int, seed: int) -> Batch:
     """The plain item bootstrap: every item once for the point, draw counts for resamples."""
-    ones = np.ones((2, n_items))
-    return Batch(np.vstack([ones, resample_weights(n_items, resamples, rng)]), weighted=False)
+    counts = _draws(resample_weights, n_items, resamples, seed)
+    return Batch(np.vstack([np.ones((2, n_items)), counts]), weighted=False)
 
 
-def weighted_batch(
-    weights: np.ndarray, strata: np.ndarray, resamples: int, rng: np.random.Generator
-) -> Batch:
+def weighted_batch(weights: np.ndarray, strata: np.ndarray, resamples: int, seed: int) -> Batch:
     """Hajek point (the weights) and the stratified bootstrap (draw counts within pooled
     strata, times the weights)."""
     weights = np.asarray(weights, dtype=float)
-    counts = stratified_resample_weights(pooled_strata(strata), resamples, rng)
+    codes = pooled_strata(strata)
+    counts = _stratified_draws(codes.tobytes(), len(codes), resamples, seed)
     matrix = np.vstack([np.ones((1, len(weights))), weights[None, :], counts * weights])
     return Batch(matrix, weighted=True)
+
+
+# The same seed draws the same resamples for every rubric, judge pair and figure of a report
+# (as the engine always did); drawing them once saves most of the random-number work. Counts
+# are kept as small integers, so the cache holds a few megabytes.
+@lru_cache(maxsize=8)
+def _draws(draw, n_items: int, resamples: int, seed: int) -> np.ndarray:
+    """Draw counts from `draw` (part of the key, so a substitute is never served another's)."""
+    counts = draw(n_items, resamples, np.random.default_rng(seed))
+    return _frozen(counts)
+
+
+@lru_cache(maxsize=8)
+def _stratified_draws(codes: bytes, n_items: int, resamples: int, seed: int) -> np.ndarray:
+    strata = np.frombuffer(codes, dtype=int)
+    return _frozen(stratified_resample_weights(strata, resamples, np.random.default_rng(seed)))
+
+
+def _frozen(counts: np.ndarray) -> np.ndarray:
+    small = counts.astype(np.int32 if counts.size and counts.max() > 32000 else np.int16)
+    small.flags.writeable = False
+    return small
 
 
 def pooled_strata(strata) -> np.ndarray:

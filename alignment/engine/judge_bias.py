@@ -77,13 +77,15 @@ def judge_bias(
 
     Conversations enter where the clinicians' mean and the judge's score (the jury's mean for
     the jury row) are both known. One row per judge, then the jury."""
-    mean = pd.to_numeric(clinician_mean, errors="coerce").dropna()
+    # Conversations in id order, whatever order they came in: the resamples draw positions.
+    mean = pd.to_numeric(clinician_mean, errors="coerce").dropna().sort_index()
     table = features.set_index(ITEM).reindex(mean.index)
     wide = judges.pivot(index=ITEM, columns=JUDGE, values=SCORE).astype(float).reindex(mean.index)
     gaps = {j: (wide[j] - mean).to_numpy(dtype=float) for j in wide.columns}
     gaps[JURY_ROW] = (pd.to_numeric(jury, errors="coerce").reindex(mean.index) - mean).to_numpy()
     agents = table[AGENT_MODEL].fillna("").astype(str).tolist()
-    agent_families = [families.family_of(model) for model in agents]
+    family_of = {model: families.family_of(model) for model in set(agents)}
+    agent_families = [family_of[model] for model in agents]
     columns = ItemColumns(len(mean))
     plan = []
     for row, gap in gaps.items():
@@ -103,7 +105,7 @@ def judge_bias(
             other = has & np.array([f is not None and f != family for f in agent_families])
             columns.add(f"{row} self", np.column_stack([same, other, y * same, y * other]))
         plan.append((row, model, family, note))
-    batch = sample_batch(len(mean), resamples, np.random.default_rng(seed))
+    batch = sample_batch(len(mean), resamples, seed)
     counts, sums = batch.split(columns.sums(batch.matrix))
     unfamiliar = sum(f is None for f in agent_families)
     return [

@@ -92,11 +92,10 @@ def judge_agreement(
     scores, mean = wide.to_numpy()[known], mean[known]
     names = list(wide.columns)
     columns = _columns(scores, mean)
-    rng = np.random.default_rng(seed)
     if design is None:
-        batch = sample_batch(len(mean), resamples, rng)
+        batch = sample_batch(len(mean), resamples, seed)
     else:
-        batch = weighted_batch(*design_for(wide.index[known].to_numpy(), design), resamples, rng)
+        batch = weighted_batch(*design_for(wide.index[known].to_numpy(), design), resamples, seed)
     counts, sums = batch.split(columns.sums(batch.matrix))
     pairs = [_pair(sums, counts, names, a, b) for a, b in combinations(range(len(names)), 2)]
     return JudgeAgreement(

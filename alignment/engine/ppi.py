@@ -68,14 +68,35 @@ class CorrectedScore:
     n_annotated: int
 
 
+def undefined_score(reason: str, *, jury_mean: Estimate | None = None,
+                    jury_pass: Estimate | None = None, n_population: int = 0,
+                    n_annotated: int = 0) -> CorrectedScore:  # fmt: skip
+    """A corrected score that cannot be computed (the reason on every figure that needs the
+    clinicians); the jury-only figures are kept when they are known."""
+    missing = undefined(reason, n_items=n_annotated)
+    return CorrectedScore(
+        jury_mean=jury_mean or undefined(reason), corrected_mean=missing, correction=missing,
+        jury_pass=jury_pass or undefined(reason), corrected_pass=missing,
+        n_population=n_population, n_annotated=n_annotated,
+    )  # fmt: skip
+
+
+def population_figures(population: Population, *, confidence: float = CONFIDENCE):
+    """(jury mean, jury pass rate) over the population, with their normal intervals."""
+    z = float(scipy_stats.norm.ppf(0.5 + confidence / 2))
+    return (
+        _population_mean(population.jury_sum, population.jury_squares, population.n, z),
+        _population_mean(population.passed, population.passed, population.n, z),
+    )
+
+
 def corrected_score(
     population: Population, annotated: Annotated, *, confidence: float = CONFIDENCE
 ) -> CorrectedScore:
     """The jury-only and the clinician-corrected mean and pass rate of one model on one
     rubric. Undefined with the reason when the population or the annotated sample is empty."""
     z = float(scipy_stats.norm.ppf(0.5 + confidence / 2))
-    jury_mean = _population_mean(population.jury_sum, population.jury_squares, population.n, z)
-    jury_pass = _population_mean(population.passed, population.passed, population.n, z)
+    jury_mean, jury_pass = population_figures(population, confidence=confidence)
     if population.n == 0:
         reason = "no conversation of this model was scored on this rubric"
         return CorrectedScore(jury_mean, undefined(reason), undefined(reason), jury_pass,
