@@ -9,8 +9,12 @@ population it stands for.
 
 - Hajek estimate of a share: sum(w * hit) / sum(w); every other figure (alpha, kappa, ICC,
   Spearman, the chance baselines) is computed from the same per-conversation sums as on the
-  sample, with each conversation's columns counted w times instead of once. With whole-number
-  weights that is exactly the sample figure of the data with each conversation repeated w times.
+  sample, with each conversation's columns counted w times instead of once. The weights are
+  first scaled to average 1 over the figure's conversations: a share or a mean is unchanged
+  by the scale, and the small-sample terms of alpha and the ICC (their n - 1) then count the
+  conversations actually annotated rather than the population's, so equal weights give the
+  sample's figures exactly. With whole-number weights every share and mean (and kappa, AC2,
+  Spearman) is the sample figure of the data with each conversation repeated w times.
 - Intervals: a stratified bootstrap. Each resample draws, within every cell, as many
   conversations as the cell holds, with replacement, and keeps their weights; the cell of a
   conversation for one rubric's figure is its cell of that rubric (model x that rubric's jury
@@ -63,6 +67,7 @@ def weighted_batch(weights: np.ndarray, strata: np.ndarray, resamples: int, seed
     """Hajek point (the weights) and the stratified bootstrap (draw counts within pooled
     strata, times the weights)."""
     weights = np.asarray(weights, dtype=float)
+    weights = weights / weights.mean() if len(weights) else weights
     codes = pooled_strata(strata)
     counts = _stratified_draws(codes.tobytes(), len(codes), resamples, seed)
     matrix = np.vstack([np.ones((1, len(weights))), weights[None, :], counts * weights])
@@ -83,6 +88,12 @@ def _draws(draw, n_items: int, resamples: int, seed: int) -> np.ndarray:
 def _stratified_draws(codes: bytes, n_items: int, resamples: int, seed: int) -> np.ndarray:
     strata = np.frombuffer(codes, dtype=int)
     return _frozen(stratified_resample_weights(strata, resamples, np.random.default_rng(seed)))
+
+
+def forget_draws() -> None:
+    """Empty the cache of resample draws (a benchmark's cold start)."""
+    _draws.cache_clear()
+    _stratified_draws.cache_clear()
 
 
 def _frozen(counts: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from django.core.cache import cache
 
 from alignment.engine.frames import ITEM, JURY, RUBRIC, SCORE
 from alignment.engine.ppi import (
@@ -22,12 +23,13 @@ from alignment.engine.ppi import (
 from alignment.services.design import StudyDesign, study_design
 from alignment.services.formats import estimate_value_interval, undefined_note
 from alignment.services.frames import PASSED, RubricInfo, StudyFrames, study_frames
+from alignment.services.state import study_state
 from annotation.models import Study, StudyKind
 from jury.engine.score_gaps import at_least
 from jury.engine.stats import export_table
 from jury.models import ScoringJob
 
-NO_SAMPLE = "no conversation of this model has a clinician score on this rubric"
+CACHE_SECONDS = 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -102,11 +104,17 @@ def _thresholds(frames: StudyFrames) -> dict[int, float]:
     return dict(jobs.values_list("pk", "jury__pass_threshold"))
 
 
-def study_corrected(study: Study, *, include_synthetic: bool = False) -> list[CorrectedRow]:
-    """The corrected rows of one study under the default filters (every model and track)."""
-    frames = study_frames(study, include_synthetic=include_synthetic)
-    models = sorted(set(frames.models.values()))
-    return corrected_rows(frames, study_design(study), frames.judged_rubrics, models)
+def study_corrected(study: Study) -> list[CorrectedRow]:
+    """The corrected rows of one study under the default filters (every model and track,
+    synthetic work left out), cached per study state like the report."""
+    key = f"alignment:corrected:{study.pk}:{study_state(study)}"
+    rows = cache.get(key)
+    if rows is None:
+        frames = study_frames(study)
+        models = sorted(set(frames.models.values()))
+        rows = corrected_rows(frames, study_design(study), frames.judged_rubrics, models)
+        cache.set(key, rows, CACHE_SECONDS)
+    return rows
 
 
 def job_corrected_export(job: ScoringJob, fmt: str) -> str:

@@ -31,7 +31,7 @@ from alignment.engine.bootstrap import Estimate
 from alignment.engine.compare import paired_difference
 from alignment.engine.frames import ITEM, JURY, RATER, RUBRIC, SCORE
 from alignment.services.frames import RubricInfo, study_frames
-from alignment.services.reports import study_state
+from alignment.services.state import study_state
 from annotation.models import Assignment, Study
 from benchmark.engine.csv_export import rows_csv
 from benchmark.models import Conversation, JobStatus

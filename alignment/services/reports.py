@@ -7,19 +7,18 @@ test per rubric, the judge bias diagnostics, the clinician-corrected model score
 
 The state of a study is what its figures depend on: the newest annotation history entry and
 save time of its assignments, and the newest judge score and the count of jury results of the
-jobs it is compared with. Any submission, edit, invalidation or new judge score changes the
-key, so a cached report is never stale; an unchanged study is never computed twice (a
+jobs it is compared with, the study's analysis settings and the model families file. Any
+submission, edit, invalidation, new judge score or edited family changes the key, so a
+cached report is never stale; an unchanged study is never computed twice (a
 1,000-resample report of a large study takes seconds).
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field, fields
 
 import pandas as pd
 from django.core.cache import cache
-from django.db.models import Count, Max
 
 from alignment.engine.agreement import RubricAgreement, agreement_table, rubric_agreement
 from alignment.engine.alt_test import AltTest, alt_test
@@ -41,9 +40,9 @@ from alignment.services.frames import (
     conversation_features,
     study_frames,
 )
-from annotation.models import Assignment, AssignmentHistory, Study
+from alignment.services.state import study_state
+from annotation.models import Study
 from jury.engine.score_gaps import is_adjacent, is_major
-from jury.models import JudgeScore, RubricResult
 
 RESAMPLES = 1000
 SEED = 0
@@ -158,23 +157,6 @@ def study_report(
         report = compute_report(study, filters, resamples=resamples, seed=seed)
         cache.set(key, report, CACHE_SECONDS)
     return report
-
-
-def study_state(study: Study) -> str:
-    """A fingerprint of everything the study's figures are computed from."""
-    assignments = Assignment.objects.filter(item__study=study).aggregate(
-        saved=Max("saved_at"), submitted=Max("submitted_at"),
-        invalidated=Max("invalidated_at"), count=Count("pk"),
-    )  # fmt: skip
-    history = AssignmentHistory.objects.filter(assignment__item__study=study).aggregate(
-        newest=Max("pk")
-    )
-    jobs = list(study.scoring_jobs.order_by("pk").values_list("pk", flat=True))
-    judged = JudgeScore.objects.filter(job__in=jobs).aggregate(newest=Max("updated_at"))
-    results = RubricResult.objects.filter(job__in=jobs).count()
-    versions = sorted(study.rubric_versions.values_list("pk", flat=True))
-    state = [assignments, history, jobs, judged, results, versions]
-    return hashlib.sha256(repr(state).encode()).hexdigest()[:24]
 
 
 def compute_report(
