@@ -64,7 +64,7 @@ def _score(model: str, rubric: RubricInfo, means: pd.DataFrame, design: StudyDes
     if not design.weighted:
         jury_mean, jury_pass = population_figures(population)
         return undefined_score(
-            f"the correction needs the sampling design, and {design.reason}",
+            f"the correction needs the sampling design, which is unknown: {design.reason}",
             jury_mean=jury_mean, jury_pass=jury_pass, n_population=population.n,
             n_annotated=len(own),
         )  # fmt: skip

@@ -130,7 +130,7 @@ def _reconstructed(study: Study, items, coverage: dict, models, drawn_cell) -> S
             if not cells
             else "some items do not record the cell they were drawn for"
         )
-        return StudyDesign(models=models, reason=f"sample figures only: {reason}")
+        return StudyDesign(models=models, reason=reason)
     available = {(c["model"], c["rubric"], c["bin"]): c["available"] for c in cells}
     drawn = Counter((s["model"], s["rubric"], s["bin"]) for s in strata)
     rubrics = list(coverage.get("rubrics") or sorted({rubric for _, rubric, _ in available}))
@@ -138,8 +138,8 @@ def _reconstructed(study: Study, items, coverage: dict, models, drawn_cell) -> S
     candidates = {candidate.conversation_id: candidate for candidate in drawable}
     lost = [item for item, *_ in items if item not in candidates]
     if lost:
-        reason = (f"sample figures only: the jury results {len(lost)} item(s) were drawn "
-                  "from are no longer complete, so their cells cannot be read back")  # fmt: skip
+        reason = (f"the jury results {len(lost)} item(s) were drawn from are no longer "
+                  "complete, so their cells cannot be read back")  # fmt: skip
         return StudyDesign(models=models, reason=reason)
     weights, bins = {}, {}
     for item, *_ in items:
