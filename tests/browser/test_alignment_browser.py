@@ -39,7 +39,6 @@ def test_the_report_and_a_rubric_page_draw_their_figures(
     # The clinicians' drift over the project's rounds loads after the page, in place.
     expect(page.locator("#drift h3")).to_have_text("Drift over the rounds of Browser")
     expect(page.locator("#drift-table tbody tr")).to_have_count(4)
-    page.screenshot(path="/tmp/validity-report.png", full_page=True)
     page.locator("#agreement-table a", has_text="Clinical Safety").click()
     page.wait_for_url("**/rubrics/clinical_safety/")
     charts = page.locator("#rubric-charts svg")
@@ -47,7 +46,6 @@ def test_the_report_and_a_rubric_page_draw_their_figures(
     box = charts.first.bounding_box()
     assert box["width"] > 200 and box["height"] > 150  # drawn, not collapsed
     expect(page.locator("#judge-bias-table tbody tr")).to_have_count(3)  # two judges, the jury
-    page.screenshot(path="/tmp/validity-rubric.png", full_page=True)
     assert page.console_errors == []
 
 
