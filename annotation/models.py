@@ -11,9 +11,11 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from annotation.engine.sampling import item_weight
 from benchmark.models import Conversation
 from jury.models import RubricVersion, ScoringJob
 
@@ -55,7 +57,19 @@ class Study(models.Model):
     seed = models.BigIntegerField(default=0)
     include_infeasible = models.BooleanField(default=False)
     reservation_minutes = models.PositiveSmallIntegerField(default=45)
-    # What the stratified sampler achieved: cells, shortfalls (annotation.engine.sampling).
+    # The alternative annotator test's cost-benefit margin (alignment.engine.alt_test): how
+    # much of its advantage over a clinician the jury may give up and still replace one.
+    # Calderon et al. advise 0.2 for expert annotators, 0.1 for crowd workers.
+    alt_test_epsilon = models.FloatField(
+        default=0.2, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
+    # A clinician is flagged for recalibration when their bias (mean score minus the other
+    # clinicians' or the jury's) moves by more than this many points between two rounds.
+    drift_flag_points = models.FloatField(
+        default=0.5, validators=[MinValueValidator(0.05), MaxValueValidator(4.0)]
+    )
+    # What the stratified sampler achieved: cells with available / sampled / drawn counts and
+    # the population's jury scores, shortfalls (annotation.engine.sampling).
     coverage = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=20, choices=StudyStatus.choices, default=StudyStatus.OPEN)
     locked_at = models.DateTimeField(null=True, blank=True)
@@ -96,7 +110,8 @@ class Study(models.Model):
 
 
 class StudyItem(models.Model):
-    """One sampled conversation, with the stratum it was drawn for."""
+    """One sampled conversation, with the stratum it was drawn for and its place in the
+    sampling design (annotation.engine.sampling explains the design)."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
     conversation = models.ForeignKey(
@@ -104,6 +119,13 @@ class StudyItem(models.Model):
     )
     position = models.PositiveIntegerField()  # sampling order: extremes first
     stratum = models.JSONField(default=dict, blank=True)  # {"model", "rubric", "bin"}
+    # Recorded when the sample is drawn; empty / null on items drawn before they were.
+    # The conversation's jury score bin per judged rubric: its cell of each rubric.
+    jury_bins = models.JSONField(default=dict, blank=True)  # {rubric id: 1-5}
+    cell_available = models.PositiveIntegerField(null=True, blank=True)  # N_h of `stratum`
+    cell_drawn = models.PositiveIntegerField(null=True, blank=True)  # n_h drawn for `stratum`
+    # The chance this conversation entered the sample through any of its cells.
+    inclusion_probability = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["study", "position"]
@@ -113,6 +135,12 @@ class StudyItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study_id}#{self.position}"
+
+    @property
+    def weight(self) -> float | None:
+        """Conversations of the population this item stands for (1 / inclusion probability),
+        or None when the item predates the recorded design."""
+        return item_weight(self.inclusion_probability)
 
 
 class AssignmentStatus(models.TextChoices):

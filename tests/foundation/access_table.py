@@ -348,6 +348,13 @@ PAGES += [
     Page("alignment:report", STAFF, _STUDY),
     Page("alignment:planner", STAFF, _STUDY),
     Page("alignment:export", STAFF, (*_STUDY, ("fmt", "export", "suffix"))),
+    Page(
+        "alignment:table_export",
+        STAFF,
+        (*_STUDY, ("table", "study_table", "name"), ("fmt", "export", "suffix")),
+    ),
+    Page("alignment:drift", STAFF, _STUDY),
+    Page("alignment:drift_export", STAFF, (*_STUDY, ("fmt", "export", "suffix"))),
     Page("alignment:rubric", STAFF, _RUBRIC_PAGE),
     Page(
         "alignment:figure",
@@ -388,5 +395,6 @@ def alignment_objects(objects) -> dict:
         "project": study.project,
         "item_theme": ItemTheme.objects.create(item=item, rubric_id="clinical_safety", theme=theme),
         "alignment_figure": SimpleNamespace(kind="scatter", fmt="svg"),
+        "study_table": SimpleNamespace(name="alt-test"),
         "trend_figure": SimpleNamespace(kind="rubrics", fmt="svg"),
     }
