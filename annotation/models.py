@@ -55,6 +55,10 @@ class Study(models.Model):
     seed = models.BigIntegerField(default=0)
     include_infeasible = models.BooleanField(default=False)
     reservation_minutes = models.PositiveSmallIntegerField(default=45)
+    # The project's published calibration guide is shown in calibration rounds; in a target
+    # study only when the researcher chooses (a guide written for practice may steer the
+    # scores the study is run to measure).
+    guide_in_target = models.BooleanField(default=False)
     # What the stratified sampler achieved: cells, shortfalls (annotation.engine.sampling).
     coverage = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=20, choices=StudyStatus.choices, default=StudyStatus.OPEN)
@@ -90,6 +94,11 @@ class Study(models.Model):
     @property
     def is_locked(self) -> bool:
         return self.status == StudyStatus.LOCKED
+
+    @property
+    def shows_guide(self) -> bool:
+        """Whether annotators of this study see the project's published calibration guide."""
+        return self.is_calibration or self.guide_in_target
 
     def overlap_for(self, track: str) -> int:
         return self.overlap_clinical if track == "clinical" else self.overlap_operational

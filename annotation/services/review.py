@@ -67,9 +67,15 @@ def review_context(assignment: Assignment) -> dict:
         "profile": redact.json(entry.profile or {}),
         "story": redact.text(entry.story),
         "scenario": [(label, getattr(entry, name)) for label, name in SCENARIO_FIELDS],
+        "case": {
+            "request": entry.task_subcategory,
+            "task": entry.task_category,
+            "severity": entry.severity,
+            "care_preference": entry.care_preference,
+        },
         "events": trace_events(item.conversation_id, redact),
         "panel": panel_rubrics(study, assignment.track),
-        "guide": published_guide(study.project_id),
+        "guide": published_guide(study.project_id) if study.shows_guide else None,
     }
 
 

@@ -431,3 +431,13 @@ def test_an_archive_written_before_assignments_had_the_imported_mark_still_impor
     study = import_bytes(resigned(contents)).study
     assert Assignment.objects.filter(item__study=study).count() == len(rows)
     assert not Assignment.objects.filter(imported=True).exists()
+
+
+def test_an_archive_written_before_studies_had_the_guide_setting_still_imports(archive):
+    contents = members(archive)
+    (row,) = [json.loads(line) for line in contents["data/studies.jsonl"].splitlines()]
+    assert row.pop("guide_in_target") is False
+    contents["data/studies.jsonl"] = fmt.json_line(row)
+    wipe_site()
+    study = import_bytes(resigned(contents)).study
+    assert study.guide_in_target is False

@@ -65,7 +65,7 @@ IMPORT_FIELDS = ("imported_from", "imported_at")
 Keys = dict[str, dict[int, int]]  # table -> original pk -> archive id
 # Fields added to format version 1 after archives of it were written (table -> fields): an
 # older archive's rows lack them and take the field's default; every other field is required.
-ADDED_FIELDS = {"assignments": ("imported",)}
+ADDED_FIELDS = {"assignments": ("imported",), "studies": ("guide_in_target",)}
 
 # What an export of an imported study writes differently from the archive it came from
 # (table -> fields); every other member is the same, byte for byte, apart from the manifest.
