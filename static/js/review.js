@@ -98,15 +98,19 @@
     }
   }
 
-  // Only the panel scrolls to show a rubric: the conversation stays where the reader is.
+  // Only the panel scrolls to show a rubric: the conversation stays where the reader is. The
+  // line of the rubric before it stays in view where there is room, to show where one is.
   function revealInPanel(element) {
     const box = element.getBoundingClientRect();
     const area = panel.getBoundingClientRect();
     const bar = panel.querySelector(".submit-bar");
     const bottom = Math.min(area.bottom, window.innerHeight) - (bar ? bar.offsetHeight : 0) - 8;
     const top = Math.max(area.top, headBottom()) + 8;
-    if (box.top < top) panel.scrollTop -= top - box.top;
-    else if (box.bottom > bottom) panel.scrollTop += Math.min(box.bottom - bottom, box.top - top);
+    const context = element.previousElementSibling?.matches(".rubric") ? 56 : 0;
+    if (box.top < top + context) panel.scrollTop -= top + context - box.top;
+    else if (box.bottom > bottom) {
+      panel.scrollTop += Math.min(box.bottom - bottom, box.top - top - context);
+    }
   }
 
   function focusRubric(index, moveFocus) {
@@ -178,7 +182,7 @@
   }
 
   function toggleLink(event) {
-    if (!editable || !rubrics.length) return;
+    if (!event || !editable || !rubrics.length) return;
     const rubric = rubrics[current];
     const id = event.id;
     const linked = linksOf(rubric).includes(id);

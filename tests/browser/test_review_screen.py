@@ -300,7 +300,9 @@ def test_a_minute_before_the_idle_logout_the_page_warns_and_stays_on_request(
     settings.ANNOTATOR_IDLE_MINUTES = 3
     login("nora")
     page.clock.install()
-    open_first_item(page, live_server, target_study)
+    # The heartbeat sent on load answers with the time left: let it arrive before the jumps.
+    with page.expect_response(lambda response: "/heartbeat/" in response.url):
+        open_first_item(page, live_server, target_study)
     warning = page.locator("#session-warning")
     expect(warning).to_be_hidden()
     page.clock.fast_forward(125_000)  # 55 s before the end
