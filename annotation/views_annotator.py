@@ -31,7 +31,7 @@ from annotation.services.annotations import (
     missing_parts,
     time_touch,
 )
-from annotation.services.guides import guide_examples, guide_render, published_guide
+from annotation.services.guides import guide_examples, guide_render, study_guide
 
 REVIEW = "annotation/review.html"
 annotator_only = role_required(Role.ANNOTATOR)
@@ -57,7 +57,6 @@ def queue_page(request: HttpRequest, pk: int) -> HttpResponse:
         queue.take_check(study, request.user)  # raises StudyClosed with the reason: a 403
     progress = queue.queue_progress(study, request.user)
     all_done = may_take and progress["done"] == progress["total"]
-    guide = published_guide(study.project_id) if study.shows_guide else None
     return render(
         request,
         "annotation/queue.html",
@@ -68,7 +67,7 @@ def queue_page(request: HttpRequest, pk: int) -> HttpResponse:
             "progress": progress,
             "all_done": all_done,
             "next_study": worklist.next_open_study(request.user, after=study) if all_done else None,
-            **_guide_context(guide, request.user),
+            **_guide_context(study_guide(study), request.user),
         },
     )
 

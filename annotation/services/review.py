@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from annotation.engine.blinding import Redactor, identity_words
 from annotation.models import Assignment, AssignmentStatus, Study
-from annotation.services.guides import published_guide
+from annotation.services.guides import study_guide
 from annotation.services.studies import panel_versions
 from benchmark.engine.sandbox.specs import WRITE_TOOLS
 from benchmark.models import RunAgent, TraceEvent
@@ -75,7 +75,7 @@ def review_context(assignment: Assignment) -> dict:
         },
         "events": trace_events(item.conversation_id, redact),
         "panel": panel_rubrics(study, assignment.track),
-        "guide": published_guide(study.project_id) if study.shows_guide else None,
+        "guide": study_guide(study),
     }
 
 
