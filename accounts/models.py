@@ -20,6 +20,19 @@ class AccountOrigin(models.TextChoices):
     ANNOTATION_FILE = "annotation_file", "Imported with an annotation file"
 
 
+class Theme(models.TextChoices):
+    SYSTEM = "system", "As the system"
+    LIGHT = "light", "Light"
+    DARK = "dark", "Dark"
+
+
+class TextSize(models.TextChoices):
+    SMALL = "small", "Small"
+    MEDIUM = "medium", "Medium"
+    LARGE = "large", "Large"
+    LARGEST = "largest", "Largest"
+
+
 class User(AbstractUser):
     role = models.CharField(max_length=20, choices=Role.choices, default=Role.RESEARCHER)
     # Annotators only: which rubrics they score, and whether they hold a clinical licence.
@@ -31,6 +44,11 @@ class User(AbstractUser):
     origin = models.CharField(
         max_length=20, choices=AccountOrigin.choices, default=AccountOrigin.SITE
     )
+    # How the site looks for this person, on every machine they log in from (a clinician
+    # scoring all day moves between ward computers): light, dark or the system's setting,
+    # and the size of the text.
+    theme = models.CharField(max_length=10, choices=Theme.choices, default=Theme.SYSTEM)
+    text_size = models.CharField(max_length=10, choices=TextSize.choices, default=TextSize.MEDIUM)
 
     def clean(self) -> None:
         super().clean()

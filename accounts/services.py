@@ -48,3 +48,14 @@ def demo_people_ensure() -> list[tuple[str, str, str]]:
         label = user.get_role_display() + (f" ({user.get_track_display()})" if track else "")
         rows.append((username, DEMO_PASSWORD, label))
     return rows
+
+
+def display_preferences_set(*, user: User, theme: str = "", text_size: str = "") -> User:
+    """Keep how the site looks for this person; a blank value leaves that setting as it is."""
+    changed = {name: value for name, value in (("theme", theme), ("text_size", text_size)) if value}
+    for name, value in changed.items():
+        setattr(user, name, value)
+    if changed:
+        user.full_clean(exclude=[f.name for f in User._meta.fields if f.name not in changed])
+        user.save(update_fields=list(changed))
+    return user

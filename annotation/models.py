@@ -57,6 +57,10 @@ class Study(models.Model):
     seed = models.BigIntegerField(default=0)
     include_infeasible = models.BooleanField(default=False)
     reservation_minutes = models.PositiveSmallIntegerField(default=45)
+    # The project's published calibration guide is shown in calibration rounds; in a target
+    # study only when the researcher chooses (a guide written for practice may steer the
+    # scores the study is run to measure).
+    guide_in_target = models.BooleanField(default=False)
     # The alternative annotator test's cost-benefit margin (alignment.engine.alt_test): how
     # much of its advantage over a clinician the jury may give up and still replace one.
     # Calderon et al. advise 0.2 for expert annotators, 0.1 for crowd workers.
@@ -104,6 +108,11 @@ class Study(models.Model):
     @property
     def is_locked(self) -> bool:
         return self.status == StudyStatus.LOCKED
+
+    @property
+    def shows_guide(self) -> bool:
+        """Whether annotators of this study see the project's published calibration guide."""
+        return self.is_calibration or self.guide_in_target
 
     def overlap_for(self, track: str) -> int:
         return self.overlap_clinical if track == "clinical" else self.overlap_operational

@@ -11,6 +11,9 @@ urlpatterns = [
     path("staff/studies/<int:pk>/", views.study_detail, name="staff_study"),
     path("staff/studies/<int:pk>/lock/", views.study_lock_view, name="staff_study_lock"),
     path(
+        "staff/studies/<int:pk>/guide/", views.study_guide_setting, name="staff_study_guide_setting"
+    ),
+    path(
         "staff/studies/<int:pk>/annotations.<str:fmt>",
         views.study_export,
         name="staff_study_export",

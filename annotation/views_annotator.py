@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import role_required
+from accounts.middleware import session_seconds_left
 from accounts.models import Role
 from annotation import forms
 from annotation.models import Assignment, Study
@@ -30,7 +31,7 @@ from annotation.services.annotations import (
     missing_parts,
     time_touch,
 )
-from annotation.services.guides import guide_examples, guide_render, published_guide
+from annotation.services.guides import guide_examples, guide_render, study_guide
 
 REVIEW = "annotation/review.html"
 annotator_only = role_required(Role.ANNOTATOR)
@@ -55,6 +56,7 @@ def queue_page(request: HttpRequest, pk: int) -> HttpResponse:
     if not may_take and not any(items.values()):
         queue.take_check(study, request.user)  # raises StudyClosed with the reason: a 403
     progress = queue.queue_progress(study, request.user)
+    all_done = may_take and progress["done"] == progress["total"]
     return render(
         request,
         "annotation/queue.html",
@@ -63,8 +65,9 @@ def queue_page(request: HttpRequest, pk: int) -> HttpResponse:
             "items": items,
             "may_take": may_take,
             "progress": progress,
-            "all_done": may_take and progress["done"] == progress["total"],
-            **_guide_context(published_guide(study.project_id), request.user),
+            "all_done": all_done,
+            "next_study": worklist.next_open_study(request.user, after=study) if all_done else None,
+            **_guide_context(study_guide(study), request.user),
         },
     )
 
@@ -120,6 +123,7 @@ def _review_context(request: HttpRequest, assignment: Assignment, **extra) -> di
             "missing": missing_parts(assignment) if editable else [],
             "progress": queue.queue_progress(assignment.item.study, request.user),
             "skip_form": forms.SkipForm(),
+            "session_seconds": session_seconds_left(request.session),
             **extra,
         }
     )

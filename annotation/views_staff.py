@@ -17,7 +17,7 @@ from annotation.models import Assignment, CalibrationGuide, Project, Study
 from annotation.services import dashboard, exchange, guides, round_report
 from annotation.services.annotations import annotation_invalidate
 from annotation.services.history import ANNOTATION_FIELDS
-from annotation.services.studies import study_create, study_lock
+from annotation.services.studies import study_create, study_guide_show, study_lock
 from audit.downloads import download_response
 from config.query import query_choice, query_flag
 from jury.engine.score_gaps import MAJOR_POINTS
@@ -86,6 +86,22 @@ def study_lock_view(request: HttpRequest, pk: int) -> HttpResponse:
         "annotation/staff/study_lock.html",
         {"study": study, "progress": dashboard.study_progress(study)},
     )
+
+
+@role_required(*STAFF)
+@require_POST
+def study_guide_setting(request: HttpRequest, pk: int) -> HttpResponse:
+    """Show (or stop showing) the project's calibration guide to a target study's annotators."""
+    study = get_object_or_404(Study, pk=pk)
+    shown = query_flag(request.POST, "shown", on="1", off="0")
+    try:
+        study_guide_show(study, shown=shown, actor=request.user)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        what = "now see" if shown else "no longer see"
+        messages.success(request, f"Annotators of {study.name} {what} the calibration guide.")
+    return redirect("annotation:staff_study", pk)
 
 
 # --- one annotation ----------------------------------------------------------------------------

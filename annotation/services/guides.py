@@ -41,6 +41,12 @@ def published_guide(project: Project | int) -> CalibrationGuide | None:
     )
 
 
+def study_guide(study: Study) -> CalibrationGuide | None:
+    """The guide the annotators of `study` see: the project's published guide, in every
+    calibration round and in a target study whose researcher chose to show it there."""
+    return published_guide(study.project_id) if study.shows_guide else None
+
+
 def guide_examples(guide: CalibrationGuide, *, annotator) -> list[dict]:
     """The worked examples as blinded rows: item number in its round, scenario, note.
 

@@ -197,6 +197,24 @@ def study_lock(study: Study, *, actor=None) -> Study:
     return study
 
 
+def study_guide_show(study: Study, *, shown: bool, actor=None) -> Study:
+    """Whether the annotators of a target study see the project's published calibration guide
+    (calibration rounds always show it). Allowed while the study is open, like any change of
+    what annotators read."""
+    if study.is_calibration:
+        raise ValidationError("A calibration round always shows the project's guide.")
+    if study.is_locked:
+        raise ValidationError("The study is locked; nothing about it changes any more.")
+    before = study.guide_in_target
+    study.guide_in_target = shown
+    study.save(update_fields=["guide_in_target"])
+    audit_record(
+        actor=actor, action="study.guide_shown", target=study,
+        before={"guide_in_target": before}, after={"guide_in_target": shown},
+    )  # fmt: skip
+    return study
+
+
 def panel_versions(study: Study, track: str) -> list[RubricVersion]:
     """The rubric versions an annotator of `track` scores in this study, in rubric order:
     the judged rubrics of their track, then the realism rubrics every clinician scores."""

@@ -43,6 +43,17 @@ def annotator_studies(annotator) -> list[dict]:
     return rows
 
 
+def next_open_study(annotator, *, after: Study) -> Study | None:
+    """Another study where the annotator still has work (an item to take, one in progress or
+    one they skipped): offered when they reach the end of `after`'s queue."""
+    for row in annotator_studies(annotator):
+        progress = row["progress"]
+        waiting = progress["open"] or progress["in_progress"] or progress["skipped"]
+        if row["study"].pk != after.pk and row["open"] and waiting:
+            return row["study"]
+    return None
+
+
 def my_items(study: Study, annotator) -> dict[str, list[dict]]:
     """The annotator's items in the study by state; skipped and expired ones come back last.
     A submitted item says why it cannot be reopened, from the rule the reopen service uses."""

@@ -485,3 +485,13 @@ def test_an_archive_written_before_the_design_was_recorded_is_weighted_from_its_
     again = study_tables(study)
     for table in ("tables/weighted.csv", "tables/corrected.csv", "tables/alt-test.csv"):
         assert again[table] == original[table], table
+
+
+def test_an_archive_written_before_studies_had_the_guide_setting_still_imports(archive):
+    contents = members(archive)
+    (row,) = [json.loads(line) for line in contents["data/studies.jsonl"].splitlines()]
+    assert row.pop("guide_in_target") is False
+    contents["data/studies.jsonl"] = fmt.json_line(row)
+    wipe_site()
+    study = import_bytes(resigned(contents)).study
+    assert study.guide_in_target is False

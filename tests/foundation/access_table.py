@@ -27,6 +27,8 @@ class Page:
 PAGES = [
     Page("home", EVERYONE),
     Page("people", ADMIN),
+    Page("display_preferences", EVERYONE),
+    Page("session_keepalive", EVERYONE),
 ]
 
 PAGES += [
@@ -265,6 +267,7 @@ PAGES += [
     Page("annotation:staff_study_new", STAFF),
     Page("annotation:staff_study", STAFF, _STUDY),
     Page("annotation:staff_study_lock", STAFF, _STUDY),
+    Page("annotation:staff_study_guide_setting", STAFF, _STUDY),
     Page("annotation:staff_study_export", STAFF, (*_STUDY, ("fmt", "export", "suffix"))),
     Page("annotation:staff_study_import", STAFF, _STUDY),
     Page("annotation:staff_round_report", STAFF, _STUDY),

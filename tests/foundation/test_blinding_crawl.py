@@ -73,6 +73,8 @@ def annotator_work(job, annotator) -> dict:
     calibration round with an open item (not submitted: no reveal)."""
     calibration = new_study(job, name="Round 1", kind="calibration", size=2)
     target = new_study(job, name="Main study", size=4)
+    target.guide_in_target = True  # the researcher shows the project's guide here too
+    target.save(update_fields=["guide_in_target"])
     submitted = queue.next_assignment(study=target, annotator=annotator)
     annotation_submit(submitted, draft=full_draft(submitted), version=0, actor=annotator)
     skipped = queue.next_assignment(study=target, annotator=annotator)

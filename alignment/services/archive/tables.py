@@ -71,7 +71,7 @@ ADDED_FIELDS = {
     # The sampling design and the study's analysis settings (issue 22): an older archive's
     # study is reconstructed from its coverage (alignment.services.design).
     "study_items": ("jury_bins", "cell_available", "cell_drawn", "inclusion_probability"),
-    "studies": ("alt_test_epsilon", "drift_flag_points"),
+    "studies": ("alt_test_epsilon", "drift_flag_points", "guide_in_target"),
 }
 
 # What an export of an imported study writes differently from the archive it came from
