@@ -133,8 +133,11 @@ class StudyItem(models.Model):
     jury_bins = models.JSONField(default=dict, blank=True)  # {rubric id: 1-5}
     cell_available = models.PositiveIntegerField(null=True, blank=True)  # N_h of `stratum`
     cell_drawn = models.PositiveIntegerField(null=True, blank=True)  # n_h drawn for `stratum`
-    # The chance this conversation entered the sample through any of its cells.
+    # The chance this conversation entered the sample through any of its cells (and, once a
+    # second phase was drawn, through either phase: annotation.engine.second_phase).
     inclusion_probability = models.FloatField(null=True, blank=True)
+    # 1: the stratified first sample; 2: added where the judges disagree or the verdict is close.
+    phase = models.PositiveSmallIntegerField(default=1)
 
     class Meta:
         ordering = ["study", "position"]

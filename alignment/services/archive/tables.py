@@ -70,7 +70,7 @@ ADDED_FIELDS = {
     "benchmark_sets": ("imported_from",),
     # The sampling design and the study's analysis settings (issue 22): an older archive's
     # study is reconstructed from its coverage (alignment.services.design).
-    "study_items": ("jury_bins", "cell_available", "cell_drawn", "inclusion_probability"),
+    "study_items": ("jury_bins", "cell_available", "cell_drawn", "inclusion_probability", "phase"),
     "studies": ("alt_test_epsilon", "drift_flag_points", "guide_in_target"),
 }
 
