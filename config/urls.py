@@ -9,6 +9,13 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/people/", account_views.people, name="people"),
+    path("accounts/people/new/", account_views.person_new, name="person_new"),
+    path("accounts/people/<int:pk>/", account_views.person_edit, name="person_edit"),
+    path(
+        "accounts/notifications/",
+        account_views.notification_settings,
+        name="notification_settings",
+    ),
     path("benchmark/", include("benchmark.urls")),
     path("jury/", include("jury.urls")),
     path("annotation/", include("annotation.urls")),
