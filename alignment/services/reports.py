@@ -16,14 +16,16 @@ import pandas as pd
 from django.core.cache import cache
 from django.db.models import Count, Max
 
+from alignment.engine.adjudicated import adjudicated_counts, with_adjudicated
 from alignment.engine.agreement import RubricAgreement, agreement_table, rubric_agreement
 from alignment.engine.disagreement import rank_disagreements
 from alignment.engine.frames import ITEM, JUDGE, JURY, RATER, RUBRIC, SCORE
 from alignment.engine.judges import JudgeAgreement, judge_agreement
 from alignment.engine.planner import items_needed
 from alignment.engine.realism import realism_summary
+from alignment.services.adjudicated import study_adjudicated
 from alignment.services.frames import RubricInfo, StudyFrames, study_frames
-from annotation.models import Assignment, AssignmentHistory, Study
+from annotation.models import Adjudication, Assignment, AssignmentHistory, Study
 from jury.engine.score_gaps import is_adjacent, is_major
 from jury.models import JudgeScore, RubricResult
 
@@ -75,10 +77,25 @@ class StudyReport:
     raters: dict
     annotators: pd.DataFrame = field(default_factory=pd.DataFrame)
     models: list[str] = field(default_factory=list)  # every model label in the study
+    # "Jury vs adjudicated": per judged rubric, the jury figures with each adjudicated score as
+    # the clinician value of its conversation, and how many conversations that replaced.
+    adjudicated: dict[str, RubricAgreement] = field(default_factory=dict)
+    adjudicated_items: dict[str, int] = field(default_factory=dict)
 
     @property
     def deactivated_raters(self) -> list[str]:
         return sorted(r.username for r in self.raters.values() if not r.active)
+
+    @property
+    def adjudicated_rows(self) -> list[dict]:
+        """Per judged rubric: the jury against the clinician mean and against the adjudicated
+        scores (where a senior clinician adjudicated), side by side."""
+        return [
+            {"rubric": s.rubric, "mean": s.agreement,
+             "adjudicated": self.adjudicated.get(s.rubric.rubric_id, s.agreement),
+             "items": self.adjudicated_items.get(s.rubric.rubric_id, 0)}
+            for s in self.sections
+        ]  # fmt: skip
 
     def section(self, rubric_id: str) -> RubricSection | None:
         return next((s for s in self.sections if s.rubric.rubric_id == rubric_id), None)
@@ -119,7 +136,10 @@ def study_state(study: Study) -> str:
     judged = JudgeScore.objects.filter(job__in=jobs).aggregate(newest=Max("updated_at"))
     results = RubricResult.objects.filter(job__in=jobs).count()
     versions = sorted(study.rubric_versions.values_list("pk", flat=True))
-    state = [assignments, history, jobs, judged, results, versions]
+    adjudicated = Adjudication.objects.filter(item__study=study).aggregate(
+        newest=Max("adjudicated_at"), count=Count("pk")
+    )
+    state = [assignments, history, jobs, judged, results, versions, adjudicated]
     return hashlib.sha256(repr(state).encode()).hexdigest()[:24]
 
 
@@ -141,6 +161,14 @@ def compute_report(
     )
     points = ranked_disagreements(frames)
     empty = rubric_agreement(clinicians.iloc[0:0][[ITEM, RATER, SCORE]], None, resamples=0)
+    adjudicated = study_adjudicated(study, frames.models)
+    adjudicated = adjudicated[adjudicated[RUBRIC].isin(judged)]
+    counts = adjudicated_counts(clinicians, adjudicated)
+    settled = (
+        agreement_table(with_adjudicated(clinicians, adjudicated), jury, resamples=resamples,
+                        seed=seed)
+        if counts else {}
+    )  # fmt: skip
     return StudyReport(
         study_id=study.pk,
         filters=filters,
@@ -166,6 +194,8 @@ def compute_report(
         n_ratings=len(clinicians),
         raters=frames.raters,
         models=sorted(set(study.items.values_list("conversation__run_agent__label", flat=True))),
+        adjudicated=settled,
+        adjudicated_items=counts,
     )
 
 

@@ -176,8 +176,10 @@ def assignment_reassign(assignment: Assignment, *, to, actor, now=None) -> Assig
         raise ValidationError(f"{to.username} already has this item.") from None
     _hold_for_receiver(locked, now)
     entry = history_add(
-        locked, HistoryKind.REASSIGN, actor=actor, old={"annotator": previous.username},
-        new={"annotator": to.username}, note=f"{previous.username} → {to.username}",
+        locked, HistoryKind.REASSIGN, actor=actor,
+        old={"annotator": previous.username, "annotator_id": previous.pk},
+        new={"annotator": to.username, "annotator_id": to.pk},
+        note=f"{previous.username} → {to.username}",
     )  # fmt: skip
     audit_record(
         actor=actor,

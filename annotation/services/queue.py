@@ -13,7 +13,8 @@ order shuffled per annotator, then the items they skipped or lost, oldest first.
 Only annotators enrolled in the study's project take its items (annotation.services.enrolment);
 once they hold or submitted their quota of items of the study, no new item is reserved for them
 (what they hold or skipped still comes back). An item a senior clinician adjudicates is never
-served to them: they have seen its clinicians' scores.
+served to them: they have seen its clinicians' scores; nor is an item a researcher reassigned
+away from them.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from django.utils import timezone
 from accounts.models import Role
 from annotation.models import (
     Assignment,
+    AssignmentHistory,
     AssignmentStatus,
     HistoryKind,
     Study,
@@ -125,11 +127,19 @@ def _open_items(study: Study, annotator, now, practice: bool):
         StudyItem.objects.filter(study=study)
         .exclude(assignments__annotator=annotator)
         .exclude(adjudications__adjudicator=annotator)
+        .exclude(pk__in=_handed_away(study, annotator))
         .annotate(seats=Count("assignments", filter=seated))
     )
     if not practice:
         items = items.filter(seats__lt=study.overlap_for(annotator.track))
     return items
+
+
+def _handed_away(study: Study, annotator):
+    """Items a researcher reassigned from this annotator to someone else: not theirs again."""
+    return AssignmentHistory.objects.filter(
+        kind=HistoryKind.REASSIGN, old__annotator_id=annotator.pk, assignment__item__study=study
+    ).values("assignment__item_id")
 
 
 def queue_key(annotator_id: int, item_id: int, seed: int) -> str:

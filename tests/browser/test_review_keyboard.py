@@ -11,6 +11,7 @@ from accounts.models import Role, Track
 from annotation.services.studies import StudySpec, study_create
 from jury.services import juries, scoring
 from jury.services.rubrics import current_versions
+from tests.annotation.conftest import enrol
 from tests.conftest import make_user
 from tests.support.builders import enriched_set, launched_run, played
 
@@ -26,8 +27,10 @@ def target_study(transactional_db):
     for score_id in scoring.pending_score_ids(job):
         scoring.judge_score_execute(score_id)
     spec = StudySpec(project_name="Browser", name="Keyboard study", kind="target", sample_size=2)
-    make_user("nora", Role.ANNOTATOR, Track.CLINICAL)
-    return study_create(spec=spec, scoring_jobs=[job], rubric_versions=current_versions())
+    nora = make_user("nora", Role.ANNOTATOR, Track.CLINICAL)
+    study = study_create(spec=spec, scoring_jobs=[job], rubric_versions=current_versions())
+    enrol(study, nora)
+    return study
 
 
 def open_first_item(page, live_server, study) -> None:
