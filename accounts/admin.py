@@ -4,15 +4,24 @@ from django.contrib.auth.admin import UserAdmin
 from accounts.models import User
 from audit.services import audit_record, fields_of
 
-AUDITED_FIELDS = ("role", "track", "licensed", "is_active")
+AUDITED_FIELDS = ("role", "track", "licensed", "senior", "is_active")
 
 
 @admin.register(User)
 class PersonAdmin(UserAdmin):
-    list_display = ("username", "email", "role", "track", "licensed", "is_active", "origin")
+    list_display = (
+        "username",
+        "email",
+        "role",
+        "track",
+        "licensed",
+        "senior",
+        "is_active",
+        "origin",
+    )
     list_filter = ("role", "track", "licensed", "is_active", "origin")
     fieldsets = UserAdmin.fieldsets + (
-        ("Role", {"fields": ("role", "track", "licensed", "origin")}),
+        ("Role", {"fields": ("role", "track", "licensed", "senior", "origin")}),
     )
     readonly_fields = ("origin",)  # set by the import that made the account
     add_fieldsets = UserAdmin.add_fieldsets + (("Role", {"fields": ("role", "track", "licensed")}),)

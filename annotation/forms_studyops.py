@@ -75,3 +75,8 @@ class ReopenForm(forms.Form):
         max_length=500, label="What should they look at again?",
         help_text="The annotator reads it in the notification.",
     )  # fmt: skip
+
+
+class AdjudicationSendForm(forms.Form):
+    item = forms.IntegerField(min_value=1)
+    rubric = forms.CharField(max_length=60)

@@ -253,10 +253,14 @@ def study_adjudication(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def adjudication_send(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study, pk=pk)
-    item = get_object_or_404(StudyItem, pk=request.POST.get("item") or 0, study=study)
+    form = forms.AdjudicationSendForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Pick an item and a rubric from the list below.")
+        return redirect("annotation:staff_adjudication", pk)
+    item = get_object_or_404(StudyItem, pk=form.cleaned_data["item"], study=study)
     try:
         adjudication.adjudication_send(study=study, item=item,
-                                       rubric_id=request.POST.get("rubric", ""),
+                                       rubric_id=form.cleaned_data["rubric"],
                                        actor=request.user)  # fmt: skip
     except ValidationError as error:
         _refused(request, error)

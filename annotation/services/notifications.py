@@ -116,10 +116,10 @@ def notification_deliver(notification_id: int, *, now: datetime | None = None) -
     if settled:
         _settle(notification, settled)
         return False
-    subject, body = notification_message(notification)
     try:
+        subject, body = notification_message(notification)
         send_mail(subject, body, None, [notification.recipient.email])
-    except Exception as error:  # any mail-server fault: retried, never lost
+    except Exception as error:  # a mail-server fault (or a bad row): retried, never lost
         _failed(notification, error, now)
         return False
     _settle(notification, NotificationStatus.SENT, sent_at=timezone.now())
@@ -142,9 +142,15 @@ def _settle(notification: Notification, status: str, **fields) -> None:
 
 
 def _failed(notification: Notification, error: Exception, now: datetime) -> None:
-    text = f"the mail server did not take the message: {redact(str(error)) or type(error).__name__}"
-    logger.warning("notification %s not sent (attempt %s): %s",
-                   notification.pk, notification.attempts, text)  # fmt: skip
+    if isinstance(error, OSError):  # smtplib's errors and the network's
+        said = redact(str(error)) or type(error).__name__
+        text = f"the mail server did not take the message: {said}"
+        logger.warning("notification %s not sent (attempt %s): %s",
+                       notification.pk, notification.attempts, text)  # fmt: skip
+    else:
+        text = "the message could not be written (a fault of the site; see the worker log)"
+        logger.exception("notification %s not written (attempt %s)",
+                         notification.pk, notification.attempts)  # fmt: skip
     if notification.attempts >= MAX_ATTEMPTS:
         fields = {"status": NotificationStatus.FAILED, "claimed_until": None}
     else:

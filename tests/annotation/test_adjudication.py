@@ -210,3 +210,10 @@ def test_enrolment_matters_for_the_queue_too(study, sent, senior):
     assert adjudication_queue(senior) == []
     enrol(study, senior)
     assert adjudication_queue(senior) == [sent]
+
+
+def test_a_malformed_send_is_refused_with_a_message_not_a_server_error(researcher_client, study):
+    url = reverse("annotation:staff_adjudication_send", args=[study.pk])
+    response = researcher_client.post(url, {"item": "abc", "rubric": RUBRIC}, follow=True)
+    assert response.status_code == 200 and "Pick an item and a rubric" in response.content.decode()
+    assert not Adjudication.objects.exists()

@@ -177,3 +177,13 @@ def test_each_person_turns_kinds_off_on_their_settings_page(client, reader):
     reader.refresh_from_db()
     assert reader.notifications_off == [NotificationKind.DEADLINE_SOON]
     assert not reader.wants(NotificationKind.DEADLINE_SOON) and reader.wants("enrolled")
+
+
+def test_a_message_that_cannot_be_written_is_retried_like_a_refusal_not_stuck(reader):
+    notify(
+        kind=NotificationKind.STUDY_OPENED, recipients=[reader], key="k", context={"study": 987654}
+    )  # fmt: skip - a study that is not there
+    assert notifications_send_due() == 0
+    row = Notification.objects.get()
+    assert row.status == NotificationStatus.PENDING and row.attempts == 1
+    assert "could not be written" in row.error and row.claimed_until > timezone.now()
