@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 
 from accounts.models import User
+from accounts.services import held_work_release
 from audit.services import audit_record, fields_of
 
 AUDITED_FIELDS = ("role", "track", "licensed", "senior", "is_active")
@@ -33,3 +34,5 @@ class PersonAdmin(UserAdmin):
         if after != before:
             action = "person.role_changed" if change else "person.created"
             audit_record(actor=request.user, action=action, target=obj, before=before, after=after)
+        if before.get("is_active") and not obj.is_active:
+            held_work_release(obj, actor=request.user)

@@ -101,7 +101,7 @@ def person_save(
                 after=changed | ({"password": "set"} if password else {}),
             )  # fmt: skip
         if before.get("is_active") and not person.is_active:
-            _release_held_work(person, actor)
+            held_work_release(person, actor=actor)
     return person
 
 
@@ -115,7 +115,8 @@ def _keep_own_access(person: User, actor) -> None:
         )
 
 
-def _release_held_work(person: User, actor) -> None:
+def held_work_release(person: User, *, actor) -> None:
+    """Give back the seats a deactivated person holds (their drafts stay in the history)."""
     from annotation.models import Assignment, AssignmentStatus
     from annotation.services.moves import reservation_release
 

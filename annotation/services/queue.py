@@ -75,8 +75,10 @@ def quota_room(study: Study, annotator) -> int | None:
     """How many more new items the annotator may take in the study (None: no quota). Their
     submitted, held and skipped items count; invalidated and released ones do not."""
     quota = quota_of(study, annotator)
-    if quota is None:
-        return None
+    return None if quota is None else _room(study, annotator, quota)
+
+
+def _room(study: Study, annotator, quota: int) -> int:
     taken = Assignment.objects.filter(
         item__study=study, annotator=annotator, invalidated_at__isnull=True,
         status__in=[AssignmentStatus.SUBMITTED, AssignmentStatus.RESERVED,
@@ -281,7 +283,7 @@ def queue_progress(study: Study, annotator) -> dict:
     open_items = _open_items(study, annotator, timezone.now(), practice).count()
     quota = quota_of(study, annotator)
     if quota is not None:
-        open_items = min(open_items, quota_room(study, annotator))  # what the quota leaves
+        open_items = min(open_items, _room(study, annotator, quota))  # what the quota leaves
     done = counts.get(AssignmentStatus.SUBMITTED, 0)
     pending = sum(counts.get(s, 0) for s in (AssignmentStatus.RESERVED, AssignmentStatus.SKIPPED))
     total = done + pending + open_items

@@ -133,3 +133,24 @@ def test_an_admin_cannot_lock_themselves_out(admin_client_, admin_user):
 def test_imported_accounts_are_not_changed_here(admin_client_):
     imported = record("A7", AccountOrigin.STUDY_ARCHIVE)
     assert admin_client_.get(reverse("person_edit", args=[imported.pk])).status_code == 404
+
+
+def test_deactivating_in_the_django_admin_gives_back_the_seats_too(
+    admin_user,
+    study,  # noqa: F811
+    clinicians,  # noqa: F811
+):
+    from django.contrib.admin import site
+    from django.test import RequestFactory
+
+    from annotation.models import AssignmentStatus
+    from annotation.services import queue
+
+    person = clinicians[0]
+    held = queue.next_assignment(study=study, annotator=person)
+    person.is_active = False
+    request = RequestFactory().post("/admin/")
+    request.user = admin_user
+    site._registry[User].save_model(request, person, form=None, change=True)
+    held.refresh_from_db()
+    assert held.status == AssignmentStatus.RELEASED and held.slot is None
