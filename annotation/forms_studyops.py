@@ -56,8 +56,10 @@ class ReassignForm(forms.Form):
     to = PersonChoice(queryset=None, label="Give to")
 
     def __init__(self, *args, receivers, **kwargs):
-        super().__init__(*args, **kwargs)
+        # No ids: the study page shows one of these per annotator; the label is on the select.
+        super().__init__(*args, auto_id=False, **kwargs)
         self.fields["to"].queryset = receivers
+        self.fields["to"].widget.attrs["aria-label"] = "Give to"
 
 
 class ExtendForm(forms.Form):
