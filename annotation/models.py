@@ -16,6 +16,7 @@ from django.db import models
 from django.db.models import Q
 
 from annotation.engine.sampling import item_weight
+from benchmark.fields import RedactedTextField
 from benchmark.models import Conversation
 from jury.models import RubricVersion, ScoringJob
 
@@ -32,6 +33,46 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class MemberQuerySet(models.QuerySet):
+    def active(self):
+        return self.filter(withdrawn_at__isnull=True)
+
+
+class ProjectMember(models.Model):
+    """An annotator enrolled in a project: they see its studies, and only they do.
+
+    Withdrawing keeps the row (who was enrolled, when, by whom) with `withdrawn_at` set;
+    enrolling again clears it. `quota` is how many items of each study of the project the
+    annotator is asked to score: the queue serves no new item once they hold or submitted that
+    many (blank: no limit, as many as the overlap leaves them)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="members")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="memberships"
+    )
+    quota = models.PositiveIntegerField(null=True, blank=True)
+    enrolled_at = models.DateTimeField()
+    enrolled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+
+    objects = MemberQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["project", "annotator__username"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "annotator"], name="one_membership")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} in {self.project}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.withdrawn_at is None
 
 
 class StudyKind(models.TextChoices):
@@ -81,6 +122,11 @@ class Study(models.Model):
     # came from and when. Such a study is locked: it is a record, not work in progress.
     imported_from = models.CharField(max_length=300, blank=True)
     imported_at = models.DateTimeField(null=True, blank=True)
+    # When the annotators should be done; reminders go out two days before, and the dashboard
+    # measures each annotator's pace against it.
+    deadline = models.DateTimeField(null=True, blank=True)
+    # Whether a senior clinician adjudicating an item of this study sees the jury's score.
+    adjudication_shows_jury = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
@@ -296,6 +342,9 @@ class HistoryKind(models.TextChoices):
     SKIP = "skip", "Skipped"
     RELEASE = "release", "Reservation expired"
     IMPORT = "import", "Imported"
+    STAFF_RELEASE = "staff_release", "Reservation released by staff"
+    EXTEND = "extend", "Reservation extended"
+    REASSIGN = "reassign", "Reassigned"
 
 
 class AssignmentHistory(models.Model):
@@ -342,3 +391,89 @@ class CalibrationGuide(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+
+class AdjudicationReason(models.TextChoices):
+    CLINICIANS = "clinicians", "Clinicians disagree by 2 or more"
+    JURY = "jury", "Jury and clinician mean differ by 2 or more"
+
+
+class Adjudication(models.Model):
+    """One (item, rubric) sent to a senior clinician, and their adjudicated score.
+
+    Addressed by its own `public_id` on the senior's pages (never the item's id: items are
+    numbered in sampling order, extremes first, which would hint at the jury's score)."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    item = models.ForeignKey(StudyItem, on_delete=models.PROTECT, related_name="adjudications")
+    rubric_id = models.CharField(max_length=60)
+    reason = models.CharField(max_length=20, choices=AdjudicationReason.choices)
+    gap = models.FloatField()  # the gap that qualified it, when it was sent
+    sent_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    sent_at = models.DateTimeField(auto_now_add=True)
+    adjudicator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    score = models.PositiveSmallIntegerField(null=True, blank=True)
+    rationale = models.TextField(blank=True)
+    adjudicated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["item", "rubric_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "rubric_id"], name="one_adjudication"),
+            models.CheckConstraint(
+                condition=Q(score__isnull=True) | Q(score__gte=1, score__lte=5),
+                name="adjudicated_score_1_to_5",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item} {self.rubric_id}"
+
+    @property
+    def is_done(self) -> bool:
+        return self.adjudicated_at is not None
+
+
+class NotificationStatus(models.TextChoices):
+    PENDING = "pending", "Waiting to be sent"
+    SENT = "sent", "Sent"
+    TURNED_OFF = "turned_off", "Not sent: the person turned this kind off"
+    UNDELIVERABLE = "undeliverable", "Not sent: no email address or inactive account"
+    FAILED = "failed", "Failed after every retry"
+
+
+class Notification(models.Model):
+    """The outbox: one row per (event, recipient), written in the transaction that made the
+    event and sent afterwards by a worker (annotation.services.notifications). The unique
+    `key` per recipient makes an event notify each person once, however often it is recorded
+    or its message delivered."""
+
+    recipient = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications"
+    )
+    kind = models.CharField(max_length=30)
+    key = models.CharField(max_length=120)
+    context = models.JSONField(default=dict, blank=True)  # ids the message is rendered from
+    status = models.CharField(
+        max_length=20, choices=NotificationStatus.choices, default=NotificationStatus.PENDING
+    )
+    attempts = models.PositiveSmallIntegerField(default=0)
+    # A sender holds the row until then; a row whose sender died is sent again after it.
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    error = RedactedTextField(blank=True)  # the mail server's words, keys removed
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["recipient", "key"], name="one_notification_per_event")
+        ]
+        indexes = [models.Index(fields=["status", "claimed_until"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} to {self.recipient_id} ({self.status})"

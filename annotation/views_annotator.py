@@ -1,8 +1,10 @@
 """Annotator pages: the study queue and the review screen with its htmx autosave.
 
 An assignment is looked up by its public_id *and* its annotator, so another annotator's item
-answers 404 exactly like an item that does not exist. Everything the templates show about the
-conversation comes from `review.review_context`, which blinds it on the server.
+answers 404 exactly like an item that does not exist; so does a study, or an item of it, of a
+project the annotator is not enrolled in (annotation.services.enrolment). Everything the
+templates show about the conversation comes from `review.review_context`, which blinds it on
+the server.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from annotation.services.annotations import (
     missing_parts,
     time_touch,
 )
+from annotation.services.enrolment import visible_studies
 from annotation.services.guides import guide_examples, guide_render, study_guide
 
 REVIEW = "annotation/review.html"
@@ -42,7 +45,12 @@ def _own_assignment(request: HttpRequest, public_id: UUID) -> Assignment:
         Assignment.objects.select_related("item__study", "item__conversation__entry"),
         public_id=public_id,
         annotator=request.user,
+        item__study__in=visible_studies(request.user),
     )
+
+
+def _visible_study(request: HttpRequest, pk: int) -> Study:
+    return get_object_or_404(visible_studies(request.user).select_related("project"), pk=pk)
 
 
 # --- queue ---------------------------------------------------------------------------------
@@ -50,7 +58,7 @@ def _own_assignment(request: HttpRequest, public_id: UUID) -> Assignment:
 
 @annotator_only
 def queue_page(request: HttpRequest, pk: int) -> HttpResponse:
-    study = get_object_or_404(Study.objects.select_related("project"), pk=pk)
+    study = _visible_study(request, pk)
     items = worklist.my_items(study, request.user)
     may_take = queue.can_take(study, request.user)
     if not may_take and not any(items.values()):
@@ -85,8 +93,7 @@ def _guide_context(guide, annotator) -> dict:
 @annotator_only
 @require_POST
 def queue_next(request: HttpRequest, pk: int) -> HttpResponse:
-    study = get_object_or_404(Study, pk=pk)
-    return _open_next(request, study)
+    return _open_next(request, _visible_study(request, pk))
 
 
 def _open_next(request: HttpRequest, study: Study) -> HttpResponse:

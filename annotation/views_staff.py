@@ -18,6 +18,7 @@ from annotation.services import dashboard, exchange, guides, round_report
 from annotation.services.annotations import annotation_invalidate
 from annotation.services.history import ANNOTATION_FIELDS
 from annotation.services.studies import study_create, study_guide_show, study_lock
+from annotation.views_studyops import assignment_actions, study_operations
 from audit.downloads import download_response
 from config.query import query_choice, query_flag
 from jury.engine.score_gaps import MAJOR_POINTS
@@ -69,6 +70,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "jobs": study.scoring_jobs.select_related("jury", "run"),
         "guides": study.guides.order_by("-created_at"),
         "published": guides.published_guide(study.project),
+        **study_operations(study),
     }
     return render(request, "annotation/staff/study_detail.html", context)
 
@@ -145,6 +147,7 @@ def _assignment_page(request, assignment: Assignment, form: InvalidateForm) -> H
                 for entry in assignment.history.select_related("actor")
             ],
             "form": form,
+            **assignment_actions(assignment),
         },
     )
 

@@ -11,6 +11,13 @@ urlpatterns = [
     path("accounts/people/", account_views.people, name="people"),
     path("accounts/display/", account_views.display_preferences, name="display_preferences"),
     path("accounts/session/", account_views.session_keepalive, name="session_keepalive"),
+    path("accounts/people/new/", account_views.person_new, name="person_new"),
+    path("accounts/people/<int:pk>/", account_views.person_edit, name="person_edit"),
+    path(
+        "accounts/notifications/",
+        account_views.notification_settings,
+        name="notification_settings",
+    ),
     path("benchmark/", include("benchmark.urls")),
     path("jury/", include("jury.urls")),
     path("annotation/", include("annotation.urls")),

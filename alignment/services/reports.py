@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 import pandas as pd
 from django.core.cache import cache
 
+from alignment.engine.adjudicated import adjudicated_counts, with_adjudicated
 from alignment.engine.agreement import RubricAgreement, agreement_table, rubric_agreement
 from alignment.engine.alt_test import AltTest, alt_test
 from alignment.engine.annotators import OVERALL, PERIOD, AnnotatorPeriod, annotator_quality
@@ -31,6 +32,7 @@ from alignment.engine.judge_bias import JudgeBias, judge_bias
 from alignment.engine.judges import JudgeAgreement, judge_agreement
 from alignment.engine.planner import items_needed
 from alignment.engine.realism import realism_summary
+from alignment.services.adjudicated import study_adjudicated
 from alignment.services.corrected import CorrectedRow, corrected_rows
 from alignment.services.design import study_design
 from alignment.services.frames import (
@@ -129,9 +131,25 @@ class StudyReport:
     def weighted(self) -> bool:
         return not self.design_reason
 
+    # "Jury vs adjudicated": per judged rubric, the jury figures with each adjudicated score as
+    # the clinician value of its conversation, and how many conversations that replaced.
+    adjudicated: dict[str, RubricAgreement] = field(default_factory=dict)
+    adjudicated_items: dict[str, int] = field(default_factory=dict)
+
     @property
     def deactivated_raters(self) -> list[str]:
         return sorted(r.username for r in self.raters.values() if not r.active)
+
+    @property
+    def adjudicated_rows(self) -> list[dict]:
+        """Per judged rubric: the jury against the clinician mean and against the adjudicated
+        scores (where a senior clinician adjudicated), side by side."""
+        return [
+            {"rubric": s.rubric, "mean": s.agreement,
+             "adjudicated": self.adjudicated.get(s.rubric.rubric_id, s.agreement),
+             "items": self.adjudicated_items.get(s.rubric.rubric_id, 0)}
+            for s in self.sections
+        ]  # fmt: skip
 
     def section(self, rubric_id: str) -> RubricSection | None:
         return next((s for s in self.sections if s.rubric.rubric_id == rubric_id), None)
@@ -187,6 +205,14 @@ def compute_report(
                               resamples, seed)  # fmt: skip
     models = sorted(set(study.items.values_list("conversation__run_agent__label", flat=True)))
     shown_models = [filters.model] if filters.model else models
+    adjudicated = study_adjudicated(study, frames.models)
+    adjudicated = adjudicated[adjudicated[RUBRIC].isin(judged)]
+    counts = adjudicated_counts(clinicians, adjudicated)
+    settled = (
+        agreement_table(with_adjudicated(clinicians, adjudicated), jury, resamples=resamples,
+                        seed=seed)
+        if counts else {}
+    )  # fmt: skip
     return StudyReport(
         study_id=study.pk,
         filters=filters,
@@ -219,6 +245,8 @@ def compute_report(
         corrected=corrected_rows(frames, design, shown, shown_models),
         annotator_quality=_quality(frames, jury, resamples, seed, weekly=False),
         annotator_weeks=_quality(frames, jury, resamples, seed, weekly=True),
+        adjudicated=settled,
+        adjudicated_items=counts,
     )
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import hashlib
 
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Sum
 
 from alignment.engine.families import FAMILIES_FILE
-from annotation.models import Assignment, AssignmentHistory, Study
+from annotation.models import Adjudication, Assignment, AssignmentHistory, Study
 from jury.models import JudgeScore, RubricResult
 
 
@@ -27,5 +27,10 @@ def study_state(study: Study) -> str:
     versions = sorted(study.rubric_versions.values_list("pk", flat=True))
     # The analysis settings, and the model families file researchers may edit.
     settings = [study.alt_test_epsilon, study.drift_flag_points, FAMILIES_FILE.read_bytes()]
-    state = [assignments, history, jobs, judged, results, versions, settings]
+    adjudicated = Adjudication.objects.filter(item__study=study).aggregate(
+        newest=Max("adjudicated_at"), count=Count("pk")
+    )
+    # A second phase adds items and changes every item's inclusion probability.
+    items = study.items.aggregate(count=Count("pk"), chances=Sum("inclusion_probability"))
+    state = [assignments, history, jobs, judged, results, versions, settings, adjudicated, items]
     return hashlib.sha256(repr(state).encode()).hexdigest()[:24]

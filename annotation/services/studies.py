@@ -9,8 +9,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.models import NotificationKind
 from annotation.engine.sampling import Candidate, Pick, stratified_sample
-from annotation.models import Project, Study, StudyItem, StudyKind, StudyStatus
+from annotation.models import Project, ProjectMember, Study, StudyItem, StudyKind, StudyStatus
 from audit.services import audit_record
 from jury.models import RubricResult, RubricVersion, ScoringJob
 
@@ -70,7 +71,20 @@ def study_create(
                "jobs": [job.pk for job in scoring_jobs],
                "rubric_versions": [v.pk for v in rubric_versions]},
     )  # fmt: skip
+    _announce(study)
     return study
+
+
+def _announce(study: Study) -> None:
+    """Tell the project's enrolled annotators who may take the new study that it is open."""
+    from annotation.services.notifications import notify
+
+    members = (
+        ProjectMember.objects.active().filter(project=study.project).select_related("annotator")
+    )
+    people = [m.annotator for m in members if m.annotator.licensed or study.is_calibration]
+    notify(kind=NotificationKind.STUDY_OPENED, recipients=people, key=f"study-opened:{study.pk}",
+           context={"study": study.pk})  # fmt: skip
 
 
 def _check_spec(spec: StudySpec, jobs, versions) -> None:

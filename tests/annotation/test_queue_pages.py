@@ -9,7 +9,7 @@ from annotation.models import Assignment, AssignmentStatus, CalibrationGuide
 from annotation.services import queue
 from annotation.services.annotations import Draft, annotation_invalidate, annotation_submit
 from annotation.services.studies import panel_versions, study_lock
-from tests.annotation.conftest import annotators, new_study
+from tests.annotation.conftest import annotators, enrol, new_study
 
 pytestmark = pytest.mark.django_db
 
@@ -84,7 +84,7 @@ def test_reopen_is_offered_on_every_page_exactly_where_reopening_is_allowed(
     project = {"project": "Reopen rules"}
     calibration = new_study(scored_job, name="Round", kind="calibration", size=2, **project)
     target, locked = (new_study(scored_job, name=name, size=2, **project) for name in "AB")
-    me = annotators(Track.CLINICAL, 1, prefix="reopener")[0]
+    me = annotators(Track.CLINICAL, 1, prefix="reopener", project="Reopen rules")[0]
     cases = {
         "target": submit(queue.next_assignment(study=target, annotator=me)),
         "calibration": submit(queue.next_assignment(study=calibration, annotator=me)),
@@ -234,6 +234,7 @@ def test_home_lists_my_studies_with_progress_and_a_resume_button(
     client, study, round_elsewhere, clinicians
 ):
     me, calibration = clinicians[0], round_elsewhere
+    enrol(calibration, me)
     submit(queue.next_assignment(study=study, annotator=me))
     client.force_login(me)
     html = client.get(reverse("home")).content.decode()
@@ -246,6 +247,7 @@ def test_home_lists_my_studies_with_progress_and_a_resume_button(
 def test_home_hides_target_studies_from_unlicensed_annotators(client, study, round_elsewhere):
     calibration = round_elsewhere
     (student,) = annotators(Track.CLINICAL, 1, licensed=False, prefix="student")
+    enrol(calibration, student)
     client.force_login(student)
     html = client.get(reverse("home")).content.decode()
     assert queue_url(calibration) in html and queue_url(study) not in html

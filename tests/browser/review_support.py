@@ -6,10 +6,11 @@ import re
 
 from playwright.sync_api import expect
 
-from accounts.models import Role, Track
+from accounts.models import Role, Track, User
 from annotation.services.studies import StudySpec, study_create
 from jury.services import juries, scoring
 from jury.services.rubrics import current_versions
+from tests.annotation.conftest import enrol
 from tests.conftest import make_user
 from tests.support.builders import enriched_set, launched_run, played
 
@@ -25,11 +26,16 @@ def scored_job(size: int = 2):
 
 
 def new_study(job, *, name: str, kind: str = "target", size: int = 2):
+    """A study of the "Browser" project, every annotator made so far enrolled in it."""
     spec = StudySpec(
         project_name="Browser", name=name, kind=kind, sample_size=size,
         round_number=1 if kind == "calibration" else None,
     )  # fmt: skip
-    return study_create(spec=spec, scoring_jobs=[job], rubric_versions=current_versions())
+    study = study_create(spec=spec, scoring_jobs=[job], rubric_versions=current_versions())
+    enrol(study, *User.objects.filter(role=Role.ANNOTATOR).exclude(
+        pk__in=study.project.members.values("annotator")
+    ))  # fmt: skip
+    return study
 
 
 def target_study_for_nora():
