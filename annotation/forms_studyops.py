@@ -82,3 +82,21 @@ class ReopenForm(forms.Form):
 class AdjudicationSendForm(forms.Form):
     item = forms.IntegerField(min_value=1)
     rubric = forms.CharField(max_length=60)
+
+
+class SecondPhaseForm(forms.Form):
+    draws = forms.IntegerField(
+        min_value=1, max_value=2000, label="Conversations to add",
+        help_text="Drawn with probability proportional to how much each would teach; every "
+        "item keeps a known chance of being in the study, so the population-weighted figures "
+        "stay valid.",
+    )  # fmt: skip
+    spread_weight = forms.FloatField(
+        min_value=0, max_value=10, initial=1.0, label="Weight of judge disagreement",
+        help_text="The widest spread of the judges' scores on one rubric (0 to 1).",
+    )  # fmt: skip
+    nearness_weight = forms.FloatField(
+        min_value=0, max_value=10, initial=1.0, label="Weight of a verdict near the threshold",
+        help_text="How close a rubric's jury mean lies to the pass threshold (0 to 1).",
+    )  # fmt: skip
+    seed = forms.IntegerField(initial=0, label="Seed")

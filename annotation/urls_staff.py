@@ -63,6 +63,11 @@ urlpatterns += [
         name="staff_study_deadline",
     ),
     path(
+        "staff/studies/<int:pk>/second-phase/",
+        views_studyops.study_second_phase_add,
+        name="staff_study_second_phase",
+    ),
+    path(
         "staff/studies/<int:pk>/annotators/<int:annotator>/reassign/",
         views_studyops.study_reassign_all,
         name="staff_study_reassign_all",

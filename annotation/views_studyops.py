@@ -16,6 +16,7 @@ from accounts.models import User
 from annotation import forms_studyops as forms
 from annotation.models import Assignment, Project, ProjectMember, Study, StudyItem
 from annotation.services import adjudication, dashboard, enrolment, moves
+from annotation.services.second_phase import SecondPhaseSpec, study_second_phase
 
 staff_only = role_required(*STAFF)
 
@@ -108,6 +109,23 @@ def study_deadline(request: HttpRequest, pk: int) -> HttpResponse:
         _refused(request, error)
     else:
         messages.success(request, "Deadline saved." if study.deadline else "Deadline cleared.")
+    return redirect("annotation:staff_study", pk)
+
+
+@staff_only
+@require_POST
+def study_second_phase_add(request: HttpRequest, pk: int) -> HttpResponse:
+    study = get_object_or_404(Study, pk=pk)
+    form = forms.SecondPhaseForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise ValidationError([f"{name}: {' '.join(e)}" for name, e in form.errors.items()])
+        added = study_second_phase(study, spec=SecondPhaseSpec(**form.cleaned_data),
+                                   actor=request.user)  # fmt: skip
+    except ValidationError as error:
+        _refused(request, error)
+    else:
+        messages.success(request, f"Added {len(added)} conversations to the study (second phase).")
     return redirect("annotation:staff_study", pk)
 
 
@@ -291,6 +309,7 @@ def study_operations(study: Study) -> dict:
             receivers=enrolment.receivers(study, track=person.track, besides=person)
         )
     deadline = forms.DeadlineForm(initial={"deadline": study.deadline})
-    return {"pace": rows, "deadline_form": deadline,
+    return {"pace": rows, "deadline_form": deadline, "second_phase_form": forms.SecondPhaseForm(),
+            "second_phase": (study.coverage or {}).get("second_phase"),
             "adjudications_waiting": adjudication.study_adjudications(study)
             .filter(adjudicated_at__isnull=True).count()}  # fmt: skip

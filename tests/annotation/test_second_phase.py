@@ -6,6 +6,7 @@ from collections import Counter
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.urls import reverse
 
 from alignment.services.design import study_design
 from annotation.engine.second_phase import (
@@ -115,3 +116,32 @@ def test_a_second_phase_is_refused_where_it_would_break_the_design(scored_job):
     study.save(update_fields=["status"])
     with pytest.raises(ValidationError, match="locked"):
         study_second_phase(study, spec=SecondPhaseSpec(draws=1))
+
+
+@pytest.mark.django_db
+def test_the_study_page_adds_a_second_phase_and_then_says_what_it_added(
+    scored_job, researcher_client
+):
+    study = new_study(scored_job, size=4)
+    page = reverse("annotation:staff_study", args=[study.pk])
+    assert 'id="second-phase-form"' in researcher_client.get(page).content.decode()
+
+    url = reverse("annotation:staff_study_second_phase", args=[study.pk])
+    form = {"draws": 2, "spread_weight": 1, "nearness_weight": 0.5, "seed": 4}
+    answer = researcher_client.post(url, form, follow=True)
+
+    text = answer.content.decode()
+    assert "Added 2 conversations to the study (second phase)." in text
+    assert "2 conversations added" in text and 'id="second-phase-form"' not in text
+    assert study.items.filter(phase=2).count() == 2
+    again = researcher_client.post(url, form, follow=True).content.decode()
+    assert "second phase already" in again and study.items.count() == 6
+
+
+@pytest.mark.django_db
+def test_a_bad_second_phase_form_says_what_is_wrong_and_adds_nothing(scored_job, researcher_client):
+    study = new_study(scored_job, size=4)
+    url = reverse("annotation:staff_study_second_phase", args=[study.pk])
+    form = {"draws": 0, "spread_weight": 1, "nearness_weight": 1, "seed": 0}
+    text = researcher_client.post(url, form, follow=True).content.decode()
+    assert "draws:" in text and study.items.count() == 4

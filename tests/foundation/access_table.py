@@ -289,6 +289,7 @@ PAGES += [
     Page("annotation:staff_member_quota", STAFF, (("pk", "member", "pk"),)),
     Page("annotation:staff_member_withdraw", STAFF, (("pk", "member", "pk"),)),
     Page("annotation:staff_study_deadline", STAFF, _STUDY),
+    Page("annotation:staff_study_second_phase", STAFF, _STUDY),
     Page(
         "annotation:staff_study_reassign_all",
         STAFF,
