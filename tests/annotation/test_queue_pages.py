@@ -161,6 +161,8 @@ def test_at_the_end_of_a_queue_the_next_study_with_items_for_me_is_offered(
     finished = new_study(scored_job, name="One item", size=1, project="First")
     waiting = new_study(scored_job, name="Round 1", kind="calibration", size=2, project="Second")
     me = clinicians[0]
+    enrol("First", me)
+    enrol("Second", me)
     submit(queue.next_assignment(study=finished, annotator=me))
     client.force_login(me)
     html = client.post(next_url(finished), follow=True).content.decode()
