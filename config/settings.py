@@ -34,6 +34,9 @@ INSTALLED_APPS = [
     "rubric_lab",
     "audit",
     "axes",
+    # The JSON API (api/); "ninja" serves its docs page from the package's static files.
+    "ninja",
+    "api",
 ]
 
 MIDDLEWARE = [

@@ -29,6 +29,11 @@ def run_jsonl(run: Run) -> Iterator[str]:
         last_pk = batch[-1].pk
 
 
+def conversation_events(conversation: Conversation) -> list[dict]:
+    """One conversation's trace as its line of the export holds it (the API's trace)."""
+    return _events_by_conversation([conversation]).get(conversation.pk, [])
+
+
 def _events_by_conversation(batch: list[Conversation]) -> dict[int, list[dict]]:
     grouped: dict[int, list[dict]] = {}
     rows = TraceEvent.objects.filter(conversation__in=batch).order_by("conversation_id", "seq")

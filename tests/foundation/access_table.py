@@ -19,6 +19,8 @@ class Page:
     name: str
     roles: tuple
     args: tuple = field(default_factory=tuple)  # (kwarg name, object key, attribute)
+    api: bool = False  # a JSON API route: anonymous callers get 401, not the login page
+    method: str = "get"  # how the role tests ask (an API write answers GET with 405 first)
 
     def kwargs(self, objects: dict) -> dict:
         return {kwarg: getattr(objects[key], attr) for kwarg, key, attr in self.args}
@@ -448,3 +450,45 @@ def alignment_objects(objects) -> dict:
         "study_table": SimpleNamespace(name="alt-test"),
         "trend_figure": SimpleNamespace(kind="rubrics", fmt="svg"),
     }
+
+
+# --- the JSON API (/api/v1/): staff only, every route; the schema and docs are pages ----------
+
+_API_SET, _API_RUN = (("set_id", "set", "pk"),), (("run_id", "run", "pk"),)
+_API_JOB, _API_STUDY = (("job_id", "scoring_job", "pk"),), (("study_id", "study", "pk"),)
+_API_ARCHIVE = (("job_id", "archive_job", "pk"),)
+
+PAGES += [
+    Page("api:openapi-json", STAFF),
+    Page("api:openapi-view", STAFF),
+    Page("api:api-root", STAFF),
+    *(
+        Page(f"api:{name}", roles, args, api=True, method=method)
+        for name, roles, args, method in [
+            ("case_set_create", STAFF, (), "post"),
+            ("case_sets", STAFF, (), "get"),
+            ("case_set", STAFF, _API_SET, "get"),
+            ("run_launch", ADMIN, (), "post"),
+            ("runs", STAFF, (), "get"),
+            ("run", STAFF, _API_RUN, "get"),
+            ("conversations", STAFF, _API_RUN, "get"),
+            ("run_control", ADMIN, (*_API_RUN, ("action", "run_action", "name")), "post"),
+            ("conversation", STAFF, (("public_id", "conversation", "public_id"),), "get"),
+            ("scoring_job_launch", STAFF, (), "post"),
+            ("scoring_jobs", STAFF, (), "get"),
+            ("scoring_job", STAFF, _API_JOB, "get"),
+            ("judge_scores", STAFF, _API_JOB, "get"),
+            ("model_table", STAFF, _API_JOB, "get"),
+            ("report_table", STAFF, (*_API_JOB, ("table", "export", "table")), "get"),
+            ("study_create", STAFF, (), "post"),
+            ("studies", STAFF, (), "get"),
+            ("study", STAFF, _API_STUDY, "get"),
+            ("study_annotations", STAFF, (*_API_STUDY, ("fmt", "export", "suffix")), "get"),
+            ("study_agreement", STAFF, _API_STUDY, "get"),
+            ("archive_export", STAFF, (), "post"),
+            ("archive_import", STAFF, (), "post"),
+            ("archive_job", STAFF, _API_ARCHIVE, "get"),
+            ("archive_download", STAFF, _API_ARCHIVE, "get"),
+        ]
+    ),
+]
