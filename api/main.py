@@ -10,7 +10,7 @@ from ninja import NinjaAPI
 from ninja.errors import ValidationError as SchemaError
 
 from accounts.access import STAFF, role_required
-from api.auth import staff
+from api.auth import TokenRateThrottle, staff
 from api.routes import benchmark, jury, studies
 
 api = NinjaAPI(
@@ -20,6 +20,7 @@ api = NinjaAPI(
     # The schema and its docs page are pages: staff only, anonymous visitors sent to login.
     docs_decorator=role_required(*STAFF),
     auth=staff(),
+    throttle=[TokenRateThrottle()],
     description="Case sets, runs, conversations, scoring jobs, report tables, studies, "
     "agreement tables and study archives. Staff only.",
 )

@@ -286,3 +286,16 @@ LOGGING = {
         "axes": {"level": "WARNING"},
     },
 }
+
+# --- The JSON API (api/): personal access tokens -------------------------------------------
+# Requests a new token may make per minute (each token keeps its own count). The counts live in
+# a cache every web process shares (Redis, or files in DATA_DIR), so the limit holds across
+# gunicorn workers.
+API_TOKEN_REQUESTS_PER_MINUTE = env.env_int(ENV, "API_TOKEN_REQUESTS_PER_MINUTE", 120)
+CACHES["api"] = (
+    {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+     "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 5}}
+    if REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+          "LOCATION": str(DATA_DIR / "api-rate")}
+)  # fmt: skip

@@ -27,6 +27,7 @@ DOWNLOADS = {
     "alignment:export": "table", "alignment:figure": "figure", "alignment:trend_figure": "figure",
     "alignment:loop_comparison_csv": "table", "alignment:table_export": "table",
     "alignment:drift_export": "table",
+    "api:study_annotations": "annotations", "api:archive_download": "archive",
 }  # fmt: skip
 
 
@@ -74,8 +75,8 @@ def test_no_module_but_the_download_helper_makes_an_attachment():
     pattern = re.compile(r"Content-Disposition|as_attachment|FileResponse\(")
     sources = [
         path.relative_to(ROOT)
-        for folder in ("accounts", "alignment", "annotation", "audit", "benchmark", "config",
-                       "jury", "rubric_lab")
+        for folder in ("accounts", "alignment", "annotation", "api", "audit", "benchmark",
+                       "config", "jury", "rubric_lab")
         for path in (ROOT / folder).rglob("*.py")
     ]  # fmt: skip
     making = [path for path in sources if pattern.search((ROOT / path).read_text())]

@@ -34,6 +34,9 @@ PAGES = [
     Page("person_new", ADMIN),
     Page("person_edit", ADMIN, (("pk", "person", "pk"),)),
     Page("notification_settings", EVERYONE),
+    # Personal access tokens for the JSON API (staff make their own; annotators have none).
+    Page("api_tokens", STAFF),
+    Page("api_token_revoke", STAFF, (("pk", "api_token", "pk"),)),
 ]
 
 PAGES += [
@@ -69,7 +72,18 @@ def benchmark_objects() -> dict:
         "run": run,
         "run_action": SimpleNamespace(name="pause"),
         "conversation": run.conversations.get(),
+        "api_token": _api_token(),
     }
+
+
+def _api_token():
+    """A researcher's read token (the revoke page finds only the caller's own; the role test
+    asks with GET, which the page answers 405 before looking)."""
+    from accounts.models import Role, User
+    from accounts.tokens import token_create
+
+    owner = User.objects.create_user(username="token-owner", role=Role.RESEARCHER)
+    return token_create(user=owner, name="Access", scope="read", days=7)[0]
 
 
 # --- jury pages ---------------------------------------------------------------------------
