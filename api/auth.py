@@ -76,7 +76,9 @@ class TokenRateThrottle(SimpleRateThrottle):
     """Each token's own requests per minute (sessions are people at a browser: not limited).
     The counts are in the shared "api" cache, so every web process counts alike."""
 
-    cache = caches["api"]
+    @property
+    def cache(self):  # looked up when used: tests swap the configured caches
+        return caches["api"]
 
     def __init__(self):
         super().__init__(rate="1/m")  # replaced per request by the token's own rate

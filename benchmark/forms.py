@@ -8,6 +8,7 @@ from django import forms
 
 from benchmark.engine.agents.agent_config import AgentConfigError
 from benchmark.engine.chat import ProviderError
+from benchmark.engine.providers.endpoints import EndpointError, parse_endpoints
 from benchmark.engine.providers.model_strings import check_model_string
 from benchmark.models import AgentConfig, BenchmarkSet, Distribution, JobStatus
 from benchmark.services import agents as agent_services
@@ -159,7 +160,8 @@ class RunForm(forms.Form):
     models = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text="Models under test, one per line (openai/…, anthropic/…, "
-        "openai-compatible/…, offline/careful, offline/careless).",
+        "openai-compatible/…, a named endpoint such as vllm-a/…, offline/careful, "
+        "offline/careless).",
     )
     agent_configs = forms.ModelMultipleChoiceField(
         queryset=AgentConfig.objects.none(),
@@ -254,3 +256,22 @@ class PriceForm(forms.Form):
             return prices.model_string_check(self.cleaned_data["model"])
         except prices.PriceError as error:
             raise forms.ValidationError(str(error)) from None
+
+
+class EndpointListForm(forms.Form):
+    yaml_text = forms.CharField(
+        widget=forms.Textarea(attrs={"class": "code", "rows": 18, "spellcheck": "false"}),
+        label="Endpoints (YAML)",
+        help_text="The format of benchmark/data/endpoints.yaml: a list of name, base_url, "
+        "api_key_env (the variable's name, never the key), and optionally "
+        "requests_per_minute, tokens_per_minute, concurrency.",
+    )
+    note = forms.CharField(max_length=300, required=False, label="Why")
+
+    def clean_yaml_text(self) -> str:
+        text = self.cleaned_data["yaml_text"]
+        try:
+            parse_endpoints(text)
+        except EndpointError as error:
+            raise forms.ValidationError(error.problems) from None
+        return text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import partial
 
 from django.contrib import messages
@@ -16,6 +17,7 @@ from audit.downloads import download_response
 from benchmark import forms
 from benchmark.engine.distribution import DistributionError
 from benchmark.engine.distribution_report import report_csv
+from benchmark.engine.parquet_export import CONTENT_TYPE as PARQUET
 from benchmark.models import (
     AgentConfig,
     BenchmarkEntry,
@@ -26,6 +28,7 @@ from benchmark.models import (
 )
 from benchmark.services import agents as agent_services
 from benchmark.services import cases, exports, prices, reports, runs, sandbox_preview
+from benchmark.services import endpoints as endpoint_services
 from benchmark.services.accounting import cost_by_purpose, cost_summary
 from benchmark.services.processes import holder_of
 from benchmark.services.queue import held_work_message, queue_send
@@ -333,6 +336,15 @@ def run_export(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @role_required(*STAFF)
+def run_export_parquet(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(Run, pk=pk)
+    return download_response(
+        request, exports.run_parquet(run), filename=f"run-{run.pk}-conversations.parquet",
+        content_type=PARQUET, kind="conversations", target=run,
+    )  # fmt: skip
+
+
+@role_required(*STAFF)
 def conversation_detail(request: HttpRequest, public_id: str) -> HttpResponse:
     conversation = get_object_or_404(
         Conversation.objects.select_related("run", "run_agent", "entry"), public_id=public_id
@@ -350,6 +362,26 @@ def conversation_detail(request: HttpRequest, public_id: str) -> HttpResponse:
             "cost_total": cost_summary(conversation.model_calls.all()),
         },
     )
+
+
+# --- named model endpoints -----------------------------------------------------------------
+
+
+@role_required(*ADMIN_ONLY)
+def endpoints_page(request: HttpRequest) -> HttpResponse:
+    form = forms.EndpointListForm(
+        request.POST or None, initial={"yaml_text": endpoint_services.endpoints_text()}
+    )
+    if request.method == "POST" and form.is_valid():
+        endpoint_services.endpoint_list_save(user=request.user, **form.cleaned_data)
+        messages.success(request, "Saved the endpoint list; it is in force for new calls.")
+        return redirect("benchmark:endpoints")
+    context = {
+        "form": form,
+        "rows": endpoint_services.endpoint_rows(os.environ),
+        "history": endpoint_services.endpoint_history(),
+    }
+    return render(request, "benchmark/endpoints.html", context)
 
 
 # --- prices --------------------------------------------------------------------------------

@@ -15,7 +15,9 @@ from api.forms import form_checked
 from api.jobs import held, run_dispatch_after_commit
 from api.pagination import RowsCursorPagination
 from api.schemas import CaseSetIn, RunIn, RunResumeIn
+from audit.downloads import download_response
 from benchmark import forms
+from benchmark.engine.parquet_export import CONTENT_TYPE as PARQUET
 from benchmark.models import BenchmarkSet, Conversation, Run
 from benchmark.services import agents as agent_services
 from benchmark.services import cases, exports, reports, runs
@@ -145,6 +147,24 @@ def conversation_list(request: HttpRequest, run_id: int):
     """Filters as on the run page: `status`, `termination_reason`, `agent` (a run agent id)."""
     run = get_object_or_404(Run, pk=run_id)
     return reports.filtered_conversations(run, request.GET)
+
+
+@router.get("/runs/{run_id}/conversations.{fmt}", url_name="run_export")
+def run_export(request: HttpRequest, run_id: int, fmt: str):
+    """Every conversation of the run with its trace: JSONL (the run page's export) or Parquet
+    (one row per conversation, nested parts as JSON text), streamed."""
+    run = get_object_or_404(Run, pk=run_id)
+    exports_by_format = {
+        "jsonl": (exports.run_jsonl, "application/x-ndjson"),
+        "parquet": (exports.run_parquet, PARQUET),
+    }
+    if fmt not in exports_by_format:
+        raise HttpError(404, "Export formats: jsonl, parquet.")
+    export, content_type = exports_by_format[fmt]
+    return download_response(
+        request, export(run), filename=f"run-{run.pk}-conversations.{fmt}",
+        content_type=content_type, kind="conversations", target=run,
+    )  # fmt: skip
 
 
 @router.post("/runs/{run_id}/{action}", response=dict, url_name="run_control", auth=admins())

@@ -13,12 +13,13 @@ from api.frames import frame_rows, plain
 from api.jobs import held
 from api.pagination import RowsCursorPagination
 from api.schemas import ScoringJobIn
+from audit.downloads import download_response
 from benchmark.forms import unpriced_models, unpriced_warning
 from benchmark.models import Run
 from config.query import query_choice, query_int
 from jury import forms
 from jury.models import JudgeScore, ScoreStatus, ScoringJob
-from jury.services import juries, reports, scoring
+from jury.services import juries, reports, score_exports, scoring
 
 router = Router(tags=["jury"])
 
@@ -100,6 +101,19 @@ def judge_score_list(request: HttpRequest, job_id: int):
     if judge is not None:
         scores = scores.filter(judge_index=judge)
     return scores
+
+
+@router.get("/scoring-jobs/{job_id}/scores.{fmt}", url_name="judge_scores_export")
+def judge_scores_export(request: HttpRequest, job_id: int, fmt: str):
+    """Every judge score of the job as CSV, JSONL or Parquet, streamed (the job page's)."""
+    if fmt not in score_exports.FORMATS:
+        raise HttpError(404, f"Export formats: {', '.join(score_exports.FORMATS)}.")
+    job = _job(job_id)
+    return download_response(
+        request, score_exports.judge_scores_export(job, fmt),
+        filename=f"job-{job_id}-scores.{fmt}", content_type=score_exports.FORMATS[fmt],
+        kind="table", target=job,
+    )  # fmt: skip
 
 
 @router.get("/scoring-jobs/{job_id}/models", response=dict, url_name="model_table")

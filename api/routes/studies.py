@@ -99,16 +99,16 @@ def study_detail(request: HttpRequest, study_id: int):
 
 @router.get("/studies/{study_id}/annotations.{fmt}", url_name="study_annotations")
 def study_annotations(request: HttpRequest, study_id: int, fmt: str):
-    """The annotation export of the study page (CSV or JSONL; `pseudonymise=1`)."""
-    if fmt not in exchange.FORMATS:
-        raise HttpError(404, f"Export formats: {', '.join(exchange.FORMATS)}.")
+    """The annotation export of the study page (CSV, JSONL or Parquet; `pseudonymise=1`)."""
+    if fmt not in exchange.EXPORT_FORMATS:
+        raise HttpError(404, f"Export formats: {', '.join(exchange.EXPORT_FORMATS)}.")
     study = _study(study_id)
     pseudonymise = query_flag(request.GET, "pseudonymise", on="1")
+    content, content_type = exchange.export_file(study, fmt, pseudonymise=pseudonymise)
     suffix = "-pseudonymised" if pseudonymise else ""
     return download_response(
-        request, exchange.export_text(study, fmt, pseudonymise=pseudonymise),
-        filename=f"study-{study_id}-annotations{suffix}.{fmt}",
-        content_type=f"{exchange.FORMATS[fmt]}; charset=utf-8", kind="annotations", target=study,
+        request, content, filename=f"study-{study_id}-annotations{suffix}.{fmt}",
+        content_type=content_type, kind="annotations", target=study,
     )  # fmt: skip
 
 

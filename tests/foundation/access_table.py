@@ -55,9 +55,11 @@ PAGES += [
     Page("benchmark:run_new", ADMIN),
     Page("benchmark:run", STAFF, (("pk", "run", "pk"),)),
     Page("benchmark:run_export", STAFF, (("pk", "run", "pk"),)),
+    Page("benchmark:run_export_parquet", STAFF, (("pk", "run", "pk"),)),
     Page("benchmark:run_control", ADMIN, (("pk", "run", "pk"), ("action", "run_action", "name"))),
     Page("benchmark:conversation", STAFF, (("public_id", "conversation", "public_id"),)),
     Page("benchmark:prices", STAFF),
+    Page("benchmark:endpoints", ADMIN),
 ]
 
 
@@ -102,6 +104,7 @@ PAGES += [
     Page("jury:job", STAFF, _JOB),
     Page("jury:job_retry", STAFF, _JOB),
     Page("jury:job_resume", STAFF, _JOB),
+    Page("jury:job_scores_export", STAFF, (*_JOB, ("fmt", "score_export", "fmt"))),
     Page("jury:report", STAFF, _JOB),
     Page(
         "jury:report_export",
@@ -138,6 +141,7 @@ def jury_objects(run) -> dict:
         "scoring_job": job,
         "clinical_rubric": RubricVersion.objects.get(rubric_id="clinical_safety"),
         "export": SimpleNamespace(table="outcomes", suffix="csv"),
+        "score_export": SimpleNamespace(fmt="parquet"),
     }
 
 
@@ -486,12 +490,14 @@ PAGES += [
             ("runs", STAFF, (), "get"),
             ("run", STAFF, _API_RUN, "get"),
             ("conversations", STAFF, _API_RUN, "get"),
+            ("run_export", STAFF, (*_API_RUN, ("fmt", "score_export", "fmt")), "get"),
             ("run_control", ADMIN, (*_API_RUN, ("action", "run_action", "name")), "post"),
             ("conversation", STAFF, (("public_id", "conversation", "public_id"),), "get"),
             ("scoring_job_launch", STAFF, (), "post"),
             ("scoring_jobs", STAFF, (), "get"),
             ("scoring_job", STAFF, _API_JOB, "get"),
             ("judge_scores", STAFF, _API_JOB, "get"),
+            ("judge_scores_export", STAFF, (*_API_JOB, ("fmt", "score_export", "fmt")), "get"),
             ("model_table", STAFF, _API_JOB, "get"),
             ("report_table", STAFF, (*_API_JOB, ("table", "export", "table")), "get"),
             ("study_create", STAFF, (), "post"),
