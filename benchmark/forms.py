@@ -14,7 +14,7 @@ from benchmark.models import AgentConfig, BenchmarkSet, Distribution, JobStatus
 from benchmark.services import agents as agent_services
 from benchmark.services import prices
 from benchmark.services.runs import AgentChoice
-from config.uploads import uploaded_text
+from config.uploads import upload_size_check, uploaded_text
 
 MAX_SEED = 2**63 - 1  # seeds are stored in signed 64-bit columns
 MAX_COST_LIMIT = Decimal("99999999.99")  # Run.cost_limit_usd: 10 digits, 2 decimals
@@ -275,3 +275,15 @@ class EndpointListForm(forms.Form):
         except EndpointError as error:
             raise forms.ValidationError(error.problems) from None
         return text
+
+
+class ConversationImportForm(forms.Form):
+    file = forms.FileField(
+        validators=[upload_size_check],
+        help_text="JSON Lines, one conversation per line: OpenAI chat format (messages with "
+        "tool calls and results; optional id, model, patient_record, scenario), or a run "
+        "export of this site.",
+    )
+    name = forms.CharField(
+        max_length=200, required=False, help_text="Name of the imported run (default: the file's)."
+    )

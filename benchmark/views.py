@@ -27,7 +27,15 @@ from benchmark.models import (
     Run,
 )
 from benchmark.services import agents as agent_services
-from benchmark.services import cases, exports, prices, reports, runs, sandbox_preview
+from benchmark.services import (
+    cases,
+    exports,
+    imports,
+    prices,
+    reports,
+    runs,
+    sandbox_preview,
+)
 from benchmark.services import endpoints as endpoint_services
 from benchmark.services.accounting import cost_by_purpose, cost_summary
 from benchmark.services.processes import holder_of
@@ -271,6 +279,26 @@ def run_new(request: HttpRequest) -> HttpResponse:
                 messages.warning(request, forms.unpriced_warning(model))
             return redirect("benchmark:run", run.pk)
     return render(request, "benchmark/run_form.html", {"form": form})
+
+
+@role_required(*STAFF)
+def run_import(request: HttpRequest) -> HttpResponse:
+    """Conversations played elsewhere (or exported from here) become an imported run."""
+    form = forms.ConversationImportForm(request.POST or None, request.FILES or None)
+    if request.method != "POST" or not form.is_valid():
+        return render(request, "benchmark/run_import.html", {"form": form})
+    upload = form.cleaned_data["file"]
+    try:
+        imported = imports.conversations_file_import(
+            name=form.cleaned_data["name"], filename=upload.name, data=upload.read(),
+            user=request.user,
+        )  # fmt: skip
+    except imports.ImportRefused as refused:
+        context = {"form": form, "filename": upload.name, "problems": refused.problems}
+        return render(request, "benchmark/run_import.html", context, status=400)
+    count = len(imported.conversations)
+    messages.success(request, f"Imported {count} conversations as the run {imported.run.name}.")
+    return redirect("benchmark:run", imported.run.pk)
 
 
 @role_required(*STAFF)

@@ -6,12 +6,13 @@ import uuid
 
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Router, Status
+from ninja import File, Form, Router, Status
 from ninja.errors import HttpError
+from ninja.files import UploadedFile
 from ninja.pagination import paginate
 
 from api.auth import admins
-from api.forms import form_checked
+from api.forms import form_checked, form_problems
 from api.jobs import held, run_dispatch_after_commit
 from api.pagination import RowsCursorPagination
 from api.schemas import CaseSetIn, RunIn, RunResumeIn
@@ -20,7 +21,7 @@ from benchmark import forms
 from benchmark.engine.parquet_export import CONTENT_TYPE as PARQUET
 from benchmark.models import BenchmarkSet, Conversation, Run
 from benchmark.services import agents as agent_services
-from benchmark.services import cases, exports, reports, runs
+from benchmark.services import cases, exports, imports, reports, runs
 
 router = Router(tags=["benchmark"])
 
@@ -192,6 +193,24 @@ def run_control(request: HttpRequest, run_id: int, action: str, payload: RunResu
         raise HttpError(400, str(error)) from None
     run.refresh_from_db()
     return run_out(run)
+
+
+@router.post("/imports", response={201: dict, 400: dict}, url_name="conversation_import")
+def conversation_import(request: HttpRequest, file: File[UploadedFile], name: Form[str] = ""):
+    """Your own conversations (JSON Lines, multipart field `file`: OpenAI chat format or this
+    site's run export) as an imported run. Every line is checked first: 400 lists each
+    problem with its line (`problems`) and nothing is saved."""
+    form = forms.ConversationImportForm(data={"name": name}, files={"file": file})
+    if not form.is_valid():
+        raise HttpError(400, form_problems(form))
+    try:
+        imported = imports.conversations_file_import(
+            name=name, filename=file.name, data=file.read(), user=request.user
+        )
+    except imports.ImportRefused as refused:
+        detail = f"{file.name}: {len(refused.problems)} problem(s); nothing was saved."
+        return Status(400, {"detail": detail, "problems": refused.problems})
+    return Status(201, run_out(imported.run) | {"conversations": len(imported.conversations)})
 
 
 @router.get("/conversations/{public_id}", response=dict, url_name="conversation")
