@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-from functools import partial
 
 from django.contrib import messages
 from django.core.paginator import Page, Paginator
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -39,9 +37,9 @@ from benchmark.services import (
 from benchmark.services import endpoints as endpoint_services
 from benchmark.services.accounting import cost_by_purpose, cost_summary
 from benchmark.services.processes import holder_of
-from benchmark.services.queue import held_work_message, queue_send
+from benchmark.services.queue import held_work_message
 from benchmark.services.retries import row_retries
-from benchmark.tasks import enrichment_start, run_dispatch_task
+from benchmark.tasks import enrichment_start, run_start_after_commit
 from config.query import query_choice, query_object, query_page
 
 # The live regions of the set and run pages an htmx request may ask for alone.
@@ -271,7 +269,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
         except runs.RunError as error:
             form.add_error(None, str(error))
         else:
-            _dispatch_after_commit(run)
+            run_start_after_commit(run)
             messages.success(request, f"Launched {run.name}.")
             if held := held_work_message("the run"):
                 messages.error(request, held)
@@ -338,7 +336,7 @@ def run_control(request: HttpRequest, pk: int, action: str) -> HttpResponse:
                 cost_limit_usd=forms.optional_decimal(request.POST.get("cost_limit")),
                 actor=request.user,
             )
-            _dispatch_after_commit(run)
+            run_start_after_commit(run)
     except (runs.RunError, ValueError) as error:
         messages.error(request, str(error))
     else:
@@ -346,12 +344,6 @@ def run_control(request: HttpRequest, pk: int, action: str) -> HttpResponse:
         if action == "resume" and (held := held_work_message("the run")):
             messages.error(request, held)
     return redirect("benchmark:run", pk)
-
-
-def _dispatch_after_commit(run: Run) -> None:
-    transaction.on_commit(
-        lambda: queue_send(partial(run_dispatch_task.delay, run.pk), what=f"run {run.name!r}")
-    )
 
 
 @role_required(*STAFF)

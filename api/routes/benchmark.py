@@ -13,7 +13,7 @@ from ninja.pagination import paginate
 
 from api.auth import admins
 from api.forms import form_checked, form_problems
-from api.jobs import held, run_dispatch_after_commit
+from api.jobs import held
 from api.pagination import RowsCursorPagination
 from api.schemas import CaseSetIn, RunIn, RunResumeIn
 from audit.downloads import download_response
@@ -22,6 +22,7 @@ from benchmark.engine.parquet_export import CONTENT_TYPE as PARQUET
 from benchmark.models import BenchmarkSet, Conversation, Run
 from benchmark.services import agents as agent_services
 from benchmark.services import cases, exports, imports, reports, runs
+from benchmark.tasks import enrichment_start, run_start_after_commit
 
 router = Router(tags=["benchmark"])
 
@@ -87,8 +88,6 @@ def conversation_out(conversation: Conversation) -> dict:
 @router.post("/case-sets", response={201: dict}, url_name="case_set_create")
 def case_set_create(request: HttpRequest, payload: CaseSetIn):
     """Sample a case set from a distribution; its entries are enriched in the background."""
-    from benchmark.tasks import enrichment_start
-
     fields = payload.dict()
     fields["distribution"] = fields["distribution"] or cases.distribution_default_ensure().pk
     form = form_checked(forms.BenchmarkSetForm, fields)
@@ -123,7 +122,7 @@ def run_launch(request: HttpRequest, payload: RunIn):
         run = runs.run_launch(user=request.user, **form.launch_arguments())
     except runs.RunError as error:
         raise HttpError(400, str(error)) from None
-    run_dispatch_after_commit(run)
+    run_start_after_commit(run)
     warnings = [forms.unpriced_warning(model) for model in form.unpriced()]
     return Status(201, run_out(run) | {"warning": held("the run"), "unpriced": warnings})
 
@@ -188,7 +187,7 @@ def run_control(request: HttpRequest, run_id: int, action: str, payload: RunResu
                 cost_limit_usd=forms.optional_decimal(None if limit is None else str(limit)),
                 actor=request.user,
             )
-            run_dispatch_after_commit(run)
+            run_start_after_commit(run)
     except (runs.RunError, ValueError) as error:
         raise HttpError(400, str(error)) from None
     run.refresh_from_db()

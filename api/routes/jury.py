@@ -20,6 +20,7 @@ from config.query import query_choice, query_int
 from jury import forms
 from jury.models import JudgeScore, ScoreStatus, ScoringJob
 from jury.services import juries, reports, score_exports, scoring
+from jury.tasks import scoring_start
 
 router = Router(tags=["jury"])
 
@@ -58,8 +59,6 @@ def score_out(score: JudgeScore) -> dict:
 @router.post("/scoring-jobs", response={201: dict}, url_name="scoring_job_launch")
 def scoring_job_launch(request: HttpRequest, payload: ScoringJobIn):
     """Score a run's conversations with a jury (the score page's form and checks)."""
-    from jury.tasks import scoring_start
-
     run = get_object_or_404(Run, pk=payload.run)
     fields = payload.dict(exclude={"run"})
     fields["jury"] = fields["jury"] or juries.jury_demo_ensure().pk
