@@ -11,6 +11,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja.pagination import CursorPagination
 
+from config.query import query_int
+
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 
@@ -23,5 +25,7 @@ class RowsCursorPagination(CursorPagination):
         self.out = out
 
     def paginate_queryset(self, queryset: QuerySet, pagination, request: HttpRequest, **params):
+        # A page size out of range is a 400 saying the range (django-ninja would clamp it).
+        query_int(request.GET, "page_size", min_value=1, max_value=MAX_PAGE_SIZE)
         page = super().paginate_queryset(queryset, pagination, request, **params)
         return page | {"results": [self.out(row) for row in page["results"]]}

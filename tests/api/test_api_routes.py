@@ -91,7 +91,15 @@ def test_conversations_are_listed_with_the_run_page_filters_a_page_at_a_time(
 
 
 @pytest.mark.parametrize(
-    "query", [{"status": "sleeping"}, {"agent": "999"}, {"cursor": "not-a-cursor"}]
+    "query",
+    [
+        {"status": "sleeping"},
+        {"agent": "999"},
+        {"cursor": "not-a-cursor"},
+        {"page_size": "0"},
+        {"page_size": "5000"},
+        {"page_size": "many"},
+    ],
 )
 def test_a_filter_or_cursor_that_cannot_be_used_answers_400_with_a_message(
     researcher_client, scored_run, query
