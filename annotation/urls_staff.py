@@ -2,8 +2,10 @@
 
 from django.urls import path
 
-from annotation import views_archive, views_studyops
+from accounts.access import STAFF, role_required
 from annotation import views_staff as views
+from annotation import views_studyops
+from common.redirects import moved_to
 
 urlpatterns = [
     path("staff/studies/", views.study_list, name="staff_studies"),
@@ -19,16 +21,6 @@ urlpatterns = [
         name="staff_study_export",
     ),
     path("staff/studies/<int:pk>/import/", views.study_import, name="staff_study_import"),
-    path(
-        "staff/studies/<int:pk>/archive/", views_archive.study_archive, name="staff_study_archive"
-    ),
-    path("staff/archives/import/", views_archive.archive_import, name="staff_archive_import"),
-    path("staff/archives/<int:pk>/", views_archive.archive_job, name="staff_archive_job"),
-    path(
-        "staff/archives/<int:pk>/download/",
-        views_archive.archive_download,
-        name="staff_archive_download",
-    ),
     path(
         "staff/studies/<int:pk>/round-report/", views.round_report_view, name="staff_round_report"
     ),
@@ -102,5 +94,23 @@ urlpatterns += [
         "staff/studies/<int:pk>/adjudication/jury/",
         views_studyops.adjudication_jury,
         name="staff_adjudication_jury",
+    ),
+]
+
+
+# The study archive's pages moved to the alignment app (alignment/urls/archive.py); their old
+# addresses and names send the browser on.
+def _moved(name: str):
+    return role_required(*STAFF)(moved_to(f"alignment:{name}"))
+
+
+urlpatterns += [
+    path("staff/studies/<int:pk>/archive/", _moved("study_archive"), name="staff_study_archive"),
+    path("staff/archives/import/", _moved("archive_import"), name="staff_archive_import"),
+    path("staff/archives/<int:pk>/", _moved("archive_job"), name="staff_archive_job"),
+    path(
+        "staff/archives/<int:pk>/download/",
+        _moved("archive_download"),
+        name="staff_archive_download",
     ),
 ]

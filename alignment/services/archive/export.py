@@ -48,7 +48,7 @@ from alignment.services.archive.tables import (
     target_table,
     translate_json_ids,
 )
-from alignment.services.loop import rescore_jobs
+from alignment.services.rescoring import rescore_jobs
 from annotation.models import CalibrationGuide, Study, StudyItem
 from jury.models import RubricVersion
 

@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import STAFF, role_required
-from alignment.forms_archive import ArchiveExportForm, ArchiveImportForm
+from alignment.forms.archive import ArchiveExportForm, ArchiveImportForm
 from alignment.models import ArchiveJob, ArchiveJobKind, ArchiveJobStatus
 from alignment.services.archive import ArchiveError
 from alignment.services.archive.jobs import archive_export_request, archive_import_request
@@ -26,7 +26,7 @@ def study_archive(request: HttpRequest, pk: int) -> HttpResponse:
     form = ArchiveExportForm(request.POST)
     with_usernames = form.is_valid() and form.cleaned_data["with_usernames"]
     job = archive_export_request(study, user=request.user, with_usernames=with_usernames)
-    return redirect("annotation:staff_archive_job", job.pk)
+    return redirect("alignment:archive_job", job.pk)
 
 
 @role_required(*STAFF)
@@ -34,8 +34,8 @@ def archive_job(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(ArchiveJob.objects.select_related("study__project"), pk=pk)
     context = {"job": job}
     if request.htmx:
-        return render(request, "annotation/staff/archive_job.html#archive-progress", context)
-    return render(request, "annotation/staff/archive_job.html", context)
+        return render(request, "alignment/archive_job.html#archive-progress", context)
+    return render(request, "alignment/archive_job.html", context)
 
 
 @role_required(*STAFF)
@@ -61,6 +61,6 @@ def archive_import(request: HttpRequest) -> HttpResponse:
         except ArchiveError as error:
             form.add_error("file", f"{form.cleaned_data['file'].name}: {error}")
         else:
-            return redirect("annotation:staff_archive_job", job.pk)
+            return redirect("alignment:archive_job", job.pk)
     jobs = ArchiveJob.objects.select_related("study").filter(kind=ArchiveJobKind.IMPORT)[:20]
-    return render(request, "annotation/staff/archive_import.html", {"form": form, "jobs": jobs})
+    return render(request, "alignment/archive_import.html", {"form": form, "jobs": jobs})

@@ -1,5 +1,5 @@
 """Closing the loop: re-score a study with another jury configuration, and compare every
-configuration scored on it. Staff only; the work is in alignment.services.loop."""
+configuration scored on it. Staff only; the work is in alignment.services.rescoring."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from django.urls import reverse
 from django_htmx.http import HttpResponseClientRefresh
 
 from accounts.access import STAFF, role_required
-from alignment.forms_loop import RescoreForm, new_jury_form
-from alignment.services import loop
+from alignment.forms.rescoring import RescoreForm, new_jury_form
+from alignment.services import rescoring
 from annotation.models import Study
 from audit.downloads import download_response
 from config.query import query_choice, query_flag
@@ -34,13 +34,13 @@ def rescore(request: HttpRequest, pk: int) -> HttpResponse:
             return redirect("alignment:loop_comparison", study.pk)
     return render(
         request,
-        "alignment/loop_rescore.html",
+        "alignment/rescore.html",
         {
             "study": study,
             "form": form,
             "jury_form": jury_form,
-            "annotated": loop.annotated_conversations(study).count(),
-            "configurations": loop.study_configurations(study),
+            "annotated": rescoring.annotated_conversations(study).count(),
+            "configurations": rescoring.study_configurations(study),
         },
     )
 
@@ -59,7 +59,7 @@ def _launch(request, study: Study, form: RescoreForm, jury_form) -> list:
                 if form.creates_jury
                 else form.existing_jury()
             )
-            return loop.study_rescore(
+            return rescoring.study_rescore(
                 study,
                 jury=jury,
                 rubric_versions=form.chosen_versions(),
@@ -75,7 +75,7 @@ def _launch(request, study: Study, form: RescoreForm, jury_form) -> list:
 @role_required(*STAFF)
 def comparison(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study, pk=pk)
-    configurations = loop.study_configurations(study)
+    configurations = rescoring.study_configurations(study)
     running = [c for c in configurations if c.running]
     if query_choice(request.GET, "fragment", ["progress"]) and request.htmx:
         if not running:
@@ -83,22 +83,22 @@ def comparison(request: HttpRequest, pk: int) -> HttpResponse:
             return HttpResponseClientRefresh()
         return render(
             request,
-            "alignment/loop_comparison.html#loop-progress",
+            "alignment/jury_comparison.html#loop-progress",
             {"study": study, "running": _with_progress(running)},
         )
     include_synthetic = query_flag(request.GET, "synthetic", on="include")
-    result = loop.jury_comparison(
+    result = rescoring.jury_comparison(
         study, baseline=_baseline(request, configurations),
         include_synthetic=include_synthetic,
     )  # fmt: skip
     return render(
         request,
-        "alignment/loop_comparison.html",
+        "alignment/jury_comparison.html",
         {
             "study": study,
             "comparison": result,
             "running": _with_progress(running),
-            "metrics": loop.METRICS,
+            "metrics": rescoring.METRICS,
             "include_synthetic": include_synthetic,
             "csv_url": _csv_url(study, result),
         },
@@ -108,26 +108,26 @@ def comparison(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*STAFF)
 def comparison_csv(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study, pk=pk)
-    result = loop.jury_comparison(
-        study, baseline=_baseline(request, loop.study_configurations(study)),
+    result = rescoring.jury_comparison(
+        study, baseline=_baseline(request, rescoring.study_configurations(study)),
         include_synthetic=query_flag(request.GET, "synthetic", on="include"),
     )  # fmt: skip
     return download_response(
-        request, loop.comparison_csv(result), filename=f"study-{study.pk}-juries.csv",
+        request, rescoring.comparison_csv(result), filename=f"study-{study.pk}-juries.csv",
         content_type="text/csv; charset=utf-8", kind="table", target=study,
     )  # fmt: skip
 
 
 def _baseline(request: HttpRequest, configurations) -> str:
     keys = [configuration.key for configuration in configurations]
-    return query_choice(request.GET, "baseline", keys, default=loop.ORIGINAL)
+    return query_choice(request.GET, "baseline", keys, default=rescoring.ORIGINAL)
 
 
 def _with_progress(configurations) -> list[tuple]:
-    return [(c, loop.configuration_progress(c)) for c in configurations]
+    return [(c, rescoring.configuration_progress(c)) for c in configurations]
 
 
-def _csv_url(study: Study, result: loop.Comparison) -> str:
+def _csv_url(study: Study, result: rescoring.Comparison) -> str:
     query = f"baseline={result.baseline}"
     if result.include_synthetic:
         query += "&synthetic=include"

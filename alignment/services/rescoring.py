@@ -33,8 +33,8 @@ from alignment.engine.frames import ITEM, JURY, RATER, RUBRIC, SCORE
 from alignment.services.frames import RubricInfo, study_frames
 from alignment.services.state import study_state
 from annotation.models import Assignment, Study
-from benchmark.engine.csv_export import rows_csv
 from benchmark.models import Conversation, JobStatus
+from common.csv_export import rows_csv
 from jury.models import JudgeScore, Jury, RubricResult, RubricVersion, ScoringJob
 from jury.services import scoring
 
