@@ -23,28 +23,6 @@ class LoginPage(auth_views.LoginView):
         return super().get_context_data(**kwargs) | {"session_ended": ended}
 
 
-@role_required(*EVERYONE)
-def home(request: HttpRequest) -> HttpResponse:
-    if request.user.has_role(Role.ANNOTATOR):
-        from annotation.services.adjudication import adjudication_queue
-        from annotation.services.worklist import annotator_studies
-
-        studies = annotator_studies(request.user)
-        waiting = len(adjudication_queue(request.user)) if request.user.senior else None
-        return render(
-            request,
-            "accounts/home_annotator.html",
-            {"studies": studies, "adjudications_waiting": waiting},
-        )
-    from benchmark.services.dashboard import dashboard_summary
-    from jury.models import ScoringJob
-
-    jobs = ScoringJob.objects.select_related("run", "jury")[:5]
-    return render(
-        request, "accounts/home_staff.html", {"summary": dashboard_summary(), "jobs": jobs}
-    )
-
-
 @role_required(*ADMIN_ONLY)
 def people(request: HttpRequest) -> HttpResponse:
     """The site's people, each with a link to change them; the accounts imports created

@@ -7,7 +7,7 @@ from django import forms
 from annotation.models import StudyItem, StudyKind
 from annotation.services.studies import StudySpec
 from benchmark.models import JobStatus
-from config.uploads import upload_size_check
+from common.uploads import upload_size_check
 from jury.models import RubricVersion, ScoringJob
 from jury.services.rubrics import current_versions
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from benchmark.engine.text_files import NotText, decode_text
+from common.text_files import NotText, decode_text
 
 
 def upload_limit_bytes() -> int:

@@ -3,9 +3,10 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from accounts import views as account_views
+from portal import views as portal_views
 
 urlpatterns = [
-    path("", account_views.home, name="home"),
+    path("", portal_views.home, name="home"),
     path("accounts/login/", account_views.LoginPage.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/people/", account_views.people, name="people"),

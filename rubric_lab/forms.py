@@ -5,7 +5,7 @@ from django import forms
 
 from benchmark.forms import cost_limit_field, model_validator
 from benchmark.models import Run
-from config.uploads import upload_size_check
+from common.uploads import upload_size_check
 from rubric_lab.engine.pipeline import (
     DEFAULT_AUDIT_ROUNDS,
     DIRECT_STAGES,

@@ -5,7 +5,7 @@ from django import forms
 
 from benchmark.forms import cost_limit_field, model_validator
 from benchmark.models import BenchmarkSet, Run
-from config.uploads import upload_size_check, uploaded_text
+from common.uploads import upload_size_check, uploaded_text
 from jury.models import Jury
 from rubric_lab.engine import perturb
 from rubric_lab.models import GenerationJob, JudgeSetup
