@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import STAFF, role_required
 from accounts.models import User
-from annotation import forms_studyops as forms
+from annotation.forms import studyops as forms
 from annotation.models import Assignment, Project, ProjectMember, Study, StudyItem
 from annotation.services import adjudication, dashboard, enrolment, moves
 from annotation.services.second_phase import SecondPhaseSpec, study_second_phase

@@ -14,7 +14,8 @@ from rubric_lab.models import (
     SensitivityStudy,
 )
 from rubric_lab.services import ablations, coverage, refine, sensitivity
-from rubric_lab.tasks import generation_start, leased_job_tasks
+from rubric_lab.tasks.generation import generation_start
+from rubric_lab.tasks.leased import leased_job_tasks
 
 near_misses = leased_job_tasks(
     task_name="rubric_lab.near_miss", watch_kind="sensitivity", job_model=SensitivityStudy,

@@ -3,8 +3,8 @@ opaque public_id (never a conversation, run or study item id)."""
 
 from django.urls import path
 
-from annotation import views_adjudication
-from annotation import views_annotator as views
+from annotation.views import adjudication as views_adjudication
+from annotation.views import annotator as views
 
 urlpatterns = [
     path("studies/<int:pk>/queue/", views.queue_page, name="queue"),

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_POST
 from accounts.access import role_required
 from accounts.middleware import session_seconds_left
 from accounts.models import Role
-from annotation import forms
+from annotation.forms import annotator as forms
 from annotation.models import Assignment, Study
 from annotation.services import queue, review, worklist
 from annotation.services.annotations import (

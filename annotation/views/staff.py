@@ -12,13 +12,13 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import STAFF, role_required
 from annotation.engine.round_report import MIN_SCORES_FOR_TENDENCY, TENDENCY_THRESHOLD
-from annotation.forms_staff import GuideForm, ImportForm, InvalidateForm, StudyForm
+from annotation.forms.staff import GuideForm, ImportForm, InvalidateForm, StudyForm
 from annotation.models import Assignment, CalibrationGuide, Project, Study
 from annotation.services import dashboard, exchange, guides, round_report
 from annotation.services.annotations import annotation_invalidate
 from annotation.services.history import ANNOTATION_FIELDS
 from annotation.services.studies import study_create, study_guide_show, study_lock
-from annotation.views_studyops import assignment_actions, study_operations
+from annotation.views.studyops import assignment_actions, study_operations
 from audit.downloads import download_response
 from config.query import query_choice, query_flag
 from jury.engine.score_gaps import MAJOR_POINTS

@@ -17,9 +17,9 @@ from benchmark.forms import optional_decimal
 from benchmark.models import Conversation, JobStatus
 from config.query import query_choice, query_object
 from jury.services import juries
-from rubric_lab import forms_evaluation as forms
-from rubric_lab import tasks_evaluation as tasks
+from rubric_lab import tasks
 from rubric_lab.engine import perturb
+from rubric_lab.forms import evaluation as forms
 from rubric_lab.models import (
     AblationStudy,
     CoverageRun,

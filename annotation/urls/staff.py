@@ -3,8 +3,8 @@
 from django.urls import path
 
 from accounts.access import STAFF, role_required
-from annotation import views_staff as views
-from annotation import views_studyops
+from annotation.views import staff as views
+from annotation.views import studyops as views_studyops
 from common.redirects import moved_to
 
 urlpatterns = [
@@ -39,7 +39,7 @@ urlpatterns = [
     ),
 ]
 
-# Running a study: members, deadline, moving work, adjudication (views_studyops).
+# Running a study: members, deadline, moving work, adjudication (annotation.views.studyops).
 _ASSIGNMENT = "staff/assignments/<uuid:public_id>"
 urlpatterns += [
     path("staff/projects/<int:pk>/members/", views_studyops.members, name="staff_members"),

@@ -17,7 +17,7 @@ from django.shortcuts import redirect, render
 
 from accounts.access import role_required
 from accounts.models import Role
-from annotation.forms import AdjudicationForm
+from annotation.forms.annotator import AdjudicationForm
 from annotation.services import adjudication as service
 
 annotator_only = role_required(Role.ANNOTATOR)
