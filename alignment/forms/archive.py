@@ -28,5 +28,5 @@ class ArchiveExportForm(forms.Form):
 class ArchiveImportForm(forms.Form):
     file = forms.FileField(
         validators=[archive_size_check],
-        help_text="A study archive (.zip) exported by HealthBench Lab.",
+        help_text="A study archive (.zip) exported by CareJury.",
     )

@@ -144,7 +144,7 @@ def test_the_commands_export_and_import_a_study(world_study, tmp_path):
     assert "Wrote" in out.getvalue()
     manifest = json.loads(zipfile.ZipFile(path).read("manifest.json"))
     assert manifest["study"]["name"] == "Archive study"
-    assert manifest["format"] == "healthbench-lab-study-archive"
+    assert manifest["format"] == "carejury-study-archive"
     out = io.StringIO()
     call_command("import_study", str(path), stdout=out)
     assert "Imported study" in out.getvalue()
