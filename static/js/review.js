@@ -280,7 +280,7 @@
 
   // --- text kept in the browser until the server has it ---------------------------------------
 
-  const draftKey = `carejury:unsaved:${root.dataset.user}:${root.dataset.item}`;
+  const draftKey = `review:unsaved:${root.dataset.user}:${root.dataset.item}`;
   // Text kept under the product's former name is still put back (then saved under the new key).
   const formerDraftKey = `healthbench:unsaved:${root.dataset.user}:${root.dataset.item}`;
 
@@ -450,7 +450,7 @@
 
   // The session ends a fixed time after the last request of any tab; every answer says how
   // long is left, and the tabs share the latest word through localStorage.
-  const sharedDeadline = `carejury:session-ends:${root.dataset.user}`;
+  const sharedDeadline = `review:session-ends:${root.dataset.user}`;
   let deadline = 0;
   let leaving = false;
 
