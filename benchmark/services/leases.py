@@ -64,8 +64,7 @@ def lease_dispatch(
     room = window - pending.filter(claimed_until__gt=now).count()
     if room <= 0:
         return []
-    free = pending.exclude(claimed_until__gt=now).order_by("pk")
-    ids = list(free.values_list("pk", flat=True)[:room])
+    ids = _free_rows(pending, now=now, room=room)
     if not ids or (stop is not None and stop()):
         return []
     token = new_token()
@@ -79,6 +78,32 @@ def lease_dispatch(
         lambda: queue_send(lambda: send(messages), what=what, undo=lambda: _unclaim(unsent))
     )
     return messages
+
+
+def _free_rows(pending: QuerySet, *, now, room: int) -> list[int]:
+    """Up to `room` pending rows nobody holds: first those whose lease ran out (lost work,
+    oldest first), then those never sent, in the order they were created.
+
+    Two queries, each a range of the (job, status, claimed_until) index every leased table
+    has, read in index order and stopped after `room` rows: neither reads a finished row nor
+    one in flight, so a dispatch costs the same at 90% done as at the start. (Ordering free
+    rows by primary key instead made the database walk the key past every finished row.)"""
+    expired = pending.filter(claimed_until__lte=now).order_by("claimed_until")
+    ids = list(expired.values_list("pk", flat=True)[:room])
+    if len(ids) < room:
+        never_sent = pending.filter(claimed_until=None).order_by("claimed_until")
+        ids += never_sent.values_list("pk", flat=True)[: room - len(ids)]
+    return sorted(ids)
+
+
+def any_pending(pending: QuerySet, *, by: str = "claimed_until") -> bool:
+    """Whether `pending` (one job's pending rows) holds a row, asked of the index.
+
+    `exists()` drops any ordering, and PostgreSQL answers a bare "LIMIT 1" by scanning the
+    table from its start expecting a match soon, which at 90% done reads every finished row
+    of the job first. Ordered by the index column after (job, status) - `claimed_until` on
+    leased rows, the key on conversations - it reads one index entry."""
+    return pending.order_by(by).values_list("pk", flat=True).first() is not None
 
 
 def _unclaim(rows: QuerySet) -> None:

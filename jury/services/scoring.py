@@ -39,6 +39,7 @@ from benchmark.services.cost_limits import (
 from benchmark.services.leases import (
     Heartbeat,
     LeasedTask,
+    any_pending,
     connection_checked,
     lease_claim,
     lease_dispatch,
@@ -272,7 +273,7 @@ def scoring_dispatch(job: ScoringJob, send: Callable[[list[LeasedTask]], None]) 
         pending = job.scores.filter(status=ScoreStatus.PENDING)
         sent = lease_dispatch(
             pending, window=job.concurrency, send=send,
-            stop=lambda: cost_limit_reached(job, spent=scoring_spent(job)),
+            stop=lambda: cost_limit_reached(job, spent=lambda: scoring_spent(job)),
         )  # fmt: skip
     job_finish_if_done(job)
     return sent
@@ -567,7 +568,7 @@ def _job_weights(jury: Jury, rubrics_scored) -> dict[str, float]:
 def job_finish_if_done(job: ScoringJob) -> None:
     """Once no judge call is pending: finished, or failed, with the reason, when not one call
     gave a valid score (a job whose every call failed has nothing to report)."""
-    if job.scores.filter(status=ScoreStatus.PENDING).exists():
+    if any_pending(job.scores.filter(status=ScoreStatus.PENDING)):
         return
     _merge_unmerged(job)
     reason = "" if job.scores.filter(status=ScoreStatus.VALID).exists() else _failure_reason(job)
