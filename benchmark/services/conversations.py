@@ -47,10 +47,11 @@ STATUS_FOR = {
 CANCEL_CHECK_SECONDS = 2.0
 
 
-def model_router(use_cache: bool) -> ModelRouter:
+def model_router(use_cache: bool, *, overrides: prices.Overrides | None = None) -> ModelRouter:
     """The router for a task: clients priced with the prices in force now (read once per task,
-    so a price set while workers run applies to the next task, with no restart)."""
-    return _router(use_cache, prices.price_overrides())
+    so a price set while workers run applies to the next task, with no restart). A task that
+    read them already (`prices.price_overrides_as_of`) passes them as `overrides`."""
+    return _router(use_cache, prices.price_overrides() if overrides is None else overrides)
 
 
 @lru_cache(maxsize=4)
