@@ -262,5 +262,9 @@ LOGGING = {
         "django.db.backends": {"level": "WARNING"},
         # Lockouts are warnings; the INFO lines django-axes writes on every login are noise.
         "axes": {"level": "WARNING"},
+        # The model SDKs' HTTP clients log every request at INFO: one line per model call in
+        # the workers' logs, redacted and written (failures are logged by the platform).
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
     },
 }
