@@ -280,13 +280,23 @@ def _beats() -> _Beats:
         return _shared_beats
 
 
-def connection_checked() -> None:
+# A connection last used this recently is taken as it is (see connection_checked).
+UNCHECKED_IDLE_SECONDS = 5.0
+
+
+def connection_checked(*, idle_seconds: float | None = None) -> None:
     """Replace this thread's database connection if it broke (the database restarted).
 
     Django checks connections between requests and Celery between tasks; a task that runs for
-    minutes (a conversation, a judge call, the heartbeat beside them) must check its own
-    before it writes what it did, or a restart in the meantime would cost the whole attempt.
-    A connection inside a transaction is left alone: it belongs to whoever opened it."""
+    minutes (a conversation, a judge call that waits on retries, the heartbeat beside them)
+    must check its own before it writes what it did, or a restart in the meantime would cost
+    the whole attempt. `idle_seconds`: how long ago the task last used the connection; under
+    UNCHECKED_IDLE_SECONDS the check (a round trip to the database) is skipped, and a write
+    that still finds the connection gone leaves the row in flight for its lease, as any
+    failed write does. A connection inside a transaction is left alone: it belongs to
+    whoever opened it."""
+    if idle_seconds is not None and idle_seconds < UNCHECKED_IDLE_SECONDS:
+        return
     if not connection.in_atomic_block:
         connection.close_if_unusable_or_obsolete()
 

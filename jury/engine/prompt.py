@@ -132,6 +132,18 @@ def render_judge_prompt_for(
         raise ValueError(f"rubric {rubric.id!r} is scored by clinicians only, not by judges")
     template = template or load_judge_template()
     values = {
+        **_rubric_text(rubric),
+        "profile": conversation.profile,
+        "scenario": conversation.scenario,
+        "trace": conversation.trace,
+    }
+    return template.system.substitute(values), template.user.substitute(values)
+
+
+@lru_cache(maxsize=64)
+def _rubric_text(rubric: Rubric) -> dict[str, str]:
+    """The placeholders that come from the rubric alone (rubrics are frozen: rendered once)."""
+    return {
         "rubric_name": rubric.name,
         "rubric_code": rubric.code,
         "rubric_version": str(rubric.version),
@@ -144,11 +156,7 @@ def render_judge_prompt_for(
         "sub_dimensions": render_sub_dimensions(rubric),
         "distinctions": _bullets(rubric.distinctions) or "None for this dimension.",
         "forced_fail": _bullets(rubric.forced_fail),
-        "profile": conversation.profile,
-        "scenario": conversation.scenario,
-        "trace": conversation.trace,
     }
-    return template.system.substitute(values), template.user.substitute(values)
 
 
 def prompt_hash(system: str, user: str) -> str:

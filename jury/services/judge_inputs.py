@@ -84,12 +84,13 @@ def _load(conversation_id: int) -> JudgeInputs:
 
 
 class _LeastRecentlyUsed:
-    """A thread-safe cache of the last `size` values; a value is built outside the lock (two
-    threads may build the same one at once, and either result is right)."""
+    """A thread-safe cache of the last `size` values. A conversation's judge calls start
+    together, so one thread builds a missing value while the others asking for it wait."""
 
     def __init__(self, size: int):
         self.size = size
         self._values: OrderedDict[Hashable, JudgeInputs] = OrderedDict()
+        self._building: dict[Hashable, threading.Event] = {}
         self._lock = threading.Lock()
 
     def get(self, key: Hashable, build: Callable[[], JudgeInputs]) -> JudgeInputs:
@@ -97,12 +98,27 @@ class _LeastRecentlyUsed:
             if key in self._values:
                 self._values.move_to_end(key)
                 return self._values[key]
-        value = build()
-        with self._lock:
-            self._values[key] = value
-            while len(self._values) > self.size:
-                self._values.popitem(last=False)
-        return value
+            built = self._building.get(key)
+            mine = built is None
+            if mine:
+                built = self._building[key] = threading.Event()
+        if not mine:
+            built.wait()
+            with self._lock:
+                if key in self._values:
+                    return self._values[key]
+            return build()  # the thread that built it failed: try here
+        try:
+            value = build()
+            with self._lock:
+                self._values[key] = value
+                while len(self._values) > self.size:
+                    self._values.popitem(last=False)
+            return value
+        finally:
+            with self._lock:
+                del self._building[key]
+            built.set()
 
     def clear(self) -> None:
         with self._lock:

@@ -14,6 +14,7 @@ from RunAgent reaches the prompt or the offline judge's hints.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -438,6 +439,7 @@ def _judge(score: JudgeScore, mine: str, send_next) -> bool:
     )
     overrides = prices.price_overrides_as_of(score.newest_price)
     recorder = accounting.RecordingClient(model_router(score.job.use_cache, overrides=overrides))
+    asked = time.monotonic()
     try:
         result = request_json(recorder, request, validate_judge_answer, max_repairs=JUDGE_REPAIRS)
     except ProviderError as error:
@@ -460,7 +462,10 @@ def _judge(score: JudgeScore, mine: str, send_next) -> bool:
             "raw_output": result.responses[-1].text,
         }
     prompt = prompt_hash(request.system, request.messages[0].content)
-    stored, next_sent = _record(score, recorder, mine, send_next, prompt=prompt, **outcome)
+    idle = time.monotonic() - asked
+    stored, next_sent = _record(
+        score, recorder, mine, send_next, idle=idle, prompt=prompt, **outcome
+    )
     if stored:
         conversation_merge(score.job, score.conversation, inputs=inputs)
     return next_sent
@@ -476,7 +481,15 @@ def reason_code(text: str) -> str:
 
 
 def _record(
-    row: JudgeScore, recorder, mine: str, send_next, *, prompt: str, status: str, **fields
+    row: JudgeScore,
+    recorder,
+    mine: str,
+    send_next,
+    *,
+    idle: float,
+    prompt: str,
+    status: str,
+    **fields,
 ) -> tuple[bool, bool]:
     """Store this attempt's outcome; returns (stored, next call sent). Tokens, cost and raw
     answers add up over relaunches; the money spent is accounted (ModelCall) either way.
@@ -506,7 +519,7 @@ def _record(
     row.updated_at = timezone.now()
     for field, value in lease_release_fields().items():
         setattr(row, field, value)
-    connection_checked()  # the call may have outlived the database connection
+    connection_checked(idle_seconds=idle)  # the call may have outlived the connection
     with transaction.atomic():
         accounting.model_calls_save(
             recorder.calls, run_id=row.job.run_id, conversation_id=row.conversation_id
