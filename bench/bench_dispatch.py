@@ -5,10 +5,11 @@ what is in flight and picks free pending rows to send. A step that read finished
 cost more as the job progresses, and the job's total would grow with the square of its size.
 
 For each database - SQLite (a fresh file in a temporary DATA_DIR) and PostgreSQL (a throwaway
-database on BENCH_DATABASE_URL's server, else the local bench cluster, dropped afterwards;
-skipped when neither answers) - the bench stores with bulk_create, and without any model call,
-three 12,000-conversation runs (1,200 cases x 10 agents) and three scoring jobs of 2 judges x 6
-rubrics over the first (144,000 judge calls each), all in the same tables. One run and one job
+database on BENCH_DATABASE_URL's server or the local bench cluster, dropped afterwards, else a
+cluster of the bench's own; skipped without server binaries) - the bench stores with
+bulk_create, and without any model call, three 12,000-conversation runs (1,200 cases x 10
+agents) and three scoring jobs of 2 judges x 6 rubrics over the first (144,000 judge calls
+each), all in the same tables. One run and one job
 stand at 0% done, one at 50%, one at 90% (rows finished in the order dispatch sends them; a
 finished conversation has its 17 model-call rows, a finished judge call its cost, as workers
 store them; then VACUUM ANALYZE, as autovacuum would). In each, the window is full but one
@@ -23,6 +24,7 @@ Run: .venv/bin/python bench/bench_dispatch.py   (about 2-4 minutes per database)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
@@ -282,10 +284,25 @@ def main_child(database: str, out: Path) -> int:
     if database == "sqlite":
         out.write_text(json.dumps(measure_here(None)))
         return 0
-    server = processes.postgres_server_url()
-    with processes.throwaway_postgres(server, prefix="dispatch") as url:
+    with postgres_database() as url:
         out.write_text(json.dumps(measure_here(url)))
     return 0
+
+
+@contextlib.contextmanager
+def postgres_database():
+    """A throwaway database on BENCH_DATABASE_URL's server (or the local bench cluster), else
+    on a cluster of the bench's own."""
+    server = processes.postgres_server_url()
+    if server is not None:
+        with processes.throwaway_postgres(server, prefix="dispatch") as url:
+            yield url
+        return
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-dispatch-pg-") as folder,
+        processes.private_postgres(Path(folder)) as found,
+    ):
+        yield found[0]
 
 
 # --- the bench -------------------------------------------------------------------------------
@@ -326,8 +343,8 @@ def rows_for(label: str, result: dict | None) -> list[dict]:
 
 def run() -> list[dict]:
     rows = rows_for(LABELS["sqlite"], measure("sqlite"))
-    if processes.postgres_server_url() is None:
-        print("(PostgreSQL skipped: set BENCH_DATABASE_URL or start the local bench cluster)")
+    if processes.postgres_server_url() is None and not processes.postgres_binaries():
+        print("(PostgreSQL skipped: no server binaries and no BENCH_DATABASE_URL)")
     else:
         rows += rows_for(LABELS["postgres"], measure("postgres"))
     return rows
