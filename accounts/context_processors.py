@@ -1,9 +1,11 @@
-"""Navigation per role: each link names the roles that see it."""
+"""Navigation per role (each link names the roles that see it) and the display menu's
+choices."""
 
 from django.conf import settings
 from django.urls import reverse
 
 from accounts.access import ADMIN_ONLY, EVERYONE, STAFF
+from accounts.models import TextSize, Theme
 
 NAVIGATION = [
     ("Home", "home", EVERYONE),
@@ -31,7 +33,11 @@ def navigation(request):
         for label, name, roles in NAVIGATION
         if user.has_role(*roles)
     ]
-    return {"nav_links": links, "queue_mode": settings.QUEUE_MODE}
+    return {
+        "nav_links": links,
+        "queue_mode": settings.QUEUE_MODE,
+        "display_choices": {"themes": Theme.choices, "text_sizes": TextSize.choices},
+    }
 
 
 def _is_section(path: str, url: str) -> bool:

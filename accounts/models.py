@@ -20,6 +20,31 @@ class AccountOrigin(models.TextChoices):
     ANNOTATION_FILE = "annotation_file", "Imported with an annotation file"
 
 
+class Theme(models.TextChoices):
+    SYSTEM = "system", "As the system"
+    LIGHT = "light", "Light"
+    DARK = "dark", "Dark"
+
+
+class TextSize(models.TextChoices):
+    SMALL = "small", "Small"
+    MEDIUM = "medium", "Medium"
+    LARGE = "large", "Large"
+    LARGEST = "largest", "Largest"
+
+
+class NotificationKind(models.TextChoices):
+    """What people are told by email (sent by annotation.services.notifications); each person
+    may turn any of them off (`User.notifications_off`)."""
+
+    ENROLLED = "enrolled", "You were enrolled in a project"
+    STUDY_OPENED = "study_opened", "A study opened for you"
+    GUIDE_PUBLISHED = "guide_published", "A calibration guide was published for your project"
+    ITEM_REOPENED = "item_reopened", "A researcher reopened one of your items"
+    ITEM_REASSIGNED = "item_reassigned", "An item was reassigned to you"
+    DEADLINE_SOON = "deadline_soon", "A study's deadline is two days away"
+
+
 class User(AbstractUser):
     role = models.CharField(max_length=20, choices=Role.choices, default=Role.RESEARCHER)
     # Annotators only: which rubrics they score, and whether they hold a clinical licence.
@@ -31,6 +56,17 @@ class User(AbstractUser):
     origin = models.CharField(
         max_length=20, choices=AccountOrigin.choices, default=AccountOrigin.SITE
     )
+    # How the site looks for this person, on every machine they log in from (a clinician
+    # scoring all day moves between ward computers): light, dark or the system's setting,
+    # and the size of the text.
+    theme = models.CharField(max_length=10, choices=Theme.choices, default=Theme.SYSTEM)
+    text_size = models.CharField(max_length=10, choices=TextSize.choices, default=TextSize.MEDIUM)
+    # A senior clinician adjudicates major disagreements (annotation.services.adjudication).
+    senior = models.BooleanField(
+        default=False, help_text="Senior clinician: may adjudicate major disagreements."
+    )
+    # Notification kinds (annotation.services.notifications.KINDS) this person turned off.
+    notifications_off = models.JSONField(default=list, blank=True)
 
     def clean(self) -> None:
         super().clean()
@@ -40,6 +76,15 @@ class User(AbstractUser):
             )
         if self.role != Role.ANNOTATOR and self.track:
             raise ValidationError({"track": "Only annotators have a track."})
+        if self.senior and not (self.role == Role.ANNOTATOR and self.licensed):
+            raise ValidationError(
+                {"senior": "Only a licensed annotator can be a senior clinician."}
+            )
+        unknown = set(self.notifications_off) - set(NotificationKind.values)
+        if unknown:
+            raise ValidationError(
+                {"notifications_off": f"Unknown notification kinds: {', '.join(sorted(unknown))}."}
+            )
 
     def save(self, *args, **kwargs) -> None:
         # The role is the one source of truth: Django's staff and superuser flags follow it, so
@@ -60,3 +105,7 @@ class User(AbstractUser):
 
     def has_role(self, *roles: str) -> bool:
         return self.effective_role in roles
+
+    def wants(self, kind: str) -> bool:
+        """Whether this person wants notifications of `kind` (none are off by default)."""
+        return kind not in self.notifications_off

@@ -1,17 +1,41 @@
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
 
 from accounts.access import ADMIN_ONLY, EVERYONE, role_required
-from accounts.models import AccountOrigin, Role, User
+from accounts.forms import DisplayForm, NotificationSettingsForm, PersonForm
+from accounts.middleware import ENDED
+from accounts.models import AccountOrigin, NotificationKind, Role, User
+from accounts.services import display_preferences_set, notification_settings_save, person_save
+from config.query import query_flag
+
+
+class LoginPage(auth_views.LoginView):
+    """Django's login, saying so when the person arrives because their session ended."""
+
+    def get_context_data(self, **kwargs) -> dict:
+        name, value = ENDED
+        ended = query_flag(self.request.GET, name, on=value)
+        return super().get_context_data(**kwargs) | {"session_ended": ended}
 
 
 @role_required(*EVERYONE)
 def home(request: HttpRequest) -> HttpResponse:
     if request.user.has_role(Role.ANNOTATOR):
+        from annotation.services.adjudication import adjudication_queue
         from annotation.services.worklist import annotator_studies
 
         studies = annotator_studies(request.user)
-        return render(request, "accounts/home_annotator.html", {"studies": studies})
+        waiting = len(adjudication_queue(request.user)) if request.user.senior else None
+        return render(
+            request,
+            "accounts/home_annotator.html",
+            {"studies": studies, "adjudications_waiting": waiting},
+        )
     from benchmark.services.dashboard import dashboard_summary
     from jury.models import ScoringJob
 
@@ -23,8 +47,9 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @role_required(*ADMIN_ONLY)
 def people(request: HttpRequest) -> HttpResponse:
-    """The site's people; the accounts imports created (records of who did imported work,
-    possibly hundreds of pseudonyms) folded apart with their count."""
+    """The site's people, each with a link to change them; the accounts imports created
+    (records of who did imported work, possibly hundreds of pseudonyms) folded apart with
+    their count."""
     users = User.objects.order_by("role", "username")
     return render(
         request,
@@ -33,4 +58,81 @@ def people(request: HttpRequest) -> HttpResponse:
             "people": users.filter(origin=AccountOrigin.SITE),
             "imported": users.exclude(origin=AccountOrigin.SITE).order_by("origin", "username"),
         },
+    )
+
+
+@role_required(*EVERYONE)
+@require_POST
+def display_preferences(request: HttpRequest) -> HttpResponse:
+    """Theme and text size, kept on the account. The page's script applies a change at once and
+    posts it with `fetch` (answered 204); without the script the form posts and comes back."""
+    form = DisplayForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest("Choose a theme and a text size the site offers.")
+    display_preferences_set(user=request.user, **form.cleaned_data)
+    if request.headers.get("X-Requested-With") == "fetch":
+        return HttpResponse(status=204)
+    back = request.POST.get("next", "")
+    safe = url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure())
+    return redirect(back if safe else "home")
+
+
+@role_required(*EVERYONE)
+@require_POST
+def session_keepalive(request: HttpRequest) -> HttpResponse:
+    """The review screen's *Stay logged in*: any request restarts the idle wait, and this one
+    does nothing else (the answer's X-Session-Expires-In says how long is left)."""
+    return HttpResponse(status=204)
+
+
+@role_required(*ADMIN_ONLY)
+def person_new(request: HttpRequest) -> HttpResponse:
+    return _person_form(request, User(role=Role.ANNOTATOR))
+
+
+@role_required(*ADMIN_ONLY)
+def person_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    return _person_form(request, get_object_or_404(User, pk=pk, origin=AccountOrigin.SITE))
+
+
+def _person_form(request: HttpRequest, person: User) -> HttpResponse:
+    creating = person.pk is None
+    form = PersonForm(request.POST or None, instance=person)
+    if request.method == "POST" and form.is_valid():
+        if creating:
+            person.username = form.cleaned_data["username"]
+        try:
+            person_save(person, changes=form.changes(), password=form.cleaned_data["password"],
+                        actor=request.user, creating=creating)  # fmt: skip
+        except ValidationError as error:
+            _add_errors(form, error)
+        else:
+            done = "Created" if creating else "Saved"
+            messages.success(request, f"{done} {person.username}.")
+            return redirect("people")
+    return render(
+        request, "accounts/person_form.html", {"form": form, "person": person, "creating": creating}
+    )
+
+
+def _add_errors(form, error: ValidationError) -> None:
+    if not hasattr(error, "error_dict"):
+        form.add_error(None, error.messages)
+        return
+    for field, texts in error.message_dict.items():
+        form.add_error(field if field in form.fields else None, texts)
+
+
+@role_required(*EVERYONE)
+def notification_settings(request: HttpRequest) -> HttpResponse:
+    """Each person chooses which notifications they get by email."""
+    person = request.user
+    wanted = [kind for kind in NotificationKind.values if person.wants(kind)]
+    form = NotificationSettingsForm(request.POST or None, initial={"wanted": wanted})
+    if request.method == "POST" and form.is_valid():
+        notification_settings_save(person, off=form.off())
+        messages.success(request, "Saved: you get the notifications ticked below.")
+        return redirect("notification_settings")
+    return render(
+        request, "accounts/notification_settings.html", {"form": form, "email": person.email}
     )

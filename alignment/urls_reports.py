@@ -9,6 +9,9 @@ urlpatterns = [
     path("studies/<int:pk>/", views.report, name="report"),
     path("studies/<int:pk>/planner/", views.planner, name="planner"),
     path("studies/<int:pk>/agreement.<str:fmt>", views.export, name="export"),
+    path("studies/<int:pk>/tables/<slug:table>.<str:fmt>", views.table_export, name="table_export"),
+    path("studies/<int:pk>/drift/", views.drift_page, name="drift"),
+    path("studies/<int:pk>/drift.<str:fmt>", views.drift_export, name="drift_export"),
     path("studies/<int:pk>/rubrics/<slug:rubric_id>/", views.rubric, name="rubric"),
     path(
         "studies/<int:pk>/rubrics/<slug:rubric_id>/<str:kind>.<str:fmt>",

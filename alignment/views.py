@@ -20,9 +20,12 @@ from alignment.engine.agreement import (
     CHANCE_DEFINITION,
     EXACT_AGREEMENT_DEFINITION,
 )
+from alignment.engine.alt_test import ALIGNMENT, MIN_CLINICIANS, MIN_ITEMS
 from alignment.engine.judges import ERROR_DEFINITION
 from alignment.models import ItemTheme
 from alignment.services import disagreements, exports, figures, themes, trend
+from alignment.services.drift import annotator_drift
+from alignment.services.drift import drift_export as drift_text
 from alignment.services.frames import EXCLUSION_REASONS, study_rubrics
 from alignment.services.reports import (
     DEFAULT_TARGET_WIDTH,
@@ -91,7 +94,14 @@ def _common(study: Study, report: StudyReport) -> dict:
             "exact": EXACT_AGREEMENT_DEFINITION,
             "chance": CHANCE_DEFINITION,
             "major": MAJOR_POINTS,
+            "sample_question": exports.SAMPLE_QUESTION,
+            "population_question": exports.POPULATION_QUESTION,
+            "alt_alignment": ALIGNMENT,
+            "alt_min_items": MIN_ITEMS,
+            "alt_min_clinicians": MIN_CLINICIANS,
         },
+        "figure_labels": exports.FIGURE_LABELS,
+        "study_tables": list(exports.STUDY_TABLES),
     }
 
 
@@ -148,6 +158,51 @@ def export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     )
     return download_response(
         request, text, filename=f"study-{pk}-agreement.{fmt}",
+        content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8", kind="table",
+        target=study,
+    )  # fmt: skip
+
+
+@role_required(*STAFF)
+def table_export(request: HttpRequest, pk: int, table: str, fmt: str) -> HttpResponse:
+    """The tables beyond the paper (population-weighted figures, alternative annotator test,
+    clinician-corrected scores, judge bias, annotators) as CSV, Markdown or LaTeX."""
+    if table not in exports.STUDY_TABLES or fmt not in exports.EXPORT_FORMATS:
+        raise Http404("No such table or format.")
+    study = _study(pk)
+    text = exports.study_table_export(
+        study_report(study, _filters(request, study.project)), table, fmt, study=study
+    )
+    return download_response(
+        request, text, filename=f"study-{pk}-{table}.{fmt}",
+        content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8", kind="table",
+        target=study,
+    )  # fmt: skip
+
+
+@role_required(*STAFF)
+def drift_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """Each clinician over the project's rounds, with drift flags: loaded into the study report
+    (every round's report is computed, so it comes after the page)."""
+    study = _study(pk)
+    filters = _filters(request, study.project)
+    context = {
+        "study": study,
+        "query": _query(filters),
+        "drift": annotator_drift(study, filters),
+    }
+    return render(request, "alignment/report.html#drift", context)
+
+
+@role_required(*STAFF)
+def drift_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    if fmt not in exports.EXPORT_FORMATS:
+        raise Http404("No such export format.")
+    study = _study(pk)
+    data = annotator_drift(study, _filters(request, study.project))
+    text = drift_text(data, exports.EXPORT_FORMATS[fmt][0], study=study)
+    return download_response(
+        request, text, filename=f"study-{pk}-drift.{fmt}",
         content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8", kind="table",
         target=study,
     )  # fmt: skip

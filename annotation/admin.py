@@ -4,10 +4,13 @@ keep the history; the admin site must not offer a way around them."""
 from django.contrib import admin
 
 from annotation.models import (
+    Adjudication,
     Assignment,
     AssignmentHistory,
     CalibrationGuide,
+    Notification,
     Project,
+    ProjectMember,
     Study,
     StudyItem,
 )
@@ -60,3 +63,25 @@ class AssignmentHistoryAdmin(ReadOnlyAdmin):
 @admin.register(CalibrationGuide)
 class CalibrationGuideAdmin(ReadOnlyAdmin):
     list_display = ("title", "project", "after_study", "published_at")
+
+
+@admin.register(ProjectMember)
+class ProjectMemberAdmin(ReadOnlyAdmin):
+    list_display = ("annotator", "project", "quota", "enrolled_at", "enrolled_by", "withdrawn_at")
+    list_filter = ("project",)
+
+
+@admin.register(Adjudication)
+class AdjudicationAdmin(ReadOnlyAdmin):
+    list_display = ("item", "rubric_id", "reason", "adjudicator", "score", "adjudicated_at")
+    list_filter = ("reason", "item__study")
+
+
+@admin.register(Notification)
+class NotificationAdmin(ReadOnlyAdmin):
+    """The outbox: what was sent to whom, and why a message was not (turned off, no address,
+    the mail server's refusal)."""
+
+    list_display = ("recipient", "kind", "status", "attempts", "created_at", "sent_at", "error")
+    list_filter = ("status", "kind")
+    search_fields = ("recipient__username", "key")

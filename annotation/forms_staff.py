@@ -13,6 +13,8 @@ from jury.services.rubrics import current_versions
 
 # Service error keys that differ from the form's field names.
 SPEC_FIELDS = {"project_name": "project"}
+# Settings of the study's analysis that may be left blank for their defaults.
+DESIGN_SETTINGS = ("alt_test_epsilon", "drift_flag_points")
 
 
 class JobChoice(forms.ModelMultipleChoiceField):
@@ -69,6 +71,18 @@ class StudyForm(forms.Form):
         max_value=24 * 60,
         help_text="An opened item stays reserved this long after its last save.",
     )
+    alt_test_epsilon = forms.FloatField(
+        required=False, initial=0.2, min_value=0.0, max_value=1.0,
+        label="Alternative annotator test: margin ε",
+        help_text="How much of its advantage over a clinician the jury may give up and still "
+        "replace one (Calderon et al.: 0.2 for expert annotators, 0.1 for crowd workers).",
+    )  # fmt: skip
+    drift_flag_points = forms.FloatField(
+        required=False, initial=0.5, min_value=0.05, max_value=4.0,
+        label="Flag a clinician's drift at (points)",
+        help_text="A clinician is flagged for recalibration when their bias moves by more than "
+        "this between two rounds of the project.",
+    )  # fmt: skip
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -90,6 +104,8 @@ class StudyForm(forms.Form):
             seed=data["seed"],
             include_infeasible=data["include_infeasible"],
             reservation_minutes=data["reservation_minutes"],
+            # Left blank: the study's defaults (StudySpec's).
+            **{name: data[name] for name in DESIGN_SETTINGS if data[name] is not None},
         )
 
     def add_service_errors(self, error_dict: dict[str, list[str]]) -> None:

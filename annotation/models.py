@@ -11,9 +11,12 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from annotation.engine.sampling import item_weight
+from benchmark.fields import RedactedTextField
 from benchmark.models import Conversation
 from jury.models import RubricVersion, ScoringJob
 
@@ -30,6 +33,46 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class MemberQuerySet(models.QuerySet):
+    def active(self):
+        return self.filter(withdrawn_at__isnull=True)
+
+
+class ProjectMember(models.Model):
+    """An annotator enrolled in a project: they see its studies, and only they do.
+
+    Withdrawing keeps the row (who was enrolled, when, by whom) with `withdrawn_at` set;
+    enrolling again clears it. `quota` is how many items of each study of the project the
+    annotator is asked to score: the queue serves no new item once they hold or submitted that
+    many (blank: no limit, as many as the overlap leaves them)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="members")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="memberships"
+    )
+    quota = models.PositiveIntegerField(null=True, blank=True)
+    enrolled_at = models.DateTimeField()
+    enrolled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+
+    objects = MemberQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["project", "annotator__username"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "annotator"], name="one_membership")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} in {self.project}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.withdrawn_at is None
 
 
 class StudyKind(models.TextChoices):
@@ -55,7 +98,23 @@ class Study(models.Model):
     seed = models.BigIntegerField(default=0)
     include_infeasible = models.BooleanField(default=False)
     reservation_minutes = models.PositiveSmallIntegerField(default=45)
-    # What the stratified sampler achieved: cells, shortfalls (annotation.engine.sampling).
+    # The project's published calibration guide is shown in calibration rounds; in a target
+    # study only when the researcher chooses (a guide written for practice may steer the
+    # scores the study is run to measure).
+    guide_in_target = models.BooleanField(default=False)
+    # The alternative annotator test's cost-benefit margin (alignment.engine.alt_test): how
+    # much of its advantage over a clinician the jury may give up and still replace one.
+    # Calderon et al. advise 0.2 for expert annotators, 0.1 for crowd workers.
+    alt_test_epsilon = models.FloatField(
+        default=0.2, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
+    # A clinician is flagged for recalibration when their bias (mean score minus the other
+    # clinicians' or the jury's) moves by more than this many points between two rounds.
+    drift_flag_points = models.FloatField(
+        default=0.5, validators=[MinValueValidator(0.05), MaxValueValidator(4.0)]
+    )
+    # What the stratified sampler achieved: cells with available / sampled / drawn counts and
+    # the population's jury scores, shortfalls (annotation.engine.sampling).
     coverage = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=20, choices=StudyStatus.choices, default=StudyStatus.OPEN)
     locked_at = models.DateTimeField(null=True, blank=True)
@@ -63,6 +122,11 @@ class Study(models.Model):
     # came from and when. Such a study is locked: it is a record, not work in progress.
     imported_from = models.CharField(max_length=300, blank=True)
     imported_at = models.DateTimeField(null=True, blank=True)
+    # When the annotators should be done; reminders go out two days before, and the dashboard
+    # measures each annotator's pace against it.
+    deadline = models.DateTimeField(null=True, blank=True)
+    # Whether a senior clinician adjudicating an item of this study sees the jury's score.
+    adjudication_shows_jury = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
@@ -91,12 +155,18 @@ class Study(models.Model):
     def is_locked(self) -> bool:
         return self.status == StudyStatus.LOCKED
 
+    @property
+    def shows_guide(self) -> bool:
+        """Whether annotators of this study see the project's published calibration guide."""
+        return self.is_calibration or self.guide_in_target
+
     def overlap_for(self, track: str) -> int:
         return self.overlap_clinical if track == "clinical" else self.overlap_operational
 
 
 class StudyItem(models.Model):
-    """One sampled conversation, with the stratum it was drawn for."""
+    """One sampled conversation, with the stratum it was drawn for and its place in the
+    sampling design (annotation.engine.sampling explains the design)."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
     conversation = models.ForeignKey(
@@ -104,6 +174,16 @@ class StudyItem(models.Model):
     )
     position = models.PositiveIntegerField()  # sampling order: extremes first
     stratum = models.JSONField(default=dict, blank=True)  # {"model", "rubric", "bin"}
+    # Recorded when the sample is drawn; empty / null on items drawn before they were.
+    # The conversation's jury score bin per judged rubric: its cell of each rubric.
+    jury_bins = models.JSONField(default=dict, blank=True)  # {rubric id: 1-5}
+    cell_available = models.PositiveIntegerField(null=True, blank=True)  # N_h of `stratum`
+    cell_drawn = models.PositiveIntegerField(null=True, blank=True)  # n_h drawn for `stratum`
+    # The chance this conversation entered the sample through any of its cells (and, once a
+    # second phase was drawn, through either phase: annotation.engine.second_phase).
+    inclusion_probability = models.FloatField(null=True, blank=True)
+    # 1: the stratified first sample; 2: added where the judges disagree or the verdict is close.
+    phase = models.PositiveSmallIntegerField(default=1)
 
     class Meta:
         ordering = ["study", "position"]
@@ -113,6 +193,12 @@ class StudyItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study_id}#{self.position}"
+
+    @property
+    def weight(self) -> float | None:
+        """Conversations of the population this item stands for (1 / inclusion probability),
+        or None when the item predates the recorded design."""
+        return item_weight(self.inclusion_probability)
 
 
 class AssignmentStatus(models.TextChoices):
@@ -256,6 +342,9 @@ class HistoryKind(models.TextChoices):
     SKIP = "skip", "Skipped"
     RELEASE = "release", "Reservation expired"
     IMPORT = "import", "Imported"
+    STAFF_RELEASE = "staff_release", "Reservation released by staff"
+    EXTEND = "extend", "Reservation extended"
+    REASSIGN = "reassign", "Reassigned"
 
 
 class AssignmentHistory(models.Model):
@@ -302,3 +391,89 @@ class CalibrationGuide(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+
+class AdjudicationReason(models.TextChoices):
+    CLINICIANS = "clinicians", "Clinicians disagree by 2 or more"
+    JURY = "jury", "Jury and clinician mean differ by 2 or more"
+
+
+class Adjudication(models.Model):
+    """One (item, rubric) sent to a senior clinician, and their adjudicated score.
+
+    Addressed by its own `public_id` on the senior's pages (never the item's id: items are
+    numbered in sampling order, extremes first, which would hint at the jury's score)."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    item = models.ForeignKey(StudyItem, on_delete=models.PROTECT, related_name="adjudications")
+    rubric_id = models.CharField(max_length=60)
+    reason = models.CharField(max_length=20, choices=AdjudicationReason.choices)
+    gap = models.FloatField()  # the gap that qualified it, when it was sent
+    sent_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    sent_at = models.DateTimeField(auto_now_add=True)
+    adjudicator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    score = models.PositiveSmallIntegerField(null=True, blank=True)
+    rationale = models.TextField(blank=True)
+    adjudicated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["item", "rubric_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "rubric_id"], name="one_adjudication"),
+            models.CheckConstraint(
+                condition=Q(score__isnull=True) | Q(score__gte=1, score__lte=5),
+                name="adjudicated_score_1_to_5",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item} {self.rubric_id}"
+
+    @property
+    def is_done(self) -> bool:
+        return self.adjudicated_at is not None
+
+
+class NotificationStatus(models.TextChoices):
+    PENDING = "pending", "Waiting to be sent"
+    SENT = "sent", "Sent"
+    TURNED_OFF = "turned_off", "Not sent: the person turned this kind off"
+    UNDELIVERABLE = "undeliverable", "Not sent: no email address or inactive account"
+    FAILED = "failed", "Failed after every retry"
+
+
+class Notification(models.Model):
+    """The outbox: one row per (event, recipient), written in the transaction that made the
+    event and sent afterwards by a worker (annotation.services.notifications). The unique
+    `key` per recipient makes an event notify each person once, however often it is recorded
+    or its message delivered."""
+
+    recipient = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications"
+    )
+    kind = models.CharField(max_length=30)
+    key = models.CharField(max_length=120)
+    context = models.JSONField(default=dict, blank=True)  # ids the message is rendered from
+    status = models.CharField(
+        max_length=20, choices=NotificationStatus.choices, default=NotificationStatus.PENDING
+    )
+    attempts = models.PositiveSmallIntegerField(default=0)
+    # A sender holds the row until then; a row whose sender died is sent again after it.
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    error = RedactedTextField(blank=True)  # the mail server's words, keys removed
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["recipient", "key"], name="one_notification_per_event")
+        ]
+        indexes = [models.Index(fields=["status", "claimed_until"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} to {self.recipient_id} ({self.status})"

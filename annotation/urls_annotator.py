@@ -3,6 +3,7 @@ opaque public_id (never a conversation, run or study item id)."""
 
 from django.urls import path
 
+from annotation import views_adjudication
 from annotation import views_annotator as views
 
 urlpatterns = [
@@ -14,4 +15,11 @@ urlpatterns = [
     path("items/<uuid:public_id>/skip/", views.skip, name="skip"),
     path("items/<uuid:public_id>/reopen/", views.reopen, name="reopen"),
     path("items/<uuid:public_id>/heartbeat/", views.heartbeat, name="heartbeat"),
+    # Senior clinicians: the adjudication queue, addressed by the adjudication's own public_id.
+    path("adjudication/", views_adjudication.adjudication_list, name="adjudications"),
+    path(
+        "adjudication/<uuid:public_id>/",
+        views_adjudication.adjudication_page,
+        name="adjudication",
+    ),
 ]

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotation import views_archive
+from annotation import views_archive, views_studyops
 from annotation import views_staff as views
 
 urlpatterns = [
@@ -10,6 +10,9 @@ urlpatterns = [
     path("staff/studies/new/", views.study_new, name="staff_study_new"),
     path("staff/studies/<int:pk>/", views.study_detail, name="staff_study"),
     path("staff/studies/<int:pk>/lock/", views.study_lock_view, name="staff_study_lock"),
+    path(
+        "staff/studies/<int:pk>/guide/", views.study_guide_setting, name="staff_study_guide_setting"
+    ),
     path(
         "staff/studies/<int:pk>/annotations.<str:fmt>",
         views.study_export,
@@ -41,5 +44,63 @@ urlpatterns = [
         "staff/assignments/<uuid:public_id>/invalidate/",
         views.assignment_invalidate,
         name="staff_assignment_invalidate",
+    ),
+]
+
+# Running a study: members, deadline, moving work, adjudication (views_studyops).
+_ASSIGNMENT = "staff/assignments/<uuid:public_id>"
+urlpatterns += [
+    path("staff/projects/<int:pk>/members/", views_studyops.members, name="staff_members"),
+    path("staff/members/<int:pk>/quota/", views_studyops.member_quota, name="staff_member_quota"),
+    path(
+        "staff/members/<int:pk>/withdraw/",
+        views_studyops.member_withdraw,
+        name="staff_member_withdraw",
+    ),
+    path(
+        "staff/studies/<int:pk>/deadline/",
+        views_studyops.study_deadline,
+        name="staff_study_deadline",
+    ),
+    path(
+        "staff/studies/<int:pk>/second-phase/",
+        views_studyops.study_second_phase_add,
+        name="staff_study_second_phase",
+    ),
+    path(
+        "staff/studies/<int:pk>/annotators/<int:annotator>/reassign/",
+        views_studyops.study_reassign_all,
+        name="staff_study_reassign_all",
+    ),
+    path(
+        f"{_ASSIGNMENT}/release/",
+        views_studyops.assignment_release,
+        name="staff_assignment_release",
+    ),
+    path(
+        f"{_ASSIGNMENT}/extend/", views_studyops.assignment_extend, name="staff_assignment_extend"
+    ),
+    path(
+        f"{_ASSIGNMENT}/reassign/",
+        views_studyops.assignment_reassign,
+        name="staff_assignment_reassign",
+    ),
+    path(
+        f"{_ASSIGNMENT}/reopen/", views_studyops.assignment_reopen, name="staff_assignment_reopen"
+    ),
+    path(
+        "staff/studies/<int:pk>/adjudication/",
+        views_studyops.study_adjudication,
+        name="staff_adjudication",
+    ),
+    path(
+        "staff/studies/<int:pk>/adjudication/send/",
+        views_studyops.adjudication_send,
+        name="staff_adjudication_send",
+    ),
+    path(
+        "staff/studies/<int:pk>/adjudication/jury/",
+        views_studyops.adjudication_jury,
+        name="staff_adjudication_jury",
     ),
 ]

@@ -1,8 +1,10 @@
 """Annotator pages: the study queue and the review screen with its htmx autosave.
 
 An assignment is looked up by its public_id *and* its annotator, so another annotator's item
-answers 404 exactly like an item that does not exist. Everything the templates show about the
-conversation comes from `review.review_context`, which blinds it on the server.
+answers 404 exactly like an item that does not exist; so does a study, or an item of it, of a
+project the annotator is not enrolled in (annotation.services.enrolment). Everything the
+templates show about the conversation comes from `review.review_context`, which blinds it on
+the server.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import role_required
+from accounts.middleware import session_seconds_left
 from accounts.models import Role
 from annotation import forms
 from annotation.models import Assignment, Study
@@ -30,7 +33,8 @@ from annotation.services.annotations import (
     missing_parts,
     time_touch,
 )
-from annotation.services.guides import guide_examples, guide_render, published_guide
+from annotation.services.enrolment import visible_studies
+from annotation.services.guides import guide_examples, guide_render, study_guide
 
 REVIEW = "annotation/review.html"
 annotator_only = role_required(Role.ANNOTATOR)
@@ -41,7 +45,12 @@ def _own_assignment(request: HttpRequest, public_id: UUID) -> Assignment:
         Assignment.objects.select_related("item__study", "item__conversation__entry"),
         public_id=public_id,
         annotator=request.user,
+        item__study__in=visible_studies(request.user),
     )
+
+
+def _visible_study(request: HttpRequest, pk: int) -> Study:
+    return get_object_or_404(visible_studies(request.user).select_related("project"), pk=pk)
 
 
 # --- queue ---------------------------------------------------------------------------------
@@ -49,12 +58,13 @@ def _own_assignment(request: HttpRequest, public_id: UUID) -> Assignment:
 
 @annotator_only
 def queue_page(request: HttpRequest, pk: int) -> HttpResponse:
-    study = get_object_or_404(Study.objects.select_related("project"), pk=pk)
+    study = _visible_study(request, pk)
     items = worklist.my_items(study, request.user)
     may_take = queue.can_take(study, request.user)
     if not may_take and not any(items.values()):
         queue.take_check(study, request.user)  # raises StudyClosed with the reason: a 403
     progress = queue.queue_progress(study, request.user)
+    all_done = may_take and progress["done"] == progress["total"]
     return render(
         request,
         "annotation/queue.html",
@@ -63,8 +73,9 @@ def queue_page(request: HttpRequest, pk: int) -> HttpResponse:
             "items": items,
             "may_take": may_take,
             "progress": progress,
-            "all_done": may_take and progress["done"] == progress["total"],
-            **_guide_context(published_guide(study.project_id), request.user),
+            "all_done": all_done,
+            "next_study": worklist.next_open_study(request.user, after=study) if all_done else None,
+            **_guide_context(study_guide(study), request.user),
         },
     )
 
@@ -82,8 +93,7 @@ def _guide_context(guide, annotator) -> dict:
 @annotator_only
 @require_POST
 def queue_next(request: HttpRequest, pk: int) -> HttpResponse:
-    study = get_object_or_404(Study, pk=pk)
-    return _open_next(request, study)
+    return _open_next(request, _visible_study(request, pk))
 
 
 def _open_next(request: HttpRequest, study: Study) -> HttpResponse:
@@ -120,6 +130,7 @@ def _review_context(request: HttpRequest, assignment: Assignment, **extra) -> di
             "missing": missing_parts(assignment) if editable else [],
             "progress": queue.queue_progress(assignment.item.study, request.user),
             "skip_form": forms.SkipForm(),
+            "session_seconds": session_seconds_left(request.session),
             **extra,
         }
     )

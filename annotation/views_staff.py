@@ -17,7 +17,8 @@ from annotation.models import Assignment, CalibrationGuide, Project, Study
 from annotation.services import dashboard, exchange, guides, round_report
 from annotation.services.annotations import annotation_invalidate
 from annotation.services.history import ANNOTATION_FIELDS
-from annotation.services.studies import study_create, study_lock
+from annotation.services.studies import study_create, study_guide_show, study_lock
+from annotation.views_studyops import assignment_actions, study_operations
 from audit.downloads import download_response
 from config.query import query_choice, query_flag
 from jury.engine.score_gaps import MAJOR_POINTS
@@ -69,6 +70,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "jobs": study.scoring_jobs.select_related("jury", "run"),
         "guides": study.guides.order_by("-created_at"),
         "published": guides.published_guide(study.project),
+        **study_operations(study),
     }
     return render(request, "annotation/staff/study_detail.html", context)
 
@@ -86,6 +88,22 @@ def study_lock_view(request: HttpRequest, pk: int) -> HttpResponse:
         "annotation/staff/study_lock.html",
         {"study": study, "progress": dashboard.study_progress(study)},
     )
+
+
+@role_required(*STAFF)
+@require_POST
+def study_guide_setting(request: HttpRequest, pk: int) -> HttpResponse:
+    """Show (or stop showing) the project's calibration guide to a target study's annotators."""
+    study = get_object_or_404(Study, pk=pk)
+    shown = query_flag(request.POST, "shown", on="1", off="0")
+    try:
+        study_guide_show(study, shown=shown, actor=request.user)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        what = "now see" if shown else "no longer see"
+        messages.success(request, f"Annotators of {study.name} {what} the calibration guide.")
+    return redirect("annotation:staff_study", pk)
 
 
 # --- one annotation ----------------------------------------------------------------------------
@@ -129,6 +147,7 @@ def _assignment_page(request, assignment: Assignment, form: InvalidateForm) -> H
                 for entry in assignment.history.select_related("actor")
             ],
             "form": form,
+            **assignment_actions(assignment),
         },
     )
 

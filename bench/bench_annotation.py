@@ -217,6 +217,7 @@ def _measure(study, long_item) -> dict[str, float]:
     reader = User.objects.create_user(
         "reader", role=Role.ANNOTATOR, track=Track.CLINICAL, licensed=True
     )
+    _enrol(study, reader)
     assignment = Assignment.objects.create(
         item=long_item, annotator=reader, track=Track.CLINICAL, slot=1, queue_key="reader"
     )
@@ -235,6 +236,7 @@ def _measure(study, long_item) -> dict[str, float]:
         newcomer = User.objects.create_user(
             f"new-{next(newcomers)}", role=Role.ANNOTATOR, track=Track.CLINICAL, licensed=True
         )
+        _enrol(study, newcomer)
         client.force_login(newcomer)  # not timed: only the POST is
         started = time.perf_counter()
         response = client.post(next_url)
@@ -247,6 +249,16 @@ def _measure(study, long_item) -> dict[str, float]:
     next_item()  # warm-up
     nexts = statistics.median(next_item() for _ in range(REPEATS))
     return {"review": review, "next": nexts}
+
+
+def _enrol(study, person) -> None:
+    from django.utils import timezone
+
+    from annotation.models import ProjectMember
+
+    ProjectMember.objects.create(
+        project=study.project, annotator=person, enrolled_at=timezone.now()
+    )
 
 
 def run() -> list[dict]:

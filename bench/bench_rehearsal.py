@@ -77,7 +77,7 @@ def page_times(job) -> dict[str, tuple[float, float]]:
     from django.urls import reverse
 
     from accounts.models import Role, Track, User
-    from annotation.services import queue, studies
+    from annotation.services import enrolment, queue, studies
     from jury.services import rubrics
 
     researcher = User.objects.create_user("rehearsal-researcher", role=Role.RESEARCHER)
@@ -91,6 +91,7 @@ def page_times(job) -> dict[str, tuple[float, float]]:
     annotator = User.objects.create_user(
         "rehearsal-clinician", role=Role.ANNOTATOR, track=Track.CLINICAL, licensed=True
     )
+    enrolment.member_enrol(project=study.project, annotator=annotator, actor=researcher)
     assignment = queue.next_assignment(study=study, annotator=annotator)
     client = Client()
     client.force_login(researcher)

@@ -154,7 +154,7 @@ class AgentConfigForm(forms.Form):
 class RunForm(forms.Form):
     name = forms.CharField(max_length=200)
     benchmark_set = forms.ModelChoiceField(
-        queryset=BenchmarkSet.objects.filter(status=JobStatus.FINISHED)
+        queryset=BenchmarkSet.objects.filter(status=JobStatus.FINISHED, imported_from="")
     )
     models = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}),

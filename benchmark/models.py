@@ -54,7 +54,14 @@ class CostLimited(models.Model):
 
 class BenchmarkSet(CostLimited):
     name = models.CharField(max_length=200)
-    distribution = models.ForeignKey(Distribution, on_delete=models.PROTECT, related_name="sets")
+    # Null for a set imported with its conversations (benchmark.services.imports): its cases
+    # were never sampled from a distribution.
+    distribution = models.ForeignKey(
+        Distribution, null=True, blank=True, on_delete=models.PROTECT, related_name="sets"
+    )
+    # Where an imported set and its run came from ("HealthBench JSONL: oss_eval.jsonl");
+    # blank for a set sampled and enriched here.
+    imported_from = models.CharField(max_length=300, blank=True)
     sampler_seed = models.BigIntegerField()
     size = models.PositiveIntegerField()
     generator_model = models.CharField(max_length=200)
@@ -70,6 +77,10 @@ class BenchmarkSet(CostLimited):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def imported(self) -> bool:
+        return bool(self.imported_from)
 
     def progress(self) -> dict:
         counts = self.entries.aggregate(
@@ -236,13 +247,19 @@ class Run(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def imported(self) -> bool:
+        """Conversations played elsewhere and imported (no sandbox, nothing to resume)."""
+        return self.benchmark_set.imported
+
 
 class RunAgent(models.Model):
     """The system under test inside a run: a model string plus an agent configuration."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="agents")
     model = models.CharField(max_length=200)
-    agent_config = models.ForeignKey(AgentConfig, on_delete=models.PROTECT)
+    # Null for the replies of an imported run: no configuration of this site produced them.
+    agent_config = models.ForeignKey(AgentConfig, null=True, blank=True, on_delete=models.PROTECT)
     label = models.CharField(max_length=200)
 
     class Meta:
@@ -272,6 +289,8 @@ class Termination(models.TextChoices):
     PROVIDER_ERROR = "provider_error", "Provider error"
     CANCELLED = "cancelled", "Cancelled"
     INFRASTRUCTURE = "infrastructure_error", "Infrastructure error"
+    # Played elsewhere and imported with its trace (benchmark.services.imports): no sandbox.
+    IMPORTED = "imported", "Imported"
 
 
 # Terminations that say nothing about the agent: counted and shown, never scored.

@@ -184,7 +184,7 @@ def set_resume(request: HttpRequest, pk: int) -> HttpResponse:
 
 @role_required(*STAFF)
 def set_report(request: HttpRequest, pk: int) -> HttpResponse:
-    benchmark_set = get_object_or_404(BenchmarkSet, pk=pk)
+    benchmark_set = get_object_or_404(BenchmarkSet, pk=pk, imported_from="")
     table = reports.realised_distribution(benchmark_set)
     if query_choice(request.GET, "format", ["csv"]) == "csv":
         return download_response(

@@ -85,6 +85,51 @@ def connections_checked(sender=None, **kwargs) -> None:
     close_old_connections()
 
 
+class SendsNotifications(bootsteps.StartStopStep):
+    """Every NOTIFICATION_TICK_SECONDS this worker writes the deadline reminders that are due
+    and sends every due notification (annotation.services.notifications): what a lost task or
+    an unavailable queue left behind, and retries of a mail server's refusals.
+
+    A periodic look inside every worker instead of a beat scheduler: nothing extra to run on
+    either queue, and with several workers each looks (claims and the outbox's unique keys
+    make that send each message once)."""
+
+    def __init__(self, worker, **kwargs) -> None:
+        super().__init__(worker, **kwargs)
+        self.ticker = None
+
+    def start(self, worker) -> None:
+        from django.conf import settings
+
+        from benchmark.services.leases import Heartbeat
+
+        # A thread of its own: a slow mail server must not hold back the leases' heartbeats.
+        self.ticker = Heartbeat(
+            _notifications_tick,
+            label="notifications",
+            interval=settings.NOTIFICATION_TICK_SECONDS,
+            thread="notifications",
+        )
+        self.ticker.start()
+
+    def stop(self, worker) -> None:
+        if self.ticker is not None:
+            self.ticker.stop()
+            self.ticker = None
+
+
+def _notifications_tick() -> None:
+    from annotation.services.notifications import notifications_tick
+
+    try:
+        notifications_tick()
+    except Exception:  # a bad row or template must not stop the next looks
+        logger.exception("could not send the due notifications")
+
+
+app.steps["worker"].add(SendsNotifications)
+
+
 @app.task(name="config.ping", ignore_result=False)
 def ping(value: int) -> dict:
     """A diagnostic task: proves a worker process picked work up from the queue."""

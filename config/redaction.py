@@ -17,12 +17,13 @@ from benchmark.engine.providers.settings import ProviderSettings
 
 
 def configured_secrets() -> tuple[str, ...]:
-    """The provider keys and the secret key this process runs with ("()" before the settings
-    are loaded: logging must never fail for want of them)."""
+    """The provider keys, the secret key and the mail password this process runs with ("()"
+    before the settings are loaded: logging must never fail for want of them)."""
     from django.conf import settings
 
     try:
-        return (*ProviderSettings.from_django().secrets(), settings.SECRET_KEY)
+        mail = (settings.EMAIL_HOST_PASSWORD,) if settings.EMAIL_HOST_PASSWORD else ()
+        return (*ProviderSettings.from_django().secrets(), settings.SECRET_KEY, *mail)
     except Exception:  # noqa: BLE001 - settings not configured yet
         return ()
 

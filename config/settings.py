@@ -217,6 +217,30 @@ CONVERSATION_LEASE_SECONDS = env.env_int(ENV, "CONVERSATION_LEASE_SECONDS", 900)
 WORKER_HEARTBEAT_SECONDS = env.env_int(ENV, "WORKER_HEARTBEAT_SECONDS", 15)
 WORKER_SILENT_SECONDS = env.env_int(ENV, "WORKER_SILENT_SECONDS", 60)
 
+# --- Email: notifications to annotators (annotation.services.notifications) ----------------
+# Sent by the workers from the outbox, never in a request. Without EMAIL_HOST (the demo, a
+# laptop) messages are printed by the console backend into the worker's log; with it, SMTP.
+EMAIL_HOST = ENV.get("EMAIL_HOST", "")
+EMAIL_BACKEND = ENV.get("EMAIL_BACKEND") or (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_FILE_PATH = ENV.get("EMAIL_FILE_PATH", str(DATA_DIR / "mail"))  # the file backend's folder
+EMAIL_PORT = env.env_int(ENV, "EMAIL_PORT", 587)
+EMAIL_HOST_USER = ENV.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = ENV.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env.env_bool(ENV, "EMAIL_USE_TLS", default=True)
+EMAIL_USE_SSL = env.env_bool(ENV, "EMAIL_USE_SSL", default=False)
+if EMAIL_USE_SSL:
+    EMAIL_USE_TLS = False  # Django refuses both; implicit TLS (port 465) replaces STARTTLS
+EMAIL_TIMEOUT = env.env_int(ENV, "EMAIL_TIMEOUT", 20)
+DEFAULT_FROM_EMAIL = ENV.get("DEFAULT_FROM_EMAIL", "HealthBench Lab <noreply@localhost>")
+# The site's address as people reach it, for the links in notifications.
+SITE_URL = ENV.get("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+# How often every worker looks for notifications to send (retries, deadline reminders).
+NOTIFICATION_TICK_SECONDS = env.env_int(ENV, "NOTIFICATION_TICK_SECONDS", 60)
+
 # --- Caches: the model-response cache must be shared by every worker ---------------------
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},

@@ -6,9 +6,18 @@ from accounts import views as account_views
 
 urlpatterns = [
     path("", account_views.home, name="home"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", account_views.LoginPage.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/people/", account_views.people, name="people"),
+    path("accounts/display/", account_views.display_preferences, name="display_preferences"),
+    path("accounts/session/", account_views.session_keepalive, name="session_keepalive"),
+    path("accounts/people/new/", account_views.person_new, name="person_new"),
+    path("accounts/people/<int:pk>/", account_views.person_edit, name="person_edit"),
+    path(
+        "accounts/notifications/",
+        account_views.notification_settings,
+        name="notification_settings",
+    ),
     path("benchmark/", include("benchmark.urls")),
     path("jury/", include("jury.urls")),
     path("annotation/", include("annotation.urls")),

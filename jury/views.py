@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import EVERYONE, STAFF, role_required
+from alignment.services.corrected import job_corrected, job_corrected_export
 from audit.downloads import download_response
 from benchmark.forms import optional_decimal, unpriced_models, unpriced_warning
 from benchmark.models import Run
@@ -19,6 +20,9 @@ from jury.engine.rubrics import RubricError
 from jury.models import Jury, RubricVersion, ScoringJob
 from jury.services import juries, reports, rubrics, scoring
 from jury.tasks import scoring_start
+
+# The clinician-corrected scores of the target studies drawn from a job (alignment's).
+CORRECTED_TABLE = "corrected"
 
 # --- rubrics -------------------------------------------------------------------------------
 
@@ -208,17 +212,21 @@ def _report(pk: int) -> reports.Report:
 @role_required(*STAFF)
 def report(request: HttpRequest, pk: int) -> HttpResponse:
     data = _report(pk)
+    corrected = job_corrected(data.job)  # clinician-corrected scores of the target studies
     context = {
         "report": data,
         "job": data.job,
         "outcomes": reports.outcome_rows(data),
         "tab": "models",
         "pass_rates": query_flag(request.GET, "pass_rates", on="show", off="hide"),
+        "show_corrected": query_flag(request.GET, "corrected", on="show", off="hide"),
+        "corrected": corrected,
     }
     fragment = query_choice(request.GET, "fragment", ["models"])
     if not data.empty:
         table = reports.model_table(data)
         context["models"] = reports.model_rows(data, table, reports.best_marks(data, table))
+        _attach_corrected(context["models"], corrected)
         if fragment and request.htmx:
             return render(request, "jury/report.html#model-table", context)
         context.update(
@@ -245,15 +253,30 @@ def comparison(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "jury/comparison.html", context)
 
 
+def _attach_corrected(models: list[dict], corrected) -> None:
+    """Each Table 4 rubric cell gets the newest target study's clinician-corrected score of
+    that model and rubric (None when no study was drawn from this job)."""
+    rows = next((rows for _, rows in corrected if rows), [])
+    scores = {(row.model, row.rubric.rubric_id): row.score for row in rows}
+    for model in models:
+        for rubric in model["rubrics"]:
+            rubric["corrected"] = scores.get((model["model"], rubric["rubric"]))
+
+
 @role_required(*STAFF)
 def report_export(request: HttpRequest, pk: int, table: str, suffix: str) -> HttpResponse:
-    if table not in reports.EXPORT_TABLES or suffix not in reports.EXPORT_FORMATS:
+    tables = (*reports.EXPORT_TABLES, CORRECTED_TABLE)
+    if table not in tables or suffix not in reports.EXPORT_FORMATS:
         raise Http404("No such table or format.")
     data = _report(pk)
-    if data.empty and table != "outcomes":
+    if table == CORRECTED_TABLE:
+        text = job_corrected_export(data.job, reports.EXPORT_FORMATS[suffix][0])
+    elif data.empty and table != "outcomes":
         raise Http404("No complete conversations to export yet.")
+    else:
+        text = reports.export_text(data, table, suffix)
     return download_response(
-        request, reports.export_text(data, table, suffix), filename=f"job-{pk}-{table}.{suffix}",
+        request, text, filename=f"job-{pk}-{table}.{suffix}",
         content_type=f"{reports.EXPORT_FORMATS[suffix][1]}; charset=utf-8", kind="table",
         target=data.job,
     )  # fmt: skip

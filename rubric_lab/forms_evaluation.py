@@ -57,8 +57,22 @@ class SensitivityLaunchForm(forms.Form):
         min_value=1, max_value=sensitivity.MAX_CASES, initial=20, label="References (max)"
     )
     seed = forms.IntegerField(initial=0, label="Bootstrap seed")
+    min_type_references = forms.IntegerField(
+        min_value=1, initial=5, required=False,
+        label="Pooled figure: a type needs at least this many references",
+    )  # fmt: skip
+    min_type_share = forms.FloatField(
+        min_value=0, max_value=1, initial=0.25, required=False,
+        label="... or, in a small study, this share of them (whichever is fewer)",
+    )  # fmt: skip
     use_cache = forms.BooleanField(required=False, initial=True, label="Use the response cache")
     cost_limit_usd = cost_limit_field()
+
+    def clean_min_type_references(self):
+        return _or_initial(self, "min_type_references")
+
+    def clean_min_type_share(self):
+        return _or_initial(self, "min_type_share")
 
     def clean(self):
         data = super().clean()
@@ -81,12 +95,19 @@ class SensitivityLaunchForm(forms.Form):
             self.add_error("judge_model", error)
 
 
+def _or_initial(form: forms.Form, name: str):
+    """A field left blank takes its initial value (the shipped default)."""
+    value = form.cleaned_data.get(name)
+    return form.fields[name].initial if value is None else value
+
+
 class ExpertCriteriaUploadForm(forms.Form):
     benchmark_set = forms.ModelChoiceField(
         queryset=BenchmarkSet.objects.order_by("-pk"), label="Benchmark set"
     )
     file = forms.FileField(
-        validators=[upload_size_check], help_text="CSV (case,criterion[,weight]) or a JSON list."
+        validators=[upload_size_check],
+        help_text="CSV (case or conversation, criterion[, weight][, axis]) or a JSON list.",
     )
 
     def clean(self):
@@ -116,6 +137,11 @@ class RefineLaunchForm(forms.Form):
     evaluator_model = model_field("refine_critique", "offline/standard", "Evaluator")
     editor_model = model_field("refine_edit", "offline/standard", "Editor")
     judge_model = model_field("judge", "offline/strict", "Independent judge")
+    criteria_judge_model = forms.CharField(
+        max_length=200, required=False, initial="offline/standard",
+        label="Judge against the expert criteria (blank: not scored against them)",
+        validators=[model_validator("rubric_judge")],
+    )  # fmt: skip
     max_cases = forms.IntegerField(
         min_value=1, max_value=refine.MAX_CASES, initial=20, label="Cases (max)"
     )

@@ -7,6 +7,7 @@ app_name = "rubric_lab"
 urlpatterns = [
     path("knowledge/", views.knowledge_base, name="kb"),
     path("knowledge/upload/", views.knowledge_upload, name="kb_upload"),
+    path("import/", views.import_healthbench, name="import"),
     path("pipelines/", views.pipeline_list, name="pipelines"),
     path("pipelines/new/", views.pipeline_new, name="pipeline_new"),
     path("pipelines/<int:pk>/", views.pipeline_detail, name="pipeline"),
@@ -40,6 +41,11 @@ urlpatterns += [
         "coverage/<int:pk>/export.<str:suffix>",
         views_evaluation.coverage_export,
         name="coverage_export",
+    ),
+    path(
+        "coverage/<int:pk>/compare/<int:other>/export.<str:suffix>",
+        views_evaluation.coverage_compare_export,
+        name="coverage_compare_export",
     ),
     path("refine/", views_evaluation.refine_list, name="refine_list"),
     path("refine/<int:pk>/", views_evaluation.refine_detail, name="refine"),

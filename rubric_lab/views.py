@@ -10,11 +10,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import STAFF, role_required
+from benchmark.engine.providers.client import sends_sampling
 from benchmark.models import Conversation, Run
 from config.query import BadQuery, query_form_check, query_object, query_value
 from rubric_lab import forms
 from rubric_lab.engine.knowledge import CorpusError
-from rubric_lab.engine.pipeline import STAGES
+from rubric_lab.engine.pipeline import stages_of
 from rubric_lab.models import (
     GenerationJob,
     InstanceRubric,
@@ -23,14 +24,14 @@ from rubric_lab.models import (
     KnowledgeUpload,
     RubricGeneration,
 )
-from rubric_lab.services import budgets, instance_scoring, knowledge, pipeline
+from rubric_lab.services import budgets, imports, instance_scoring, knowledge, pipeline
 from rubric_lab.tasks import generation_start, instance_score_start
 
 SEARCH_RESULTS = 8
 LIST_LIMIT = 100
 LAUNCH_OPTIONS = (
-    "generator_model", "judge_model", "retriever", "top_k",
-    "skip_routing", "skip_intent", "skip_audit", "use_cache", "cost_limit_usd",
+    "generator_model", "judge_model", "method", "retriever", "top_k", "skip_routing",
+    "skip_intent", "skip_facts", "skip_audit", "audit_rounds", "use_cache", "cost_limit_usd",
 )  # fmt: skip
 
 # --- knowledge base ------------------------------------------------------------------------
@@ -84,6 +85,28 @@ def knowledge_upload(request: HttpRequest) -> HttpResponse:
     return redirect("rubric_lab:kb")
 
 
+# --- importing conversations ----------------------------------------------------------------
+
+
+@role_required(*STAFF)
+def import_healthbench(request: HttpRequest) -> HttpResponse:
+    form = forms.HealthBenchImportForm(request.POST or None, request.FILES or None)
+    if request.method != "POST" or not form.is_valid():
+        return render(request, "rubric_lab/import.html", {"form": form})
+    upload = form.cleaned_data["file"]
+    try:
+        imported = imports.healthbench_import(
+            filename=upload.name, text=imports.healthbench_text(upload.read(), upload.name),
+            name=form.cleaned_data["name"], source_subset=form.cleaned_data["source_subset"],
+            user=request.user,
+        )  # fmt: skip
+    except imports.HealthBenchRefused as refused:
+        context = {"form": form, "filename": upload.name, "problems": refused.problems}
+        return render(request, "rubric_lab/import.html", context, status=400)
+    messages.success(request, imports.import_summary(imported))
+    return redirect("benchmark:run", imported.run.pk)
+
+
 # --- pipeline --------------------------------------------------------------------------------
 
 
@@ -105,7 +128,7 @@ def pipeline_new(request: HttpRequest) -> HttpResponse:
         try:
             job = pipeline.generation_job_launch(
                 conversations=list(conversations[: data["limit"]]), run=data["run"],
-                user=request.user, **options,
+                sampling=form.sampling(), user=request.user, **options,
             )  # fmt: skip
         except pipeline.PipelineLaunchError as error:
             form.add_error(None, str(error))
@@ -146,12 +169,14 @@ def generation_detail(request: HttpRequest, pk: int) -> HttpResponse:
         RubricGeneration.objects.select_related("job", "conversation__entry"), pk=pk
     )
     stages = list(generation.stages.all())
+    for stage in stages:  # where the model's SDK cannot send sampling settings, say so
+        stage.sampling_sent = bool(stage.model) and sends_sampling(stage.model)
     done = {stage.name for stage in stages}
     context = {
         "generation": generation,
         "job": generation.job,
         "stages": stages,
-        "waiting": [name for name in STAGES if name not in done],
+        "waiting": [name for name in stages_of(generation.job.method) if name not in done],
         "rubric": InstanceRubric.objects.filter(generation=generation).first(),
     }
     if request.htmx:

@@ -15,7 +15,7 @@ from accounts.access import STAFF, role_required
 from audit.downloads import download_response
 from benchmark.forms import optional_decimal
 from benchmark.models import Conversation, JobStatus
-from config.query import query_choice
+from config.query import query_choice, query_object
 from jury.services import juries
 from rubric_lab import forms_evaluation as forms
 from rubric_lab import tasks_evaluation as tasks
@@ -198,8 +198,27 @@ def coverage_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "model_costs": budgets.job_model_costs(run), "kind": "coverage",
     }  # fmt: skip
     if not _polled(request):
-        context.update(coverage.coverage_results(run), failed=run.cases.filter(status="failed"))
+        others = CoverageRun.objects.exclude(pk=pk).select_related("generation_job")
+        other = query_object(request.GET, "compare", others)
+        context.update(
+            coverage.coverage_results(run), failed=run.cases.filter(status="failed"),
+            others=others[:100], other=other,
+            comparison=coverage.coverage_compare(run, other) if other else None,
+        )  # fmt: skip
     return _live(request, "rubric_lab/coverage_detail.html", context, job=run)
+
+
+@role_required(*STAFF)
+def coverage_compare_export(request: HttpRequest, pk: int, other: int, suffix: str):
+    run = get_object_or_404(CoverageRun, pk=pk)
+    against = get_object_or_404(CoverageRun, pk=other)
+    return _export(
+        request,
+        suffix,
+        lambda: coverage.comparison_export(run, against, suffix),
+        f"coverage-{pk}-versus-{other}",
+        target=run,
+    )
 
 
 @role_required(*STAFF)

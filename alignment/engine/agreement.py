@@ -23,6 +23,11 @@ Definitions (one line each; REPORTS prints them from the constants below; "adjac
 
 Counts: n_items are the conversations entering a figure, n_ratings the clinician ratings on
 them. Every interval resamples conversations (bootstrap.py).
+
+Population-weighted: given a design table (item weight and stratum), every figure is computed
+with each conversation counted by its weight and the interval from a bootstrap within the
+sampling cells (design.py); counts, the confusion matrix and the major disagreements stay those
+of the sample. The point estimates then come from the sums (the libraries take no weights).
 """
 
 from __future__ import annotations
@@ -42,10 +47,9 @@ from alignment.engine.bootstrap import (
     Estimate,
     estimate,
     ratio,
-    resample_weights,
     undefined,
-    with_point,
 )
+from alignment.engine.design import Batch, design_for, sample_batch, weighted_batch
 from alignment.engine.frames import (
     ITEM,
     JURY,
@@ -124,6 +128,7 @@ class RubricAgreement:
     n_jury_items_unrated: int = 0  # jury means on conversations no clinician rated
     resamples: int = 0
     seed: int = 0
+    weighted: bool = False  # population-weighted (design.py) rather than the plain sample
 
 
 def _jury_columns(columns: ItemColumns, data: RubricItems) -> tuple[np.ndarray, np.ndarray]:
@@ -247,11 +252,11 @@ class _Reasons:
 
 
 def _jury_figures(
-    sums: dict, jury_values: np.ndarray, mean_values: np.ndarray, reasons: _Reasons
+    sums: dict, counts: dict, jury_values: np.ndarray, mean_values: np.ndarray, reasons: _Reasons
 ) -> dict[str, Estimate]:
     paired = sums["paired"][:, 0]
-    n = int(paired[0])
-    ratings = int(sums["paired_ratings"][0, 0])
+    n = int(counts["paired"][0, 0])
+    ratings = int(counts["paired_ratings"][0, 0])
     gaps = np.abs(jury_values[:, None] - mean_values[None, :])
     value_hits = is_adjacent(gaps).astype(float)
 
@@ -273,9 +278,9 @@ def _jury_figures(
     }
 
 
-def _human_figures(sums: dict, reasons: _Reasons) -> dict[str, Estimate]:
-    n = int(sums["overlapped"][0, 0])
-    ratings = int(sums["overlapped_ratings"][0, 0])
+def _human_figures(sums: dict, counts: dict, reasons: _Reasons) -> dict[str, Estimate]:
+    n = int(counts["overlapped"][0, 0])
+    ratings = int(counts["overlapped_ratings"][0, 0])
     pairs = sums["pairs"][:, 0]
     pooled = sums["pooled_levels"]
 
@@ -289,16 +294,16 @@ def _human_figures(sums: dict, reasons: _Reasons) -> dict[str, Estimate]:
         "human_exact_chance": figure(_human_chance(pooled, np.eye(len(LEVELS)))),
         "alpha_clinicians": figure(
             coefficients.alpha_from_sums(sums["coincidences"], level=ALPHA_LEVEL, values=VALUES),
-            reasons.alpha(pooled[0]),
+            reasons.alpha(counts["pooled_levels"][0]),
         ),
         "ac2": figure(coefficients.gwet_from_sums(sums["gwet"], AC2_WEIGHTS)[2]),
     }
 
 
-def _alpha_with_jury(sums: dict, reasons: _Reasons) -> Estimate:
+def _alpha_with_jury(sums: dict, counts: dict, reasons: _Reasons) -> Estimate:
     if reasons.jury:
         return undefined(reasons.jury)
-    n = int(sums["jury_pairable"][0, 0])
+    n = int(counts["jury_pairable"][0, 0])
     coincidences = sums["coincidences_jury"]
     reason = (
         "no conversation has two ratings even counting the jury"
@@ -307,22 +312,25 @@ def _alpha_with_jury(sums: dict, reasons: _Reasons) -> Estimate:
     )
     values = coefficients.alpha_from_sums(coincidences, level=ALPHA_LEVEL, values=VALUES)
     return estimate(
-        values, n_items=n, n_ratings=int(sums["jury_pairable_ratings"][0, 0]), reason=reason
+        values, n_items=n, n_ratings=int(counts["jury_pairable_ratings"][0, 0]), reason=reason
     )
 
 
-def _kappa_pairs(sums: dict, data: RubricItems, pairs: list[tuple[int, int]]) -> list[KappaPair]:
+def _kappa_pairs(
+    sums: dict, counts: dict, data: RubricItems, pairs: list[tuple[int, int]], *, library: bool
+) -> list[KappaPair]:
     out = []
     for a, b in pairs:
         block = sums[f"kappa {a} {b}"]
-        shared = int(block[0, 0])
+        shared = int(counts[f"kappa {a} {b}"][0, 0])
         reason = (
             "these two annotators share no conversation"
             if shared == 0
             else "both annotators gave one and the same score throughout, so kappa is 0/0"
         )
         values = coefficients.kappa_from_sums(block)
-        values[0] = _library_kappa(data.scores[:, a], data.scores[:, b], values[0])
+        if library:
+            values[0] = _library_kappa(data.scores[:, a], data.scores[:, b], values[0])
         estimate_ = estimate(values, n_items=shared, n_ratings=2 * shared, reason=reason)
         out.append(KappaPair(data.raters[a], data.raters[b], estimate_))
     return out
@@ -378,38 +386,50 @@ def rubric_agreement(
     *,
     resamples: int = RESAMPLES,
     seed: int = 0,
+    design: pd.DataFrame | None = None,
 ) -> RubricAgreement:
     """All figures for one rubric. clinicians: item, rater, score (1-5); jury: jury mean by item
-    (NaN for an incomplete jury), or None for a human-only rubric (realism, or no jury yet).
+    (NaN for an incomplete jury), or None for a human-only rubric (realism, or no jury yet);
+    design: item, weight, stratum for the population-weighted figures (None: the sample's).
 
     Never raises on data conditions (one annotator, no overlap, identical scores, missing jury):
-    those figures come back undefined with the reason. Raises ValueError on a malformed table."""
+    those figures come back undefined with the reason. Raises ValueError on a malformed table
+    (a design table must give every rated item a positive weight)."""
     data = rubric_items(clinicians, jury)
-    weights = with_point(resample_weights(len(data.items), resamples, np.random.default_rng(seed)))
+    if design is None:
+        batch = sample_batch(len(data.items), resamples, seed)
+    else:
+        weights, strata = design_for(data.items, design)
+        batch = weighted_batch(weights, strata, resamples, seed)
     columns = ItemColumns(len(data.items))
     jury_values, mean_values = _jury_columns(columns, data)
     _human_columns(columns, data)
     pairs = _pair_columns(columns, data)
-    sums = columns.sums(weights)
+    counts, sums = batch.split(columns.sums(batch.matrix))
     reasons = _Reasons(data)
+    library = not batch.weighted  # the packages' point estimates take no weights
 
     figures = {
-        **_jury_figures(sums, jury_values, mean_values, reasons),
-        **_human_figures(sums, reasons),
+        **_jury_figures(sums, counts, jury_values, mean_values, reasons),
+        **_human_figures(sums, counts, reasons),
     }
-    figures["alpha_clinicians"] = _with_point(
-        figures["alpha_clinicians"],
-        _library_alpha(data, _value(figures["alpha_clinicians"]), with_jury=False),
+    alpha_jury = (
+        _alpha_with_jury(sums, counts, reasons) if data.has_jury else undefined(reasons.jury)
     )
-    alpha_jury = _alpha_with_jury(sums, reasons) if data.has_jury else undefined(reasons.jury)
-    figures["alpha_with_jury"] = _with_point(
-        alpha_jury, _library_alpha(data, _value(alpha_jury), with_jury=True)
-    )
-    figures["spearman"] = _spearman(weights, data, reasons)
+    figures["alpha_with_jury"] = alpha_jury
+    if library:
+        figures["alpha_clinicians"] = _with_point(
+            figures["alpha_clinicians"],
+            _library_alpha(data, _value(figures["alpha_clinicians"]), with_jury=False),
+        )
+        figures["alpha_with_jury"] = _with_point(
+            alpha_jury, _library_alpha(data, _value(alpha_jury), with_jury=True)
+        )
+    figures["spearman"] = _spearman(batch, data, reasons)
     confusion, major = _confusion(data)
     return RubricAgreement(
         **figures,
-        kappa_pairs=_kappa_pairs(sums, data, pairs),
+        kappa_pairs=_kappa_pairs(sums, counts, data, pairs, library=library),
         confusion=confusion,
         major_disagreements=major,
         n_items=len(data.items),
@@ -419,6 +439,7 @@ def rubric_agreement(
         n_jury_items_unrated=data.n_jury_items_unrated,
         resamples=resamples,
         seed=seed,
+        weighted=batch.weighted,
     )
 
 
@@ -433,12 +454,13 @@ def _with_point(figure: Estimate, library_value: float) -> Estimate:
     return replace(figure, value=library_value)
 
 
-def _spearman(weights: np.ndarray, data: RubricItems, reasons: _Reasons) -> Estimate:
+def _spearman(batch: Batch, data: RubricItems, reasons: _Reasons) -> Estimate:
     paired = data.paired
     values = coefficients.spearman_from_weights(
-        weights[:, paired], data.jury[paired], data.clinician_mean[paired]
+        batch.figure_rows[:, paired], data.jury[paired], data.clinician_mean[paired]
     )
-    values[0] = _library_spearman(data) if np.isfinite(values[0]) else np.nan
+    if not batch.weighted:
+        values[0] = _library_spearman(data) if np.isfinite(values[0]) else np.nan
     return estimate(
         values,
         n_items=int(paired.sum()),
@@ -453,10 +475,12 @@ def agreement_table(
     *,
     resamples: int = RESAMPLES,
     seed: int = 0,
+    design_long: pd.DataFrame | None = None,
 ) -> dict[str, RubricAgreement]:
     """rubric_agreement for every rubric in either table (a rubric only the jury scored comes
     back with n_items 0 and its jury items counted as unrated). A rubric absent from jury_long
-    gets the human-only figures."""
+    gets the human-only figures. With design_long (item, rubric, weight, stratum) every figure
+    is population-weighted."""
     check_ratings(clinicians_long, who="clinician", key=RATER, extra=(RUBRIC,))
     for column in (ITEM, RUBRIC, JURY):
         if column not in jury_long.columns:
@@ -466,12 +490,15 @@ def agreement_table(
     rubrics = pd.unique(pd.concat([clinicians_long[RUBRIC], jury_long[RUBRIC]], ignore_index=True))
     clinicians_by_rubric = dict(tuple(clinicians_long.groupby(RUBRIC, sort=False)))
     jury_by_rubric = dict(tuple(jury_long.groupby(RUBRIC, sort=False)))
+    designs = {} if design_long is None else dict(tuple(design_long.groupby(RUBRIC, sort=False)))
     empty = clinicians_long.iloc[0:0]
+    empty_design = None if design_long is None else design_long.iloc[0:0]
     table = {}
     for rubric in rubrics:
         jury_rows = jury_by_rubric.get(rubric)
         jury = None if jury_rows is None else jury_rows.set_index(ITEM)[JURY]
         table[rubric] = rubric_agreement(
-            clinicians_by_rubric.get(rubric, empty), jury, resamples=resamples, seed=seed
-        )
+            clinicians_by_rubric.get(rubric, empty), jury, resamples=resamples, seed=seed,
+            design=designs.get(rubric, empty_design),
+        )  # fmt: skip
     return table

@@ -192,6 +192,21 @@ def _midranks(counts: np.ndarray) -> np.ndarray:
     return np.cumsum(counts, axis=1) - counts + (counts + 1) / 2
 
 
+def _column_sums_by_code(weights: np.ndarray, codes: np.ndarray, width: int) -> np.ndarray:
+    """weights @ one_hot(codes): the columns of each code added up, without the dense
+    one-hot product (a thousand resamples times a thousand items times hundreds of cells)."""
+    weights = np.asarray(weights, dtype=float)
+    if len(codes) == 0:
+        return np.zeros((weights.shape[0], width))
+    order = np.argsort(codes, kind="stable")
+    ordered = codes[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    sums = np.add.reduceat(weights[:, order], starts, axis=1)
+    out = np.zeros((weights.shape[0], width))
+    out[:, ordered[starts]] = sums
+    return out
+
+
 def spearman_from_weights(weights: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Spearman's rho of (x, y) in each resample (rows of weights = draw counts per item):
     the Pearson correlation of mid-ranks, exactly what scipy gives the resample written out
@@ -200,7 +215,7 @@ def spearman_from_weights(weights: np.ndarray, x: np.ndarray, y: np.ndarray) -> 
     x_values, x_codes = np.unique(x, return_inverse=True)
     y_values, y_codes = np.unique(y, return_inverse=True)
     cells, cell_codes = np.unique(x_codes * len(y_values) + y_codes, return_inverse=True)
-    joint = weights @ np.eye(len(cells))[cell_codes]  # (batch, cells): draws of each pair
+    joint = _column_sums_by_code(weights, cell_codes, len(cells))  # (batch, cells): draws
     cell_x, cell_y = cells // len(y_values), cells % len(y_values)
     rank_x = _midranks(joint @ np.eye(len(x_values))[cell_x])[:, cell_x]
     rank_y = _midranks(joint @ np.eye(len(y_values))[cell_y])[:, cell_y]

@@ -4,7 +4,9 @@ Every statistic takes plain pandas tables in long form, one row per rating:
 - clinicians: ITEM (conversation id), RATER (annotator id), SCORE (int 1-5), and RUBRIC when
   several rubrics travel together;
 - jury: ITEM (and RUBRIC) with JURY, the jury mean (float; NaN when the jury is incomplete);
-- judges: ITEM, JUDGE, SCORE - one judge's integer score.
+- judges: ITEM, JUDGE, SCORE - one judge's integer score;
+- design: ITEM (and RUBRIC) with WEIGHT (1 / inclusion probability) and STRATUM (the item's
+  sampling cell for that rubric), for the population-weighted figures (design.py).
 
 The Django side (alignment/services/frames.py) builds these; the engine never imports Django.
 """
@@ -22,6 +24,8 @@ RATER = "rater"
 SCORE = "score"
 JURY = "jury"
 JUDGE = "judge"
+WEIGHT = "weight"
+STRATUM = "stratum"
 
 LEVELS = (1, 2, 3, 4, 5)
 LOWEST, HIGHEST = LEVELS[0], LEVELS[-1]

@@ -11,6 +11,8 @@ pairs where it is defined - the design effect of averaging K equally correlated 
 (Kish 1965). rho is held within [0, 1], so the figure lies between 1 and K.
 
 Every figure has a 95% bootstrap interval over conversations; n_ratings counts judge scores.
+With a design table (item, weight, stratum) the figures are population-weighted, with the
+bootstrap within sampling cells (design.py).
 """
 
 from __future__ import annotations
@@ -28,9 +30,8 @@ from alignment.engine.bootstrap import (
     Estimate,
     estimate,
     ratio,
-    resample_weights,
-    with_point,
 )
+from alignment.engine.design import design_for, sample_batch, weighted_batch
 from alignment.engine.frames import ITEM, JUDGE, LEVELS, SCORE, check_ratings
 from alignment.engine.items import ItemColumns
 from jury.engine.score_gaps import is_adjacent
@@ -71,6 +72,7 @@ class JudgeAgreement:
     n_items_without_clinicians: int = 0  # judged conversations no clinician rated
     resamples: int = 0
     seed: int = 0
+    weighted: bool = False
 
 
 def judge_agreement(
@@ -79,8 +81,10 @@ def judge_agreement(
     *,
     resamples: int = RESAMPLES,
     seed: int = 0,
+    design: pd.DataFrame | None = None,
 ) -> JudgeAgreement:
-    """judges: item, judge, score (1-5) for one rubric; clinician_mean: by item (NaN = none)."""
+    """judges: item, judge, score (1-5) for one rubric; clinician_mean: by item (NaN = none);
+    design: item, weight, stratum for population-weighted figures (None: the sample's)."""
     check_ratings(judges, who="judge", key=JUDGE)
     wide = judges.pivot(index=ITEM, columns=JUDGE, values=SCORE).astype(float)
     mean = pd.to_numeric(clinician_mean, errors="coerce").reindex(wide.index).to_numpy(float)
@@ -88,19 +92,23 @@ def judge_agreement(
     scores, mean = wide.to_numpy()[known], mean[known]
     names = list(wide.columns)
     columns = _columns(scores, mean)
-    weights = with_point(resample_weights(len(mean), resamples, np.random.default_rng(seed)))
-    sums = columns.sums(weights)
-    pairs = [_pair(sums, names, a, b) for a, b in combinations(range(len(names)), 2)]
+    if design is None:
+        batch = sample_batch(len(mean), resamples, seed)
+    else:
+        batch = weighted_batch(*design_for(wide.index[known].to_numpy(), design), resamples, seed)
+    counts, sums = batch.split(columns.sums(batch.matrix))
+    pairs = [_pair(sums, counts, names, a, b) for a, b in combinations(range(len(names)), 2)]
     return JudgeAgreement(
-        judges=[_alone(sums, names, j) for j in range(len(names))],
+        judges=[_alone(sums, counts, names, j) for j in range(len(names))],
         pairs=pairs,
-        alpha_judges=_alpha(sums, scores),
-        effective_judges=_effective(sums, scores, len(names)),
+        alpha_judges=_alpha(sums, counts, scores),
+        effective_judges=_effective(sums, counts, scores, len(names)),
         n_judges=len(names),
         n_items=len(mean),
         n_items_without_clinicians=int((~known).sum()),
         resamples=resamples,
         seed=seed,
+        weighted=batch.weighted,
     )
 
 
@@ -125,9 +133,9 @@ def _columns(scores: np.ndarray, mean: np.ndarray) -> ItemColumns:
     return columns
 
 
-def _alone(sums: dict, names: list, j: int) -> JudgeAlone:
+def _alone(sums: dict, counts: dict, names: list, j: int) -> JudgeAlone:
     block = sums[f"judge {j}"]
-    n = int(block[0, 0])
+    n = int(counts[f"judge {j}"][0, 0])
     reason = "this judge scored no conversation the clinicians rated"
 
     def figure(values: np.ndarray) -> Estimate:
@@ -147,10 +155,10 @@ def _phi(block: np.ndarray) -> np.ndarray:
     return ratio(n * both - wrong_a * wrong_b, np.sqrt(spread))
 
 
-def _pair(sums: dict, names: list, a: int, b: int) -> JudgePair:
+def _pair(sums: dict, counts: dict, names: list, a: int, b: int) -> JudgePair:
     block = sums[f"pair {a} {b}"]
     n = block[:, 0]
-    shared = int(n[0])
+    shared = int(counts[f"pair {a} {b}"][0, 0])
     no_overlap = "these two judges share no conversation the clinicians rated"
 
     def figure(values: np.ndarray, reason: str = no_overlap) -> Estimate:
@@ -176,8 +184,8 @@ def _pair(sums: dict, names: list, a: int, b: int) -> JudgePair:
     )
 
 
-def _alpha(sums: dict, scores: np.ndarray) -> Estimate:
-    n = int(sums["pairable"][0, 0])
+def _alpha(sums: dict, counts: dict, scores: np.ndarray) -> Estimate:
+    n = int(counts["pairable"][0, 0])
     reason = (
         "the jury has a single judge"
         if scores.shape[1] < 2
@@ -186,10 +194,12 @@ def _alpha(sums: dict, scores: np.ndarray) -> Estimate:
         else "every judge score is the same score, so alpha is 0/0"
     )
     values = coefficients.alpha_from_sums(sums["coincidences"], level=ALPHA_LEVEL, values=VALUES)
-    return estimate(values, n_items=n, n_ratings=int(sums["pairable_scores"][0, 0]), reason=reason)
+    return estimate(
+        values, n_items=n, n_ratings=int(counts["pairable_scores"][0, 0]), reason=reason
+    )
 
 
-def _effective(sums: dict, scores: np.ndarray, k: int) -> Estimate:
+def _effective(sums: dict, counts: dict, scores: np.ndarray, k: int) -> Estimate:
     """K / (1 + (K - 1) rho) per resample, rho the mean defined phi held within [0, 1]."""
     pairs = list(combinations(range(k), 2))
     phis = np.column_stack([_phi(sums[f"pair {a} {b}"]) for a, b in pairs]) if pairs else None
@@ -206,7 +216,7 @@ def _effective(sums: dict, scores: np.ndarray, k: int) -> Estimate:
     )
     return estimate(
         values,
-        n_items=int(sums["pairable"][0, 0]),
-        n_ratings=int(sums["pairable_scores"][0, 0]),
+        n_items=int(counts["pairable"][0, 0]),
+        n_ratings=int(counts["pairable_scores"][0, 0]),
         reason=reason,
     )

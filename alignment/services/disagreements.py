@@ -1,7 +1,8 @@
 """The disagreement report: conversations ranked by |jury - mean clinician|, each with every
 judge's score and explanation beside every clinician's score, feedback and the trace events the
-feedback points at. Counting follows alignment.services.frames (synthetic work only when
-included; practice and invalidated work never)."""
+feedback points at, and its adjudication when a senior clinician settled it. Counting follows
+alignment.services.frames (synthetic work only when included; practice and invalidated work
+never)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pandas as pd
 
 from alignment.engine.frames import ITEM, JUDGE, JURY, RUBRIC
 from alignment.services import themes
+from alignment.services.adjudicated import adjudications_by_key
 from alignment.services.frames import StudyFrames, study_frames
 from alignment.services.reports import ReportFilters, ranked_disagreements
 from alignment.services.trend import project_rounds, round_label
@@ -48,6 +50,7 @@ def disagreement_page(
     ranked = ranked_disagreements(frames)
     majors = ranked[ranked["major"]].groupby(RUBRIC).size().to_dict()
     tags = themes.tags_by_key(study)
+    settled = adjudications_by_key(study)
     chosen = ranked
     if query.rubric:
         chosen = chosen[chosen[RUBRIC] == query.rubric]
@@ -59,13 +62,13 @@ def disagreement_page(
     shown = chosen.head(query.limit)
     return DisagreementPage(
         frames=frames,
-        rows=_rows(study, frames, shown, tags),
+        rows=_rows(study, frames, shown, tags, settled),
         matching=len(chosen),
         majors={r.rubric_id: int(majors.get(r.rubric_id, 0)) for r in frames.judged_rubrics},
     )
 
 
-def _rows(study: Study, frames: StudyFrames, shown: pd.DataFrame, tags) -> list[dict]:
+def _rows(study: Study, frames: StudyFrames, shown: pd.DataFrame, tags, settled) -> list[dict]:
     if shown.empty:
         return []
     items = set(shown[ITEM])
@@ -97,6 +100,7 @@ def _rows(study: Study, frames: StudyFrames, shown: pd.DataFrame, tags) -> list[
                 "judges": _judges(judges, item, rubric),
                 "clinicians": _clinicians(clinicians, assignments, events, item, rubric),
                 "tags": tags.get((item, rubric), []),
+                "adjudication": settled.get((item, rubric)),
             }
         )
     return rows

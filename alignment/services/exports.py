@@ -7,9 +7,12 @@ reason in the Notes column, so a reader never mistakes a missing number for a ze
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
-from alignment.engine.bootstrap import Estimate
+from alignment.services.corrected import corrected_table
+from alignment.services.formats import estimate_text, undefined_note
 from alignment.services.reports import StudyReport
 from annotation.models import Study
 from jury.engine.stats import export_table
@@ -19,7 +22,6 @@ EXPORT_FORMATS = {  # URL suffix -> (jury.engine.stats format, content type)
     "md": ("markdown", "text/markdown"),
     "tex": ("latex", "application/x-tex"),
 }
-UNDEFINED = "undefined"
 # (column, RubricAgreement field, format) of the paper's table, in order.
 PAPER_COLUMNS = (
     ("Jury-clinician adjacent", "jury_adjacent", "share"),
@@ -29,31 +31,6 @@ PAPER_COLUMNS = (
     ("Alpha (clinicians)", "alpha_clinicians", "number"),
     ("Alpha (with jury)", "alpha_with_jury", "number"),
 )
-
-
-def value_text(value: float | None, fmt: str) -> str:
-    if value is None:
-        return UNDEFINED
-    if fmt == "share":
-        return f"{100 * value:.0f}%"
-    if fmt == "signed":
-        return f"{value:+.2f}"
-    return f"{value:.2f}"
-
-
-def interval_text(estimate: Estimate, fmt: str) -> str:
-    """ "[76%, 91%]", or "" when the figure has no interval."""
-    if estimate.low is None or estimate.high is None:
-        return ""
-    return f"[{value_text(estimate.low, fmt)}, {value_text(estimate.high, fmt)}]"
-
-
-def estimate_text(estimate: Estimate, fmt: str) -> str:
-    """One figure with its interval: "84% [76%, 91%]"; "undefined" when it cannot be computed."""
-    if estimate.value is None:
-        return UNDEFINED
-    interval = interval_text(estimate, fmt)
-    return f"{value_text(estimate.value, fmt)} {interval}".strip()
 
 
 def agreement_rows(report: StudyReport) -> pd.DataFrame:
@@ -93,4 +70,218 @@ def agreement_export(report: StudyReport, suffix: str, *, study: Study) -> str:
     return export_table(
         agreement_rows(report), EXPORT_FORMATS[suffix][0], caption=caption,
         label=f"study {study.pk} agreement",
+    )  # fmt: skip
+
+
+# --- the tables beyond the paper ---------------------------------------------------------------
+
+FIGURE_LABELS = {  # RubricAgreement field -> (label, format)
+    "jury_adjacent": ("Jury-clinician adjacent", "share"),
+    "jury_adjacent_chance": ("Chance adjacent", "share"),
+    "jury_exact": ("Jury-clinician exact", "share"),
+    "jury_exact_chance": ("Chance exact", "share"),
+    "human_adjacent": ("Human-human adjacent", "share"),
+    "human_adjacent_chance": ("Chance human-human adjacent", "share"),
+    "human_exact": ("Human-human exact", "share"),
+    "human_exact_chance": ("Chance human-human exact", "share"),
+    "mean_signed_diff": ("Mean signed diff (jury - clinician)", "signed"),
+    "mean_abs_diff": ("Mean absolute diff", "number"),
+    "alpha_clinicians": ("Alpha (clinicians)", "number"),
+    "alpha_with_jury": ("Alpha (with jury)", "number"),
+    "ac2": ("Gwet's AC2 (clinicians)", "number"),
+    "icc": ("ICC(A,1) jury vs clinicians", "number"),
+    "spearman": ("Spearman jury vs clinicians", "number"),
+}
+SAMPLE_QUESTION = "how well the jury does on the conversations the study chose"
+POPULATION_QUESTION = "how well the jury does on every conversation the benchmark produced"
+Person = Callable[[object], str]
+
+
+def joined(*notes: str) -> str:
+    """Notes in order, each once, blanks left out (a set would order them by hash)."""
+    return "; ".join(dict.fromkeys(note for note in notes if note))
+
+
+def weighted_rows(report: StudyReport) -> pd.DataFrame:
+    """Every agreement figure of every rubric twice: on the sample and weighted back to the
+    population, each with its interval and n, and whether the two intervals are disjoint."""
+    rows = []
+    sections = [(s.rubric, s.agreement, s.weighted, s.differs) for s in report.sections]
+    sections += [(s.rubric, s.agreement, s.weighted, s.differs) for s in report.realism]
+    for rubric, sample, weighted, differs in sections:
+        for name, (label, fmt) in FIGURE_LABELS.items():
+            figure = getattr(sample, name)
+            if not rubric.judged and name not in HUMAN_FIGURES:
+                continue
+            population = getattr(weighted, name) if weighted is not None else None
+            notes = [f"sample: {undefined_note(figure)}"] if figure.value is None else []
+            if population is None:
+                notes.append(f"population: {report.design_reason}")
+            elif population.value is None:
+                notes.append(f"population: {undefined_note(population)}")
+            rows.append({
+                "Rubric": rubric.name,
+                "Figure": label,
+                "Sample": estimate_text(figure, fmt),
+                "Population-weighted": "" if population is None else estimate_text(population, fmt),
+                "Conversations": figure.n_items,
+                "Ratings": figure.n_ratings,
+                "Intervals disjoint": "yes" if name in differs else "",
+                "Notes": "; ".join(notes),
+            })  # fmt: skip
+    return pd.DataFrame(rows, columns=WEIGHTED_COLUMNS)
+
+
+HUMAN_FIGURES = {"human_adjacent", "human_adjacent_chance", "human_exact", "human_exact_chance",
+                 "alpha_clinicians", "ac2"}  # fmt: skip
+WEIGHTED_COLUMNS = ["Rubric", "Figure", "Sample", "Population-weighted", "Conversations",
+                    "Ratings", "Intervals disjoint", "Notes"]  # fmt: skip
+
+
+def _p_text(value: float | None) -> str:
+    if value is None:
+        return ""
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def alt_test_rows(report: StudyReport, person: Person) -> pd.DataFrame:
+    """Per rubric: the summary (winning rate, average advantage probability, verdict, what is
+    needed), then one row per clinician left out."""
+    rows = []
+    for section in report.sections:
+        test = section.alt_test
+        omega = "" if test.winning_rate is None else f"{test.winning_rate:.2f}"
+        aap = estimate_text(test.advantage_probability, "number")
+        rows.append({
+            "Rubric": section.rubric.name, "Row": "rubric", "Conversations": test.n_items,
+            "Ratings": test.n_ratings, "Jury advantage": "", "Clinician advantage": "",
+            "p": "", "Adjusted p (BY)": "", "Rejected": "",
+            "Winning rate": f"{omega} ({test.n_rejected} of {test.n_tested})" if omega else "",
+            "Average advantage probability": aap + (" provisional" if test.provisional else ""),
+            "Epsilon": test.epsilon, "Verdict": test.verdict,
+            "Notes": "; ".join([test.reason, *(f"needs {need}" for need in test.needs)]),
+        })  # fmt: skip
+        for clinician in test.clinicians:
+            rows.append({
+                "Rubric": section.rubric.name, "Row": person(clinician.rater),
+                "Conversations": clinician.n_items,
+                "Ratings": clinician.jury_advantage.n_ratings,
+                "Jury advantage": estimate_text(clinician.jury_advantage, "number"),
+                "Clinician advantage": estimate_text(clinician.clinician_advantage, "number"),
+                "p": _p_text(clinician.p_value), "Adjusted p (BY)": _p_text(clinician.adjusted_p),
+                "Rejected": ("yes" if clinician.rejected else "no") if clinician.tested else "",
+                "Winning rate": "", "Average advantage probability": "", "Epsilon": test.epsilon,
+                "Verdict": "", "Notes": clinician.note,
+            })  # fmt: skip
+    return pd.DataFrame(rows, columns=ALT_TEST_COLUMNS)
+
+
+ALT_TEST_COLUMNS = ["Rubric", "Row", "Conversations", "Ratings", "Jury advantage",
+                    "Clinician advantage", "p", "Adjusted p (BY)", "Rejected", "Winning rate",
+                    "Average advantage probability", "Epsilon", "Verdict", "Notes"]  # fmt: skip
+
+
+def judge_bias_rows(report: StudyReport) -> pd.DataFrame:
+    """Per rubric and judge (then the jury): each diagnostic with its interval and n."""
+    rows = []
+    for section in report.sections:
+        for judge in section.bias:
+            name = "Jury (mean)" if judge.judge == "jury" else f"Judge {int(judge.judge) + 1}"
+            for figure in judge.figures:
+                rows.append({
+                    "Rubric": section.rubric.name, "Judge": name, "Model": judge.model,
+                    "Family": judge.family_note, "Diagnostic": figure.label,
+                    "Estimate": estimate_text(figure.estimate, "signed"), "Unit": figure.unit,
+                    "Conversations": figure.estimate.n_items,
+                    "Same family": figure.n_same if figure.covariate == "self_preference" else "",
+                    "Other families": figure.n_other
+                    if figure.covariate == "self_preference" else "",
+                    "Notes": undefined_note(figure.estimate),
+                })  # fmt: skip
+    return pd.DataFrame(rows, columns=BIAS_COLUMNS)
+
+
+BIAS_COLUMNS = ["Rubric", "Judge", "Model", "Family", "Diagnostic", "Estimate", "Unit",
+                "Conversations", "Same family", "Other families", "Notes"]  # fmt: skip
+
+
+def annotator_quality_rows(report: StudyReport, person: Person) -> pd.DataFrame:
+    """Per clinician, over the study and per week: agreement with the other clinicians (leave
+    one out) and with the jury, and the bias against each."""
+    rows = []
+    for figure in [*report.annotator_quality, *report.annotator_weeks]:
+        rater = report.raters.get(figure.rater)
+        rows.append({
+            "Clinician": person(figure.rater), "Track": rater.track if rater else "",
+            "Period": "whole study" if figure.period == "all" else figure.period,
+            "Ratings": figure.ratings,
+            "Agreement with the others": estimate_text(figure.peer_agreement, "share"),
+            "Compared with others (conversations / ratings)":
+                f"{figure.peer_agreement.n_items} / {figure.peer_agreement.n_ratings}",
+            "Bias vs the others": estimate_text(figure.peer_bias, "signed"),
+            "Agreement with the jury": estimate_text(figure.jury_agreement, "share"),
+            "Compared with the jury (conversations / ratings)":
+                f"{figure.jury_agreement.n_items} / {figure.jury_agreement.n_ratings}",
+            "Bias vs the jury": estimate_text(figure.jury_bias, "signed"),
+            "Notes": joined(undefined_note(figure.peer_agreement),
+                            undefined_note(figure.jury_agreement)),
+        })  # fmt: skip
+    return pd.DataFrame(rows, columns=QUALITY_COLUMNS)
+
+
+QUALITY_COLUMNS = ["Clinician", "Track", "Period", "Ratings", "Agreement with the others",
+                   "Compared with others (conversations / ratings)", "Bias vs the others",
+                   "Agreement with the jury", "Compared with the jury (conversations / ratings)",
+                   "Bias vs the jury", "Notes"]  # fmt: skip
+
+STUDY_TABLES = {  # URL name -> (LaTeX caption, builder(report, person))
+    "weighted": (
+        "Every agreement figure on the sample and weighted back to the population of scored "
+        "conversations (Hajek weights, 95% bootstrap intervals within sampling cells)",
+        lambda report, person: weighted_rows(report),
+    ),
+    "alt-test": (
+        "Alternative annotator test per rubric: advantage probabilities, one-sided paired "
+        "t-tests with margin epsilon, Benjamini-Yekutieli adjusted p, winning rate and verdict",
+        alt_test_rows,
+    ),
+    "corrected": (
+        "Clinician-corrected model scores (prediction-powered inference): the jury over every "
+        "conversation the study could draw, corrected by the design-weighted clinician - jury "
+        "difference; 95% normal intervals",
+        lambda report, person: corrected_table(report.corrected),
+    ),
+    "judge-bias": (
+        "Judge bias diagnostics: slope of the judge - clinician difference on conversation "
+        "length and tool calls, and the same-family difference, with 95% bootstrap intervals",
+        lambda report, person: judge_bias_rows(report),
+    ),
+    "annotators": (
+        "Each clinician against the other clinicians (leave one out) and the jury, over the "
+        "study and per week, with 95% bootstrap intervals",
+        annotator_quality_rows,
+    ),
+}
+
+
+def usernames(report: StudyReport) -> Person:
+    def name(rater) -> str:
+        known = report.raters.get(rater)
+        return known.username if known else str(rater)
+
+    return name
+
+
+def study_table_export(
+    report: StudyReport, name: str, suffix: str, *, study: Study, person: Person | None = None
+) -> str:
+    """One of STUDY_TABLES as CSV, Markdown or LaTeX; clinicians by username unless `person`
+    names them otherwise (the archive's pseudonyms)."""
+    if name not in STUDY_TABLES or suffix not in EXPORT_FORMATS:
+        raise ValueError(f"unknown table {name!r} or format {suffix!r}")
+    caption, build = STUDY_TABLES[name]
+    table = build(report, person or usernames(report))
+    return export_table(
+        table, EXPORT_FORMATS[suffix][0], caption=f"{caption}; {study.name}",
+        label=f"study {study.pk} {name}",
     )  # fmt: skip

@@ -19,9 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import pandas as pd
+from django.db.models import Count, Q, Sum
+from django.db.models.functions import Length
 
 from alignment.engine.frames import ITEM, JUDGE, JURY, RATER, RUBRIC, SCORE
+from alignment.engine.judge_bias import AGENT_MODEL
 from annotation.models import Assignment, AssignmentStatus, Study
+from benchmark.models import Conversation, TraceEvent
 from jury.models import JudgeScore, RubricResult, ScoreStatus, ScoringJob
 
 SYNTHETIC = "synthetic"
@@ -35,8 +39,11 @@ EXCLUSION_REASONS = {
     JURY_INCOMPLETE: "no complete jury result for the conversation and rubric: left out of "
     "jury figures, kept for clinician-clinician figures",
 }
-CLINICIAN_COLUMNS = [ITEM, RUBRIC, RATER, SCORE, "track", "assignment", "synthetic", "practice"]
-JURY_COLUMNS = [ITEM, RUBRIC, JURY]
+SUBMITTED = "submitted_at"
+PASSED = "passed"
+CLINICIAN_COLUMNS = [ITEM, RUBRIC, RATER, SCORE, "track", "assignment", "synthetic", "practice",
+                     SUBMITTED]  # fmt: skip
+JURY_COLUMNS = [ITEM, RUBRIC, JURY, PASSED]  # PASSED: the jury's verdict (its pass rule)
 JUDGE_COLUMNS = [ITEM, RUBRIC, JUDGE, "judge_model", SCORE, "explanation", "rubric_version"]
 
 
@@ -75,6 +82,7 @@ class StudyFrames:
     rubrics: list[RubricInfo]  # the study's rubric versions, judged first, in rubric order
     raters: dict[int, Rater] = field(default_factory=dict)
     jobs: dict[int, int] = field(default_factory=dict)  # item -> scoring job id used
+    agents: dict[int, str] = field(default_factory=dict)  # item -> agent's model string
 
     def rubric(self, rubric_id: str) -> RubricInfo | None:
         return next((r for r in self.rubrics if r.rubric_id == rubric_id), None)
@@ -98,9 +106,11 @@ def study_frames(
 ) -> StudyFrames:
     """The study's counted ratings, its jury means and judge scores, filtered to one model
     label and/or one annotator track when given."""
-    items = dict(study.items.values_list("conversation_id", "conversation__run_agent__label"))
-    if model:
-        items = {item: label for item, label in items.items() if label == model}
+    rows = study.items.values_list(
+        "conversation_id", "conversation__run_agent__label", "conversation__run_agent__model"
+    )
+    items = {item: label for item, label, _ in rows if not model or label == model}
+    agents = {item: agent for item, _, agent in rows if item in items}
     jobs = _job_of(study, items, job)
     rubrics = study_rubrics(study)
     clinicians, excluded, excluded_annotations, raters = _clinicians(
@@ -119,6 +129,7 @@ def study_frames(
         rubrics=rubrics,
         raters=raters,
         jobs=jobs,
+        agents=agents,
     )
 
 
@@ -153,6 +164,7 @@ def _clinicians(study: Study, items, *, include_synthetic: bool, track: str | No
     ).values_list(
         "item__conversation_id", "annotator_id", "annotator__username", "annotator__is_active",
         "track", "public_id", "synthetic", "practice", "invalidated_at", "scores", "imported",
+        "submitted_at",
     )  # fmt: skip
     for (
         item,
@@ -166,6 +178,7 @@ def _clinicians(study: Study, items, *, include_synthetic: bool, track: str | No
         invalid,
         scores,
         imported,
+        submitted,
     ) in assignments:
         if track and own_track != track:
             continue
@@ -178,10 +191,11 @@ def _clinicians(study: Study, items, *, include_synthetic: bool, track: str | No
         if imported and not known.imported:
             raters[rater] = replace(known, imported=True)
         rows += [
-            (item, rubric, rater, int(score), own_track, str(public_id), synthetic, practice)
+            (item, rubric, rater, int(score), own_track, str(public_id), synthetic, practice,
+             submitted)
             for rubric, score in scores.items()
             if score is not None
-        ]
+        ]  # fmt: skip
     frame = pd.DataFrame(rows, columns=CLINICIAN_COLUMNS)
     frame = frame.astype({ITEM: "int64", RATER: "int64", SCORE: "int64"})
     return frame, excluded, excluded_annotations, raters
@@ -199,14 +213,15 @@ def _exclusion(synthetic: bool, practice: bool, invalid, include_synthetic: bool
 
 def _jury(jobs: dict[int, int]) -> pd.DataFrame:
     rows = [
-        (item, rubric, mean)
-        for item, job_id, rubric, mean in RubricResult.objects.filter(
+        (item, rubric, mean, passed)
+        for item, job_id, rubric, mean, passed in RubricResult.objects.filter(
             conversation_id__in=list(jobs), job_id__in=set(jobs.values())
-        ).values_list("conversation_id", "job_id", "rubric_id", "mean")
+        ).values_list("conversation_id", "job_id", "rubric_id", "mean", "passed")
         if jobs.get(item) == job_id
     ]
     frame = pd.DataFrame(rows, columns=JURY_COLUMNS)
-    return frame.astype({ITEM: "int64", JURY: "float64"}).sort_values([RUBRIC, ITEM])
+    frame = frame.astype({ITEM: "int64", JURY: "float64", PASSED: "bool"})
+    return frame.sort_values([RUBRIC, ITEM])
 
 
 def _judges(jobs: dict[int, int]) -> pd.DataFrame:
@@ -236,3 +251,31 @@ def _jury_incomplete(clinicians: pd.DataFrame, jury: pd.DataFrame, rubrics) -> i
     keys = pd.MultiIndex.from_frame(rated[[ITEM, RUBRIC]])
     known = pd.MultiIndex.from_frame(jury[[ITEM, RUBRIC]]) if not jury.empty else None
     return int(len(keys) if known is None else (~keys.isin(known)).sum())
+
+
+DIALOGUE = ("patient_message", "assistant_message")
+FEATURE_COLUMNS = [ITEM, "turns", "characters", "tool_calls", AGENT_MODEL]
+
+
+def conversation_features(frames: StudyFrames) -> pd.DataFrame:
+    """Per study conversation: assistant turns, characters of the dialogue (patient and
+    assistant messages), tool calls, and the agent's model string - what the judge bias
+    diagnostics set the judges' disagreement against."""
+    items = list(frames.agents)
+    turns = dict(Conversation.objects.filter(pk__in=items).values_list("pk", "assistant_turns"))
+    events = {
+        row["conversation_id"]: row
+        for row in TraceEvent.objects.filter(conversation_id__in=items)
+        .values("conversation_id")
+        .annotate(
+            characters=Sum(Length("content"), filter=Q(kind__in=DIALOGUE)),
+            tool_calls=Count("pk", filter=Q(kind="tool_call")),
+        )
+        .order_by()
+    }
+    rows = [
+        (item, turns.get(item, 0), (events.get(item) or {}).get("characters") or 0,
+         (events.get(item) or {}).get("tool_calls") or 0, frames.agents[item])
+        for item in sorted(items)
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=FEATURE_COLUMNS)

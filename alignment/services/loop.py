@@ -26,11 +26,12 @@ from django.db import transaction
 from django.db.models import Count, Max
 
 from alignment.engine.agreement import RubricAgreement, rubric_agreement
+from alignment.engine.alt_test import AltTest, alt_test
 from alignment.engine.bootstrap import Estimate
 from alignment.engine.compare import paired_difference
 from alignment.engine.frames import ITEM, JURY, RATER, RUBRIC, SCORE
 from alignment.services.frames import RubricInfo, study_frames
-from alignment.services.reports import study_state
+from alignment.services.state import study_state
 from annotation.models import Assignment, Study
 from benchmark.engine.csv_export import rows_csv
 from benchmark.models import Conversation, JobStatus
@@ -215,6 +216,8 @@ class ComparisonRow:
     # metric -> configuration - baseline on the conversations both scored
     differences: dict[str, Estimate] = field(default_factory=dict)
     rank: int = 0
+    alt_test: AltTest | None = None  # may this configuration replace a clinician?
+    advantage_rank: int = 0  # rank by average advantage probability (0: undefined)
 
 
 @dataclass
@@ -297,6 +300,7 @@ def _compare(
                 baseline=baseline,
                 resamples=resamples,
                 seed=seed,
+                epsilon=study.alt_test_epsilon,
             )  # fmt: skip
         )
     return Comparison(
@@ -329,6 +333,7 @@ def _rubric_comparison(
     baseline: str,
     resamples: int,
     seed: int,
+    epsilon: float,
 ) -> RubricComparison:
     def series(key: str) -> pd.Series:
         jury = juries[key]
@@ -344,6 +349,7 @@ def _rubric_comparison(
             version=configuration.versions[rubric.rubric_id],
             agreement=rubric_agreement(rated, jury, resamples=resamples, seed=seed),
             baseline=configuration.key == baseline,
+            alt_test=alt_test(rated, jury, epsilon=epsilon, resamples=resamples, seed=seed),
         )
         if has_baseline and configuration.key != baseline:
             row.differences = {
@@ -356,7 +362,17 @@ def _rubric_comparison(
     rows.sort(key=_ranking)
     for rank, row in enumerate(rows, start=1):
         row.rank = rank
+    _rank_by_advantage(rows)
     return RubricComparison(rubric=rubric, rows=rows, baseline_missing=not has_baseline)
+
+
+def _rank_by_advantage(rows: list[ComparisonRow]) -> None:
+    """Rank by the alternative annotator test's average advantage probability (Calderon et
+    al.'s figure for comparing judges), higher first; ties keep the adjacent-agreement order."""
+    defined = [row for row in rows if row.alt_test.advantage_probability.value is not None]
+    defined.sort(key=lambda row: -row.alt_test.advantage_probability.value)
+    for rank, row in enumerate(defined, start=1):
+        row.advantage_rank = rank
 
 
 def _ranking(row: ComparisonRow) -> tuple:
@@ -385,6 +401,9 @@ CSV_COLUMNS = [
     "mean_signed_diff", "mean_signed_diff_low", "mean_signed_diff_high",
     *(f"diff_{metric}{part}" for metric, _, _ in METRICS
       for part in ("", "_low", "_high", "_n_items")),
+    "advantage_rank", "advantage_probability", "advantage_probability_low",
+    "advantage_probability_high", "advantage_provisional", "winning_rate", "clinicians_tested",
+    "alt_test_epsilon", "alt_test_verdict", "alt_test_needs",
     "undefined",
 ]  # fmt: skip
 
@@ -429,7 +448,22 @@ def _csv_row(rubric: RubricInfo, row: ComparisonRow) -> list:
         *_interval(agreement.alpha_with_jury),
         *_interval(agreement.mean_signed_diff),
         *(_blank(value) for value in differences),
+        *_alt_test_cells(row),
         "; ".join(f"{name}: {e.undefined}" for name, e in figures.items() if e.undefined),
+    ]
+
+
+def _alt_test_cells(row: ComparisonRow) -> list:
+    test = row.alt_test
+    return [
+        row.advantage_rank or "",
+        *_interval(test.advantage_probability),
+        "yes" if test.provisional else "",
+        _blank(test.winning_rate),
+        test.n_tested,
+        test.epsilon,
+        test.verdict,
+        "; ".join(test.needs),
     ]
 
 

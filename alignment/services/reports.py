@@ -1,36 +1,57 @@
 """A study's agreement report, computed once per study state and filters, then cached.
 
+Besides the agreement figures on the sample, the report holds the same figures weighted back to
+the population of scored conversations (alignment.services.design), the alternative annotator
+test per rubric, the judge bias diagnostics, the clinician-corrected model scores
+(alignment.services.corrected) and each clinician's quality overall and by week.
+
 The state of a study is what its figures depend on: the newest annotation history entry and
 save time of its assignments, and the newest judge score and the count of jury results of the
-jobs it is compared with. Any submission, edit, invalidation or new judge score changes the
-key, so a cached report is never stale; an unchanged study is never computed twice (a
+jobs it is compared with, the study's analysis settings and the model families file. Any
+submission, edit, invalidation, new judge score or edited family changes the key, so a
+cached report is never stale; an unchanged study is never computed twice (a
 1,000-resample report of a large study takes seconds).
 """
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import pandas as pd
 from django.core.cache import cache
-from django.db.models import Count, Max
 
+from alignment.engine.adjudicated import adjudicated_counts, with_adjudicated
 from alignment.engine.agreement import RubricAgreement, agreement_table, rubric_agreement
+from alignment.engine.alt_test import AltTest, alt_test
+from alignment.engine.annotators import OVERALL, PERIOD, AnnotatorPeriod, annotator_quality
+from alignment.engine.design import intervals_disjoint
 from alignment.engine.disagreement import rank_disagreements
+from alignment.engine.families import load_families
 from alignment.engine.frames import ITEM, JUDGE, JURY, RATER, RUBRIC, SCORE
+from alignment.engine.judge_bias import JudgeBias, judge_bias
 from alignment.engine.judges import JudgeAgreement, judge_agreement
 from alignment.engine.planner import items_needed
 from alignment.engine.realism import realism_summary
-from alignment.services.frames import RubricInfo, StudyFrames, study_frames
-from annotation.models import Assignment, AssignmentHistory, Study
+from alignment.services.adjudicated import study_adjudicated
+from alignment.services.corrected import CorrectedRow, corrected_rows
+from alignment.services.design import study_design
+from alignment.services.frames import (
+    SUBMITTED,
+    RubricInfo,
+    StudyFrames,
+    conversation_features,
+    study_frames,
+)
+from alignment.services.state import study_state
+from annotation.models import Study
 from jury.engine.score_gaps import is_adjacent, is_major
-from jury.models import JudgeScore, RubricResult
 
 RESAMPLES = 1000
 SEED = 0
 CACHE_SECONDS = 24 * 3600
 JUDGE_COLUMNS = [ITEM, JUDGE, SCORE]
+# Every figure of RubricAgreement, in the order the per-rubric page lists them.
+AGREEMENT_FIGURES = [f.name for f in fields(RubricAgreement) if f.type == "Estimate"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +73,15 @@ class RubricSection:
     judges: JudgeAgreement | None  # None when the jury has fewer than two judges here
     judges_reason: str = ""
     judge_models: dict[int, str] = field(default_factory=dict)  # judge index -> model
+    weighted: RubricAgreement | None = None  # population-weighted; None: no design
+    weighted_judges: JudgeAgreement | None = None
+    alt_test: AltTest | None = None
+    bias: list[JudgeBias] = field(default_factory=list)
+
+    @property
+    def differs(self) -> list[str]:
+        """Figures whose sample and population-weighted intervals do not overlap."""
+        return differing(self.agreement, self.weighted)
 
 
 @dataclass
@@ -59,6 +89,21 @@ class RealismSection:
     rubric: RubricInfo
     summary: dict  # mean, sd, top_share, n
     agreement: RubricAgreement  # clinicians only (no jury)
+    weighted: RubricAgreement | None = None
+
+    @property
+    def differs(self) -> list[str]:
+        return differing(self.agreement, self.weighted)
+
+
+def differing(sample: RubricAgreement, weighted: RubricAgreement | None) -> list[str]:
+    if weighted is None:
+        return []
+    return [
+        name
+        for name in AGREEMENT_FIGURES
+        if intervals_disjoint(getattr(sample, name), getattr(weighted, name))
+    ]
 
 
 @dataclass
@@ -75,10 +120,36 @@ class StudyReport:
     raters: dict
     annotators: pd.DataFrame = field(default_factory=pd.DataFrame)
     models: list[str] = field(default_factory=list)  # every model label in the study
+    design_source: str = ""  # where the weights come from (alignment.services.design)
+    design_reason: str = ""  # why there are none: the report shows the sample only
+    epsilon: float = 0.2  # the study's alternative annotator test margin
+    corrected: list[CorrectedRow] = field(default_factory=list)
+    annotator_quality: list[AnnotatorPeriod] = field(default_factory=list)  # per clinician
+    annotator_weeks: list[AnnotatorPeriod] = field(default_factory=list)  # per clinician, week
+
+    @property
+    def weighted(self) -> bool:
+        return not self.design_reason
+
+    # "Jury vs adjudicated": per judged rubric, the jury figures with each adjudicated score as
+    # the clinician value of its conversation, and how many conversations that replaced.
+    adjudicated: dict[str, RubricAgreement] = field(default_factory=dict)
+    adjudicated_items: dict[str, int] = field(default_factory=dict)
 
     @property
     def deactivated_raters(self) -> list[str]:
         return sorted(r.username for r in self.raters.values() if not r.active)
+
+    @property
+    def adjudicated_rows(self) -> list[dict]:
+        """Per judged rubric: the jury against the clinician mean and against the adjudicated
+        scores (where a senior clinician adjudicated), side by side."""
+        return [
+            {"rubric": s.rubric, "mean": s.agreement,
+             "adjudicated": self.adjudicated.get(s.rubric.rubric_id, s.agreement),
+             "items": self.adjudicated_items.get(s.rubric.rubric_id, 0)}
+            for s in self.sections
+        ]  # fmt: skip
 
     def section(self, rubric_id: str) -> RubricSection | None:
         return next((s for s in self.sections if s.rubric.rubric_id == rubric_id), None)
@@ -106,23 +177,6 @@ def study_report(
     return report
 
 
-def study_state(study: Study) -> str:
-    """A fingerprint of everything the study's figures are computed from."""
-    assignments = Assignment.objects.filter(item__study=study).aggregate(
-        saved=Max("saved_at"), submitted=Max("submitted_at"),
-        invalidated=Max("invalidated_at"), count=Count("pk"),
-    )  # fmt: skip
-    history = AssignmentHistory.objects.filter(assignment__item__study=study).aggregate(
-        newest=Max("pk")
-    )
-    jobs = list(study.scoring_jobs.order_by("pk").values_list("pk", flat=True))
-    judged = JudgeScore.objects.filter(job__in=jobs).aggregate(newest=Max("updated_at"))
-    results = RubricResult.objects.filter(job__in=jobs).count()
-    versions = sorted(study.rubric_versions.values_list("pk", flat=True))
-    state = [assignments, history, jobs, judged, results, versions]
-    return hashlib.sha256(repr(state).encode()).hexdigest()[:24]
-
-
 def compute_report(
     study: Study, filters: ReportFilters, *, resamples: int = RESAMPLES, seed: int = SEED
 ) -> StudyReport:
@@ -136,17 +190,35 @@ def compute_report(
     shown = [r for r in frames.rubrics if not filters.track or r.track in ("", filters.track)]
     judged = {r.rubric_id for r in shown if r.judged}
     jury = frames.jury_long[frames.jury_long[RUBRIC].isin(judged)]
-    table = agreement_table(
-        clinicians[[ITEM, RUBRIC, RATER, SCORE]], jury, resamples=resamples, seed=seed
-    )
+    rated = clinicians[[ITEM, RUBRIC, RATER, SCORE]]
+    table = agreement_table(rated, jury, resamples=resamples, seed=seed)
+    design = study_design(study)
+    design_long = design.design_long(shown) if design.weighted else None
+    weighted = {}
+    if design_long is not None:
+        weighted = agreement_table(
+            rated, jury, resamples=resamples, seed=seed, design_long=design_long
+        )
     points = ranked_disagreements(frames)
     empty = rubric_agreement(clinicians.iloc[0:0][[ITEM, RATER, SCORE]], None, resamples=0)
+    context = _SectionContext(frames, design_long, conversation_features(frames), study,
+                              resamples, seed)  # fmt: skip
+    models = sorted(set(study.items.values_list("conversation__run_agent__label", flat=True)))
+    shown_models = [filters.model] if filters.model else models
+    adjudicated = study_adjudicated(study, frames.models)
+    adjudicated = adjudicated[adjudicated[RUBRIC].isin(judged)]
+    counts = adjudicated_counts(clinicians, adjudicated)
+    settled = (
+        agreement_table(with_adjudicated(clinicians, adjudicated), jury, resamples=resamples,
+                        seed=seed)
+        if counts else {}
+    )  # fmt: skip
     return StudyReport(
         study_id=study.pk,
         filters=filters,
         resamples=resamples,
         sections=[
-            _section(r, table.get(r.rubric_id, empty), points, frames, resamples, seed)
+            _section(r, table.get(r.rubric_id, empty), weighted.get(r.rubric_id), points, context)
             for r in shown
             if r.judged
         ],
@@ -155,6 +227,7 @@ def compute_report(
                 r,
                 realism_summary(clinicians.loc[clinicians[RUBRIC] == r.rubric_id, SCORE].tolist()),
                 table.get(r.rubric_id, empty),
+                weighted.get(r.rubric_id),
             )
             for r in shown
             if not r.judged
@@ -165,8 +238,41 @@ def compute_report(
         n_items=int(clinicians[ITEM].nunique()),
         n_ratings=len(clinicians),
         raters=frames.raters,
-        models=sorted(set(study.items.values_list("conversation__run_agent__label", flat=True))),
+        models=models,
+        design_source=design.source if design.weighted else "",
+        design_reason=design.reason,
+        epsilon=study.alt_test_epsilon,
+        corrected=corrected_rows(frames, design, shown, shown_models),
+        annotator_quality=_quality(frames, jury, resamples, seed, weekly=False),
+        annotator_weeks=_quality(frames, jury, resamples, seed, weekly=True),
+        adjudicated=settled,
+        adjudicated_items=counts,
     )
+
+
+@dataclass(frozen=True)
+class _SectionContext:
+    frames: StudyFrames
+    design_long: pd.DataFrame | None
+    features: pd.DataFrame
+    study: Study
+    resamples: int
+    seed: int
+
+
+def _quality(frames: StudyFrames, jury: pd.DataFrame, resamples: int, seed: int, *, weekly):
+    """Each clinician's agreement with the others and the jury, overall or per ISO week of
+    submission, on the judged rubrics shown."""
+    rated = frames.clinicians_long[frames.clinicians_long[RUBRIC].isin(set(jury[RUBRIC]))]
+    if rated.empty:
+        return []
+    if weekly:
+        weeks = pd.to_datetime(rated[SUBMITTED], utc=True).dt.isocalendar()
+        period = weeks["year"].astype(str) + "-W" + weeks["week"].astype(str).str.zfill(2)
+    else:
+        period = OVERALL
+    rated = rated.assign(**{PERIOD: period})[[ITEM, RUBRIC, RATER, SCORE, PERIOD]]
+    return annotator_quality(rated, jury, resamples=resamples, seed=seed)
 
 
 def ranked_disagreements(frames: StudyFrames) -> pd.DataFrame:
@@ -197,19 +303,38 @@ def annotator_rows(frames: StudyFrames) -> pd.DataFrame:
     return rows.reset_index().sort_values("username")
 
 
-def _section(rubric, agreement, points, frames, resamples: int, seed: int) -> RubricSection:
+def _section(rubric, agreement, weighted, points, context: _SectionContext) -> RubricSection:
     # Conversations without a complete jury stay out of the points (counted as excluded).
+    frames, resamples, seed = context.frames, context.resamples, context.seed
     own = points[(points[RUBRIC] == rubric.rubric_id) & points[JURY].notna()]
     own = own.reset_index(drop=True)
     judges = frames.judges_long
     judges = judges[(judges[RUBRIC] == rubric.rubric_id) & judges[ITEM].isin(own[ITEM])]
     models = dict(zip(judges[JUDGE], judges["judge_model"], strict=True))
-    if len(models) < 2:
-        reason = "fewer than two judges scored the compared conversations"
-        return RubricSection(rubric, agreement, own, None, reason, models)
+    rated = frames.clinicians_long
+    rated = rated.loc[rated[RUBRIC] == rubric.rubric_id, [ITEM, RATER, SCORE]]
+    jury = frames.jury_long
+    jury = jury.loc[jury[RUBRIC] == rubric.rubric_id].set_index(ITEM)[JURY]
     clinician_mean = own.set_index(ITEM)["clinician_mean"]
-    figures = judge_agreement(judges[JUDGE_COLUMNS], clinician_mean, resamples=resamples, seed=seed)
-    return RubricSection(rubric, agreement, own, figures, "", models)
+    section = RubricSection(
+        rubric, agreement, own, None, "", models, weighted=weighted,
+        alt_test=alt_test(rated, jury, epsilon=context.study.alt_test_epsilon,
+                          resamples=resamples, seed=seed),
+        bias=judge_bias(judges[JUDGE_COLUMNS], models, jury, clinician_mean, context.features,
+                        load_families(), resamples=resamples, seed=seed),
+    )  # fmt: skip
+    if len(models) < 2:
+        section.judges_reason = "fewer than two judges scored the compared conversations"
+        return section
+    section.judges = judge_agreement(
+        judges[JUDGE_COLUMNS], clinician_mean, resamples=resamples, seed=seed
+    )
+    if context.design_long is not None:
+        design = context.design_long[context.design_long[RUBRIC] == rubric.rubric_id]
+        section.weighted_judges = judge_agreement(
+            judges[JUDGE_COLUMNS], clinician_mean, resamples=resamples, seed=seed, design=design
+        )
+    return section
 
 
 # --- precision planner -----------------------------------------------------------------------

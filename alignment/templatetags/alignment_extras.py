@@ -3,7 +3,7 @@
 from django import template
 from django.utils.html import format_html
 
-from alignment.services.exports import interval_text, value_text
+from alignment.services.formats import interval_text, value_text
 
 register = template.Library()
 
@@ -51,3 +51,52 @@ def half_share(width) -> str:
 def section(report, rubric_id):
     """The report's section of one rubric, or None when the round does not have it."""
     return report.section(rubric_id)
+
+
+@register.filter
+def figure(result, name: str):
+    """A figure of an agreement result by field name (`{{ s.weighted|figure:"icc" }}`); None
+    when there is no result (no population weights)."""
+    return None if result is None else getattr(result, name, None)
+
+
+@register.filter
+def corrected(estimate, fmt: str = "number"):
+    """A clinician-corrected (or jury-only) figure with its interval and n: the value, the
+    normal interval, and the conversations it rests on; an undefined one with its reason."""
+    if estimate is None:
+        return ""
+    if estimate.value is None:
+        return format_html(
+            '<span class="undefined muted">undefined<span class="small">: {}</span></span>',
+            estimate.undefined or "not computed",
+        )
+    return format_html(
+        '<span class="value">{}</span> <span class="ci">{}</span>',
+        value_text_fine(estimate.value, fmt),
+        ""
+        if estimate.low is None
+        else f"[{value_text_fine(estimate.low, fmt)}, {value_text_fine(estimate.high, fmt)}]",
+    )
+
+
+def value_text_fine(value: float, fmt: str) -> str:
+    """Pass rates with one decimal (they move by less than a point); other figures as usual."""
+    return f"{100 * value:.1f}%" if fmt == "share" else value_text(value, fmt)
+
+
+@register.filter
+def index(sequence, position: int):
+    """sequence[position] in a template (the weighted twin of a row), or None."""
+    try:
+        return sequence[int(position)]
+    except (IndexError, TypeError, ValueError):
+        return None
+
+
+@register.filter
+def p_value(value) -> str:
+    """A p-value as the tables print it: three decimals, "<0.001" below."""
+    if value is None:
+        return ""
+    return "<0.001" if value < 0.001 else f"{value:.3f}"

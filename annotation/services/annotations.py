@@ -13,8 +13,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.models import NotificationKind
 from annotation.models import Assignment, AssignmentHistory, AssignmentStatus, HistoryKind
 from annotation.services.history import annotation_snapshot, history_add
+from annotation.services.notifications import notify
 from annotation.services.queue import reservation_renew
 from annotation.services.studies import panel_versions
 from audit.services import audit_record
@@ -189,7 +191,8 @@ def _last_submitted(assignment: Assignment) -> dict:
 
 
 @transaction.atomic
-def annotation_reopen(assignment: Assignment, *, actor, now=None) -> Assignment:
+def annotation_reopen(assignment: Assignment, *, actor, note: str = "", now=None) -> Assignment:
+    """Reopen submitted work; reopened by someone else (a researcher), the annotator is told."""
     now = now or timezone.now()
     locked = (
         Assignment.objects.select_for_update().select_related("item__study").get(pk=assignment.pk)
@@ -199,7 +202,16 @@ def annotation_reopen(assignment: Assignment, *, actor, now=None) -> Assignment:
         raise PermissionDenied(refusal)
     locked.status = AssignmentStatus.RESERVED
     locked.save(update_fields=["status"])
-    history_add(locked, HistoryKind.REOPEN, actor=actor, old=annotation_snapshot(locked))
+    entry = history_add(
+        locked, HistoryKind.REOPEN, actor=actor, old=annotation_snapshot(locked), note=note[:500]
+    )
+    if getattr(actor, "pk", None) != locked.annotator_id:
+        notify(
+            kind=NotificationKind.ITEM_REOPENED,
+            recipients=[locked.annotator],
+            key=f"history:{entry.pk}",
+            context={"assignment": locked.pk, "note": note},
+        )
     return reservation_renew(locked, now=now)
 
 

@@ -7,15 +7,17 @@ never fill a seat. Times on task are those of submitted assignments.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from statistics import median
 
 from django.db.models import Count, Q
+from django.utils import timezone
 
 from accounts.models import Track
 from annotation.engine.coverage import coverage_heatmaps, coverage_rows, shortfall_sentences
-from annotation.models import Assignment, AssignmentStatus, Study
+from annotation.engine.pace import BEHIND, OVERDUE, annotator_target, pace
+from annotation.models import Assignment, AssignmentStatus, ProjectMember, Study
 
 SUBMITTED, RESERVED, SKIPPED = (
     AssignmentStatus.SUBMITTED,
@@ -189,3 +191,41 @@ def study_coverage(study: Study) -> dict:
         "wanted": coverage.get("wanted_per_cell", 1),
         "candidates": coverage.get("candidates", 0),
     }
+
+
+def study_pace(study: Study, *, now=None) -> list[dict]:
+    """Each enrolled annotator who may take the study, with their target (quota, else a fair
+    share of their track's seats), what they submitted and hold, and their pace against the
+    deadline (annotation.engine.pace): the people behind first."""
+    now = now or timezone.now()
+    members = [
+        m for m in ProjectMember.objects.active().filter(project_id=study.project_id)
+        .select_related("annotator")
+        if m.annotator.licensed or study.is_calibration
+    ]  # fmt: skip
+    mine = Assignment.objects.filter(item__study=study, invalidated_at__isnull=True)
+    submitted = Counter(
+        mine.filter(status=SUBMITTED).values_list("annotator_id", flat=True).iterator()
+    )
+    held = Counter(mine.filter(status=RESERVED).values_list("annotator_id", flat=True).iterator())
+    items = study.items.count()
+    licensed = Counter(m.annotator.track for m in members if m.annotator.licensed)
+    rows = []
+    for member in members:
+        person = member.annotator
+        seats = items * study.overlap_for(person.track) if person.licensed else items
+        target = annotator_target(quota=member.quota, seats=seats,
+                                  people=licensed[person.track] if person.licensed else 1,
+                                  items=items)  # fmt: skip
+        start = max(study.created_at, member.enrolled_at)
+        rows.append({
+            "annotator": person, "member": member, "in_progress": held[person.pk],
+            "pace": pace(target=target, submitted=submitted[person.pk], start=start,
+                         deadline=study.deadline, now=now),
+        })  # fmt: skip
+    late = (OVERDUE, BEHIND)
+    return sorted(
+        rows,
+        key=lambda r: (r["pace"].status not in late, -r["pace"].behind_by,
+                       r["annotator"].track, r["annotator"].username),
+    )  # fmt: skip

@@ -1,19 +1,28 @@
 """The demo's clinician studies: a calibration round, a published guide and a target study drawn
 from the demo run, part of each pre-filled by the scripted simulated clinician (marked
-synthetic), the rest left for the demo annotators to score by hand."""
+synthetic), the rest left for the demo annotators to score by hand.
+
+Every demo annotator is enrolled in the demo project. The target study has a deadline, one
+item whose two simulated clinical annotators disagree by 2 points or more on a rubric, sent to
+adjudication for the senior demo clinician, and one reservation of a simulated operational
+annotator reassigned to the demo annotator `operations` (in its history)."""
 
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 from pathlib import Path
 
 from django.utils import timezone
 
 from accounts.models import Role, Track, User
 from annotation.engine.simulated import simulated_clinician
-from annotation.models import Assignment, CalibrationGuide, Project, Study
+from annotation.models import Assignment, AssignmentStatus, CalibrationGuide, Project, Study
 from annotation.services import queue
+from annotation.services.adjudication import adjudication_send, study_gaps
 from annotation.services.annotations import Draft, annotation_submit
+from annotation.services.enrolment import is_enrolled, member_enrol
+from annotation.services.moves import assignment_reassign, study_deadline_set
 from annotation.services.studies import StudySpec, panel_versions, study_create
 from jury.models import RubricResult, ScoringJob
 from jury.services.rubrics import current_versions
@@ -23,6 +32,8 @@ GUIDE_FILE = Path(__file__).resolve().parent.parent / "data" / "demo_guide.md"
 CALIBRATION_SIZE = 6
 TARGET_SIZE = 16
 PREFILLED_TARGET_ITEMS = 10
+DEMO_ANNOTATORS = ("clinician", "operations")  # accounts.services.DEMO_PEOPLE
+DEADLINE_DAYS = 14
 SIMULATED_PEOPLE = (
     ("simulated-clinical-1", Track.CLINICAL),
     ("simulated-clinical-2", Track.CLINICAL),
@@ -42,21 +53,60 @@ def annotation_demo_ensure(
     (`demo --cases 1`) gets proportionally smaller studies rather than none."""
     project = Project.objects.filter(name=DEMO_PROJECT).first()
     if project is not None:
+        _enrol(project, _demo_annotators())  # a demo site built before enrolment existed
         return list(project.studies.all())
     scored = job.conversation_results.filter(complete=True).count()
     calibration_size = max(1, min(calibration_size, scored // 4))
     target_size = min(target_size, scored - calibration_size)
     people = _simulated_people()
     calibration = _study(job, "Calibration round 1", "calibration", calibration_size, 1)
+    _enrol(calibration.project, [*people[Track.CLINICAL], *people[Track.OPERATIONAL]])
     for track in (Track.CLINICAL, Track.OPERATIONAL):
         _prefill(calibration, [people[track][0]], calibration_size, job)
     _publish_guide(calibration)
     if target_size < 2:
+        _enrol(calibration.project, _demo_annotators())
         return [calibration]
     target = _study(job, "Target study", "target", target_size, None)
     for track in (Track.CLINICAL, Track.OPERATIONAL):
-        _prefill(target, people[track], min(prefilled, target_size // 2), job)
+        _prefill(target, people[track], min(prefilled, target_size // 2), job,
+                 disagree=track == Track.CLINICAL)  # fmt: skip
+    _enrol(calibration.project, _demo_annotators())
+    _run_the_target_study(target, people[Track.OPERATIONAL][0])
     return [calibration, target]
+
+
+def _demo_annotators() -> list[User]:
+    return list(User.objects.filter(username__in=DEMO_ANNOTATORS, role=Role.ANNOTATOR))
+
+
+def _researcher() -> User | None:
+    return User.objects.filter(role=Role.RESEARCHER).order_by("pk").first()
+
+
+def _enrol(project: Project, people: list[User]) -> None:
+    probe = project.studies.first()
+    for person in people:
+        if not is_enrolled(probe, person):
+            member_enrol(project=project, annotator=person, actor=_researcher())
+
+
+def _run_the_target_study(target: Study, giver: User) -> None:
+    """A deadline, the major disagreement sent to adjudication, and one reservation handed
+    from a simulated annotator to the demo's operational annotator."""
+    researcher = _researcher()
+    study_deadline_set(
+        target, deadline=timezone.now() + timedelta(days=DEADLINE_DAYS), actor=researcher
+    )
+    clinical = {v.rubric_id for v in panel_versions(target, Track.CLINICAL) if v.track}
+    gap = next((g for g in study_gaps(target) if g.rubric in clinical), None)
+    if gap is not None:  # for the senior demo clinician's track
+        item = target.items.get(pk=gap.item)
+        adjudication_send(study=target, item=item, rubric_id=gap.rubric, actor=researcher)
+    receiver = User.objects.filter(username="operations", role=Role.ANNOTATOR).first()
+    held = queue.next_assignment(study=target, annotator=giver)
+    if receiver is not None and held is not None and held.status == AssignmentStatus.RESERVED:
+        assignment_reassign(held, to=receiver, actor=researcher)
 
 
 def _simulated_people() -> dict[str, list[User]]:
@@ -81,18 +131,24 @@ def _study(job, name: str, kind: str, size: int, round_number: int | None) -> St
     return study_create(spec=spec, scoring_jobs=[job], rubric_versions=current_versions())
 
 
-def _prefill(study: Study, people: list[User], items: int, job: ScoringJob) -> None:
+def _prefill(
+    study: Study, people: list[User], items: int, job: ScoringJob, *, disagree: bool = False
+) -> None:
     """Each simulated person in turn takes their next item and submits simulated scores; the
-    queue's breadth-first order makes them complete the same items' overlap together."""
+    queue's breadth-first order makes them complete the same items' overlap together. With
+    `disagree`, the second person contradicts the first on their first shared item."""
     rng = random.Random(f"demo:{study.pk}")
-    for _ in range(items):
-        for person in people:
+    for round_number in range(items):
+        for index, person in enumerate(people):
             assignment = queue.next_assignment(study=study, annotator=person)
             if assignment is not None:
-                _submit_simulated(assignment, job, rng)
+                contrary = disagree and round_number == 0 and index == 1
+                _submit_simulated(assignment, job, rng, contrary=contrary)
 
 
-def _submit_simulated(assignment: Assignment, job: ScoringJob, rng: random.Random) -> None:
+def _submit_simulated(
+    assignment: Assignment, job: ScoringJob, rng: random.Random, *, contrary: bool = False
+) -> None:
     clinician = simulated_clinician()
     rubric_ids = [v.rubric_id for v in panel_versions(assignment.item.study, assignment.track)]
     means = dict(
@@ -100,13 +156,25 @@ def _submit_simulated(assignment: Assignment, job: ScoringJob, rng: random.Rando
             job=job, conversation_id=assignment.item.conversation_id
         ).values_list("rubric_id", "mean")
     )
-    draft = Draft(
-        scores={r: clinician.score(r, means.get(r), rng) for r in rubric_ids},
-        feedback={rubric_ids[0]: clinician.feedback},
-    )
+    scores = {r: clinician.score(r, means.get(r), rng) for r in rubric_ids}
+    if contrary:
+        scores[rubric_ids[0]] = _contrary(assignment, rubric_ids[0])
+    draft = Draft(scores=scores, feedback={rubric_ids[0]: clinician.feedback})
     Assignment.objects.filter(pk=assignment.pk).update(synthetic=True)
     annotation_submit(assignment, draft=draft, version=assignment.version,
                       actor=assignment.annotator)  # fmt: skip
+
+
+def _contrary(assignment: Assignment, rubric_id: str) -> int:
+    """A score at least 2 points from the other submitted score on the same item (or 1)."""
+    peer = (
+        Assignment.objects.filter(item_id=assignment.item_id, status=AssignmentStatus.SUBMITTED)
+        .exclude(pk=assignment.pk)
+        .values_list("scores", flat=True)
+        .first()
+    )
+    theirs = (peer or {}).get(rubric_id, 5)
+    return 1 if theirs >= 3 else 5
 
 
 def _publish_guide(calibration: Study) -> CalibrationGuide:

@@ -43,7 +43,7 @@ from annotation.models import (
     StudyItem,
 )
 from annotation.services.history import annotation_snapshot, history_add
-from annotation.services.queue import _queue_key
+from annotation.services.queue import queue_key
 from annotation.services.studies import panel_versions
 from audit.services import audit_record
 from benchmark.models import TraceEvent
@@ -400,7 +400,7 @@ def _save(study: Study, groups: list[_Group], checker: _Checker, *, actor, filen
             synthetic=first.synthetic,
             imported=True,
             status=AssignmentStatus.SUBMITTED,
-            queue_key=_queue_key(user.pk, group.item.pk, study.seed),
+            queue_key=queue_key(user.pk, group.item.pk, study.seed),
             scores={r.rubric_id: r.score for r in group.rows},
             feedback={r.rubric_id: r.feedback for r in group.rows if r.feedback},
             event_links={r.rubric_id: list(r.event_ids) for r in group.rows if r.event_ids},

@@ -17,7 +17,9 @@ from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
-from annotation.models import CalibrationGuide, Project, Study, StudyItem
+from accounts.models import NotificationKind
+from annotation.models import CalibrationGuide, Project, ProjectMember, Study, StudyItem
+from annotation.services.notifications import notify
 from annotation.services.worklist import my_item_numbers
 from audit.services import audit_record
 
@@ -39,6 +41,12 @@ def published_guide(project: Project | int) -> CalibrationGuide | None:
         .order_by("-published_at", "-pk")
         .first()
     )
+
+
+def study_guide(study: Study) -> CalibrationGuide | None:
+    """The guide the annotators of `study` see: the project's published guide, in every
+    calibration round and in a target study whose researcher chose to show it there."""
+    return published_guide(study.project_id) if study.shows_guide else None
 
 
 def guide_examples(guide: CalibrationGuide, *, annotator) -> list[dict]:
@@ -118,4 +126,8 @@ def guide_publish(guide: CalibrationGuide, *, actor=None, now=None) -> Calibrati
         audit_record(actor=actor, action="guide.published", target=guide,
                      after={"published_at": guide.published_at.isoformat(),
                             "study": guide.after_study_id})  # fmt: skip
+        members = ProjectMember.objects.active().filter(project_id=guide.project_id)
+        notify(kind=NotificationKind.GUIDE_PUBLISHED,
+               recipients=[m.annotator for m in members.select_related("annotator")],
+               key=f"guide:{guide.pk}", context={"guide": guide.pk})  # fmt: skip
     return guide

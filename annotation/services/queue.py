@@ -9,6 +9,12 @@ in calibration rounds; their assignments take no seat and are kept apart (`pract
 Order: the annotator's own open item first (resume), then new items breadth-first (items
 whose overlap is already started before untouched ones, so paired data exists early) in an
 order shuffled per annotator, then the items they skipped or lost, oldest first.
+
+Only annotators enrolled in the study's project take its items (annotation.services.enrolment);
+once they hold or submitted their quota of items of the study, no new item is reserved for them
+(what they hold or skipped still comes back). An item a senior clinician adjudicates is never
+served to them: they have seen its clinicians' scores; nor is an item a researcher reassigned
+away from them.
 """
 
 from __future__ import annotations
@@ -24,11 +30,13 @@ from django.utils import timezone
 from accounts.models import Role
 from annotation.models import (
     Assignment,
+    AssignmentHistory,
     AssignmentStatus,
     HistoryKind,
     Study,
     StudyItem,
 )
+from annotation.services.enrolment import is_enrolled, quota_of
 from annotation.services.history import history_add
 
 CANDIDATES_PER_TRY = 25
@@ -41,7 +49,7 @@ class StudyClosed(PermissionDenied):
 def can_take(study: Study, annotator) -> bool:
     if not annotator.has_role(Role.ANNOTATOR) or study.is_locked:
         return False
-    return annotator.licensed or study.is_calibration
+    return (annotator.licensed or study.is_calibration) and is_enrolled(study, annotator)
 
 
 def counts_toward_overlap(study: Study, annotator) -> bool:
@@ -58,7 +66,25 @@ def next_assignment(*, study: Study, annotator, now=None) -> Assignment | None:
     ).first()
     if current is not None:
         return reservation_renew(current, now=now)
-    return _reserve_new(study, annotator, now) or _take_back_skipped(study, annotator, now)
+    room = quota_room(study, annotator)
+    fresh = _reserve_new(study, annotator, now) if room is None or room > 0 else None
+    return fresh or _take_back_skipped(study, annotator, now)
+
+
+def quota_room(study: Study, annotator) -> int | None:
+    """How many more new items the annotator may take in the study (None: no quota). Their
+    submitted, held and skipped items count; invalidated and released ones do not."""
+    quota = quota_of(study, annotator)
+    return None if quota is None else _room(study, annotator, quota)
+
+
+def _room(study: Study, annotator, quota: int) -> int:
+    taken = Assignment.objects.filter(
+        item__study=study, annotator=annotator, invalidated_at__isnull=True,
+        status__in=[AssignmentStatus.SUBMITTED, AssignmentStatus.RESERVED,
+                    AssignmentStatus.SKIPPED],
+    ).count()  # fmt: skip
+    return max(0, quota - taken)
 
 
 def take_check(study: Study, annotator) -> None:
@@ -72,6 +98,8 @@ def _refusal(study: Study, annotator) -> str:
         return "This study is locked; no more annotations are taken."
     if not annotator.has_role(Role.ANNOTATOR):
         return "Only annotators take items from a study queue."
+    if not is_enrolled(study, annotator):
+        return "You are not enrolled in this study's project; ask its researcher to enrol you."
     return "Only licensed clinicians annotate a target study; calibration rounds are open to you."
 
 
@@ -87,7 +115,7 @@ def _reserve_new(study: Study, annotator, now) -> Assignment | None:
 def _candidate_items(study: Study, annotator, now, practice: bool) -> list[StudyItem]:
     """Items open to the annotator, breadth-first, in their own shuffled order."""
     items = _open_items(study, annotator, now, practice)
-    ranked = sorted(items, key=lambda i: (-i.seats, _queue_key(annotator.pk, i.pk, study.seed)))
+    ranked = sorted(items, key=lambda i: (-i.seats, queue_key(annotator.pk, i.pk, study.seed)))
     return ranked[:CANDIDATES_PER_TRY]
 
 
@@ -100,6 +128,8 @@ def _open_items(study: Study, annotator, now, practice: bool):
     items = (
         StudyItem.objects.filter(study=study)
         .exclude(assignments__annotator=annotator)
+        .exclude(adjudications__adjudicator=annotator)
+        .exclude(pk__in=_handed_away(study, annotator))
         .annotate(seats=Count("assignments", filter=seated))
     )
     if not practice:
@@ -107,7 +137,14 @@ def _open_items(study: Study, annotator, now, practice: bool):
     return items
 
 
-def _queue_key(annotator_id: int, item_id: int, seed: int) -> str:
+def _handed_away(study: Study, annotator):
+    """Items a researcher reassigned from this annotator to someone else: not theirs again."""
+    return AssignmentHistory.objects.filter(
+        kind=HistoryKind.REASSIGN, old__annotator_id=annotator.pk, assignment__item__study=study
+    ).values("assignment__item_id")
+
+
+def queue_key(annotator_id: int, item_id: int, seed: int) -> str:
     return hashlib.sha256(f"{seed}:{annotator_id}:{item_id}".encode()).hexdigest()[:16]
 
 
@@ -117,7 +154,7 @@ def _try_reserve(item: StudyItem, annotator, now, practice: bool) -> Assignment 
         annotator=annotator,
         track=annotator.track,
         practice=practice,
-        queue_key=_queue_key(annotator.pk, item.pk, item.study.seed),
+        queue_key=queue_key(annotator.pk, item.pk, item.study.seed),
         reserved_until=_reservation_end(item.study, now),
         last_active_at=None,
     )
@@ -207,11 +244,14 @@ def assignment_reclaim(assignment: Assignment, *, now=None) -> bool:
 
 
 def reservation_renew(assignment: Assignment, *, now=None) -> Assignment:
-    """Opening or saving an item keeps it reserved for another reservation period."""
+    """Opening or saving an item keeps it reserved for another reservation period; a longer
+    reservation (extended by staff) is never shortened by it."""
     now = now or timezone.now()
     if assignment.status == AssignmentStatus.RESERVED:
-        assignment.reserved_until = _reservation_end(assignment.item.study, now)
-        Assignment.objects.filter(pk=assignment.pk).update(reserved_until=assignment.reserved_until)
+        renewed = _reservation_end(assignment.item.study, now)
+        if assignment.reserved_until is None or assignment.reserved_until < renewed:
+            assignment.reserved_until = renewed
+            Assignment.objects.filter(pk=assignment.pk).update(reserved_until=renewed)
     return assignment
 
 
@@ -241,6 +281,9 @@ def queue_progress(study: Study, annotator) -> dict:
     counts = dict(mine.values_list("status").annotate(n=Count("pk")).values_list("status", "n"))
     practice = not counts_toward_overlap(study, annotator)
     open_items = _open_items(study, annotator, timezone.now(), practice).count()
+    quota = quota_of(study, annotator)
+    if quota is not None:
+        open_items = min(open_items, _room(study, annotator, quota))  # what the quota leaves
     done = counts.get(AssignmentStatus.SUBMITTED, 0)
     pending = sum(counts.get(s, 0) for s in (AssignmentStatus.RESERVED, AssignmentStatus.SKIPPED))
     total = done + pending + open_items
@@ -252,4 +295,5 @@ def queue_progress(study: Study, annotator) -> dict:
         "open": open_items,
         "percent": round(100 * done / total) if total else 100,
         "practice": practice,
+        "quota": quota,
     }

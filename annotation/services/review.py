@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from annotation.engine.blinding import Redactor, identity_words
 from annotation.models import Assignment, AssignmentStatus, Study
-from annotation.services.guides import published_guide
+from annotation.services.guides import study_guide
 from annotation.services.studies import panel_versions
 from benchmark.engine.sandbox.specs import WRITE_TOOLS
 from benchmark.models import RunAgent, TraceEvent
@@ -52,7 +52,9 @@ def study_redactor(study: Study) -> Redactor:
     models, labels = set(), set()
     for agent in agents:
         models.add(agent.model)
-        labels |= {agent.label, agent.agent_config.name}
+        labels.add(agent.label)
+        if agent.agent_config is not None:  # none for the replies of an imported run
+            labels.add(agent.agent_config.name)
     return Redactor(identity_words(models, labels))
 
 
@@ -67,9 +69,15 @@ def review_context(assignment: Assignment) -> dict:
         "profile": redact.json(entry.profile or {}),
         "story": redact.text(entry.story),
         "scenario": [(label, getattr(entry, name)) for label, name in SCENARIO_FIELDS],
+        "case": {
+            "request": entry.task_subcategory,
+            "task": entry.task_category,
+            "severity": entry.severity,
+            "care_preference": entry.care_preference,
+        },
         "events": trace_events(item.conversation_id, redact),
         "panel": panel_rubrics(study, assignment.track),
-        "guide": published_guide(study.project_id),
+        "guide": study_guide(study),
     }
 
 

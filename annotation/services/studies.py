@@ -9,8 +9,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.engine.sampling import Candidate, stratified_sample
-from annotation.models import Project, Study, StudyItem, StudyKind, StudyStatus
+from accounts.models import NotificationKind
+from annotation.engine.sampling import Candidate, Pick, stratified_sample
+from annotation.models import Project, ProjectMember, Study, StudyItem, StudyKind, StudyStatus
 from audit.services import audit_record
 from jury.models import RubricResult, RubricVersion, ScoringJob
 
@@ -29,6 +30,8 @@ class StudySpec:
     seed: int = 0
     include_infeasible: bool = False
     reservation_minutes: int = 45
+    alt_test_epsilon: float = 0.2
+    drift_flag_points: float = 0.5
 
 
 @transaction.atomic
@@ -53,6 +56,8 @@ def study_create(
         seed=spec.seed,
         include_infeasible=spec.include_infeasible,
         reservation_minutes=spec.reservation_minutes,
+        alt_test_epsilon=spec.alt_test_epsilon,
+        drift_flag_points=spec.drift_flag_points,
         created_by=created_by,
     )
     study.full_clean()
@@ -66,7 +71,20 @@ def study_create(
                "jobs": [job.pk for job in scoring_jobs],
                "rubric_versions": [v.pk for v in rubric_versions]},
     )  # fmt: skip
+    _announce(study)
     return study
+
+
+def _announce(study: Study) -> None:
+    """Tell the project's enrolled annotators who may take the new study that it is open."""
+    from annotation.services.notifications import notify
+
+    members = (
+        ProjectMember.objects.active().filter(project=study.project).select_related("annotator")
+    )
+    people = [m.annotator for m in members if m.annotator.licensed or study.is_calibration]
+    notify(kind=NotificationKind.STUDY_OPENED, recipients=people, key=f"study-opened:{study.pk}",
+           context={"study": study.pk})  # fmt: skip
 
 
 def _check_spec(spec: StudySpec, jobs, versions) -> None:
@@ -118,17 +136,28 @@ def _draw_sample(study: Study, jobs, versions) -> None:
              "complete jury result, or all are held out by earlier studies of the project."}
         )  # fmt: skip
     sample = stratified_sample(candidates, size=study.sample_size, seed=study.seed)
+    by_id = {candidate.conversation_id: candidate for candidate in candidates}
     StudyItem.objects.bulk_create(
-        StudyItem(
-            study=study,
-            conversation_id=pick.conversation_id,
-            position=position,
-            stratum={"model": pick.cell[0], "rubric": pick.cell[1], "bin": pick.cell[2]},
-        )
+        _item(study, position, pick, by_id[pick.conversation_id], sample)
         for position, pick in enumerate(sample.picks)
     )
     study.coverage = sample.coverage() | {"candidates": len(candidates)}
     study.save(update_fields=["coverage"])
+
+
+def _item(study: Study, position: int, pick: Pick, candidate: Candidate, sample) -> StudyItem:
+    """A study item with its design: the cell it was drawn for and that cell's size and
+    draws, its cell of every rubric (jury bins) and its inclusion probability."""
+    return StudyItem(
+        study=study,
+        conversation_id=pick.conversation_id,
+        position=position,
+        stratum={"model": pick.cell[0], "rubric": pick.cell[1], "bin": pick.cell[2]},
+        jury_bins=candidate.bins(),
+        cell_available=sample.available[pick.cell],
+        cell_drawn=sample.drawn[pick.cell],
+        inclusion_probability=sample.inclusion_probability(candidate),
+    )
 
 
 def study_candidates(study: Study, jobs, rubric_ids: Sequence[str]) -> list[Candidate]:
@@ -138,22 +167,27 @@ def study_candidates(study: Study, jobs, rubric_ids: Sequence[str]) -> list[Cand
         RubricResult.objects.filter(job__in=jobs, rubric_id__in=rubric_ids)
         .exclude(conversation__in=held_out_conversations(study))
         .values_list(
-            "conversation_id", "job_id", "conversation__run_agent__label", "rubric_id", "mean"
+            "conversation_id", "job_id", "conversation__run_agent__label", "rubric_id", "mean",
+            "passed",
         )
         .order_by("job_id")
-    )
+    )  # fmt: skip
     if not study.include_infeasible:
         results = results.exclude(conversation__entry__infeasible=True)
     first_job: dict[int, int] = {}
     labels: dict[int, str] = {}
     scores: dict[int, dict[str, float]] = {}
-    for conversation_id, job_id, label, rubric_id, mean in results:
+    passes: dict[int, dict[str, bool]] = {}
+    for conversation_id, job_id, label, rubric_id, mean, passed in results:
         if first_job.setdefault(conversation_id, job_id) != job_id:
             continue
         labels[conversation_id] = label
         scores.setdefault(conversation_id, {})[rubric_id] = mean
+        passes.setdefault(conversation_id, {})[rubric_id] = passed
     wanted = set(rubric_ids)
-    return [Candidate(cid, labels[cid], s) for cid, s in scores.items() if set(s) == wanted]
+    return [
+        Candidate(cid, labels[cid], s, passes[cid]) for cid, s in scores.items() if set(s) == wanted
+    ]
 
 
 def held_out_conversations(study: Study):
@@ -173,6 +207,24 @@ def study_lock(study: Study, *, actor=None) -> Study:
     audit_record(
         actor=actor, action="study.locked", target=study,
         before={"status": before}, after={"status": study.status},
+    )  # fmt: skip
+    return study
+
+
+def study_guide_show(study: Study, *, shown: bool, actor=None) -> Study:
+    """Whether the annotators of a target study see the project's published calibration guide
+    (calibration rounds always show it). Allowed while the study is open, like any change of
+    what annotators read."""
+    if study.is_calibration:
+        raise ValidationError("A calibration round always shows the project's guide.")
+    if study.is_locked:
+        raise ValidationError("The study is locked; nothing about it changes any more.")
+    before = study.guide_in_target
+    study.guide_in_target = shown
+    study.save(update_fields=["guide_in_target"])
+    audit_record(
+        actor=actor, action="study.guide_shown", target=study,
+        before={"guide_in_target": before}, after={"guide_in_target": shown},
     )  # fmt: skip
     return study
 

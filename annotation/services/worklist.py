@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from django.db.models import Q
 
 from annotation.models import Assignment, AssignmentStatus, Study, StudyStatus, reopen_refusal
+from annotation.services.enrolment import visible_studies
 from annotation.services.queue import can_take, queue_progress
 
 NUMBERED_FIELDS = ("item__study_id", "public_id")
@@ -24,11 +25,11 @@ ITEM_FIELDS = (
 
 
 def annotator_studies(annotator) -> list[dict]:
-    """Studies the annotator may take now or has worked in, each with their own progress."""
+    """Studies of the annotator's projects that they may take now or have worked in, each
+    with their own progress."""
     studies = (
-        Study.objects.filter(
-            Q(status=StudyStatus.OPEN) | Q(items__assignments__annotator=annotator)
-        )
+        visible_studies(annotator)
+        .filter(Q(status=StudyStatus.OPEN) | Q(items__assignments__annotator=annotator))
         .select_related("project")
         .distinct()
         .order_by("-created_at")
@@ -41,6 +42,17 @@ def annotator_studies(annotator) -> list[dict]:
                 {"study": study, "open": open_to_me, "progress": queue_progress(study, annotator)}
             )
     return rows
+
+
+def next_open_study(annotator, *, after: Study) -> Study | None:
+    """Another study where the annotator still has work (an item to take, one in progress or
+    one they skipped): offered when they reach the end of `after`'s queue."""
+    for row in annotator_studies(annotator):
+        progress = row["progress"]
+        waiting = progress["open"] or progress["in_progress"] or progress["skipped"]
+        if row["study"].pk != after.pk and row["open"] and waiting:
+            return row["study"]
+    return None
 
 
 def my_items(study: Study, annotator) -> dict[str, list[dict]]:

@@ -20,6 +20,7 @@ from django.contrib.auth.hashers import make_password
 
 from accounts.models import Role, Track, User
 from annotation.models import Assignment, Study
+from annotation.services.enrolment import member_enrol
 from annotation.services.studies import StudySpec, study_create
 from bench.load.size import CONVERSATION_SECONDS, LoadSize
 from benchmark.models import ConversationStatus, JobStatus, Run
@@ -69,7 +70,7 @@ def scenario_build(size: LoadSize) -> Scenario:
         played_run=played,
         load_run=_load_run(benchmark_set, size),
         load_jury=juries.jury_create(name="Load jury", judges=list(LOAD_JUDGES)),
-        logins=_annotators(size.annotators),
+        logins=_annotators(size.annotators, study),
     )
 
 
@@ -101,18 +102,20 @@ def _load_run(benchmark_set, size: LoadSize) -> Run:
     )  # fmt: skip
 
 
-def _annotators(count: int) -> list[dict]:
-    """Licensed annotators, alternating tracks. They share one password, hashed once: the
-    site's hasher is slow on purpose, and the logins during the window pay for it anyway."""
+def _annotators(count: int, study: Study) -> list[dict]:
+    """Licensed annotators, alternating tracks, enrolled in the study's project. They share one
+    password, hashed once: the site's hasher is slow on purpose, and the logins during the
+    window pay for it anyway."""
     password = secrets.token_urlsafe(12)
     hashed = make_password(password)
     logins = []
     for number in range(count):
         track = (Track.CLINICAL, Track.OPERATIONAL)[number % 2]
         username = f"load-{track}-{number // 2 + 1}"
-        User.objects.create(
+        person = User.objects.create(
             username=username, password=hashed, role=Role.ANNOTATOR, track=track, licensed=True
         )
+        member_enrol(project=study.project, annotator=person, actor=None)
         logins.append({"username": username, "password": password})
     return logins
 

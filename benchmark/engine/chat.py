@@ -85,6 +85,8 @@ class ChatRequest:
     tools: tuple[ToolSpec, ...] = ()
     temperature: float | None = None
     max_tokens: int | None = None
+    # Nucleus sampling: None leaves the provider's default (sent only when set).
+    top_p: float | None = None
     # Structured copies of facts already present in the prompt, for the offline scripted
     # provider only. Never sent to a real model and never allowed to carry model identity.
     hints: dict[str, Any] = field(default_factory=dict)

@@ -46,7 +46,7 @@ def conversation_record(conversation: Conversation, events: list[dict]) -> dict:
         "agent": {
             "label": agent.label,
             "model": agent.model,
-            "agent_config": agent.agent_config.slug,
+            "agent_config": agent.agent_config.slug if agent.agent_config else None,
             "scripted": agent.is_scripted,
         },
         "patient_model": conversation.run.patient_model,

@@ -192,20 +192,30 @@ class Heartbeat:
     takes SQLite's database-wide lock. Every heartbeat of a process beats from one shared
     thread (`_Beats`), started with the first: most work (a judge call) ends long before its
     first beat, and a thread started and joined per task cost more than the task's queries.
+    `thread` names the shared thread: periodic work that waits on something slower than the
+    database (a mail server) beats in a thread of its own name, so it never delays a lease.
     """
 
-    def __init__(self, refresh: Callable[[], Any], *, label: str, interval: float | None = None):
+    def __init__(
+        self,
+        refresh: Callable[[], Any],
+        *,
+        label: str,
+        interval: float | None = None,
+        thread: str = "heartbeats",
+    ):
         self.refresh = refresh
         self.label = label
         self.interval = interval or min(60.0, settings.CONVERSATION_LEASE_SECONDS / 3)
+        self.thread = thread
 
     def start(self) -> Heartbeat:
-        _beats().add(self)
+        _beats(self.thread).add(self)
         return self
 
     def stop(self) -> None:
         """No beat of this heartbeat runs once this returns (one under way is waited for)."""
-        _beats().remove(self)
+        _beats(self.thread).remove(self)
 
     def __enter__(self) -> Heartbeat:
         return self.start()
@@ -225,11 +235,11 @@ class _Beats:
     """The process's heartbeats and the one thread that beats them when due, each every
     `interval` from its start. The thread keeps its database connection between beats."""
 
-    def __init__(self):
+    def __init__(self, name: str):
         self._due: dict[Heartbeat, float] = {}
         self._beating: Heartbeat | None = None
         self._changed = threading.Condition()
-        self._thread = threading.Thread(target=self._run, name="heartbeats", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def add(self, heartbeat: Heartbeat) -> None:
@@ -268,16 +278,16 @@ class _Beats:
                 self._changed.wait(None if soonest is None else soonest[1] - now)
 
 
-_shared_beats: _Beats | None = None
+_shared_beats: dict[str, _Beats] = {}
 _shared_beats_lock = threading.Lock()
 
 
-def _beats() -> _Beats:
-    global _shared_beats
+def _beats(name: str) -> _Beats:
     with _shared_beats_lock:
-        if _shared_beats is None or not _shared_beats._thread.is_alive():
-            _shared_beats = _Beats()
-        return _shared_beats
+        beats = _shared_beats.get(name)
+        if beats is None or not beats._thread.is_alive():
+            beats = _shared_beats[name] = _Beats(name)
+        return beats
 
 
 # A connection last used this recently is taken as it is (see connection_checked).

@@ -138,6 +138,11 @@ def run_launch(
     since the slots and dates every conversation sees depend on it."""
     if not agents:
         raise RunError("Choose at least one agent (model + configuration).")
+    if benchmark_set.imported:
+        raise RunError(
+            f"{benchmark_set.name!r} was imported ({benchmark_set.imported_from}): its cases "
+            "have no patient record or sandbox to play a conversation in."
+        )
     if len({a.label for a in agents}) != len(agents):
         raise RunError("The same model and configuration were chosen twice.")
     roster_model = roster_model or patient_model

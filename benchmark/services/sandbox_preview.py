@@ -21,8 +21,8 @@ def entry_sandbox_preview(entry: BenchmarkEntry) -> dict | None:
     Runs generate their roster with the run's roster model; the conversation page shows that
     exact sandbox.
     """
-    if entry.status != EntryStatus.READY:
-        return None
+    if entry.status != EntryStatus.READY or entry.benchmark_set.imported:
+        return None  # an imported case has no record to build a sandbox from
     seed = derive_seed("preview", entry.benchmark_set_id, entry.index)
     now = timezone.now().replace(hour=9, minute=0, second=0, microsecond=0)
     state = Sandbox.build(

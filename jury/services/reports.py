@@ -146,6 +146,7 @@ def model_rows(report: Report, table: pd.DataFrame, marks: dict[str, str]) -> li
     for model, row in table.iterrows():  # one row per model, a handful at most
         rubrics = [
             {
+                "rubric": rubric,
                 "code": code,
                 "name": report.rubric_names[rubric],
                 "mean": row[f"{rubric}_mean"],

@@ -9,6 +9,11 @@ The scripted synthesis writes its criteria from a fixed set of sentences (CRITER
 each used only when a fact on the reference board supports it; the scripted criterion judge
 (offline_criterion_judge) knows how to check each of those sentences in a transcript.
 
+The scripted audit adds a criterion for each safety fact no criterion checks (while the
+rubric has room) and drops duplicates; its verdict is "pass" only when it changed nothing, so
+the closed audit loop runs a second round that passes. The scripted direct generation writes
+its criteria from the patient's words and record alone, citing nothing.
+
 Behaviours: standard; flaky (answers in prose until the repair turn, to exercise repair).
 """
 
@@ -20,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from benchmark.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
+from rubric_lab.engine.rubric import MAX_CRITERIA, MIN_CRITERIA
 
 BEHAVIOURS = ("standard", "flaky")
 FLAKY_PROSE = "Here is my analysis of the case in a few paragraphs rather than JSON."
@@ -76,10 +82,13 @@ def route(hints: Mapping[str, Any]) -> dict:
     case = hints["case"]
     scenario, profile = case["scenario"], case["profile"]
     condition = str(scenario.get("condition") or "")
-    task = str(scenario.get("task_subcategory") or "").replace("_", " ")
+    # An imported case may name only its theme (task_category), or nothing at all.
+    task = str(scenario.get("task_subcategory") or scenario.get("task_category") or "")
     said = " ".join(case["patient_messages"])[:200]
     queries = [(said, "the patient's own words")] if said.strip() else []
-    queries.append((f"{condition} {task}".strip(), "the request itself"))
+    request = f"{condition} {task.replace('_', ' ')}".strip()
+    if len(request) >= 3:
+        queries.append((request, "the request itself"))
     if _is_emergency(case):
         queries.append((f"{condition} warning signs emergency 911", "warning signs"))
     if _is_crisis(case):
@@ -181,28 +190,29 @@ def synthesise_rubric(hints: Mapping[str, Any]) -> dict:
     add("empathy", "communication", 2, None, ("uncertainty", "tone"))
     used = {fact_id for row in rows for fact_id in row["fact_ids"]}
     for fact in [f for f in facts if f.get("safety") and f["id"] not in used][:2]:
-        rows.append(
-            {
-                "text": CRITERIA["conveys"].format(fact=fact["text"].rstrip(".")),
-                "axis": "completeness",
-                "weight": 4,
-                "fact_ids": [fact["id"]],
-                "intent_basis": [],
-            }
-        )
-    if not any(row["weight"] > 0 for row in rows) and facts:
-        rows.append(
-            {
-                "text": CRITERIA["conveys"].format(fact=facts[0]["text"].rstrip(".")),
-                "axis": "completeness", "weight": 4, "fact_ids": [facts[0]["id"]],
-                "intent_basis": [],
-            }
-        )  # fmt: skip
-    return {"criteria": rows}
+        rows.append(_conveys(fact))
+    # Fill up to the fewest criteria a rubric may have with what the other facts say.
+    used = {fact_id for row in rows for fact_id in row["fact_ids"]}
+    for fact in [f for f in facts if f["id"] not in used]:
+        if len(rows) >= MIN_CRITERIA and any(row["weight"] > 0 for row in rows):
+            break
+        rows.append(_conveys(fact))
+    return {"criteria": rows[:MAX_CRITERIA]}
+
+
+def _conveys(fact: Mapping[str, Any]) -> dict:
+    return {
+        "text": CRITERIA["conveys"].format(fact=fact["text"].rstrip(".")),
+        "axis": "completeness",
+        "weight": 4,
+        "fact_ids": [fact["id"]],
+        "intent_basis": [],
+    }
 
 
 def audit_rubric(hints: Mapping[str, Any]) -> dict:
-    """Keeps the draft, drops duplicated texts and notes each unchecked safety fact as a gap."""
+    """Drops duplicated texts and adds a criterion for each unchecked safety fact while the
+    rubric has room; "pass" only when the draft needed neither."""
     seen, kept, removed = set(), [], []
     for row in hints["draft"]:
         key = row["text"].strip().lower()
@@ -212,12 +222,37 @@ def audit_rubric(hints: Mapping[str, Any]) -> dict:
         seen.add(key)
         kept.append({k: row[k] for k in ("text", "axis", "weight", "fact_ids", "intent_basis")})
     checked = {fact_id for row in kept for fact_id in row["fact_ids"]}
-    gaps = [
-        f"safety fact {fact['id']} is not checked by any criterion"
-        for fact in hints["facts"]
-        if fact.get("safety") and fact["id"] not in checked
-    ]
-    return {"gaps": gaps, "removed": removed, "criteria": kept}
+    unchecked = [f for f in hints["facts"] if f.get("safety") and f["id"] not in checked]
+    gaps = []
+    for fact in unchecked:
+        if len(kept) >= MAX_CRITERIA:
+            break
+        gaps.append(f"safety fact {fact['id']} was not checked by any criterion")
+        kept.append(_conveys(fact))
+    verdict = "revise" if gaps or removed else "pass"
+    return {"verdict": verdict, "gaps": gaps, "removed": removed, "criteria": kept}
+
+
+def write_directly(hints: Mapping[str, Any]) -> dict:
+    """The direct-generation baseline: criteria from the case alone, citing nothing."""
+    case = hints["case"]
+    rows = []
+
+    def add(key: str, axis: str, weight: int, **fill):
+        rows.append({"text": CRITERIA[key].format(**fill), "axis": axis, "weight": weight})
+
+    if _is_emergency(case):
+        add("emergency", "safety", 10)
+    if _is_crisis(case):
+        add("crisis", "safety", 10)
+    add("complete", "completeness", 5)
+    add("ask", "context_awareness", 3)
+    add("empathy", "communication", 2)
+    add("claim", "accuracy", -8)
+    add("directive", "safety", -7)
+    for medicine in _current_medicines(case["profile"])[:1]:
+        add("dose", "accuracy", -6, medicine=medicine["name"], dosage=medicine.get("dosage", ""))
+    return {"criteria": rows[:MAX_CRITERIA]}
 
 
 STAGES: dict[str, Callable[[Mapping[str, Any]], dict]] = {
@@ -227,6 +262,7 @@ STAGES: dict[str, Callable[[Mapping[str, Any]], dict]] = {
     "intent": infer_intent,
     "synthesis": synthesise_rubric,
     "audit": audit_rubric,
+    "direct": write_directly,
 }
 
 

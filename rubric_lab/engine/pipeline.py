@@ -15,10 +15,25 @@ assistant's replies: a rubric written from the response it will judge would flat
 one written from the patient side applies equally to every reply to the same case (and to
 perturbed copies of it).
 
+The audit is a closed loop: each round checks the rubric it is given and returns it revised
+with a verdict; a round that finds nothing to change ("pass") ends the loop, otherwise the next
+round audits the revision, up to `audit_rounds` rounds (the last revision is kept when none
+passed, and the record says so).
+
 Ablations: skip_routing searches with the patient's own words instead of planned queries;
-skip_intent drops the interaction-intent track; skip_audit keeps the synthesis draft as final.
-Identical stage inputs give identical requests, so a cached answer is shared across ablations
-of the same case and the comparison is not blurred by sampling noise.
+skip_intent drops the interaction-intent track; skip_facts drops the medical-fact agent (the
+synthesis cites the evidence statements themselves, undecomposed and unfiltered); skip_audit
+keeps the synthesis draft as final. Identical stage inputs give identical requests, so a
+cached answer is shared across ablations of the same case and the comparison is not blurred by
+sampling noise.
+
+The direct-generation baseline (`method="direct"`) is one model call that writes the rubric
+from the case alone: no retrieval, no evidence, no facts, no intent, no audit.
+
+Each model stage's sampling (temperature, top-p) comes from `PipelineOptions.sampling` by stage
+name; a stage left out uses the provider's defaults. Every rubric holds 5 to 14 criteria
+(rubric.check_criterion_count): an answer outside that range gets the repair turn with the rule
+stated, then fails the stage.
 
 Pure Python: no Django.
 """
@@ -41,12 +56,22 @@ from benchmark.engine.structured import (
 )
 from rubric_lab.engine.prompts import render_json, render_passages, render_prompt
 from rubric_lab.engine.retrieval import Retriever, search_all
-from rubric_lab.engine.rubric import INTENT_KEYS, Criterion, RubricError, criteria_from_rows
+from rubric_lab.engine.rubric import (
+    INTENT_KEYS,
+    Criterion,
+    RubricError,
+    check_criterion_count,
+    criteria_from_rows,
+)
 
 STAGES = ("routing", "retrieval", "evidence", "facts", "intent", "synthesis", "audit")
 MODEL_STAGES = ("routing", "evidence", "facts", "intent", "synthesis", "audit")
-PURPOSES = {stage: f"rubric_{stage}" for stage in MODEL_STAGES}
+DIRECT_STAGES = ("direct",)
+METHODS = ("pipeline", "direct")
+PURPOSES = {stage: f"rubric_{stage}" for stage in (*MODEL_STAGES, *DIRECT_STAGES)}
 REPAIRS = 1
+DEFAULT_AUDIT_ROUNDS, MAX_AUDIT_ROUNDS = 3, 5
+VERDICTS = ("pass", "revise")
 MAX_QUERIES = 6
 MAX_EVIDENCE = 24
 MAX_FACTS = 30
@@ -74,12 +99,29 @@ class Case:
 
 
 @dataclass(frozen=True)
+class Sampling:
+    """A model stage's sampling settings; None leaves the provider's default."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+
+
+@dataclass(frozen=True)
 class PipelineOptions:
     model: str
     top_k: int = 4
+    method: str = "pipeline"
     skip_routing: bool = False
     skip_intent: bool = False
+    skip_facts: bool = False
     skip_audit: bool = False
+    audit_rounds: int = DEFAULT_AUDIT_ROUNDS
+    sampling: Mapping[str, Sampling] = field(default_factory=dict)
+
+
+def stages_of(method: str) -> tuple[str, ...]:
+    """The stages a method runs, in order."""
+    return DIRECT_STAGES if method == "direct" else STAGES
 
 
 @dataclass
@@ -94,6 +136,7 @@ class StageRecord:
     responses: list[ChatResponse] = field(default_factory=list)
     error: str = ""
     elapsed_ms: float = 0.0
+    sampling: Sampling = field(default_factory=Sampling)
 
 
 class StageFailed(Exception):
@@ -137,13 +180,10 @@ def run_pipeline(
         return stage
 
     try:
-        routing = record(routing_stage(client, case, options))
-        retrieval = record(retrieval_stage(retriever, routing.output["queries"], options.top_k))
-        passages = retrieval.output["passages"]
-        evidence = record(evidence_stage(client, case, passages, options))
-        facts, intent = dual_track(client, case, evidence.output, passages, options, record)
-        draft = record(synthesis_stage(client, case, facts.output, intent.output, options))
-        final = record(audit_stage(client, case, facts.output, intent.output, draft, options))
+        if options.method == "direct":
+            final, facts, passages = record(direct_stage(client, case, options)), [], []
+        else:
+            final, facts, passages = _stages(client, case, retriever, options, record)
     except StageFailed as failure:
         record(failure.record)
         return PipelineOutcome(
@@ -152,9 +192,21 @@ def run_pipeline(
     return PipelineOutcome(
         stages,
         criteria=[criterion_of_row(row) for row in final.output["criteria"]],
-        facts=facts.output["facts"],
+        facts=facts,
         passages=passages,
     )
+
+
+def _stages(client, case, retriever, options, record) -> tuple[StageRecord, list, list]:
+    """The five-stage pipeline: its final (audited) record, the facts and the passages."""
+    routing = record(routing_stage(client, case, options))
+    retrieval = record(retrieval_stage(retriever, routing.output["queries"], options.top_k))
+    passages = retrieval.output["passages"]
+    evidence = record(evidence_stage(client, case, passages, options))
+    facts, intent = dual_track(client, case, evidence.output, passages, options, record)
+    draft = record(synthesis_stage(client, case, facts.output, intent.output, options))
+    final = record(audit_loop(client, case, facts.output, intent.output, draft, options))
+    return final, facts.output["facts"], passages
 
 
 def dual_track(client, case, evidence, passages, options, record):
@@ -223,6 +275,8 @@ def evidence_stage(client, case: Case, passages: list[dict], options) -> StageRe
 
 
 def facts_stage(client, case: Case, evidence: dict, passages: list[dict], options) -> StageRecord:
+    if options.skip_facts:
+        return skipped("facts", evidence_as_facts(evidence["evidence"]))
     by_id = {item["id"]: item for item in evidence["evidence"]}
     stage = ask_model(
         client, "facts", case, options,
@@ -247,12 +301,18 @@ def intent_stage(client, case: Case, options: PipelineOptions) -> StageRecord:
 def synthesis_stage(client, case, facts: dict, intent: dict | None, options) -> StageRecord:
     fact_passages = {fact["id"]: fact["passage_ids"] for fact in facts["facts"]}
     with_intent = intent is not None
-    rule = "" if with_intent else "- No interaction intent is available: leave intent_basis empty."
+    rules = [
+        "" if with_intent else "- No interaction intent is available: leave intent_basis empty.",
+        "" if not options.skip_facts else (
+            "- No atomic facts were extracted: the reference board lists the evidence "
+            "statements themselves; cite their ids as fact_ids."
+        ),
+    ]  # fmt: skip
     return ask_model(
         client, "synthesis", case, options,
         values={
             "case": render_case(case), "facts": render_json(facts["facts"]),
-            "intent": render_intent(intent), "intent_rule": rule,
+            "intent": render_intent(intent), "intent_rule": "\n".join(r for r in rules if r),
         },
         validate=lambda data: validate_criteria(data, fact_passages, with_intent),
         stage_input={"facts": facts["facts"], "intent": intent},
@@ -260,20 +320,81 @@ def synthesis_stage(client, case, facts: dict, intent: dict | None, options) -> 
     )  # fmt: skip
 
 
-def audit_stage(client, case, facts: dict, intent: dict | None, draft: StageRecord, options):
+def evidence_as_facts(evidence: list[dict]) -> dict:
+    """The fact-agent ablation's stand-in for the reference board: every evidence statement as
+    it stands (not decomposed, not filtered for relevance), so criteria still cite sources."""
+    return {
+        "facts": [
+            {
+                "id": item["id"], "text": item["statement"], "evidence_ids": [item["id"]],
+                "passage_ids": list(item["passage_ids"]),
+                "safety": item["kind"] in ("red_flag", "contraindication", "resource"),
+            }
+            for item in evidence
+        ]
+    }  # fmt: skip
+
+
+def audit_loop(client, case, facts: dict, intent: dict | None, draft: StageRecord, options):
+    """Audit rounds until one passes the rubric it was given or `audit_rounds` have run; one
+    record holds every round (its prompts, verdict, gaps and removals) and all their calls."""
     if options.skip_audit:
         return skipped("audit", draft.output)
+    rows, rounds, responses, elapsed = draft.output["criteria"], [], [], 0.0
+    stage = None
+    for number in range(1, options.audit_rounds + 1):
+        try:
+            stage = audit_stage(client, case, facts, intent, rows, options, number, rounds)
+        except StageFailed as failure:
+            failure.record.responses = [*responses, *failure.record.responses]
+            failure.record.output = {"rounds": rounds} if rounds else None
+            raise
+        responses += stage.responses
+        elapsed += stage.elapsed_ms
+        rows = stage.output["criteria"]
+        rounds.append(
+            {"round": number, "verdict": stage.output["verdict"], "gaps": stage.output["gaps"],
+             "removed": stage.output["removed"], "criteria": len(rows), "user": stage.user}
+        )  # fmt: skip
+        if stage.output["verdict"] == "pass":
+            break
+    passed = rounds[-1]["verdict"] == "pass"
+    stage.output = {**stage.output, "passed": passed, "rounds": rounds}
+    stage.input = {"draft": draft.output["criteria"], "rounds_allowed": options.audit_rounds}
+    stage.responses, stage.elapsed_ms = responses, elapsed
+    return stage
+
+
+def audit_stage(client, case, facts, intent, rows, options, number: int, before: list[dict]):
     fact_passages = {fact["id"]: fact["passage_ids"] for fact in facts["facts"]}
-    rows = draft.output["criteria"]
     return ask_model(
         client, "audit", case, options,
         values={
             "case": render_case(case), "facts": render_json(facts["facts"]),
             "intent": render_intent(intent), "draft": render_json(rows),
+            "round_note": _round_note(number, options.audit_rounds, before),
         },
         validate=lambda data: validate_audit(data, fact_passages, intent is not None),
-        stage_input={"draft": rows},
-        hints={"facts": facts["facts"], "intent": intent, "draft": rows},
+        stage_input={"draft": rows, "round": number},
+        hints={"facts": facts["facts"], "intent": intent, "draft": rows, "round": number},
+    )  # fmt: skip
+
+
+def _round_note(number: int, allowed: int, before: list[dict]) -> str:
+    if number == 1:
+        return f"This is audit round 1 of at most {allowed}."
+    gaps = "; ".join(map(str, before[-1]["gaps"])) or "(no gaps named)"
+    return (
+        f"This is audit round {number} of at most {allowed}. The draft below is the previous "
+        f"round's revision, made for: {gaps}. Check it again from the start."
+    )
+
+
+def direct_stage(client, case: Case, options: PipelineOptions) -> StageRecord:
+    return ask_model(
+        client, "direct", case, options,
+        values={"case": render_case(case)},
+        validate=validate_direct, stage_input={"case": case.as_hint()},
     )  # fmt: skip
 
 
@@ -293,15 +414,20 @@ def ask_model(
     hints: Mapping[str, Any] | None = None,
 ) -> StageRecord:
     system, user = render_prompt(name, values)
+    sampling = options.sampling.get(name, Sampling())
     request = ChatRequest(
         model=options.model,
         purpose=PURPOSES[name],
         system=system,
         messages=(Message(role="user", content=user),),
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
         hints={"stage": name, "case": case.as_hint(), **(hints or {})},
         sample=f"rubric-case:{case.key}",
     )
-    stage = StageRecord(name, "ok", model=options.model, system=system, user=user)
+    stage = StageRecord(
+        name, "ok", model=options.model, system=system, user=user, sampling=sampling
+    )
     stage.input = stage_input
     started = time.perf_counter()
     try:
@@ -395,10 +521,16 @@ def validate_intent(data: dict) -> dict:
     return {key: data[key] for key in INTENT_KEYS}
 
 
-def validate_criteria(data: dict, fact_passages: Mapping, with_intent: bool) -> dict:
+def validate_criteria(
+    data: dict, fact_passages: Mapping, with_intent: bool, *, require_support: bool = True
+) -> dict:
     rows = _list(data, "criteria", 1, None)
     try:
-        parsed = criteria_from_rows(rows, fact_passages=fact_passages, with_intent=with_intent)
+        parsed = criteria_from_rows(
+            rows, fact_passages=fact_passages, with_intent=with_intent,
+            require_support=require_support,
+        )  # fmt: skip
+        check_criterion_count(len(parsed))
     except RubricError as error:
         raise InvalidOutput(str(error)) from None
     return {"criteria": [criterion_row(criterion) for criterion in parsed]}
@@ -409,7 +541,18 @@ def validate_audit(data: dict, fact_passages: Mapping, with_intent: bool) -> dic
     gaps, removed = data.get("gaps", []), data.get("removed", [])
     if not isinstance(gaps, list) or not isinstance(removed, list):
         raise InvalidOutput("gaps and removed must be lists")
-    return {**result, "gaps": gaps, "removed": removed}
+    verdict = data.get("verdict")
+    if verdict not in VERDICTS:
+        raise InvalidOutput(
+            '"verdict" must be "pass" (the rubric you were given needed no change) or '
+            '"revise" (you changed it)'
+        )
+    return {**result, "gaps": gaps, "removed": removed, "verdict": verdict}
+
+
+def validate_direct(data: dict) -> dict:
+    """A directly written rubric: the same rules, except that it rests on no facts."""
+    return validate_criteria(data, {}, with_intent=False, require_support=False)
 
 
 def criterion_row(criterion: Criterion) -> dict[str, Any]:

@@ -22,7 +22,9 @@ PROMPTS_DIR = DATA_DIR / "prompts"
 EVALUATION_DIR = DATA_DIR / "evaluation"
 SYSTEM_MARKER = "<!-- system -->"
 USER_MARKER = "<!-- user -->"
-PROMPT_NAMES = ("routing", "evidence", "facts", "intent", "synthesis", "audit", "judge")
+PROMPT_NAMES = (
+    "routing", "evidence", "facts", "intent", "synthesis", "audit", "direct", "judge",
+)  # fmt: skip
 
 
 class PromptError(ValueError):

@@ -24,7 +24,9 @@ AXES = ("accuracy", "completeness", "communication", "context_awareness", "safet
 FACT_AXES = frozenset({"accuracy", "completeness", "safety"})
 INTENT_KEYS = ("persona", "urgency", "uncertainty", "missing_context", "tone")
 MIN_WEIGHT, MAX_WEIGHT = -10, 10
-MAX_CRITERIA = 20
+# An instance rubric holds 5 to 14 criteria: fewer cannot cover a case, more stop being
+# specific to it (the synthesis, audit and direct-generation prompts say the same).
+MIN_CRITERIA, MAX_CRITERIA = 5, 14
 
 
 class RubricError(ValueError):
@@ -84,23 +86,36 @@ def score_rubric(criteria: Sequence[Criterion], met: Sequence[bool]) -> RubricSc
     return RubricScore(weighted, best, weighted / best if best else None)
 
 
+def axis_scores(criteria: Sequence[Any], met: Sequence[bool]) -> dict[str, float | None]:
+    """The normalised score on each axis of the criteria: the weights met on that axis over
+    its positive weights (None for an axis with no positive weight)."""
+    scores = {}
+    for axis in dict.fromkeys(criterion.axis for criterion in criteria):
+        pairs = [(c, ok) for c, ok in zip(criteria, met, strict=True) if c.axis == axis]
+        scored = score_rubric([c for c, _ in pairs], [ok for _, ok in pairs])
+        scores[axis] = scored.normalised
+    return scores
+
+
 def criteria_from_rows(
     rows: Sequence[Mapping[str, Any]],
     *,
     fact_passages: Mapping[str, Sequence[str]],
     with_intent: bool = True,
+    require_support: bool = True,
 ) -> list[Criterion]:
     """Criteria from a model's JSON rows, checked against the reference board.
 
     `fact_passages` maps each known fact id to the passages behind it; a criterion's passages
     are those of the facts it cites, so every criterion links back to its evidence. Raises
-    RubricError naming the first bad row (index from 1)."""
+    RubricError naming the first bad row (index from 1). `require_support=False` is for a
+    rubric written with no reference board (the direct-generation baseline): its criteria
+    cite nothing."""
     if not rows:
         raise RubricError("the rubric has no criteria")
-    if len(rows) > MAX_CRITERIA:
-        raise RubricError(f"the rubric has {len(rows)} criteria; keep at most {MAX_CRITERIA}")
     criteria = [
-        _criterion_of(number, row, fact_passages, with_intent) for number, row in enumerate(rows, 1)
+        _criterion_of(number, row, fact_passages, with_intent, require_support)
+        for number, row in enumerate(rows, 1)
     ]
     texts = [criterion.text.strip().lower() for criterion in criteria]
     if len(set(texts)) != len(texts):
@@ -110,8 +125,22 @@ def criteria_from_rows(
     return criteria
 
 
+def check_criterion_count(count: int) -> None:
+    """Refuse a rubric with fewer than MIN_CRITERIA or more than MAX_CRITERIA criteria."""
+    if not MIN_CRITERIA <= count <= MAX_CRITERIA:
+        noun = "criterion" if count == 1 else "criteria"
+        raise RubricError(
+            f"the rubric has {count} {noun}; an instance rubric needs {MIN_CRITERIA} to "
+            f"{MAX_CRITERIA} criteria"
+        )
+
+
 def _criterion_of(
-    number: int, row: Any, fact_passages: Mapping[str, Sequence[str]], with_intent: bool
+    number: int,
+    row: Any,
+    fact_passages: Mapping[str, Sequence[str]],
+    with_intent: bool,
+    require_support: bool,
 ) -> Criterion:
     if not isinstance(row, Mapping):
         raise RubricError(f"criterion {number} is not an object")
@@ -135,6 +164,8 @@ def _criterion_of(
         )
     except RubricError as error:
         raise RubricError(f"criterion {number}: {error}") from None
+    if not require_support:
+        return criterion
     if criterion.axis in FACT_AXES and not fact_ids:
         raise RubricError(f"criterion {number} is about {criterion.axis} but cites no fact")
     if not fact_ids and not basis:

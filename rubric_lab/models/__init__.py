@@ -4,6 +4,7 @@ from rubric_lab.models.evaluation import *  # noqa: F403  (evaluation models, se
 from rubric_lab.models.pipeline import (  # noqa: F401
     CriterionDecision,
     GenerationJob,
+    GenerationMethod,
     GenerationStatus,
     InstanceRubric,
     InstanceScore,

@@ -111,6 +111,11 @@ class SensitivityStudy(EvaluationJob):
     reference_model = models.CharField(max_length=200, blank=True)  # blank: every agent
     max_cases = models.PositiveIntegerField(default=20)
     seed = models.IntegerField(default=0)  # of the bootstrap resamples
+    # A type scored on fewer references than this many (or, in a small study, than this share
+    # of its references, whichever is fewer) is reported as such and left out of the pooled
+    # figure.
+    min_type_references = models.PositiveSmallIntegerField(default=5)
+    min_type_share = models.FloatField(default=0.25)
 
     class Meta(EvaluationJob.Meta):
         verbose_name_plural = "sensitivity studies"
@@ -185,17 +190,36 @@ class ExpertCriteriaUpload(models.Model):
 
 
 class ExpertCriterion(models.Model):
+    """An expert's criterion for one conversation, or for a case (every reply to a benchmark
+    entry): exactly one of the two. A conversation's own criteria win over its case's."""
+
     entry = models.ForeignKey(
-        BenchmarkEntry, on_delete=models.CASCADE, related_name="expert_criteria"
-    )
+        BenchmarkEntry, null=True, blank=True, on_delete=models.CASCADE,
+        related_name="expert_criteria",
+    )  # fmt: skip
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.CASCADE,
+        related_name="expert_criteria",
+    )  # fmt: skip
     upload = models.ForeignKey(
         ExpertCriteriaUpload, on_delete=models.CASCADE, related_name="criteria"
     )
     text = models.TextField()
-    weight = models.SmallIntegerField(null=True, blank=True)
+    weight = models.SmallIntegerField(null=True, blank=True)  # HealthBench's points
+    # The evaluation axis as the source names it (HealthBench: accuracy, completeness,
+    # communication_quality, context_awareness, instruction_following); blank when not given.
+    axis = models.CharField(max_length=60, blank=True)
+    tags = models.JSONField(default=list, blank=True)  # every tag of the source (level:, ...)
 
     class Meta:
-        ordering = ["entry", "id"]
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(entry__isnull=False, conversation__isnull=True)
+                | models.Q(entry__isnull=True, conversation__isnull=False),
+                name="expert_criterion_of_entry_or_conversation",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.text[:60]
@@ -222,6 +246,7 @@ class CoverageCase(LeasedWork):
     rubric = models.ForeignKey(InstanceRubric, on_delete=models.CASCADE, related_name="+")
     status = models.CharField(max_length=20, choices=WorkStatus.choices, default=WorkStatus.PENDING)
     expert_criteria = models.JSONField(default=list, blank=True)  # texts, as judged
+    expert_axes = models.JSONField(default=list, blank=True)  # the axis of each ("" if none)
     constraints = models.JSONField(default=list, blank=True)  # [{"criterion", "text"}]
     judgements = models.JSONField(default=list, blank=True)
     constraint_count = models.PositiveIntegerField(default=0)
@@ -246,7 +271,10 @@ class CoverageCase(LeasedWork):
 
 
 class RefineStudy(EvaluationJob):
-    """Rubric-guided critique against the self-critique control, judged independently."""
+    """Rubric-guided critique between two controls - self-critique (no rubric, the lower one)
+    and critique with the expert criteria (the oracle, the upper one) - judged independently
+    with the six case-agnostic rubrics and, where the conversation has them, against the
+    expert criteria."""
 
     generation_job = models.ForeignKey(
         GenerationJob, on_delete=models.CASCADE, related_name="refine_studies"
@@ -255,6 +283,9 @@ class RefineStudy(EvaluationJob):
     editor_model = models.CharField(max_length=200)
     # The independent judge scores with the six case-agnostic rubrics, not the instance one.
     judge_model = models.CharField(max_length=200)
+    # Judges each criterion of the expert criteria on the original and the refined
+    # conversation (blank: not scored against the expert criteria).
+    criteria_judge_model = models.CharField(max_length=200, blank=True)
     max_cases = models.PositiveIntegerField(default=20)
 
     class Meta(EvaluationJob.Meta):
@@ -264,6 +295,7 @@ class RefineStudy(EvaluationJob):
 class RefineArm(models.TextChoices):
     RUBRIC = "rubric", "Critique with the instance rubric"
     SELF = "self", "Self-critique (no rubric)"
+    ORACLE = "oracle", "Critique with the expert criteria (oracle)"
 
 
 class Refinement(LeasedWork):
@@ -278,6 +310,11 @@ class Refinement(LeasedWork):
     diff = models.TextField(blank=True)
     original_score = models.FloatField(null=True, blank=True)
     refined_score = models.FloatField(null=True, blank=True)
+    # Normalised scores against the expert criteria, overall and per axis
+    # ({axis: {"original": x, "refined": y}}); null when not scored against them.
+    original_expert_score = models.FloatField(null=True, blank=True)
+    refined_expert_score = models.FloatField(null=True, blank=True)
+    expert_axes = models.JSONField(default=dict, blank=True)
     failure_stage = models.CharField(max_length=20, blank=True)  # critique | edit | judge
     raw_output = RedactedTextField(blank=True)
 
@@ -296,8 +333,8 @@ class Refinement(LeasedWork):
 
 
 class AblationStudy(EvaluationJob):
-    """The pipeline in full and without each of three stages on the same conversations, then
-    coverage and sensitivity of each variant side by side."""
+    """The pipeline in full, without each of four stages, and the direct-generation baseline on
+    the same conversations, then coverage and sensitivity of each variant side by side."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="ablation_studies")
     generator_model = models.CharField(max_length=200)
@@ -314,7 +351,9 @@ class AblationVariant(models.TextChoices):
     FULL = "full", "Full pipeline"
     NO_ROUTING = "no_routing", "Without routing"
     NO_INTENT = "no_intent", "Without interaction intent"
+    NO_FACTS = "no_facts", "Without the medical-fact agent"
     NO_AUDIT = "no_audit", "Without audit"
+    DIRECT = "direct", "Direct generation (one call, baseline)"
 
 
 class AblationArm(models.Model):

@@ -68,6 +68,11 @@ class RetrieverKind(models.TextChoices):
     EMBEDDING = "embedding", "Dense embedding (latent semantic analysis)"
 
 
+class GenerationMethod(models.TextChoices):
+    PIPELINE = "pipeline", "Pipeline (retrieval, evidence, facts, intent, synthesis, audit)"
+    DIRECT = "direct", "Direct generation (one model call, the baseline)"
+
+
 class GenerationJob(CostLimited):
     """One launch of the pipeline over one or more conversations, with pinned options."""
 
@@ -82,10 +87,19 @@ class GenerationJob(CostLimited):
         max_length=20, choices=RetrieverKind.choices, default=RetrieverKind.BM25
     )
     top_k = models.PositiveSmallIntegerField(default=4)
+    method = models.CharField(
+        max_length=20, choices=GenerationMethod.choices, default=GenerationMethod.PIPELINE
+    )
     # Ablations: each flag removes one stage of the pipeline.
     skip_routing = models.BooleanField(default=False)
     skip_intent = models.BooleanField(default=False)
+    skip_facts = models.BooleanField(default=False)
     skip_audit = models.BooleanField(default=False)
+    # The closed audit loop: rounds until one passes the rubric it was given, at most this many.
+    audit_rounds = models.PositiveSmallIntegerField(default=3)
+    # Per model stage: {"temperature": t, "top_p": p}; a stage left out (or a null value)
+    # uses the provider's default.
+    sampling = models.JSONField(default=dict, blank=True)
     use_cache = models.BooleanField(default=True)
     concurrency = models.PositiveSmallIntegerField(default=8)
     status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
@@ -104,7 +118,10 @@ class GenerationJob(CostLimited):
 
     @property
     def ablations(self) -> list[str]:
-        flags = {"routing": self.skip_routing, "intent": self.skip_intent, "audit": self.skip_audit}
+        flags = {
+            "routing": self.skip_routing, "intent": self.skip_intent, "facts": self.skip_facts,
+            "audit": self.skip_audit,
+        }  # fmt: skip
         return [name for name, skipped in flags.items() if skipped]
 
 
@@ -182,6 +199,9 @@ class PipelineStage(models.Model):
     cost_known = models.BooleanField(default=True)
     cached = models.BooleanField(default=False)
     elapsed_ms = models.FloatField(default=0)
+    # The sampling this stage asked for (null: the provider's default).
+    temperature = models.FloatField(null=True, blank=True)
+    top_p = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["generation", "order"]

@@ -1,7 +1,9 @@
-"""Ablations in one click: the pipeline in full and without routing, interaction intent or
-audit, on the same reference conversations; once a variant's rubrics exist, a coverage run (for
-cases with expert criteria) and an instance-rubric sensitivity study follow, and the page puts
-the four side by side.
+"""Ablations in one click: the pipeline in full, without routing, interaction intent, the
+medical-fact agent or audit, and the direct-generation baseline (one model call), on the same
+reference conversations; once a variant's rubrics exist, a coverage run (for conversations with
+expert criteria) and an instance-rubric sensitivity study follow, and the page puts the six side
+by side, each variant's coverage tested against the full pipeline's with McNemar's test on the
+constraints both runs judged.
 
 The chain advances from the ablation's watch (`ablation_advance`), so it needs no button and
 survives a worker restart like every other job.
@@ -23,7 +25,6 @@ from rubric_lab.models import (
     AblationArm,
     AblationStudy,
     AblationVariant,
-    ExpertCriterion,
     InstanceRubric,
     JudgeSetup,
 )
@@ -34,7 +35,9 @@ FLAGS = {
     AblationVariant.FULL: {},
     AblationVariant.NO_ROUTING: {"skip_routing": True},
     AblationVariant.NO_INTENT: {"skip_intent": True},
+    AblationVariant.NO_FACTS: {"skip_facts": True},
     AblationVariant.NO_AUDIT: {"skip_audit": True},
+    AblationVariant.DIRECT: {"method": "direct"},
 }
 
 
@@ -60,7 +63,7 @@ def ablation_launch(
     cost_limit_usd: Decimal | None = None,
     user=None,
 ) -> AblationStudy:
-    """The study and its four generation jobs (one per variant) on the same conversations."""
+    """The study and its generation jobs (one per variant) on the same conversations."""
     references = sensitivity.reference_conversations(
         run, reference_model=reference_model, generation_job=None, limit=max_cases
     )
@@ -142,8 +145,8 @@ def _follow_up(study, arm, start_sensitivity, start_coverage) -> None:
 
 
 def _has_expert_criteria(job) -> bool:
-    entries = InstanceRubric.objects.filter(generation__job=job).values("conversation__entry_id")
-    return ExpertCriterion.objects.filter(entry_id__in=entries).exists()
+    rubrics = InstanceRubric.objects.filter(generation__job=job)
+    return rubrics.filter(coverage.with_expert_criteria()).exists()
 
 
 def _finish_if_done(study: AblationStudy) -> bool:
@@ -171,15 +174,21 @@ def running_ablation_ids() -> list[int]:
 
 
 def ablation_rows(study: AblationStudy) -> list[dict]:
-    """One row per variant: rubrics made, coverage overall, sensitivity pooled over types."""
+    """One row per variant: rubrics made, coverage overall and its McNemar test against the
+    full pipeline's (same expert criteria, constraint by constraint), sensitivity pooled over
+    types."""
+    arms = list(study.arms.select_related("generation_job", "sensitivity_study", "coverage_run"))
+    full = next((a.coverage_run for a in arms if a.variant == AblationVariant.FULL), None)
     rows = []
-    for arm in study.arms.select_related("generation_job", "sensitivity_study", "coverage_run"):
+    for arm in arms:
         pooled = None
         if arm.sensitivity_study is not None:
             pooled = sensitivity.study_results(arm.sensitivity_study)[-1]
-        overall = None
+        overall = compared = None
         if arm.coverage_run is not None:
             overall = coverage.coverage_results(arm.coverage_run)["overall"]
+            if full is not None and arm.variant != AblationVariant.FULL:
+                compared = coverage.coverage_compare(full, arm.coverage_run).overall
         rows.append(
             {
                 "arm": arm,
@@ -187,6 +196,7 @@ def ablation_rows(study: AblationStudy) -> list[dict]:
                     generation__job=arm.generation_job
                 ).count(),
                 "coverage": overall,
+                "versus_full": compared,
                 "sensitivity": pooled["sensitivity"] if pooled else None,
             }
         )

@@ -40,7 +40,8 @@ def job_models(job: models.Model) -> list[str]:
     if isinstance(job, CoverageRun):
         return [job.judge_model]
     if isinstance(job, RefineStudy):
-        return [job.evaluator_model, job.editor_model, job.judge_model]
+        extra = [job.criteria_judge_model] if job.criteria_judge_model else []
+        return [job.evaluator_model, job.editor_model, job.judge_model, *extra]
     if isinstance(job, AblationStudy):
         return [job.generator_model, job.judge_model, job.perturber_model]
     raise TypeError(f"{type(job).__name__} is not a rubric-lab job")

@@ -57,6 +57,16 @@ JUDGE_REPAIRS = 1
 PARALLEL_CRITERIA = 8
 
 
+@dataclass(frozen=True)
+class JudgedCriterion:
+    """A criterion from outside the lab's rubrics (an expert's): its axis is the source's own
+    name for it, and a criterion given without a weight counts one point."""
+
+    text: str
+    axis: str
+    weight: int
+
+
 class InstanceScoringError(ValueError):
     """A score cannot be launched as asked; the message says why."""
 
@@ -91,6 +101,10 @@ class TraceScore:
     @property
     def normalised(self) -> float | None:
         return self.score.normalised
+
+    @property
+    def met(self) -> list[bool]:
+        return [decision.met for decision in self.decisions]
 
 
 def rubric_criteria(rubric: InstanceRubric) -> list[Criterion]:
@@ -132,13 +146,31 @@ def instance_rubric_score_trace(
     ProviderError, each naming the criterion ("criterion 3: ...") - after every criterion was
     asked, so the calls made are all accounted by a recording client.
     """
+    return criteria_score_trace(
+        criteria=rubric_criteria(rubric), profile=profile, scenario=scenario, events=events,
+        judge_model=judge_model, client=client, sample=f"instance-rubric:{rubric.pk}/{sample}",
+    )  # fmt: skip
+
+
+def criteria_score_trace(
+    *,
+    criteria: Sequence[Criterion | JudgedCriterion],
+    profile: Mapping[str, Any],
+    scenario: Mapping[str, Any],
+    events: Sequence[Mapping[str, Any]],
+    judge_model: str,
+    client=None,
+    sample: str = "",
+) -> TraceScore:
+    """`instance_rubric_score_trace` for any criteria with a text, an axis and a weight (an
+    instance rubric's, or the expert criteria the refine study scores against); `sample`
+    names the criteria set and the draw, each criterion's call adds its index."""
     client = client or model_router(True)
-    criteria = rubric_criteria(rubric)
     trace_text = render_trace(events)
     requests = [
         criterion_request(
             criterion, profile=profile, scenario=scenario, events=events, trace_text=trace_text,
-            judge_model=judge_model, sample=f"instance-rubric:{rubric.pk}/{sample}/c{index}",
+            judge_model=judge_model, sample=f"{sample}/c{index}",
         )
         for index, criterion in enumerate(criteria)
     ]  # fmt: skip
@@ -153,14 +185,14 @@ def instance_rubric_score_trace(
 
 
 def criterion_request(
-    criterion: Criterion, *, profile, scenario, events, trace_text: str, judge_model: str,
-    sample: str,
+    criterion: Criterion | JudgedCriterion, *, profile, scenario, events, trace_text: str,
+    judge_model: str, sample: str,
 ) -> ChatRequest:  # fmt: skip
     system, user = render_prompt(
         "judge",
         {
             "criterion": criterion.text,
-            "axis": criterion.axis,
+            "axis": criterion.axis or "unspecified",
             "weight": f"{criterion.weight:+d}",
             "profile": json.dumps(profile, indent=2, ensure_ascii=False),
             "scenario": render_scenario(scenario),

@@ -38,18 +38,21 @@ def knowledge_ensure_shipped() -> int:
     stored = {
         row.passage_id: row for row in KnowledgePassage.objects.filter(origin=PassageOrigin.SHIPPED)
     }
-    written = 0
-    for passage in shipped_corpus():
-        row = stored.get(passage.passage_id)
-        fields = passage.as_dict()
-        if row is None:
-            KnowledgePassage.objects.create(origin=PassageOrigin.SHIPPED, **fields)
-        elif _fields_of(row) != fields:
-            KnowledgePassage.objects.filter(pk=row.pk).update(**fields)
-        else:
-            continue
-        written += 1
-    return written
+    missing = [p for p in shipped_corpus() if p.passage_id not in stored]
+    # Worker threads (and processes) meeting an empty base at once all insert the corpus:
+    # a passage another one stored in the meantime is left as it is, not an error.
+    KnowledgePassage.objects.bulk_create(
+        [KnowledgePassage(origin=PassageOrigin.SHIPPED, **p.as_dict()) for p in missing],
+        ignore_conflicts=True,
+    )
+    changed = [
+        (stored[p.passage_id], p.as_dict())
+        for p in shipped_corpus()
+        if p.passage_id in stored and _fields_of(stored[p.passage_id]) != p.as_dict()
+    ]
+    for row, fields in changed:
+        KnowledgePassage.objects.filter(pk=row.pk).update(**fields)
+    return len(missing) + len(changed)
 
 
 @transaction.atomic

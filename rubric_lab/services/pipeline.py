@@ -35,7 +35,16 @@ from benchmark.services.leases import (
     lease_extender,
     lease_release_fields,
 )
-from rubric_lab.engine.pipeline import STAGES, Case, PipelineOptions, StageRecord, run_pipeline
+from rubric_lab.engine.pipeline import (
+    MAX_AUDIT_ROUNDS,
+    METHODS,
+    Case,
+    PipelineOptions,
+    Sampling,
+    StageRecord,
+    run_pipeline,
+    stages_of,
+)
 from rubric_lab.engine.retrieval import RETRIEVERS
 from rubric_lab.models import (
     GenerationJob,
@@ -73,16 +82,23 @@ def generation_job_launch(
     judge_model: str = "",
     retriever: str = "bm25",
     top_k: int = 4,
+    method: str = "pipeline",
     skip_routing: bool = False,
     skip_intent: bool = False,
+    skip_facts: bool = False,
     skip_audit: bool = False,
+    audit_rounds: int = 3,
+    sampling: dict[str, dict[str, float | None]] | None = None,
     use_cache: bool = True,
     concurrency: int = 8,
     run: Run | None = None,
     cost_limit_usd: Decimal | None = None,
     user=None,
 ) -> GenerationJob:
-    """A running job with one pending generation per scorable conversation."""
+    """A running job with one pending generation per scorable conversation.
+
+    `sampling` maps a model stage to {"temperature": t, "top_p": p} (None or left out: the
+    provider's default); the direct method's one stage is "direct"."""
     ids = list(
         Conversation.objects.scorable()
         .filter(pk__in=[c.pk for c in conversations])
@@ -91,16 +107,22 @@ def generation_job_launch(
     if not ids:
         raise PipelineLaunchError("Pick at least one finished, scorable conversation.")
     _check_options(generator_model, judge_model, retriever, top_k, concurrency)
+    sampling = sampling_check(method, sampling or {})
+    if method == "direct" and any((skip_routing, skip_intent, skip_facts, skip_audit)):
+        raise PipelineLaunchError("Direct generation has no stages to leave out.")
+    if not 1 <= audit_rounds <= MAX_AUDIT_ROUNDS:
+        raise PipelineLaunchError(f"Audit rounds must lie between 1 and {MAX_AUDIT_ROUNDS}.")
     ablations = [
         flag for flag, on in (("no routing", skip_routing), ("no intent", skip_intent),
-                              ("no audit", skip_audit)) if on
-    ]  # fmt: skip
+                              ("no facts", skip_facts), ("no audit", skip_audit)) if on
+    ] + (["direct"] if method == "direct" else [])  # fmt: skip
     job = GenerationJob(
         name=name.strip() or _default_name(generator_model, ablations),
         run=run, generator_model=generator_model, judge_model=judge_model, retriever=retriever,
-        top_k=top_k, skip_routing=skip_routing, skip_intent=skip_intent, skip_audit=skip_audit,
-        use_cache=use_cache, concurrency=concurrency, cost_limit_usd=cost_limit_usd,
-        status=JobStatus.RUNNING, created_by=user,
+        top_k=top_k, method=method, skip_routing=skip_routing, skip_intent=skip_intent,
+        skip_facts=skip_facts, skip_audit=skip_audit, audit_rounds=audit_rounds,
+        sampling=sampling, use_cache=use_cache, concurrency=concurrency,
+        cost_limit_usd=cost_limit_usd, status=JobStatus.RUNNING, created_by=user,
     )  # fmt: skip
     if refusal := budgets.launch_refusal(job):
         raise PipelineLaunchError(refusal)
@@ -114,6 +136,36 @@ def generation_job_launch(
 def _default_name(generator_model: str, ablations: list[str]) -> str:
     suffix = f" ({', '.join(ablations)})" if ablations else ""
     return f"{generator_model} rubrics{suffix}"
+
+
+def sampling_check(method: str, sampling: dict) -> dict[str, dict[str, float | None]]:
+    """The per-stage sampling as stored: only the method's model stages, temperature in
+    [0, 2] and top-p in (0, 1], unset values dropped; PipelineLaunchError names a bad one."""
+    if method not in METHODS:
+        raise PipelineLaunchError(f"Method must be one of {', '.join(METHODS)}.")
+    model_stages = [s for s in stages_of(method) if s != "retrieval"]
+    unknown = sorted(set(sampling) - set(model_stages))
+    if unknown:
+        raise PipelineLaunchError(
+            f"No model stage named {', '.join(unknown)}; sampling applies to "
+            f"{', '.join(model_stages)}."
+        )
+    checked = {}
+    for stage, values in sampling.items():
+        temperature, top_p = values.get("temperature"), values.get("top_p")
+        if temperature is not None and not 0 <= temperature <= 2:
+            raise PipelineLaunchError(f"{stage}: temperature must lie between 0 and 2.")
+        if top_p is not None and not 0 < top_p <= 1:
+            raise PipelineLaunchError(f"{stage}: top-p must lie above 0 and at most 1.")
+        kept = {key: value for key, value in (("temperature", temperature), ("top_p", top_p))
+                if value is not None}  # fmt: skip
+        if kept:
+            checked[stage] = kept
+    return checked
+
+
+def job_sampling(job: GenerationJob) -> dict[str, Sampling]:
+    return {stage: Sampling(**values) for stage, values in job.sampling.items()}
 
 
 def _check_options(generator: str, judge: str, retriever: str, top_k: int, concurrency: int):
@@ -235,21 +287,22 @@ def _generate(generation: RubricGeneration, client) -> None:
     job = generation.job
     generation.stages.all().delete()  # a previous attempt's worker died mid-way
     RubricGeneration.objects.filter(pk=generation.pk).update(
-        started_at=timezone.now(), current_stage="routing"
+        started_at=timezone.now(), current_stage=stages_of(job.method)[0]
     )
     conversation = Conversation.objects.select_related("entry", "run").get(
         pk=generation.conversation_id
     )
     recorder = accounting.RecordingClient(client or model_router(job.use_cache))
     options = PipelineOptions(
-        model=job.generator_model, top_k=job.top_k, skip_routing=job.skip_routing,
-        skip_intent=job.skip_intent, skip_audit=job.skip_audit,
+        model=job.generator_model, top_k=job.top_k, method=job.method,
+        skip_routing=job.skip_routing, skip_intent=job.skip_intent, skip_facts=job.skip_facts,
+        skip_audit=job.skip_audit, audit_rounds=job.audit_rounds, sampling=job_sampling(job),
     )  # fmt: skip
     started = time.perf_counter()
     try:
         outcome = run_pipeline(
             recorder, case_of(conversation), retriever_for(job.retriever), options,
-            on_stage=lambda stage: _stage_save(generation, stage),
+            on_stage=lambda stage: _stage_save(generation, stage, job.method),
         )  # fmt: skip
     except Exception as error:  # a bug must not leave the generation pending forever
         logger.exception("rubric generation %s failed", generation.pk)
@@ -281,12 +334,13 @@ def _generate(generation: RubricGeneration, client) -> None:
         instance_score_run_here(rubric=rubric, conversation=conversation, judge=job.judge_model)
 
 
-def _stage_save(generation: RubricGeneration, stage: StageRecord) -> None:
+def _stage_save(generation: RubricGeneration, stage: StageRecord, method: str) -> None:
     sums = accounting.totals(stage.responses)
+    stages = stages_of(method)
     PipelineStage.objects.create(
         generation=generation,
         name=stage.name,
-        order=_order(stage.name),
+        order=stages.index(stage.name),
         status=stage.status,
         model=stage.model,
         system_prompt=stage.system,
@@ -301,18 +355,13 @@ def _stage_save(generation: RubricGeneration, stage: StageRecord) -> None:
         cost_known=sums["cost_usd"] is not None,
         cached=bool(stage.responses) and all(r.cached for r in stage.responses),
         elapsed_ms=stage.elapsed_ms,
+        temperature=stage.sampling.temperature,
+        top_p=stage.sampling.top_p,
     )
-    following = _following(stage.name)
-    RubricGeneration.objects.filter(pk=generation.pk).update(current_stage=following)
-
-
-def _order(name: str) -> int:
-    return STAGES.index(name)
-
-
-def _following(name: str) -> str:
-    index = STAGES.index(name) + 1
-    return STAGES[index] if index < len(STAGES) else ""
+    following = stages[stages.index(stage.name) + 1 :]
+    RubricGeneration.objects.filter(pk=generation.pk).update(
+        current_stage=following[0] if following else ""
+    )
 
 
 def _finish(generation, recorder, conversation, started, *, failed_stage="", reason="") -> None:
@@ -347,3 +396,33 @@ def generation_total_cost(job: GenerationJob) -> Decimal | None:
     if rows.filter(cost_known=False).exists():
         return None
     return sum((row.cost_usd or Decimal(0) for row in rows), Decimal(0))
+
+
+def rubric_records(job: GenerationJob) -> list[dict]:
+    """One record per generation of the job: its status and, once made, the rubric's criteria
+    with what they cite."""
+    generations = job.generations.select_related("conversation__entry").order_by("pk")
+    rubrics = {
+        rubric.generation_id: rubric
+        for rubric in InstanceRubric.objects.filter(generation__job=job).prefetch_related(
+            "criteria"
+        )
+    }
+    records = []
+    for generation in generations:
+        rubric = rubrics.get(generation.pk)
+        criteria = sorted(rubric.criteria.all(), key=lambda c: c.index) if rubric else []
+        records.append(
+            {"job": job.pk, "method": job.method, "ablations": job.ablations,
+             "conversation": str(generation.conversation.public_id),
+             "source_id": generation.conversation.entry.seed.get("source_id", ""),
+             "status": generation.status, "failed_stage": generation.failed_stage,
+             "failure_reason": generation.failure_reason,
+             "rubric": rubric.pk if rubric else None,
+             "criteria": [
+                 {"text": c.text, "axis": c.axis, "weight": c.weight, "fact_ids": c.fact_ids,
+                  "passage_ids": c.passage_ids, "intent_basis": c.intent_basis}
+                 for c in criteria
+             ]}
+        )  # fmt: skip
+    return records

@@ -1,7 +1,11 @@
 """Critique-then-refine studies: for each instance rubric of a generation job, its conversation
-is refined twice - critique with the rubric, and the self-critique control with no rubric - and
-an independent judge (the six case-agnostic rubrics, a judge model of its own) scores the
-original and each refined copy. Edits breaking the editor's rules are rejected and listed."""
+is refined by three arms - critique with the rubric; the self-critique control with no rubric
+(the lower control); and, where the conversation has expert criteria, critique with those
+criteria (the oracle, the upper control) - and an independent judge (the six case-agnostic
+rubrics, a judge model of its own) scores the original and each refined copy. With a criteria
+judge set, the original and each refined copy are also scored against the expert criteria (one
+call per criterion, normalised, overall and per axis): the source's independent criteria.
+Edits breaking the editor's rules are rejected and listed."""
 
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from jury.models import Jury
 from jury.services.rubrics import current_weights
 from rubric_lab.engine import refine, sensitivity
 from rubric_lab.engine.perturb import trace_diff
+from rubric_lab.engine.rubric import axis_scores
 from rubric_lab.models import (
     GenerationJob,
     InstanceRubric,
@@ -34,8 +39,9 @@ from rubric_lab.models import (
     RefineStudy,
     WorkStatus,
 )
-from rubric_lab.services import budgets, exports, trace_judging
+from rubric_lab.services import budgets, coverage, exports, trace_judging
 from rubric_lab.services import evaluation_work as work
+from rubric_lab.services.instance_scoring import JudgedCriterion
 
 MAX_CASES = 200
 EDIT_REPAIRS = 1
@@ -52,6 +58,7 @@ def refine_launch(
     evaluator_model: str,
     editor_model: str,
     judge_model: str,
+    criteria_judge_model: str = "",
     name: str = "",
     max_cases: int = 20,
     use_cache: bool = True,
@@ -63,6 +70,8 @@ def refine_launch(
         check_model_string(evaluator_model, purpose="refine_critique")
         check_model_string(editor_model, purpose="refine_edit")
         check_model_string(judge_model, purpose="judge")
+        if criteria_judge_model:
+            check_model_string(criteria_judge_model, purpose="rubric_judge")
     except ProviderError as error:
         raise RefineError(str(error)) from None
     if not 1 <= max_cases <= MAX_CASES:
@@ -75,14 +84,19 @@ def refine_launch(
     study = RefineStudy(
         name=name.strip() or f"Refine with {generation_job.name}", generation_job=generation_job,
         evaluator_model=evaluator_model, editor_model=editor_model, judge_model=judge_model,
-        max_cases=max_cases, use_cache=use_cache, concurrency=concurrency,
-        cost_limit_usd=cost_limit_usd, created_by=user,
+        criteria_judge_model=criteria_judge_model, max_cases=max_cases, use_cache=use_cache,
+        concurrency=concurrency, cost_limit_usd=cost_limit_usd, created_by=user,
     )  # fmt: skip
     if refusal := budgets.launch_refusal(study):
         raise RefineError(refusal)
     study.save()
+    chosen = InstanceRubric.objects.filter(pk__in=[rubric.pk for rubric in rubrics])
+    with_criteria = set(chosen.filter(coverage.with_expert_criteria()).values_list("pk", flat=True))
     Refinement.objects.bulk_create(
-        Refinement(study=study, rubric=rubric, arm=arm) for rubric in rubrics for arm in RefineArm
+        Refinement(study=study, rubric=rubric, arm=arm)
+        for rubric in rubrics
+        for arm in RefineArm
+        if arm != RefineArm.ORACLE or rubric.pk in with_criteria
     )
     return study
 
@@ -118,11 +132,11 @@ def independent_jury(study: RefineStudy) -> Jury:
 
 
 def _perform(row: Refinement, client) -> dict:
-    study, case = row.study, trace_judging.case_of(row.rubric.conversation)
+    study, conversation = row.study, row.rubric.conversation
+    case = trace_judging.case_of(conversation)
     sample = f"refine:{study.pk}/rubric:{row.rubric_id}"
-    criteria = None
-    if row.arm == RefineArm.RUBRIC:
-        criteria = list(row.rubric.criteria.order_by("index").values("text", "axis", "weight"))
+    expert = [_judged(c) for c in coverage.expert_criteria_of(conversation)]
+    criteria = _critique_criteria(row, expert)
     critique = refine.critique_request(
         events=case.events, profile=case.profile, criteria=criteria,
         model=study.evaluator_model, sample=f"{sample}/{row.arm}",
@@ -140,7 +154,7 @@ def _perform(row: Refinement, client) -> dict:
     edits = _edits(client, study, case, plan, f"{sample}/{row.arm}") if plan else []
     refined = refine.apply_edits(case.events, edits)
     jury = independent_jury(study)
-    judge_sample = f"refine:{study.pk}/conversation:{row.rubric.conversation.public_id}"
+    judge_sample = f"refine:{study.pk}/conversation:{conversation.public_id}"
     original, _ = work.stage(
         "judge",
         lambda: trace_judging.generic_score(
@@ -153,10 +167,52 @@ def _perform(row: Refinement, client) -> dict:
             client, jury=jury, events=refined, case=case, sample=f"{judge_sample}/{row.arm}"
         ),
     )
-    return {
+    fields = {
         "status": WorkStatus.DONE, "plan": plan, "edits": edits, "events": refined,
         "diff": trace_diff(case.events, refined), "original_score": original,
         "refined_score": score,
+    }  # fmt: skip
+    if study.criteria_judge_model and expert:
+        fields.update(_expert_scores(client, study, row, case, refined, expert, judge_sample))
+    return fields
+
+
+def _judged(criterion) -> JudgedCriterion:
+    return JudgedCriterion(criterion.text, criterion.axis, criterion.weight or 1)
+
+
+def _critique_criteria(row: Refinement, expert: list[JudgedCriterion]) -> list[dict] | None:
+    """What the evaluator critiques against: the instance rubric, nothing (self-critique) or
+    the expert criteria (the oracle)."""
+    if row.arm == RefineArm.RUBRIC:
+        return list(row.rubric.criteria.order_by("index").values("text", "axis", "weight"))
+    if row.arm == RefineArm.ORACLE:
+        return [{"text": c.text, "axis": c.axis or "unspecified", "weight": c.weight}
+                for c in expert]  # fmt: skip
+    return None
+
+
+def _expert_scores(client, study, row, case, refined, expert, judge_sample) -> dict:
+    """Original and refined conversation scored against the expert criteria: normalised,
+    overall and per axis."""
+
+    def scored(events, tag):
+        return work.stage(
+            "judge",
+            lambda: trace_judging.criteria_score(
+                client, criteria=expert, judge_model=study.criteria_judge_model, events=events,
+                case=case, sample=f"{judge_sample}/expert/{tag}",
+            ),
+        )  # fmt: skip
+
+    before, after = scored(case.events, "original"), scored(refined, row.arm)
+    axes_before, axes_after = axis_scores(expert, before.met), axis_scores(expert, after.met)
+    return {
+        "original_expert_score": before.normalised, "refined_expert_score": after.normalised,
+        "expert_axes": {
+            axis or "(none)": {"original": axes_before[axis], "refined": axes_after[axis]}
+            for axis in axes_before
+        },
     }  # fmt: skip
 
 
@@ -197,28 +253,64 @@ def _violations(failure: StructuredFailure, case, plan) -> list[str]:
     return []
 
 
+# measure -> (score before, score after); MEASURES names them in tables.
+GAINS = {"judge": ("original_score", "refined_score"),
+         "expert": ("original_expert_score", "refined_expert_score")}  # fmt: skip
+MEASURES = {"judge": "independent judge", "expert": "expert criteria"}
+# Paired differences reported: the rubric against each control.
+DIFFERENCES = ((RefineArm.RUBRIC, RefineArm.SELF), (RefineArm.RUBRIC, RefineArm.ORACLE),
+               (RefineArm.ORACLE, RefineArm.SELF))  # fmt: skip
+
+
 def refine_results(study: RefineStudy) -> dict:
-    """Per arm: mean gain (refined - original) with its bootstrap interval, rejections; and
-    the paired difference rubric - self on the cases both arms refined."""
-    rows = list(study.refinements.values("rubric_id", "arm", "status", "original_score",
-                                         "refined_score"))  # fmt: skip
+    """Per arm: mean gain (refined - original) with its bootstrap interval, by the independent
+    judge and against the expert criteria (overall and per axis), and the counts; then the
+    paired differences between arms on the cases both refined."""
+    rows = list(study.refinements.filter(status=WorkStatus.DONE).values(
+        "rubric_id", "arm", *(f for pair in GAINS.values() for f in pair), "expert_axes"
+    ))  # fmt: skip
+    statuses = list(study.refinements.values_list("arm", "status"))
+    gains = {measure: _gains(rows, *fields) for measure, fields in GAINS.items()}
     arms = {}
-    gains: dict[str, dict[int, float]] = {arm: {} for arm in RefineArm.values}
-    for row in rows:
-        if row["status"] == WorkStatus.DONE:
-            gains[row["arm"]][row["rubric_id"]] = row["refined_score"] - row["original_score"]
     for arm in RefineArm:
-        statuses = [row["status"] for row in rows if row["arm"] == arm]
+        done = [status for a, status in statuses if a == arm]
         arms[arm.value] = {
             "label": arm.label,
-            "gain": _mean_interval(list(gains[arm].values()), study.pk),
-            "done": statuses.count(WorkStatus.DONE),
-            "rejected": statuses.count(WorkStatus.REJECTED),
-            "failed": statuses.count(WorkStatus.FAILED),
+            "gain": _mean_interval(list(gains["judge"][arm].values()), study.pk),
+            "expert_gain": _mean_interval(list(gains["expert"][arm].values()), study.pk),
+            "axes": _axis_gains([r for r in rows if r["arm"] == arm], study.pk),
+            "done": done.count(WorkStatus.DONE),
+            "rejected": done.count(WorkStatus.REJECTED),
+            "failed": done.count(WorkStatus.FAILED),
         }
-    both = sorted(set(gains["rubric"]) & set(gains["self"]))
-    difference = [gains["rubric"][k] - gains["self"][k] for k in both]
-    return {"arms": arms, "difference": _mean_interval(difference, study.pk)}
+    differences = [
+        {"label": f"{RefineArm(a).label} - {RefineArm(b).label}", "arms": (a, b),
+         **{measure: _paired(gains[measure], a, b, study.pk) for measure in GAINS}}
+        for a, b in DIFFERENCES
+    ]  # fmt: skip
+    return {"arms": arms, "differences": differences, "difference": differences[0]["judge"]}
+
+
+def _gains(rows, before: str, after: str) -> dict[str, dict[int, float]]:
+    gains: dict[str, dict[int, float]] = {arm: {} for arm in RefineArm.values}
+    for row in rows:
+        if row[before] is not None and row[after] is not None:
+            gains[row["arm"]][row["rubric_id"]] = row[after] - row[before]
+    return gains
+
+
+def _paired(gains, a: str, b: str, seed: int) -> sensitivity.Estimate | None:
+    both = sorted(set(gains[a]) & set(gains[b]))
+    return _mean_interval([gains[a][k] - gains[b][k] for k in both], seed)
+
+
+def _axis_gains(rows: list[dict], seed: int) -> dict[str, sensitivity.Estimate | None]:
+    by_axis: dict[str, list[float]] = {}
+    for row in rows:
+        for axis, scores in (row["expert_axes"] or {}).items():
+            if scores["original"] is not None and scores["refined"] is not None:
+                by_axis.setdefault(axis, []).append(scores["refined"] - scores["original"])
+    return {axis: _mean_interval(values, seed) for axis, values in sorted(by_axis.items())}
 
 
 def _mean_interval(values: list[float], seed: int) -> sensitivity.Estimate | None:
@@ -231,21 +323,40 @@ def _mean_interval(values: list[float], seed: int) -> sensitivity.Estimate | Non
 
 
 def refine_table(study: RefineStudy) -> pd.DataFrame:
-    """Each arm's mean gain with its interval and counts, then the paired difference."""
+    """Each arm's mean gains with their intervals and counts (by the independent judge, then
+    against the expert criteria overall and per axis), then the paired differences. An arm
+    the study did not run (no oracle without expert criteria) and a measure nothing was
+    scored on are left out."""
     results = refine_results(study)
-    records = [
-        {"arm": key, "label": arm["label"], **_interval(arm["gain"]), "done": arm["done"],
-         "rejected": arm["rejected"], "failed": arm["failed"]}
-        for key, arm in results["arms"].items()
-    ]  # fmt: skip
-    records.append({"arm": "rubric - self", "label": "Paired difference of the gains",
-                    **_interval(results["difference"]), "done": "", "rejected": "",
-                    "failed": ""})  # fmt: skip
+    ran = {key for key, arm in results["arms"].items() if arm["done"] + arm["rejected"]
+           + arm["failed"]}  # fmt: skip
+    measures = [m for m in GAINS if m == "judge" or any(
+        results["arms"][key]["expert_gain"] for key in ran)]  # fmt: skip
+    records = []
+    for key in [key for key in results["arms"] if key in ran]:
+        arm = results["arms"][key]
+        counts = {"done": arm["done"], "rejected": arm["rejected"], "failed": arm["failed"]}
+        gains = {"judge": arm["gain"], "expert": arm["expert_gain"]}
+        for measure in measures:
+            records.append({"arm": key, "label": arm["label"], "measure": MEASURES[measure],
+                            **_interval(gains[measure]), **counts})  # fmt: skip
+        for axis, estimate in arm["axes"].items():
+            records.append({"arm": key, "label": arm["label"],
+                            "measure": f"expert criteria, axis {axis}", **_interval(estimate),
+                            **counts})  # fmt: skip
+    blank = {"done": "", "rejected": "", "failed": ""}
+    for difference in results["differences"]:
+        if not set(difference["arms"]) <= ran:
+            continue
+        for measure in measures:
+            records.append({"arm": " - ".join(difference["arms"]), "label": difference["label"],
+                            "measure": f"paired difference, {MEASURES[measure]}",
+                            **_interval(difference[measure]), **blank})  # fmt: skip
     return pd.DataFrame.from_records(records, columns=EXPORT_COLUMNS)
 
 
-EXPORT_COLUMNS = ("arm", "label", "mean_gain", "mean_gain_low", "mean_gain_high", "done",
-                  "rejected", "failed")  # fmt: skip
+EXPORT_COLUMNS = ("arm", "label", "measure", "mean_gain", "mean_gain_low", "mean_gain_high",
+                  "done", "rejected", "failed")  # fmt: skip
 
 
 def _interval(estimate: sensitivity.Estimate | None) -> dict[str, float | None]:
@@ -260,3 +371,19 @@ def refine_export(study: RefineStudy, suffix: str) -> str:
     return exports.table_export(
         refine_table(study), suffix, caption=caption, label=f"refine {study.pk}"
     )
+
+
+def refinement_records(study: RefineStudy) -> list[dict]:
+    """Every refinement: the arm, its plan and edits, violations and the scores."""
+    rows = study.refinements.select_related("rubric__conversation").order_by("pk")
+    return [
+        {"study": study.pk, "rubric": row.rubric_id,
+         "conversation": str(row.rubric.conversation.public_id), "arm": row.arm,
+         "status": row.status, "plan": row.plan, "edits": row.edits,
+         "violations": row.violations, "original_score": row.original_score,
+         "refined_score": row.refined_score,
+         "original_expert_score": row.original_expert_score,
+         "refined_expert_score": row.refined_expert_score, "expert_axes": row.expert_axes,
+         "failure_stage": row.failure_stage, "failure_reason": row.failure_reason}
+        for row in rows
+    ]  # fmt: skip

@@ -10,6 +10,7 @@ failure; a model edit or a judge answer that stays unusable fails the pair with 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from decimal import Decimal
 
@@ -63,6 +64,8 @@ def study_launch(
     reference_model: str = "",
     max_cases: int = 20,
     seed: int = 0,
+    min_type_references: int = 5,
+    min_type_share: float = 0.25,
     use_cache: bool = True,
     concurrency: int = DEFAULT_CONCURRENCY,
     cost_limit_usd: Decimal | None = None,
@@ -76,6 +79,10 @@ def study_launch(
     )  # fmt: skip
     if setup == JudgeSetup.INSTANCE and generation_job is None:
         raise StudyError("The instance-rubric setup needs a rubric generation job.")
+    if min_type_references < 1 or not 0 <= min_type_share <= 1:
+        raise StudyError(
+            "A type's minimum references must be at least 1 and its share between 0 and 1."
+        )
     references = reference_conversations(
         run, reference_model=reference_model, generation_job=generation_job, limit=max_cases
     )
@@ -85,16 +92,20 @@ def study_launch(
         name=name.strip() or f"{JudgeSetup(setup).label} on {run.name}",
         run=run, setup=setup, judge_model=judge_model, jury=jury, generation_job=generation_job,
         perturber_model=perturber_model, perturbations=kinds, reference_model=reference_model,
-        max_cases=max_cases, seed=seed, use_cache=use_cache, concurrency=concurrency,
+        max_cases=max_cases, seed=seed, min_type_references=min_type_references,
+        min_type_share=min_type_share, use_cache=use_cache, concurrency=concurrency,
         cost_limit_usd=cost_limit_usd, created_by=user,
     )  # fmt: skip
     if refusal := budgets.launch_refusal(study):
         raise StudyError(refusal)
     study.save()
+    # Created type by type, so the window the workers get first (pairs go out in id order)
+    # spans different references: a reference's calls are then answered from the cache for
+    # its other types instead of being asked by several pairs at the same moment.
     NearMiss.objects.bulk_create(
         NearMiss(study=study, conversation=conversation, kind=kind)
-        for conversation in references
         for kind in kinds
+        for conversation in references
     )
     return study
 
@@ -258,29 +269,65 @@ def study_progress(study: SensitivityStudy) -> work.Progress:
 
 def scored_frame(study: SensitivityStudy) -> pd.DataFrame:
     rows = study.pairs.filter(status=NearMissStatus.SCORED).values_list(
-        "kind", "reference_score", "perturbed_score", "reference_first", "reference_second"
-    )
-    columns = ["kind", "reference", "perturbed", "reference_first", "reference_second"]
+        "conversation_id", "kind", "reference_score", "perturbed_score", "reference_first",
+        "reference_second",
+    )  # fmt: skip
+    columns = ["conversation", "kind", "reference", "perturbed", "reference_first",
+               "reference_second"]  # fmt: skip
     return pd.DataFrame(list(rows), columns=columns)
 
 
 def study_results(study: SensitivityStudy) -> list[dict]:
     """One row per perturbation type (and all types pooled): counts, the four measures with
-    their intervals, and position bias for pairwise studies."""
+    their intervals, and position bias for pairwise studies.
+
+    The pooled row resamples references (each with all its pairs), not pairs, and leaves out
+    the types that applied to too few references (`too_few` says why on their rows): one
+    type scored on most references must not stand for all types."""
     frame = scored_frame(study)
     counts = _counts(study)
-    groups = [(kind, frame[frame["kind"] == kind]) for kind in study.perturbations]
-    groups.append((ALL_TYPES, frame))
-    return [_result_row(study, kind, rows, counts.get(kind, {})) for kind, rows in groups]
+    references = study.pairs.values("conversation_id").distinct().count()
+    needed = type_references_needed(study, references)
+    rows, pooled_kinds = [], []
+    for kind in study.perturbations:
+        scored = frame[frame["kind"] == kind]
+        row = _result_row(study, kind, scored, counts.get(kind, {}))
+        applied = scored["conversation"].nunique()
+        if applied < needed:
+            row["too_few"] = (
+                f"Scored on {applied} of {references} references; a type needs at least "
+                f"{needed} to count in the pooled figure."
+            )
+        else:
+            pooled_kinds.append(kind)
+        rows.append(row)
+    pooled = frame[frame["kind"].isin(pooled_kinds)]
+    total = _result_row(study, ALL_TYPES, pooled, _pooled_counts(counts, pooled_kinds))
+    total["left_out"] = [row["label"] for row in rows if row.get("too_few")]
+    return [*rows, total]
+
+
+def type_references_needed(study: SensitivityStudy, references: int) -> int:
+    """References a type must be scored on to count in the pooled figure: the study's
+    minimum, or in a small study that share of its references, whichever is fewer."""
+    share = math.ceil(study.min_type_share * references)
+    return max(1, min(study.min_type_references, share))
 
 
 def _counts(study: SensitivityStudy) -> dict[str, dict[str, int]]:
     counts: dict[str, dict[str, int]] = {}
     for kind, status in study.pairs.values_list("kind", "status"):
-        for key in (kind, ALL_TYPES):
-            counts.setdefault(key, {}).setdefault(status, 0)
-            counts[key][status] += 1
+        counts.setdefault(kind, {}).setdefault(status, 0)
+        counts[kind][status] += 1
     return counts
+
+
+def _pooled_counts(counts: dict[str, dict[str, int]], kinds: list[str]) -> dict[str, int]:
+    pooled: dict[str, int] = {}
+    for kind in kinds:
+        for status, number in counts.get(kind, {}).items():
+            pooled[status] = pooled.get(status, 0) + number
+    return pooled
 
 
 def _result_row(study, kind: str, rows: pd.DataFrame, counts: dict[str, int]) -> dict:
@@ -288,13 +335,16 @@ def _result_row(study, kind: str, rows: pd.DataFrame, counts: dict[str, int]) ->
     result = {"kind": kind, "label": label, "counts": counts, "sensitivity": None, "bias": None}
     if rows.empty:
         return result
+    # Pooled, a reference has one pair per type: resample references, each with its pairs.
+    clusters = list(rows["conversation"]) if kind == ALL_TYPES else None
     result["sensitivity"] = measures.sensitivity(
-        rows["reference"], rows["perturbed"], seed=study.seed
+        rows["reference"], rows["perturbed"], clusters=clusters, seed=study.seed
     )
     if study.setup == JudgeSetup.PAIRWISE:
         result["bias"] = measures.position_bias(
-            rows["reference_first"], rows["reference_second"], seed=study.seed
-        )
+            rows["reference_first"], rows["reference_second"], clusters=clusters,
+            seed=study.seed,
+        )  # fmt: skip
     return result
 
 
@@ -303,6 +353,7 @@ def results_table(study: SensitivityStudy, results: list[dict]) -> pd.DataFrame:
     for row in results:
         record = {"perturbation": row["kind"], "label": row["label"]}
         record.update({f"n_{s}": row["counts"].get(s, 0) for s in NearMissStatus.values})
+        record["note"] = _note(row)
         if row["sensitivity"] is not None:
             record.update(row["sensitivity"].as_row())
         if row["bias"] is not None:
@@ -313,6 +364,15 @@ def results_table(study: SensitivityStudy, results: list[dict]) -> pd.DataFrame:
             )  # fmt: skip
         records.append(record)
     return pd.DataFrame.from_records(records)
+
+
+def _note(row: dict) -> str:
+    if row["kind"] != ALL_TYPES:
+        return row.get("too_few", "")
+    note = "Intervals resample references, each with all its pairs."
+    if row["left_out"]:
+        note += " Left out (scored on too few references): " + ", ".join(row["left_out"]) + "."
+    return note
 
 
 def study_export(study: SensitivityStudy, suffix: str) -> str:
@@ -346,3 +406,18 @@ def study_charts(results: list[dict]) -> list[dict]:
         )
         out.append({"title": title, "svg": svg})
     return out
+
+
+def pair_records(study: SensitivityStudy) -> list[dict]:
+    """Every near-miss pair of the study: what was changed, its status and both scores."""
+    pairs = study.pairs.select_related("conversation__entry").order_by("pk")
+    return [
+        {"study": study.pk, "conversation": str(pair.conversation.public_id),
+         "source_id": pair.conversation.entry.seed.get("source_id", ""), "kind": pair.kind,
+         "status": pair.status, "method": pair.method, "description": pair.description,
+         "not_applicable_reason": pair.not_applicable_reason,
+         "reference_score": pair.reference_score, "perturbed_score": pair.perturbed_score,
+         "reference_first": pair.reference_first, "reference_second": pair.reference_second,
+         "failure_stage": pair.failure_stage, "failure_reason": pair.failure_reason}
+        for pair in pairs
+    ]  # fmt: skip

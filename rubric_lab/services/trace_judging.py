@@ -25,7 +25,12 @@ from jury.services.rubrics import current_versions, rubric_of
 from jury.services.scoring import JUDGE_REPAIRS, judge_request_for_trace, scenario_of, trace_of
 from rubric_lab.engine import pairwise
 from rubric_lab.engine.perturb import Case
-from rubric_lab.services.instance_scoring import instance_rubric_score_trace
+from rubric_lab.services.instance_scoring import (
+    JudgedCriterion,
+    TraceScore,
+    criteria_score_trace,
+    instance_rubric_score_trace,
+)
 
 Events = Sequence[Mapping[str, Any]]
 
@@ -83,6 +88,19 @@ def instance_score(
             {"criterion": d.index + 1, "met": d.met, "reason": d.reason} for d in result.decisions
         ],
     }
+
+
+def criteria_score(
+    client, *, criteria: Sequence[JudgedCriterion], judge_model: str, events: Events, case: Case,
+    sample: str,
+) -> TraceScore:  # fmt: skip
+    """`events` judged criterion by criterion against criteria from outside the lab (the expert
+    criteria); raises StructuredFailure or ProviderError naming the criterion, as the jury's
+    calls do, for the caller to store as the unit's failure."""
+    return criteria_score_trace(
+        criteria=criteria, profile=case.profile, scenario=case.scenario, events=list(events),
+        judge_model=judge_model, client=client, sample=sample,
+    )  # fmt: skip
 
 
 class InstanceScoreFailure(ValueError):

@@ -1,17 +1,116 @@
-// The review screen, keyboard first. Saving is htmx's job (hx-post on the form, triggered by
-// "save-now" and "save-soon" from here: the site's CSP forbids eval, so no htmx trigger
-// filters); this file moves the focus between rubrics, scores with 1-5, links trace events to
-// the focused rubric, lets htmx show 4xx answers from the autosave, and keeps the heartbeat to
-// visible pages.
+// The review screen, keyboard first. The site's CSP forbids inline script and eval, so every
+// behaviour lives in this vendored file; saving is htmx's job (hx-post on the form, triggered
+// by "save-now" from here). This file:
+// - moves the focus between rubrics and through the conversation, scores with 1-5 (0 clears),
+//   links trace events to the highlighted rubric, scrolls the conversation with Page Down and
+//   Space while a rubric has the focus;
+// - saves a choice at once and text after a pause, sends what is still unsent with a keepalive
+//   request when the page is hidden or closed, and keeps text not yet saved in localStorage
+//   (keyed by user and item; only the annotator's own text) until the server has it, putting
+//   it back after a re-login;
+// - warns a minute before the idle logout and counts the time on the item;
+// - lets htmx show 4xx answers from the autosave and keeps the heartbeat to visible pages.
 (function () {
   "use strict";
+  const root = document.getElementById("review");
+  if (!root) return;
   const form = document.getElementById("annotation-form");
+  const editable = root.hasAttribute("data-editable");
+  const autosaveUrl = editable ? form.getAttribute("hx-post") : null;
   const rubrics = Array.from(document.querySelectorAll(".rubric[data-rubric]"));
+  const events = Array.from(document.querySelectorAll("[data-event]"));
+  const head = document.getElementById("review-head");
+  const panel = document.getElementById("panel");
+  const casePanel = document.getElementById("case");
+  const caseDetails = document.querySelector("[data-case-details]");
   const help = document.getElementById("shortcut-help");
+  const helpToggle = document.querySelector("[data-help-toggle]");
+  const announcer = document.getElementById("announce");
+  const warning = document.getElementById("session-warning");
+  const csrf = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"];
+  const docked = window.matchMedia("(max-width: 960px)");
+  const wide = window.matchMedia("(min-width: 1280px)");
+  const SAVE_PAUSE_MS = 800;
+  const ACTIVE_MS = 120000;
+  const WARN_MS = 60000;
   let current = 0;
+  let currentEvent = null;
+
+  // --- helpers -------------------------------------------------------------------------------
 
   function isTyping(element) {
     return element.matches("textarea, select, input:not([type=radio]):not([type=checkbox])");
+  }
+
+  function announce(text) {
+    announcer.textContent = "";
+    window.setTimeout(() => { announcer.textContent = text; }, 30);
+  }
+
+  function headBottom() {
+    return Math.max(0, head.getBoundingClientRect().bottom);
+  }
+
+  // The sticky header's height, for the sticky columns and the events' scroll margin.
+  new ResizeObserver(() => {
+    root.style.setProperty("--head-h", `${head.offsetHeight}px`);
+  }).observe(head);
+
+  // The sticky columns end at the window's bottom wherever they start (below the site's bar at
+  // the top of the page, below the header once scrolled).
+  function fitColumns() {
+    for (const column of [panel, casePanel]) {
+      if (!column) continue;
+      const stuck = docked.matches || (column === casePanel && !wide.matches);
+      column.style.maxHeight = stuck
+        ? ""
+        : `${window.innerHeight - Math.max(column.getBoundingClientRect().top, 0) - 8}px`;
+    }
+  }
+  let fitting = false;
+  window.addEventListener("scroll", () => {
+    if (fitting) return;
+    fitting = true;
+    window.requestAnimationFrame(() => { fitting = false; fitColumns(); });
+  }, { passive: true });
+  window.addEventListener("resize", fitColumns);
+
+  // The record and scenario: open in the side column of a wide screen, folded above the
+  // conversation otherwise.
+  function layoutCase() {
+    if (caseDetails) caseDetails.open = wide.matches;
+    fitColumns();
+  }
+  wide.addEventListener("change", layoutCase);
+  docked.addEventListener("change", fitColumns);
+
+  // --- rubrics ---------------------------------------------------------------------------------
+
+  function linksOf(rubric) {
+    return rubric.querySelector("input[data-links]").value.split(/\s+/).filter(Boolean);
+  }
+
+  // Events linked to the highlighted rubric are marked in the conversation.
+  function markLinks() {
+    const linked = rubrics.length ? new Set(linksOf(rubrics[current])) : new Set();
+    for (const event of events) {
+      event.querySelector(".linked-mark").hidden = !linked.has(event.id);
+    }
+  }
+
+  // Only the panel scrolls to show a rubric: the conversation stays where the reader is. The
+  // line of the rubric before it stays in view where there is room, to show where one is.
+  function revealInPanel(element) {
+    const box = element.getBoundingClientRect();
+    const area = panel.getBoundingClientRect();
+    const bar = panel.querySelector(".submit-bar");
+    const bottom = Math.min(area.bottom, window.innerHeight) - (bar ? bar.offsetHeight : 0) - 8;
+    const top = Math.max(area.top, headBottom()) + 8;
+    const context = element.previousElementSibling?.matches(".rubric") ? 56 : 0;
+    if (box.top < top + context) panel.scrollTop -= top + context - box.top;
+    else if (box.bottom > bottom) {
+      panel.scrollTop += Math.min(box.bottom - bottom, box.top - top - context);
+    }
   }
 
   function focusRubric(index, moveFocus) {
@@ -19,35 +118,409 @@
     current = Math.max(0, Math.min(rubrics.length - 1, index));
     rubrics.forEach((rubric, i) => rubric.classList.toggle("focused", i === current));
     const rubric = rubrics[current];
-    if (moveFocus) {
-      rubric.focus({ preventScroll: true });
-      rubric.scrollIntoView({ block: "nearest" });
-    }
+    if (moveFocus) rubric.focus({ preventScroll: true });
+    revealInPanel(rubric);
     document.querySelectorAll(".link-target").forEach((label) => {
       label.textContent = rubric.dataset.code;
     });
+    markLinks();
+  }
+
+  function levelName(rubric, radio) {
+    return `${rubric.dataset.name}: ${radio.value} ${radio.parentElement.querySelector(".score-label").textContent}`;
   }
 
   function score(value) {
-    const radio = rubrics[current].querySelector(`input[type=radio][value="${value}"]`);
+    const rubric = rubrics[current];
+    const radio = rubric?.querySelector(`.scores input[type=radio][value="${value}"]`);
     if (!radio || radio.disabled) return;
     radio.checked = true;
-    radio.dispatchEvent(new Event("change", { bubbles: true })); // autosave
+    radio.dispatchEvent(new Event("change", { bubbles: true })); // saves
+    revealInPanel(rubric); // the view follows the rubric being scored
+    announce(levelName(rubric, radio));
+  }
+
+  // An unchecked radio group sends nothing (the saved score would stay): the hidden empty
+  // field sends "no score" until a score is chosen again.
+  function clearScore() {
+    const rubric = rubrics[current];
+    const checked = rubric?.querySelector(".scores input:checked");
+    if (!checked || checked.disabled) return;
+    checked.checked = false;
+    rubric.querySelector("[data-no-score]").disabled = false;
+    saveNow();
+    announce(`${rubric.dataset.name}: score cleared`);
   }
 
   function changeLinks(rubric, change) {
     const input = rubric.querySelector("input[data-links]");
-    const ids = input.value.split(/\s+/).filter(Boolean);
-    input.value = change(ids).join(" ");
-    input.dispatchEvent(new Event("change", { bubbles: true })); // autosave, chips come back
+    input.value = change(linksOf(rubric)).join(" ");
+    input.dispatchEvent(new Event("change", { bubbles: true })); // saves, chips come back
+    markLinks();
   }
 
-  // Submitting while an autosave is in flight would send a version about to be superseded.
+  // --- the conversation ------------------------------------------------------------------------
+
+  function firstVisibleEvent() {
+    const top = headBottom();
+    return events.find((event) => event.getBoundingClientRect().bottom > top + 4) || events[0];
+  }
+
+  function moveEvent(step) {
+    if (!events.length) return;
+    let index = events.indexOf(currentEvent);
+    index = index < 0 ? events.indexOf(firstVisibleEvent()) : index + step;
+    setCurrentEvent(events[Math.max(0, Math.min(events.length - 1, index))]);
+    currentEvent.focus({ preventScroll: true });
+    currentEvent.scrollIntoView({ block: "nearest" });
+  }
+
+  function setCurrentEvent(event) {
+    currentEvent?.classList.remove("current");
+    currentEvent = event;
+    currentEvent.classList.add("current");
+  }
+
+  function toggleLink(event) {
+    if (!event || !editable || !rubrics.length) return;
+    const rubric = rubrics[current];
+    const id = event.id;
+    const linked = linksOf(rubric).includes(id);
+    changeLinks(rubric, (ids) => (linked ? ids.filter((other) => other !== id) : [...ids, id]));
+    announce(`${id} ${linked ? "unlinked from" : "linked to"} ${rubric.dataset.name}`);
+  }
+
+  function toggleDetails(event) {
+    const details = event?.querySelector("details");
+    if (details) details.open = !details.open;
+  }
+
+  function scrollConversation(direction) {
+    const bottom = docked.matches ? panel.getBoundingClientRect().top : window.innerHeight;
+    const seen = Math.max(120, bottom - headBottom());
+    window.scrollBy({ top: direction * (seen - 48), behavior: "instant" });
+  }
+
+  let caseReturn = null;
+  function toggleCase() {
+    if (!caseDetails) return;
+    caseDetails.open = !caseDetails.open;
+    if (wide.matches) return;
+    if (caseDetails.open) {
+      caseReturn = window.scrollY;
+      casePanel.scrollIntoView({ block: "start" });
+      window.scrollBy(0, -headBottom());
+    } else if (caseReturn !== null) {
+      window.scrollTo(0, caseReturn);
+      caseReturn = null;
+    }
+  }
+
+  // --- saving ----------------------------------------------------------------------------------
+
+  let saveTimer = null;
+  let keepaliveSent = null; // a keepalive save the page may still see answered
+  let submitting = false;
+
+  function saveNow() {
+    window.clearTimeout(saveTimer);
+    saveTimer = null;
+    if (editable && !submitting) form.dispatchEvent(new Event("save-now"));
+  }
+
+  function saveSoon() {
+    window.clearTimeout(saveTimer);
+    saveTimer = window.setTimeout(saveNow, SAVE_PAUSE_MS);
+  }
+
+  function textFields() {
+    return Array.from(form.querySelectorAll("textarea[data-label]"));
+  }
+
+  function textValues() {
+    return Object.fromEntries(textFields().map((field) => [field.name, field.value]));
+  }
+
+  // What was typed and not yet sent goes out as the page is hidden or closed: a keepalive
+  // request outlives the page, and the server checks its CSRF token and version like any save.
+  function sendUnsaved() {
+    if (!saveTimer || submitting) return;
+    window.clearTimeout(saveTimer);
+    saveTimer = null;
+    const sent = textValues();
+    keepaliveSent = fetch(autosaveUrl, {
+      method: "POST",
+      body: new URLSearchParams(new FormData(form)),
+      keepalive: true,
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrf, "HX-Request": "true", "HX-Current-URL": location.href },
+    })
+      .then((response) => showKeepaliveAnswer(response, sent))
+      .catch(() => saveSoon()) // too big for keepalive, or offline: the local copy keeps it
+      .finally(() => { keepaliveSent = null; });
+  }
+
+  // Only reached when the page lived on (hidden, not closed).
+  async function showKeepaliveAnswer(response, sent) {
+    noteSession(response.headers.get("X-Session-Expires-In"));
+    const redirect = response.headers.get("HX-Redirect");
+    if (redirect) {
+      location.href = redirect;
+      return;
+    }
+    if (![200, 400, 403, 409].includes(response.status)) return;
+    window.htmx.swap("#save-status", await response.text(), { swapStyle: "outerHTML" });
+    if (response.status === 200) forgetSaved(sent);
+  }
+
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "hidden") sendUnsaved();
+  });
+  window.addEventListener("pagehide", sendUnsaved);
+
+  // --- text kept in the browser until the server has it ---------------------------------------
+
+  const draftKey = `healthbench:unsaved:${root.dataset.user}:${root.dataset.item}`;
+
+  function readDraft() {
+    try {
+      return JSON.parse(window.localStorage.getItem(draftKey)) || { fields: {} };
+    } catch {
+      return { fields: {} };
+    }
+  }
+
+  function writeDraft(draft) {
+    try {
+      if (Object.keys(draft.fields).length) window.localStorage.setItem(draftKey, JSON.stringify(draft));
+      else window.localStorage.removeItem(draftKey);
+    } catch {
+      // storage full or switched off: the server's copy is all there is
+    }
+  }
+
+  function versionShown() {
+    return document.getElementById("version").value;
+  }
+
+  function keepTyped(field) {
+    const draft = readDraft();
+    draft.fields[field.name] = { text: field.value, version: versionShown(), at: Date.now() };
+    writeDraft(draft);
+  }
+
+  let restoredNote = null; // the notice's line about text put back, until it is saved
+
+  function forgetSaved(sent) {
+    const draft = readDraft();
+    for (const [name, kept] of Object.entries(draft.fields)) {
+      if (sent[name] === kept.text) delete draft.fields[name];
+    }
+    writeDraft(draft);
+    if (restoredNote && !Object.keys(draft.fields).length) {
+      restoredNote.textContent = restoredNote.textContent.replace("Saving it now…", "Saved.");
+      restoredNote = null;
+    }
+  }
+
+  // After a re-login (or a page closed before its text reached the server) the text comes
+  // back into its field and is saved, if the item was not saved from elsewhere since; else it
+  // is shown to copy from, never written over newer work.
+  function restoreDraft() {
+    const draft = readDraft();
+    const restored = [];
+    const stale = [];
+    for (const [name, kept] of Object.entries(draft.fields)) {
+      const field = form?.elements[name];
+      if (!field || field.value.trim() === kept.text.trim()) {
+        delete draft.fields[name];
+      } else if (editable && kept.version === versionShown()) {
+        field.value = kept.text;
+        restored.push(field.dataset.label);
+      } else {
+        stale.push([field.dataset.label, kept.text, name]);
+      }
+    }
+    writeDraft(draft);
+    if (!restored.length && !stale.length) return;
+    const notice = document.getElementById("restore-notice");
+    if (restored.length) {
+      restoredNote = notice.querySelector("[data-restored]");
+      restoredNote.textContent =
+        `Put back what you typed here that had not reached the server (the session had ended ` +
+        `or the page was closed): ${restored.join("; ")}. Saving it now…`;
+      saveNow();
+    }
+    if (stale.length) showStale(notice, stale);
+    notice.hidden = false;
+    notice.querySelector("[data-dismiss-restore]").addEventListener("click", () => {
+      const left = readDraft();
+      for (const [, , name] of stale) delete left.fields[name];
+      writeDraft(left);
+      notice.hidden = true;
+    }, { once: true });
+  }
+
+  function showStale(notice, stale) {
+    const list = notice.querySelector("[data-stale-text]");
+    for (const [label, text] of stale) {
+      const term = document.createElement("dt");
+      const value = document.createElement("dd");
+      term.textContent = label;
+      value.textContent = text;
+      list.append(term, value);
+    }
+    notice.querySelector("[data-stale]").hidden = false;
+  }
+
+  // --- htmx ------------------------------------------------------------------------------------
+
+  let lastSent = {};
+  document.body.addEventListener("htmx:beforeRequest", (event) => {
+    const elt = event.detail.elt;
+    if (elt === form) {
+      if (keepaliveSent) {
+        // Its answer brings the version this save must carry: send after it.
+        event.preventDefault();
+        keepaliveSent.finally(saveNow);
+        return;
+      }
+      window.clearTimeout(saveTimer);
+      saveTimer = null;
+      lastSent = textValues();
+    } else if (elt.id === "heartbeat" && !heartbeatDue()) {
+      event.preventDefault();
+    }
+  });
+
+  document.body.addEventListener("htmx:afterRequest", (event) => {
+    const xhr = event.detail.xhr;
+    noteSession(xhr.getResponseHeader("X-Session-Expires-In"));
+    const saved = xhr.status === 200 && !xhr.getResponseHeader("HX-Redirect");
+    if (event.detail.elt === form && saved) forgetSaved(lastSent);
+  });
+
+  // A conflict (409), a refused value (400) or a locked study (403) is an answer to show in
+  // the save status, not an error for htmx to drop.
+  document.body.addEventListener("htmx:beforeSwap", (event) => {
+    const status = event.detail.xhr.status;
+    if ([400, 403, 409].includes(status) && event.detail.target?.id === "save-status") {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+
+  let restored = false;
+  document.body.addEventListener("htmx:load", () => {
+    if (restored) return; // htmx has set up the form: a restored text can be saved
+    restored = true;
+    restoreDraft();
+  });
+
+  // --- time on task, the session -----------------------------------------------------------
+
+  // Time on task counts only while the page is in front of the annotator and they are at it:
+  // a page left open on an unattended screen sends no heartbeat, so idle time is not counted
+  // and the idle session can expire.
+  let lastActivity = Date.now();
+  // (Not "scroll": columns scroll by themselves when the layout changes.)
+  for (const type of ["keydown", "pointerdown", "pointermove", "wheel", "touchstart", "input"]) {
+    document.addEventListener(type, () => {
+      lastActivity = Date.now();
+      if (!warning.hidden) stayLoggedIn();
+    }, { capture: true, passive: true });
+  }
+
+  function heartbeatDue() {
+    return document.visibilityState === "visible" && Date.now() - lastActivity <= ACTIVE_MS;
+  }
+
+  const timer = document.getElementById("item-timer");
+  let seconds = Number(timer.dataset.seconds) || 0;
+  function showTime() {
+    const minutes = Math.floor(seconds / 60) % 60;
+    const hours = Math.floor(seconds / 3600);
+    const secs = String(seconds % 60).padStart(2, "0");
+    timer.textContent = hours ? `${hours}:${String(minutes).padStart(2, "0")}:${secs}` : `${minutes}:${secs}`;
+  }
+
+  // The session ends a fixed time after the last request of any tab; every answer says how
+  // long is left, and the tabs share the latest word through localStorage.
+  const sharedDeadline = `healthbench:session-ends:${root.dataset.user}`;
+  let deadline = 0;
+  let leaving = false;
+
+  function noteSession(secondsLeft) {
+    if (secondsLeft === null || secondsLeft === undefined || secondsLeft === "") return;
+    deadline = Date.now() + Number(secondsLeft) * 1000;
+    try {
+      window.localStorage.setItem(sharedDeadline, String(deadline));
+    } catch {
+      // this tab's own count is enough
+    }
+    watchSession();
+  }
+
+  function latestDeadline() {
+    try {
+      return Math.max(deadline, Number(window.localStorage.getItem(sharedDeadline)) || 0);
+    } catch {
+      return deadline;
+    }
+  }
+
+  let staying = false;
+  function stayLoggedIn() {
+    if (staying) return;
+    staying = true;
+    fetch(root.dataset.keepaliveUrl, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrf },
+    })
+      .then((response) => {
+        if (response.redirected || !response.ok) window.location.reload();
+        else noteSession(response.headers.get("X-Session-Expires-In"));
+      })
+      .finally(() => { staying = false; });
+  }
+  warning.querySelector("[data-stay]").addEventListener("click", stayLoggedIn);
+
+  function watchSession() {
+    const left = latestDeadline() - Date.now();
+    if (left <= -2000 && !leaving) {
+      // Ended: reloading shows the login page (it says why), which returns here.
+      leaving = true;
+      sendUnsaved();
+      window.location.reload();
+    } else if (left <= WARN_MS) {
+      const secs = Math.max(0, Math.ceil(left / 1000));
+      warning.querySelector("[data-countdown]").textContent = `${Math.floor(secs / 60)}:${String(secs % 60).padStart(2, "0")}`;
+      warning.hidden = false;
+    } else {
+      warning.hidden = true;
+    }
+  }
+
+  noteSession(root.dataset.sessionSeconds);
+  window.setInterval(() => {
+    if (timer.hasAttribute("data-running") && heartbeatDue()) {
+      seconds += 1;
+      showTime();
+    }
+    watchSession();
+  }, 1000);
+
+  // --- keys ------------------------------------------------------------------------------------
+
   function submit() {
     const button = document.querySelector("[data-key-submit]");
     if (!button) return;
+    // Submitting while an autosave is in flight would send a version about to be superseded.
     if (form && form.classList.contains("htmx-request")) {
       form.addEventListener("htmx:afterSettle", () => button.click(), { once: true });
+    } else if (keepaliveSent) {
+      keepaliveSent.finally(() => button.click());
     } else {
       button.click();
     }
@@ -55,7 +528,36 @@
 
   function toggleHelp() {
     help.hidden = !help.hidden;
+    helpToggle.setAttribute("aria-expanded", String(!help.hidden));
   }
+
+  // Space activates buttons, links and folds; everywhere else (a rubric, a radio, an event) it
+  // scrolls the conversation.
+  function spaceScrolls(target) {
+    return !target.closest("button, a, summary, select, input[type=checkbox]");
+  }
+
+  const KEYS = {
+    j: () => focusRubric(current + 1, true),
+    ArrowDown: () => focusRubric(current + 1, true),
+    k: () => focusRubric(current - 1, true),
+    ArrowUp: () => focusRubric(current - 1, true),
+    n: () => moveEvent(1),
+    p: () => moveEvent(-1),
+    l: () => {
+      if (!currentEvent) moveEvent(0);
+      toggleLink(currentEvent);
+    },
+    o: () => toggleDetails(currentEvent),
+    0: clearScore,
+    Backspace: clearScore,
+    PageDown: () => scrollConversation(1),
+    PageUp: () => scrollConversation(-1),
+    r: toggleCase,
+    f: () => rubrics[current]?.querySelector("textarea")?.focus(),
+    s: submit,
+    "?": toggleHelp,
+  };
 
   document.addEventListener("keydown", (event) => {
     const target = event.target;
@@ -72,72 +574,59 @@
       return;
     }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (target.closest("[data-display-form]")) return;
     const key = event.key;
     if (/^[1-5]$/.test(key)) score(key);
-    else if (key === "j" || key === "ArrowDown") focusRubric(current + 1, true);
-    else if (key === "k" || key === "ArrowUp") focusRubric(current - 1, true);
-    else if (key === "f") rubrics[current]?.querySelector("textarea")?.focus();
-    else if (key === "s") submit();
-    else if (key === "?") toggleHelp();
+    else if (key === " " && spaceScrolls(target)) scrollConversation(event.shiftKey ? -1 : 1);
     else if (key === "Escape" && !help.hidden) toggleHelp();
+    else if (KEYS[key] && !event.shiftKey) KEYS[key]();
+    else if (key === "?") toggleHelp();
     else return;
     event.preventDefault(); // also stops arrows moving a radio group's choice
   });
 
-  // A choice or a link saves at once; typing saves after a pause (htmx's delay).
-  if (form && form.hasAttribute("data-autosave")) {
+  // --- pointer and form events -------------------------------------------------------------------
+
+  if (editable) {
     form.addEventListener("change", (event) => {
-      if (!event.target.matches("textarea")) form.dispatchEvent(new Event("save-now"));
+      const field = event.target;
+      if (field.matches(".scores input[type=radio]")) {
+        field.closest(".rubric").querySelector("[data-no-score]").disabled = true;
+      }
+      if (!field.matches("textarea") || saveTimer) saveNow(); // a text field saves as it is left
     });
     form.addEventListener("input", (event) => {
-      if (event.target.matches("textarea")) form.dispatchEvent(new Event("save-soon"));
+      if (!event.target.matches("textarea")) return;
+      keepTyped(event.target);
+      saveSoon();
+    });
+    form.addEventListener("submit", () => {
+      window.clearTimeout(saveTimer);
+      saveTimer = null;
+      submitting = true; // the submit carries every field; no autosave after it
     });
   }
 
   document.addEventListener("focusin", (event) => {
     const index = rubrics.indexOf(event.target.closest(".rubric"));
     if (index >= 0 && index !== current) focusRubric(index, false);
+    const traceEvent = event.target.closest("[data-event]");
+    if (traceEvent && traceEvent !== currentEvent) setCurrentEvent(traceEvent);
   });
 
   document.addEventListener("click", (event) => {
     const link = event.target.closest("[data-link-event]");
-    if (link && rubrics.length) {
-      const id = link.dataset.linkEvent;
-      changeLinks(rubrics[current], (ids) => (ids.includes(id) ? ids : [...ids, id]));
-    }
+    if (link) toggleLink(link.closest("[data-event]"));
     const unlink = event.target.closest("[data-unlink]");
     if (unlink) {
       const id = unlink.dataset.unlink;
       changeLinks(unlink.closest(".rubric"), (ids) => ids.filter((other) => other !== id));
     }
+    if (event.target.closest("[data-clear-score]")) clearScore();
     if (event.target.closest("[data-help-toggle]")) toggleHelp();
   });
 
-  // A conflict (409), a refused value (400) or a locked study (403) is an answer to show in
-  // the save status, not an error for htmx to drop.
-  document.body.addEventListener("htmx:beforeSwap", (event) => {
-    const status = event.detail.xhr.status;
-    if ([400, 403, 409].includes(status) && event.detail.target?.id === "save-status") {
-      event.detail.shouldSwap = true;
-      event.detail.isError = false;
-    }
-  });
-
-  // Time on task counts only while the page is in front of the annotator and they are at it:
-  // a page left open on an unattended screen sends no heartbeat, so idle time is not counted
-  // and the idle session can expire.
-  const ACTIVE_MS = 120000;
-  let lastActivity = Date.now();
-  for (const type of ["keydown", "pointerdown", "pointermove", "wheel", "scroll", "input"]) {
-    document.addEventListener(type, () => { lastActivity = Date.now(); }, { capture: true, passive: true });
-  }
-  document.body.addEventListener("htmx:beforeRequest", (event) => {
-    if (event.detail.elt.id !== "heartbeat") return;
-    if (document.visibilityState !== "visible" || Date.now() - lastActivity > ACTIVE_MS) {
-      event.preventDefault();
-    }
-  });
-
-  const firstOpen = rubrics.findIndex((rubric) => !rubric.querySelector("input:checked"));
+  layoutCase();
+  const firstOpen = rubrics.findIndex((rubric) => !rubric.querySelector(".scores input:checked"));
   focusRubric(firstOpen >= 0 ? firstOpen : 0, false);
 })();

@@ -431,3 +431,67 @@ def test_an_archive_written_before_assignments_had_the_imported_mark_still_impor
     study = import_bytes(resigned(contents)).study
     assert Assignment.objects.filter(item__study=study).count() == len(rows)
     assert not Assignment.objects.filter(imported=True).exists()
+
+
+def test_the_tables_beyond_the_paper_are_archived_with_pseudonyms(world_study, archive):
+    stored = members(archive)
+    for table in ("weighted", "alt-test", "corrected", "judge-bias", "annotators"):
+        for suffix in ("csv", "md"):
+            assert f"tables/{table}.{suffix}" in stored
+    people = [json.loads(line) for line in stored["data/people.jsonl"].splitlines()]
+    assert people and all("username" not in person for person in people)
+    usernames = set(User.objects.values_list("username", flat=True))
+    for name in ("tables/alt-test.csv", "tables/annotators.csv", "tables/report.json"):
+        text = stored[name].decode()
+        assert not any(f",{username}," in text or f'"{username}"' in text for username in usernames)
+    assert "\r\nA1," in stored["tables/annotators.csv"].decode()
+    report = json.loads(stored["tables/report.json"])
+    assert report["population_weights"] == "recorded when the sample was drawn"
+    first = report["rubrics"][0]
+    assert first["agreement_population_weighted"]["weighted"] is True
+    assert first["alt_test"]["clinicians"][0]["rater"].startswith("A")
+    assert report["clinician_corrected"] and report["annotator_quality"]
+
+
+def test_an_archive_written_before_the_design_was_recorded_is_weighted_from_its_coverage(
+    world_study,
+    archive,
+):
+    from alignment.services.reports import ReportFilters, compute_report
+
+    original = study_tables(world_study)
+    contents = members(archive)
+    items = [json.loads(line) for line in contents["data/study_items.jsonl"].splitlines()]
+    for row in items:
+        for name in ("jury_bins", "cell_available", "cell_drawn", "inclusion_probability"):
+            row.pop(name)
+    contents["data/study_items.jsonl"] = b"".join(fmt.json_line(row) for row in items)
+    (study_row,) = [json.loads(line) for line in contents["data/studies.jsonl"].splitlines()]
+    study_row.pop("alt_test_epsilon")
+    study_row.pop("drift_flag_points")
+    keep = ("model", "rubric", "bin", "available", "sampled")
+    study_row["coverage"]["cells"] = [
+        {k: cell[k] for k in keep} for cell in study_row["coverage"]["cells"]
+    ]
+    contents["data/studies.jsonl"] = fmt.json_line(study_row)
+    wipe_site()
+    study = import_bytes(resigned(contents)).study
+    assert study.alt_test_epsilon == 0.2 and study.drift_flag_points == 0.5
+    assert not study.items.filter(inclusion_probability__isnull=False).exists()
+    report = compute_report(study, ReportFilters(), resamples=20)
+    assert report.weighted and report.design_source.startswith("reconstructed")
+    # This study drew every conversation its jobs scored, so the archive holds its whole
+    # population: weights and corrected scores come back as the site computed them.
+    again = study_tables(study)
+    for table in ("tables/weighted.csv", "tables/corrected.csv", "tables/alt-test.csv"):
+        assert again[table] == original[table], table
+
+
+def test_an_archive_written_before_studies_had_the_guide_setting_still_imports(archive):
+    contents = members(archive)
+    (row,) = [json.loads(line) for line in contents["data/studies.jsonl"].splitlines()]
+    assert row.pop("guide_in_target") is False
+    contents["data/studies.jsonl"] = fmt.json_line(row)
+    wipe_site()
+    study = import_bytes(resigned(contents)).study
+    assert study.guide_in_target is False

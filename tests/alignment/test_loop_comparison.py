@@ -191,3 +191,34 @@ def test_a_study_over_two_runs_is_rescored_by_one_job_per_run_forming_one_config
     comparison = loop.jury_comparison(study, resamples=RESAMPLES)
     safety = next(s for s in comparison.rubrics if s.rubric.rubric_id == "clinical_safety")
     assert [row.agreement.jury_adjacent.n_items for row in safety.rows] == [study.items.count()] * 2
+
+
+@pytest.mark.django_db
+def test_configurations_are_ranked_by_average_advantage_probability_beside_agreement(
+    scored_job,
+):
+    study = constructed_study(scored_job)
+    # One clinician of each track a point above the other: the demo jury sits between them,
+    # the lenient one beyond the higher of them.
+    for assignment in Assignment.objects.filter(
+        item__study=study, annotator__username__endswith="-1"
+    ):
+        assignment.scores = {k: min(5, v + 1) for k, v in assignment.scores.items()}
+        assignment.save(update_fields=["scores"])
+    rescored(study, lenient_jury())
+
+    comparison = loop.jury_comparison(study, resamples=RESAMPLES)
+
+    for section in comparison.rubrics:
+        best, worst = section.rows
+        # The lenient jury (two points above the clinicians) loses to them more often.
+        assert best.alt_test.advantage_probability.value > (
+            worst.alt_test.advantage_probability.value
+        )
+        assert (best.advantage_rank, worst.advantage_rank) == (1, 2)
+        assert best.alt_test.epsilon == study.alt_test_epsilon
+        assert best.alt_test.verdict == "Not shown" and best.alt_test.needs  # a small study
+    text = loop.comparison_csv(comparison)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert {row["advantage_rank"] for row in rows} == {"1", "2"}
+    assert all(row["advantage_probability"] and row["alt_test_verdict"] for row in rows)

@@ -35,7 +35,11 @@ def calibration(scored_job):  # noqa: F811 - the imported fixture
     return new_study(scored_job, name="Round 1", kind="calibration", size=3)
 
 
-def annotators(track: str, count: int, *, licensed: bool = True, prefix: str = ""):
+def annotators(
+    track: str, count: int, *, licensed: bool = True, prefix: str = "", project: str = "Pilot"
+):
+    """Annotators of `track`, enrolled in `project` (the project `new_study` uses by default;
+    None: enrolled nowhere)."""
     people = []
     for number in range(count):
         user = make_user(f"{prefix or track}-{number}", Role.ANNOTATOR, track)
@@ -43,7 +47,21 @@ def annotators(track: str, count: int, *, licensed: bool = True, prefix: str = "
             user.licensed = False
             user.save(update_fields=["licensed"])
         people.append(user)
+    if project:
+        enrol(project, *people)
     return people
+
+
+def enrol(project, *people, quota=None):
+    """Enrol the people in the project (a Project, a project name or a study's project)."""
+    from annotation.models import Project, Study
+    from annotation.services.enrolment import member_enrol
+
+    if isinstance(project, Study):
+        project = project.project
+    elif isinstance(project, str):
+        project, _ = Project.objects.get_or_create(name=project)
+    return [member_enrol(project=project, annotator=p, quota=quota, actor=None) for p in people]
 
 
 @pytest.fixture

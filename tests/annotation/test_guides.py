@@ -6,6 +6,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Assignment, CalibrationGuide
+from annotation.services import queue
 from annotation.services.guides import (
     guide_examples,
     guide_publish,
@@ -13,7 +14,9 @@ from annotation.services.guides import (
     guide_save,
     published_guide,
 )
+from annotation.services.studies import study_lock
 from annotation.services.worklist import my_items
+from audit.models import AuditEvent
 from tests.annotation.conftest import new_study
 
 pytestmark = pytest.mark.django_db
@@ -133,3 +136,83 @@ def test_a_researcher_writes_previews_and_publishes_a_guide(researcher_client, c
     page = researcher_client.get(reverse("annotation:staff_guide", args=[guide.pk]))
     html = page.content.decode()
     assert "good triage" in html and "cannot be changed" not in html and "frozen" in html
+
+
+# --- where annotators see the guide -----------------------------------------------------------
+
+
+def annotator_pages(client, study, annotator) -> dict[str, str]:
+    assignment = queue.next_assignment(study=study, annotator=annotator)
+    client.force_login(annotator)
+    return {
+        "queue": client.get(reverse("annotation:queue", args=[study.pk])).content.decode(),
+        "review": client.get(
+            reverse("annotation:review", args=[assignment.public_id])
+        ).content.decode(),
+    }
+
+
+@pytest.fixture
+def published(calibration, researcher):
+    item = calibration.items.first()
+    example = [{"item": item.pk, "note": "asked first"}]
+    guide = guide_save(
+        study=calibration, title="Round 1 lessons", body_markdown="Be *strict*.",
+        actor=researcher, examples=example,
+    )  # fmt: skip
+    return guide_publish(guide)
+
+
+@pytest.fixture
+def target(calibration, scored_job):
+    """A target study of the round's project (the round's conversations are held out)."""
+    return new_study(scored_job, size=4)
+
+
+def test_a_calibration_round_shows_the_guide(client, calibration, published, clinicians):
+    pages = annotator_pages(client, calibration, clinicians[0])
+    assert all('id="guide"' in html and "Round 1 lessons" in html for html in pages.values())
+
+
+def test_a_target_study_shows_the_guide_only_when_the_researcher_chooses(
+    client, researcher_client, target, published, clinicians, researcher
+):
+    study = target
+    assert not study.guide_in_target  # off by default
+    pages = annotator_pages(client, study, clinicians[0])
+    assert [name for name, html in pages.items() if "Round 1 lessons" in html] == []
+
+    setting = reverse("annotation:staff_study_guide_setting", args=[study.pk])
+    researcher_client.force_login(researcher)
+    dashboard = researcher_client.get(reverse("annotation:staff_study", args=[study.pk]))
+    assert "Not shown to the annotators of this study" in dashboard.content.decode()
+    response = researcher_client.post(setting, {"shown": "1"})
+    assert response["Location"] == reverse("annotation:staff_study", args=[study.pk])
+    study.refresh_from_db()
+    assert study.guide_in_target
+    pages = annotator_pages(client, study, clinicians[0])
+    assert all("Round 1 lessons" in html for html in pages.values())
+    assert all("asked first" in html for html in pages.values())  # its examples, blinded
+
+    researcher_client.force_login(researcher)
+    researcher_client.post(setting, {"shown": "0"})
+    study.refresh_from_db()
+    assert not study.guide_in_target
+    changes = AuditEvent.objects.filter(action="study.guide_shown").order_by("pk")
+    assert [event.after for event in changes] == [
+        {"guide_in_target": True}, {"guide_in_target": False}
+    ]  # fmt: skip
+
+
+def test_the_setting_is_refused_for_a_calibration_round_and_a_locked_study(
+    researcher_client, calibration, target
+):
+    study = target
+    study_lock(study)
+    for refused in (calibration, study):
+        url = reverse("annotation:staff_study_guide_setting", args=[refused.pk])
+        response = researcher_client.post(url, {"shown": "1"}, follow=True)
+        refused.refresh_from_db()
+        assert not refused.guide_in_target
+        assert "always shows" in response.content.decode() or "locked" in response.content.decode()
+    assert researcher_client.post(url, {"shown": "maybe"}).status_code == 400

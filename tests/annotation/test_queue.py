@@ -153,9 +153,11 @@ def test_progress_counts_done_and_what_is_still_open(study, clinicians):
 
 
 def test_the_demo_studies_leave_each_demo_annotator_items_to_score(scored_job):
+    from accounts.models import User
     from accounts.services import demo_people_ensure
-    from annotation.models import Assignment
+    from annotation.models import Adjudication, Assignment, HistoryKind
     from annotation.services.demo import annotation_demo_ensure
+    from annotation.services.enrolment import is_enrolled
 
     demo_people_ensure()
     sizes = {"calibration_size": 2, "target_size": 4, "prefilled": 2}
@@ -166,13 +168,23 @@ def test_the_demo_studies_leave_each_demo_annotator_items_to_score(scored_job):
     synthetic = Assignment.objects.filter(synthetic=True)
     assert synthetic.filter(item__study=target, status=AssignmentStatus.SUBMITTED).exists()
     assert all(a.annotator.username.startswith("simulated-") for a in synthetic)
-    assert not Assignment.objects.filter(synthetic=False).exists()
+    # The one piece of work of a demo person: the reservation handed to `operations`.
+    (handed,) = Assignment.objects.filter(synthetic=False)
+    assert handed.annotator.username == "operations" and handed.status == "reserved"
+    (entry,) = handed.history.filter(kind=HistoryKind.REASSIGN)
+    assert entry.note == "simulated-operational-1 → operations"
+    (adjudication,) = Adjudication.objects.all()
+    assert adjudication.item.study == target and not adjudication.is_done
+    assert target.deadline is not None
     for username in ("clinician", "operations"):
-        from accounts.models import User
-
         person = User.objects.get(username=username)
         for study in (calibration, target):
+            assert is_enrolled(study, person)
             assert queue.queue_progress(study, person)["open"] > 0
+    senior = User.objects.get(username="clinician")
+    from annotation.services.adjudication import adjudication_queue
+
+    assert senior.senior and adjudication_queue(senior) == [adjudication]
 
 
 def test_only_an_item_in_progress_can_be_skipped(study, clinicians):

@@ -9,7 +9,7 @@ from annotation.models import Assignment, AssignmentStatus, CalibrationGuide
 from annotation.services import queue
 from annotation.services.annotations import Draft, annotation_invalidate, annotation_submit
 from annotation.services.studies import panel_versions, study_lock
-from tests.annotation.conftest import annotators, new_study
+from tests.annotation.conftest import annotators, enrol, new_study
 
 pytestmark = pytest.mark.django_db
 
@@ -84,7 +84,7 @@ def test_reopen_is_offered_on_every_page_exactly_where_reopening_is_allowed(
     project = {"project": "Reopen rules"}
     calibration = new_study(scored_job, name="Round", kind="calibration", size=2, **project)
     target, locked = (new_study(scored_job, name=name, size=2, **project) for name in "AB")
-    me = annotators(Track.CLINICAL, 1, prefix="reopener")[0]
+    me = annotators(Track.CLINICAL, 1, prefix="reopener", project="Reopen rules")[0]
     cases = {
         "target": submit(queue.next_assignment(study=target, annotator=me)),
         "calibration": submit(queue.next_assignment(study=calibration, annotator=me)),
@@ -129,7 +129,7 @@ def test_the_guide_numbers_examples_as_my_own_list_does(client, calibration, cli
     assert f'<a href="{review_url(example)}">Item 3</a>' in queue_page  # my own list
     assert f"Round 1, {link}</strong>" in queue_page and "item 1" not in queue_page
     review = client.get(review_url(example)).content.decode()
-    assert f"Round 1, {link}</strong>" in review and '<strong id="item-number">Item 3' in review
+    assert f"Round 1, {link}</strong>" in review and '<h1 id="item-number">Item 3' in review
     client.force_login(newcomer)
     unseen = client.get(queue_url(calibration)).content.decode()
     assert "Round 1, an item you have not opened" in unseen
@@ -153,6 +153,27 @@ def test_the_queue_says_all_done_when_nothing_is_left(client, scored_job, clinic
     assert response.redirect_chain == [(queue_url(study), 302)]
     html = response.content.decode()
     assert 'id="all-done"' in html and ">Start</button>" not in html
+
+
+def test_at_the_end_of_a_queue_the_next_study_with_items_for_me_is_offered(
+    client, scored_job, clinicians
+):
+    finished = new_study(scored_job, name="One item", size=1, project="First")
+    waiting = new_study(scored_job, name="Round 1", kind="calibration", size=2, project="Second")
+    me = clinicians[0]
+    enrol("First", me)
+    enrol("Second", me)
+    submit(queue.next_assignment(study=finished, annotator=me))
+    client.force_login(me)
+    html = client.post(next_url(finished), follow=True).content.decode()
+    assert 'id="all-done"' in html and 'id="next-study"' in html
+    assert f'action="{next_url(waiting)}"' in html and "Go on with Round 1</button>" in html
+    response = client.post(next_url(waiting))  # the button opens its first item
+    assert response["Location"].startswith("/annotation/items/")
+    for _ in range(2):
+        submit(queue.next_assignment(study=waiting, annotator=me))
+    html = client.get(queue_url(finished)).content.decode()
+    assert 'id="all-done"' in html and 'id="next-study"' not in html  # nothing left anywhere
 
 
 def test_the_latest_published_guide_is_linked_from_the_queue(client, calibration, clinicians):
@@ -215,6 +236,7 @@ def test_home_lists_my_studies_with_progress_and_a_resume_button(
     client, study, round_elsewhere, clinicians
 ):
     me, calibration = clinicians[0], round_elsewhere
+    enrol(calibration, me)
     submit(queue.next_assignment(study=study, annotator=me))
     client.force_login(me)
     html = client.get(reverse("home")).content.decode()
@@ -227,6 +249,7 @@ def test_home_lists_my_studies_with_progress_and_a_resume_button(
 def test_home_hides_target_studies_from_unlicensed_annotators(client, study, round_elsewhere):
     calibration = round_elsewhere
     (student,) = annotators(Track.CLINICAL, 1, licensed=False, prefix="student")
+    enrol(calibration, student)
     client.force_login(student)
     html = client.get(reverse("home")).content.decode()
     assert queue_url(calibration) in html and queue_url(study) not in html

@@ -56,7 +56,8 @@ def test_calibration_rounds_reveal_jury_and_peers_after_submitting(calibration, 
     mine.refresh_from_db()
     shown = calibration_reveal(mine)["rubrics"][0]
     assert shown["mine"] == 4
-    assert shown["peers"] == [{"score": 2, "synthetic": False, "practice": False}]
+    peer_score = {"score": 2, "synthetic": False, "practice": False, "imported": False}
+    assert shown["peers"] == [peer_score]
     assert shown["jury"] is not None and len(shown["judges"]) >= 1
     assert all(j["explanation"] for j in shown["judges"])
 

@@ -5,7 +5,9 @@ studies. Django test client only; the keyboard is covered in tests/browser."""
 from urllib.parse import urlencode
 
 import pytest
+from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 
 from accounts.models import Role, Track
 from annotation.models import Assignment, AssignmentStatus, HistoryKind
@@ -15,6 +17,7 @@ from annotation.services.studies import panel_versions, study_lock
 from bench.load.review_form import htmx_headers, review_form
 from benchmark.models import RunAgent, TraceEvent
 from jury.models import JudgeScore
+from jury.services.rubrics import current_versions, rubric_of
 from tests.annotation.conftest import annotators, new_study
 from tests.conftest import make_user
 
@@ -122,14 +125,20 @@ def test_the_panel_holds_my_track_and_the_realism_rubrics_only(client, me, mine,
     assert 'name="score-task_completion"' in html and "clinical_safety" not in html
 
 
-def test_each_rubric_has_five_choices_with_level_definitions_and_sub_dimensions(client, me, mine):
+def test_each_rubric_has_five_choices_each_beside_its_level_definition(client, me, mine):
+    """The definitions are on the page beside their buttons (the highlighted rubric shows
+    them; see tests/browser), each button described by its level's text."""
     client.force_login(me)
     html = client.get(page_url(mine)).content.decode()
     section = html[html.index('id="rubric-clinical_safety"') :]
     section = section[: section.index("</fieldset>")]
     assert section.count('type="radio"') == 5
-    assert "What each level means · sub-dimensions" in section
-    assert "<dt>1 " in section and "<dt>5 " in section
+    assert "What this rubric judges · sub-dimensions" in section
+    (version,) = [v for v in current_versions() if v.rubric_id == "clinical_safety"]
+    for level in rubric_of(version).levels:
+        described = f'aria-describedby="level-clinical_safety-{level.score}"'
+        text = f'<p class="level-text" id="level-clinical_safety-{level.score}">'
+        assert described in section and f"{text}{escape(level.description)}</p>" in section
 
 
 def test_the_page_and_its_fragments_name_no_model_and_no_judge(client, me, mine):
@@ -196,6 +205,33 @@ def test_a_stale_tab_gets_409_its_values_shown_and_nothing_overwritten(client, m
     assert mine.scores == {"clinical_safety": 2} and mine.feedback == {}
     kept = mine.history.get(kind=HistoryKind.CONFLICT)
     assert kept.new["feedback"] == {"clinical_safety": "From the old tab"}
+
+
+def test_the_keepalive_save_of_a_closing_tab_is_checked_like_any_save(me, mine):
+    """review.js sends what is still unsent when the page is hidden or closed with
+    fetch(keepalive): the form's fields urlencoded, the CSRF token in X-CSRFToken. The server
+    takes it with the CSRF check and the version check, so a stale tab still cannot overwrite."""
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(me)
+    browser.get(page_url(mine))  # sets the CSRF cookie, as the page load does
+    token = browser.cookies["csrftoken"].value
+    headers = {"HTTP_X_CSRFTOKEN": token, "HTTP_HX_REQUEST": "true"}
+    body = urlencode({"version": "0", "feedback-clinical_safety": "typed just before closing"})
+
+    def keepalive(data, **extra):
+        return browser.post(page_url(mine, "autosave"), data, content_type=URLENCODED, **extra)
+
+    assert keepalive(body).status_code == 403  # no token: refused, nothing saved
+    assert keepalive(body, **headers).status_code == 200
+    mine.refresh_from_db()
+    assert mine.feedback == {"clinical_safety": "typed just before closing"}
+    stale = urlencode({"version": "0", "feedback-clinical_safety": "from a tab left behind"})
+    assert keepalive(stale, **headers).status_code == 409
+    mine.refresh_from_db()
+    assert mine.feedback == {"clinical_safety": "typed just before closing"}
+    assert mine.history.get(kind=HistoryKind.CONFLICT).new["feedback"] == {
+        "clinical_safety": "from a tab left behind"
+    }
 
 
 def filled(client, assignment) -> str:

@@ -1,8 +1,18 @@
 """The stratified sampler on constructed data (pure: no database)."""
 
 import random
+from collections import Counter
 
-from annotation.engine.sampling import BINS, Candidate, score_bin, stratified_sample
+import pytest
+
+from annotation.engine.sampling import (
+    BINS,
+    Candidate,
+    inclusion_probability,
+    item_weight,
+    score_bin,
+    stratified_sample,
+)
 
 MODELS = ("model-a", "model-b")
 RUBRICS = ("safety", "triage")
@@ -78,3 +88,68 @@ def test_the_stratified_sample_spreads_scores_wider_than_a_random_one():
                    .scores.values() if s in (1, 5))  # fmt: skip
     random_extremes = sum(1 for c in random_pick for s in c.scores.values() if s in (1, 5))
     assert extremes > random_extremes
+
+
+# --- the design recorded for weighting (inclusion probabilities) ---------------------------
+
+
+def _by_id(candidates):
+    return {c.conversation_id: c for c in candidates}
+
+
+def test_draws_are_counted_for_the_cell_each_conversation_was_drawn_for():
+    sample = stratified_sample(pool(), size=24, seed=1)
+    assert sum(sample.drawn.values()) == 24
+    assert sample.drawn == Counter(pick.cell for pick in sample.picks)
+    assert all(sample.drawn[cell] <= sample.sampled[cell] for cell in sample.drawn)
+
+
+def test_the_inclusion_probability_is_the_chance_of_entering_through_any_of_its_cells():
+    candidates = pool()
+    sample = stratified_sample(candidates, size=24, seed=1)
+    for pick in sample.picks[:10]:
+        candidate = _by_id(candidates)[pick.conversation_id]
+        missed = 1.0
+        for cell in candidate.cells():  # one cell per rubric
+            missed *= 1 - sample.drawn[cell] / sample.available[cell]
+        assert sample.inclusion_probability(candidate) == pytest.approx(1 - missed, abs=1e-15)
+        assert 0 < sample.inclusion_probability(candidate) <= 1
+
+
+def test_a_conversation_drawn_from_a_cell_taken_whole_stands_for_itself_only():
+    candidates = pool(per_model=5)
+    sample = stratified_sample(candidates, size=50, seed=1)  # everything is taken
+    for candidate in candidates:
+        probability = sample.inclusion_probability(candidate)
+        assert any(sample.drawn[cell] == sample.available[cell] for cell in candidate.cells()) \
+            == (probability == 1.0)  # fmt: skip
+    whole = [c for c in candidates if sample.inclusion_probability(c) == 1.0]
+    assert whole and all(item_weight(sample.inclusion_probability(c)) == 1.0 for c in whole)
+
+
+def test_the_formula_multiplies_the_misses_of_each_cell():
+    cells = [("m", "safety", 1), ("m", "triage", 3)]
+    available = {cells[0]: 4, cells[1]: 10}
+    drawn = {cells[0]: 1, cells[1]: 2}
+    # Missed through both: (3/4) * (8/10) = 0.6, so entered with probability 0.4.
+    assert inclusion_probability(cells, available=available, drawn=drawn) == pytest.approx(0.4)
+    assert item_weight(0.4) == pytest.approx(2.5)
+    assert inclusion_probability(cells, available=available, drawn={}) == 0.0
+    assert item_weight(0.0) is None and item_weight(None) is None
+
+
+def test_coverage_records_draws_and_the_populations_jury_scores_per_cell():
+    candidates = [
+        Candidate(c.conversation_id, c.model, c.scores, {r: s >= 3 for r, s in c.scores.items()})
+        for c in pool()
+    ]
+    coverage = stratified_sample(candidates, size=20, seed=4).coverage()
+    for cell in coverage["cells"][:12]:
+        key = (cell["model"], cell["rubric"], cell["bin"])
+        inside = [c for c in candidates if key in c.cells()]
+        scores = [c.scores[cell["rubric"]] for c in inside]
+        assert cell["available"] == len(inside)
+        assert cell["jury_sum"] == pytest.approx(sum(scores))
+        assert cell["jury_squares"] == pytest.approx(sum(s * s for s in scores))
+        assert cell["passed"] == sum(c.passes[cell["rubric"]] for c in inside)
+    assert sum(cell["drawn"] for cell in coverage["cells"]) == 20

@@ -52,6 +52,8 @@ def test_another_project_may_reuse_the_same_conversations(scored_job):
         ({"kind": "calibration", "round_number": None}, "round_number"),
         ({"name": "Careless agents, offline/careless"}, "name"),
         ({"project_name": " "}, "project_name"),
+        ({"alt_test_epsilon": 1.5}, "alt_test_epsilon"),
+        ({"drift_flag_points": 0}, "drift_flag_points"),
     ],
 )
 def test_a_study_that_cannot_be_fair_is_refused_with_the_field_named(scored_job, change, field):
@@ -93,3 +95,53 @@ def test_a_target_study_with_nothing_left_to_sample_is_refused(scored_job):
     new_study(scored_job, name="Round 1", kind="calibration", size=50)
     with pytest.raises(ValidationError, match="held out"):
         new_study(scored_job, name="Main study", size=8)
+
+
+def test_each_item_records_its_place_in_the_sampling_design(study, scored_job):
+    from annotation.engine.sampling import inclusion_probability, score_bin
+    from jury.models import RubricResult
+
+    cells = {(c["model"], c["rubric"], c["bin"]): c for c in study.coverage["cells"]}
+    available = {cell: c["available"] for cell, c in cells.items()}
+    drawn = {cell: c["drawn"] for cell, c in cells.items()}
+    assert sum(drawn.values()) == study.items.count()
+    for item in study.items.select_related("conversation__run_agent"):
+        means = dict(
+            RubricResult.objects.filter(job=scored_job, conversation=item.conversation)
+            .values_list("rubric_id", "mean")
+        )  # fmt: skip
+        assert item.jury_bins == {rubric: score_bin(means[rubric]) for rubric in item.jury_bins}
+        assert set(item.jury_bins) == set(study.coverage["rubrics"])
+        drawn_for = (item.stratum["model"], item.stratum["rubric"], item.stratum["bin"])
+        assert (item.cell_available, item.cell_drawn) == (available[drawn_for], drawn[drawn_for])
+        model = item.conversation.run_agent.label
+        own = [(model, rubric, bin_) for rubric, bin_ in item.jury_bins.items()]
+        expected = inclusion_probability(own, available=available, drawn=drawn)
+        assert item.inclusion_probability == pytest.approx(expected)
+        assert item.weight == pytest.approx(1 / expected)
+
+
+def test_coverage_records_the_populations_jury_scores_per_cell(study, scored_job):
+    from annotation.engine.sampling import score_bin
+    from jury.models import RubricResult
+
+    # The population: the job's complete results, infeasible cases left out as the study does.
+    results = RubricResult.objects.filter(
+        job=scored_job, conversation__entry__infeasible=False
+    ).values_list("conversation__run_agent__label", "rubric_id", "mean", "passed")
+    assert len({cell["available"] for cell in study.coverage["cells"]}) > 1
+    for cell in study.coverage["cells"]:
+        key = (cell["model"], cell["rubric"], cell["bin"])
+        inside = [(mean, passed) for model, rubric, mean, passed in results
+                  if (model, rubric, score_bin(mean)) == key]  # fmt: skip
+        assert cell["available"] == len(inside)
+        assert cell["jury_sum"] == pytest.approx(sum(mean for mean, _ in inside))
+        assert cell["passed"] == sum(passed for _, passed in inside)
+
+
+def test_the_alt_test_margin_and_drift_flag_are_study_settings(scored_job):
+    default = new_study(scored_job, name="Defaults", size=4)
+    assert (default.alt_test_epsilon, default.drift_flag_points) == (0.2, 0.5)
+    chosen = new_study(scored_job, name="Crowd", size=4, project="Crowd", alt_test_epsilon=0.1,
+                       drift_flag_points=0.75)  # fmt: skip
+    assert (chosen.alt_test_epsilon, chosen.drift_flag_points) == (0.1, 0.75)

@@ -61,6 +61,22 @@ def test_the_create_form_draws_the_sample_and_opens_the_study_page(researcher_cl
     assert study.project.name == "Pilot" and study.round_number == 1
 
 
+def test_the_create_form_sets_the_alt_test_margin_and_drift_flag_or_keeps_the_defaults(
+    researcher_client, scored_job
+):
+    post_new(researcher_client, form_data(scored_job))
+    assert Study.objects.get(name="Round A").alt_test_epsilon == 0.2
+    chosen = form_data(scored_job, name="Round B", round_number=2, alt_test_epsilon="0.1",
+                       drift_flag_points="0.75")  # fmt: skip
+    post_new(researcher_client, chosen)
+    study = Study.objects.get(name="Round B")
+    assert (study.alt_test_epsilon, study.drift_flag_points) == (0.1, 0.75)
+    refused = post_new(researcher_client, form_data(scored_job, name="Round C", round_number=3,
+                                                    alt_test_epsilon="2"))  # fmt: skip
+    assert "alt_test_epsilon" in refused.context["form"].errors
+    assert not Study.objects.filter(name="Round C").exists()
+
+
 def test_the_create_form_offers_finished_jobs_and_every_current_rubric_by_default(
     researcher_client, scored_job
 ):

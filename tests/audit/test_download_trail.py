@@ -21,10 +21,12 @@ QUERIES = {"benchmark:set_report": "?format=csv"}
 DOWNLOADS = {
     "benchmark:set_report": "table", "benchmark:run_export": "conversations",
     "jury:report_export": "table", "rubric_lab:sensitivity_export": "table",
-    "rubric_lab:coverage_export": "table", "rubric_lab:refine_export": "table",
+    "rubric_lab:coverage_export": "table", "rubric_lab:coverage_compare_export": "table",
+    "rubric_lab:refine_export": "table",
     "annotation:staff_study_export": "annotations", "annotation:staff_archive_download": "archive",
     "alignment:export": "table", "alignment:figure": "figure", "alignment:trend_figure": "figure",
-    "alignment:loop_comparison_csv": "table",
+    "alignment:loop_comparison_csv": "table", "alignment:table_export": "table",
+    "alignment:drift_export": "table",
 }  # fmt: skip
 
 

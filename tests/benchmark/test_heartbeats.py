@@ -69,3 +69,21 @@ def test_a_failing_beat_does_not_stop_the_others():
         Heartbeat(healthy, label="ok", interval=0.02),
     ):
         wait_until(lambda: healthy.count >= 5, "beats beside a failing one")
+
+
+def test_slow_periodic_work_in_a_thread_of_its_own_does_not_hold_back_the_leases():
+    """A notification tick waiting on a mail server beats in its own thread: the leases'
+    heartbeats go on meanwhile."""
+    slow_started, release = threading.Event(), threading.Event()
+
+    def waits_on_a_mail_server() -> None:
+        slow_started.set()
+        release.wait(DEADLINE)
+
+    lease = Beats()
+    with Heartbeat(waits_on_a_mail_server, label="mail", interval=0.01, thread="slow-test"):
+        assert slow_started.wait(DEADLINE)
+        with Heartbeat(lease, label="lease", interval=0.02):
+            wait_until(lambda: lease.count >= 3, "lease beats while the mail server waits")
+        release.set()
+    assert "slow-test" not in lease.threads

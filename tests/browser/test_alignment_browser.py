@@ -36,12 +36,16 @@ def test_the_report_and_a_rubric_page_draw_their_figures(
     expect(page.locator("#agreement-table tbody tr").first).to_be_visible()
     page.select_option("#planner select[name=width]", "0.05")
     expect(page.locator("#planner select[name=width]")).to_have_value("0.05")
+    # The clinicians' drift over the project's rounds loads after the page, in place.
+    expect(page.locator("#drift h3")).to_have_text("Drift over the rounds of Browser")
+    expect(page.locator("#drift-table tbody tr")).to_have_count(4)
     page.locator("#agreement-table a", has_text="Clinical Safety").click()
     page.wait_for_url("**/rubrics/clinical_safety/")
     charts = page.locator("#rubric-charts svg")
     expect(charts).to_have_count(3)
     box = charts.first.bounding_box()
     assert box["width"] > 200 and box["height"] > 150  # drawn, not collapsed
+    expect(page.locator("#judge-bias-table tbody tr")).to_have_count(3)  # two judges, the jury
     assert page.console_errors == []
 
 

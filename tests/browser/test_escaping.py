@@ -18,6 +18,7 @@ from benchmark.models import TraceEvent
 from benchmark.services import cases
 from jury.services import juries, scoring
 from jury.services.rubrics import current_versions, rubric_version_create
+from tests.annotation.conftest import enrol
 from tests.annotation.test_annotation_writes import full_draft
 from tests.conftest import make_user
 from tests.support.builders import enriched_set, launched_run, played
@@ -43,6 +44,7 @@ def tainted(transactional_db):
     nurse = make_user("nurse", Role.ANNOTATOR, Track.CLINICAL)
     spec = StudySpec(project_name="Escaping", name="Escaping study", kind="target", sample_size=1)
     study = study_create(spec=spec, scoring_jobs=[job], rubric_versions=current_versions())
+    enrol(study, nurse)
     assignment = queue.next_assignment(study=study, annotator=nurse)
     draft = full_draft(assignment, 2)
     draft.feedback, draft.overall_comment = {"clinical_safety": PAYLOAD}, PAYLOAD

@@ -1,52 +1,25 @@
 """The review screen in a real browser, keyboard only: score, reload mid-item and find the
 draft, submit with a key and land on the next item; and a second tab's stale save is shown."""
 
-import re
 from urllib.parse import parse_qs
 
 import pytest
 from playwright.sync_api import expect
 
-from accounts.models import Role, Track
-from annotation.services.studies import StudySpec, study_create
-from jury.services import juries, scoring
-from jury.services.rubrics import current_versions
-from tests.conftest import make_user
-from tests.support.builders import enriched_set, launched_run, played
+from tests.browser.review_support import (
+    PANEL_SIZE,
+    checked_scores,
+    open_first_item,
+    saved,
+    target_study_for_nora,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-PANEL_SIZE = 5  # three clinical rubrics and the two realism rubrics
 
 
 @pytest.fixture
 def target_study(transactional_db):
-    run = played(launched_run(enriched_set(name="Review set", size=2), name="Review run"))
-    job = scoring.scoring_launch(run=run, jury=juries.jury_demo_ensure())
-    for score_id in scoring.pending_score_ids(job):
-        scoring.judge_score_execute(score_id)
-    spec = StudySpec(project_name="Browser", name="Keyboard study", kind="target", sample_size=2)
-    make_user("nora", Role.ANNOTATOR, Track.CLINICAL)
-    return study_create(spec=spec, scoring_jobs=[job], rubric_versions=current_versions())
-
-
-def open_first_item(page, live_server, study) -> None:
-    """From the queue page, Enter on the Start button (it has the focus once loaded)."""
-    page.goto(f"{live_server.url}/annotation/studies/{study.pk}/queue/")
-    start = page.get_by_role("button", name="Start")
-    start.wait_for()
-    start.press("Enter")
-    page.wait_for_url(re.compile("/annotation/items/"))
-    page.wait_for_load_state()
-
-
-def saved(page) -> None:
-    expect(page.locator("#save-status")).to_contain_text("Saved")
-
-
-def checked_scores(page) -> list[str]:
-    checked = page.locator("#annotation-form input[type=radio]:checked")
-    return [radio.get_attribute("value") for radio in checked.all()]
+    return target_study_for_nora()
 
 
 def test_an_item_is_scored_reloaded_and_submitted_from_the_keyboard(

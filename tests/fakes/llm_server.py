@@ -127,8 +127,7 @@ class FakeLLMServer:
         self._lock = threading.Lock()
         # Set on stop so handlers still sleeping in a slow reply finish at once.
         self._stopping = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -175,6 +174,13 @@ class FakeLLMServer:
 
     def _wait(self, seconds: float) -> None:
         self._stopping.wait(seconds)
+
+
+class _Server(ThreadingHTTPServer):
+    # Worker threads connect many at once (a lab study at concurrency 8 judges 8 criteria of 8
+    # pairs together): the default listen backlog of 5 refused some of their connections.
+    request_queue_size = 256
+    daemon_threads = True
 
 
 @contextmanager

@@ -27,6 +27,11 @@ class Page:
 PAGES = [
     Page("home", EVERYONE),
     Page("people", ADMIN),
+    Page("display_preferences", EVERYONE),
+    Page("session_keepalive", EVERYONE),
+    Page("person_new", ADMIN),
+    Page("person_edit", ADMIN, (("pk", "person", "pk"),)),
+    Page("notification_settings", EVERYONE),
 ]
 
 PAGES += [
@@ -125,6 +130,7 @@ def jury_objects(run) -> dict:
 PAGES += [
     Page("rubric_lab:kb", STAFF),
     Page("rubric_lab:kb_upload", STAFF),
+    Page("rubric_lab:import", STAFF),
     Page("rubric_lab:pipelines", STAFF),
     Page("rubric_lab:pipeline_new", STAFF),
     Page("rubric_lab:pipeline", STAFF, (("pk", "generation_job", "pk"),)),
@@ -152,6 +158,15 @@ PAGES += [
         "rubric_lab:coverage_export",
         STAFF,
         (("pk", "coverage_run", "pk"), ("suffix", "export", "suffix")),
+    ),
+    Page(
+        "rubric_lab:coverage_compare_export",
+        STAFF,
+        (
+            ("pk", "coverage_run", "pk"),
+            ("other", "coverage_run", "pk"),
+            ("suffix", "export", "suffix"),
+        ),
     ),
     Page("rubric_lab:refine_list", STAFF),
     Page("rubric_lab:refine", STAFF, (("pk", "refine_study", "pk"),)),
@@ -255,6 +270,7 @@ PAGES += [
     Page("annotation:staff_study_new", STAFF),
     Page("annotation:staff_study", STAFF, _STUDY),
     Page("annotation:staff_study_lock", STAFF, _STUDY),
+    Page("annotation:staff_study_guide_setting", STAFF, _STUDY),
     Page("annotation:staff_study_export", STAFF, (*_STUDY, ("fmt", "export", "suffix"))),
     Page("annotation:staff_study_import", STAFF, _STUDY),
     Page("annotation:staff_round_report", STAFF, _STUDY),
@@ -268,6 +284,24 @@ PAGES += [
     Page("annotation:staff_archive_import", STAFF),
     Page("annotation:staff_archive_job", STAFF, (("pk", "archive_job", "pk"),)),
     Page("annotation:staff_archive_download", STAFF, (("pk", "archive_job", "pk"),)),
+    # Running a study: members, deadline, moving work, adjudication.
+    Page("annotation:staff_members", STAFF, (("pk", "project", "pk"),)),
+    Page("annotation:staff_member_quota", STAFF, (("pk", "member", "pk"),)),
+    Page("annotation:staff_member_withdraw", STAFF, (("pk", "member", "pk"),)),
+    Page("annotation:staff_study_deadline", STAFF, _STUDY),
+    Page("annotation:staff_study_second_phase", STAFF, _STUDY),
+    Page(
+        "annotation:staff_study_reassign_all",
+        STAFF,
+        (*_STUDY, ("annotator", "person", "pk")),
+    ),
+    *(
+        Page(f"annotation:staff_assignment_{name}", STAFF, _ASSIGNMENT)
+        for name in ("release", "extend", "reassign", "reopen")
+    ),
+    Page("annotation:staff_adjudication", STAFF, _STUDY),
+    Page("annotation:staff_adjudication_send", STAFF, _STUDY),
+    Page("annotation:staff_adjudication_jury", STAFF, _STUDY),
 ]
 
 # --- annotation pages: annotator side (the fixture annotator's own study and assignment) ----
@@ -280,17 +314,30 @@ PAGES += [
         Page(f"annotation:{name}", ANNOTATOR_ONLY, _ASSIGNMENT)
         for name in ("review", "autosave", "submit", "skip", "reopen", "heartbeat")
     ),
+    # Senior clinicians (the fixture annotator is one) adjudicate.
+    Page("annotation:adjudications", ANNOTATOR_ONLY),
+    Page("annotation:adjudication", ANNOTATOR_ONLY, (("public_id", "adjudication", "public_id"),)),
 ]
 
 
 def annotation_objects(objects, users) -> dict:
-    """A one-item calibration round on the run's conversation, the fixture annotator's open
-    assignment on it, and a draft guide (stored directly: the access test only opens pages)."""
+    """A one-item calibration round on the run's conversation, the fixture annotator (enrolled
+    in its project, and a senior clinician) with an open assignment on it, a draft guide and,
+    in a target study of the same conversation, an item sent to adjudication (stored directly:
+    the access test only opens pages)."""
     from datetime import timedelta
 
     from django.utils import timezone
 
-    from annotation.models import Assignment, CalibrationGuide, Project, Study, StudyItem
+    from annotation.models import (
+        Adjudication,
+        Assignment,
+        CalibrationGuide,
+        Project,
+        ProjectMember,
+        Study,
+        StudyItem,
+    )
 
     project = Project.objects.create(name="Access project")
     study = Study.objects.create(
@@ -298,6 +345,18 @@ def annotation_objects(objects, users) -> dict:
     )
     item = StudyItem.objects.create(study=study, conversation=objects["conversation"], position=0)
     annotator = users[Role.ANNOTATOR]
+    annotator.senior = True
+    annotator.save(update_fields=["senior"])
+    member = ProjectMember.objects.create(
+        project=project, annotator=annotator, enrolled_at=timezone.now()
+    )
+    target = Study.objects.create(project=project, name="Access target", kind="target",
+                                  sample_size=1)  # fmt: skip
+    disputed = StudyItem.objects.create(study=target, conversation=objects["conversation"],
+                                        position=0)  # fmt: skip
+    adjudication = Adjudication.objects.create(
+        item=disputed, rubric_id="clinical_safety", reason="clinicians", gap=2
+    )
     assignment = Assignment.objects.create(
         item=item,
         annotator=annotator,
@@ -310,7 +369,8 @@ def annotation_objects(objects, users) -> dict:
         project=project, after_study=study, title="Access guide", body_markdown="Read *slowly*."
     )
     return {"study": study, "item": item, "assignment": assignment, "guide": guide,
-            "archive_job": _finished_archive_export(study)}  # fmt: skip
+            "archive_job": _finished_archive_export(study), "member": member,
+            "adjudication": adjudication, "person": annotator}  # fmt: skip
 
 
 def _finished_archive_export(study):
@@ -338,6 +398,13 @@ PAGES += [
     Page("alignment:report", STAFF, _STUDY),
     Page("alignment:planner", STAFF, _STUDY),
     Page("alignment:export", STAFF, (*_STUDY, ("fmt", "export", "suffix"))),
+    Page(
+        "alignment:table_export",
+        STAFF,
+        (*_STUDY, ("table", "study_table", "name"), ("fmt", "export", "suffix")),
+    ),
+    Page("alignment:drift", STAFF, _STUDY),
+    Page("alignment:drift_export", STAFF, (*_STUDY, ("fmt", "export", "suffix"))),
     Page("alignment:rubric", STAFF, _RUBRIC_PAGE),
     Page(
         "alignment:figure",
@@ -378,5 +445,6 @@ def alignment_objects(objects) -> dict:
         "project": study.project,
         "item_theme": ItemTheme.objects.create(item=item, rubric_id="clinical_safety", theme=theme),
         "alignment_figure": SimpleNamespace(kind="scatter", fmt="svg"),
+        "study_table": SimpleNamespace(name="alt-test"),
         "trend_figure": SimpleNamespace(kind="rubrics", fmt="svg"),
     }

@@ -5,9 +5,12 @@ words or a jury score in a target study - on pages, fragments, URLs, downloads o
 The annotator's world: a target study drawn from a scored run in which they hold a draft (with
 a linked trace event), a submitted item and a skipped one, and a calibration round they have
 not submitted yet (after submitting in a round the jury's scores are shown on purpose; that
-reveal is tested in tests/annotation)."""
+reveal is tested in tests/annotation). They are a senior clinician, and an item of the target
+study on which two other clinicians disagree waits in their adjudication queue. Every kind of
+notification email is rendered as the workers send it, and read like the pages."""
 
 import re
+from datetime import timedelta
 from html.parser import HTMLParser
 from urllib.parse import urljoin, urlparse
 
@@ -16,14 +19,19 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from accounts.models import Role, Track
-from annotation.models import CalibrationGuide
+from accounts.models import NotificationKind, Role, Track
+from annotation.models import CalibrationGuide, Notification
 from annotation.services import queue
+from annotation.services.adjudication import adjudication_send
 from annotation.services.annotations import Draft, annotation_autosave, annotation_submit
+from annotation.services.guides import guide_publish
+from annotation.services.moves import assignment_reassign, staff_reopen, study_deadline_set
+from annotation.services.notifications import deadline_reminders_create, notification_message
+from annotation.services.round_report import jury_means
 from benchmark.models import RunAgent
 from jury.models import JudgeScore
 from jury.services import juries, scoring
-from tests.annotation.conftest import new_study
+from tests.annotation.conftest import annotators, enrol, new_study
 from tests.annotation.test_annotation_writes import full_draft
 from tests.conftest import make_user
 from tests.foundation.access_table import PAGES, PUBLIC, build_objects
@@ -46,12 +54,14 @@ class LinkParser(HTMLParser):
 def scored_world(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock():
         run = played(
-            launched_run(enriched_set(size=3), models=("offline/careful", "offline/careless"))
+            launched_run(enriched_set(size=4), models=("offline/careful", "offline/careless"))
         )
         job = scoring.scoring_launch(run=run, jury=juries.jury_demo_ensure())
         for score_id in scoring.pending_score_ids(job):
             scoring.judge_score_execute(score_id)
         annotator = make_user("blinded", Role.ANNOTATOR, Track.OPERATIONAL)
+        annotator.senior = True
+        annotator.save(update_fields=["senior"])
         work = annotator_work(job, annotator)
         # Every URL of the site, pointed at the scored run and job where it takes them.
         objects = build_objects(
@@ -72,7 +82,11 @@ def annotator_work(job, annotator) -> dict:
     """A target study where the annotator has a draft, a submission and a skip, and a
     calibration round with an open item (not submitted: no reveal)."""
     calibration = new_study(job, name="Round 1", kind="calibration", size=2)
-    target = new_study(job, name="Main study", size=4)
+    target = new_study(job, name="Main study", size=5)
+    target.guide_in_target = True  # the researcher shows the project's guide here too
+    target.save(update_fields=["guide_in_target"])
+    enrol(target, annotator)
+    disputed = major_disagreement(target, Track.OPERATIONAL)
     submitted = queue.next_assignment(study=target, annotator=annotator)
     annotation_submit(submitted, draft=full_draft(submitted), version=0, actor=annotator)
     skipped = queue.next_assignment(study=target, annotator=annotator)
@@ -91,7 +105,21 @@ def annotator_work(job, annotator) -> dict:
         examples=[{"item": practice.item_id, "note": "Booked before asking."}],
     )  # fmt: skip
     return {"target": target, "calibration": calibration, "draft": draft,
-            "submitted": submitted, "skipped": skipped, "practice": practice}  # fmt: skip
+            "submitted": submitted, "skipped": skipped, "practice": practice,
+            "adjudication": disputed}  # fmt: skip
+
+
+def major_disagreement(study, track):
+    """Two clinicians of `track` 4 points apart on one item, sent to adjudication."""
+    first, second = annotators(track, 2, prefix="peer", project=study.project.name)
+    pair = [queue.next_assignment(study=study, annotator=p) for p in (first, second)]
+    assert pair[0].item_id == pair[1].item_id  # breadth-first: the same item
+    for assignment, score in zip(pair, (1, 5), strict=True):
+        draft = full_draft(assignment, score)
+        draft.feedback = {k: "Booked before asking the patient" for k in draft.feedback}
+        annotation_submit(assignment, draft=draft, version=0, actor=assignment.annotator)
+    rubric = next(iter(draft.scores))  # the track's first judged rubric
+    return adjudication_send(study=study, item=pair[0].item, rubric_id=rubric, actor=None)
 
 
 def forbidden_strings() -> set[str]:
@@ -154,12 +182,21 @@ def review_urls(work: dict) -> list[str]:
     return urls
 
 
+def adjudication_urls(work: dict) -> list[str]:
+    return [
+        reverse("annotation:adjudications"),
+        reverse("annotation:adjudication", args=[work["adjudication"].public_id]),
+    ]
+
+
 @pytest.mark.django_db
 def test_an_annotator_never_sees_model_identity_or_jury_scores(client, scored_world):
     annotator, _, work = scored_world
     client.force_login(annotator)
     pages = crawl(client, "/")
     assert set(review_urls(work)) <= set(pages)  # links from home reach every review screen
+    assert set(adjudication_urls(work)) <= set(pages)  # and the senior's adjudication
+    assert "Booked before asking the patient" in pages[adjudication_urls(work)[1]]
     assert all(
         work["draft"].item.conversation.events.first().event_id in pages[url]
         for url in review_urls(work)[2:3]
@@ -234,3 +271,51 @@ def test_the_error_pages_an_annotator_can_reach_show_nothing_blinded(client, sco
     pages = {url: _body(response) for url, response in responses.items()}
     assert all("way-back" in text for text in pages.values())  # the site's error pages
     assert leaks_in(pages) == []
+
+
+@pytest.mark.django_db
+def test_a_senior_clinician_sees_the_jury_only_where_the_study_allows_it(client, scored_world):
+    annotator, _, work = scored_world
+    client.force_login(annotator)
+    url = adjudication_urls(work)[1]
+    hidden = _body(client.get(url))
+    assert 'id="jury-for-adjudication"' not in hidden and "jury's mean" not in hidden
+    study = work["target"]
+    study.adjudication_shows_jury = True
+    study.save(update_fields=["adjudication_shows_jury"])
+    shown = _body(client.get(url))
+    mean = jury_means(study)[(work["adjudication"].item_id, work["adjudication"].rubric_id)]
+    assert f"<strong>{mean:.2f}</strong>" in shown  # the jury's mean, as allowed
+    assert leaks_in({url: shown}) == []  # and still no model, agent or judge's words
+
+
+@pytest.mark.django_db
+def test_no_notification_names_a_model_or_shows_a_score(scored_world):
+    """Every kind of notification, rendered as a worker sends it, for events whose staff-written
+    parts (a guide's title, a note) name a model on purpose: the redactor takes it out."""
+    _, _, work = scored_world
+    job = work["target"].scoring_jobs.get()
+    person = make_user("notified", Role.ANNOTATOR, Track.OPERATIONAL)
+    enrol("Notices", person)  # enrolled
+    study = new_study(job, name="Notice study", size=2, project="Notices")  # study opened
+    guide = CalibrationGuide.objects.create(
+        project=study.project, title="Lessons: offline/careless books too early", body_markdown="-"
+    )
+    guide_publish(guide, actor=None)  # guide published
+    mine = queue.next_assignment(study=study, annotator=person)
+    annotation_submit(mine, draft=full_draft(mine), version=0, actor=person)
+    peers = annotators(Track.OPERATIONAL, 2, prefix="notice-peer", project="Notices")
+    first = queue.next_assignment(study=study, annotator=peers[0])
+    annotation_submit(first, draft=full_draft(first), version=0, actor=peers[0])
+    held = queue.next_assignment(study=study, annotator=peers[1])
+    assignment_reassign(held, to=person, actor=None)  # item reassigned
+    staff_reopen(mine, actor=None, note="Compare with what offline/careless did")  # reopened
+    study_deadline_set(study, deadline=timezone.now() + timedelta(days=1), actor=None)
+    deadline_reminders_create()  # deadline soon
+    sent = Notification.objects.filter(recipient=person)
+    assert set(sent.values_list("kind", flat=True)) == set(NotificationKind.values)
+    texts = {n.kind: "\n".join(notification_message(n)) for n in sent}
+    assert "[model name hidden] books too early" in texts["guide_published"]
+    assert "Compare with what [model name hidden] did" in texts["item_reopened"]
+    assert leaks_in(texts) == []
+    assert [kind for kind, text in texts.items() if SCOREISH.search(text)] == []

@@ -12,7 +12,7 @@ from annotation.services import queue
 from annotation.services.studies import panel_versions
 from bench.load.review_form import PageError, htmx_headers, review_form, saved_version
 from bench.load.verify import lost_autosaves, percentile, request_stats
-from tests.annotation.conftest import new_study
+from tests.annotation.conftest import enrol, new_study
 from tests.conftest import make_user
 from tests.jury.services.builders import (  # noqa: F401 - module-scoped scored run
     scored_job,
@@ -28,7 +28,9 @@ URLENCODED = "application/x-www-form-urlencoded"
 @pytest.fixture
 def my_item(scored_job, client):  # noqa: F811 - the imported fixture
     me = make_user("load-reader", Role.ANNOTATOR, Track.CLINICAL)
-    assignment = queue.next_assignment(study=new_study(scored_job), annotator=me)
+    study = new_study(scored_job)
+    enrol(study, me)
+    assignment = queue.next_assignment(study=study, annotator=me)
     client.force_login(me)
     return assignment
 

@@ -1,4 +1,5 @@
-"""Ablations in one click: four pipeline variants, then coverage and sensitivity for each."""
+"""Ablations in one click: the full pipeline, four stages left out and the direct baseline,
+then coverage (tested against the full pipeline's) and sensitivity for each."""
 
 import json
 
@@ -21,7 +22,7 @@ def run_coverage(run):
         coverage.coverage_case_execute(case_id, token or None)
 
 
-def test_the_four_variants_end_side_by_side_with_coverage_and_sensitivity(played_run):
+def test_the_six_variants_end_side_by_side_with_coverage_and_sensitivity(played_run):
     study = ablations.ablation_launch(
         run=played_run, generator_model="offline/standard", judge_model="offline/standard",
         perturber_model="offline/surgical", reference_model="offline/careful", max_cases=1,
@@ -29,6 +30,9 @@ def test_the_four_variants_end_side_by_side_with_coverage_and_sensitivity(played
     arms = list(study.arms.all())
     assert {arm.variant for arm in arms} == set(AblationVariant.values)
     assert {arm.generation_job.skip_intent for arm in arms} == {True, False}
+    by_variant = {arm.variant: arm.generation_job for arm in arms}
+    assert by_variant[AblationVariant.NO_FACTS].skip_facts
+    assert by_variant[AblationVariant.DIRECT].method == "direct"
     (conversation,) = {g.conversation for arm in arms for g in arm.generation_job.generations.all()}
     coverage.expert_criteria_upload(
         benchmark_set=played_run.benchmark_set, filename="gold.json",
@@ -46,7 +50,11 @@ def test_the_four_variants_end_side_by_side_with_coverage_and_sensitivity(played
     study.refresh_from_db()
     assert study.status == JobStatus.FINISHED
     rows = ablations.ablation_rows(study)
-    assert len(rows) == 4
+    assert len(rows) == 6
     for row in rows:
         assert row["rubrics"] == 1 and row["sensitivity"] is not None
         assert row["coverage"] is not None and row["coverage"].micro.constraints >= 1
+        if row["arm"].variant == AblationVariant.FULL:
+            assert row["versus_full"] is None
+        else:  # the same expert criteria, one shared decomposition: every constraint paired
+            assert row["versus_full"].pairs == row["coverage"].micro.constraints

@@ -102,10 +102,54 @@ def test_refinement_compares_the_rubric_arm_with_self_critique(played_run):
     study.refresh_from_db()
 
     assert study.status == JobStatus.FINISHED
+    # No expert criteria: no oracle arm, and nothing scored against them.
     assert study.refinements.filter(status=WorkStatus.DONE).count() == 4
+    assert not study.refinements.filter(arm=RefineArm.ORACLE).exists()
     results = refine_service.refine_results(study)
-    assert set(results["arms"]) == {RefineArm.RUBRIC, RefineArm.SELF}
+    assert set(results["arms"]) == set(RefineArm.values)
+    assert results["arms"]["oracle"]["done"] == 0 and results["arms"]["rubric"]["done"] == 2
     assert results["difference"] is not None
+    assert results["arms"]["rubric"]["expert_gain"] is None
+
+
+def test_the_oracle_arm_critiques_with_the_expert_criteria_and_every_arm_is_scored_on_them(
+    played_run,
+):
+    job = rubric_job(played_run)
+    rubric = job.generations.get().rubric
+    coverage_service.expert_criteria_upload(
+        benchmark_set=played_run.benchmark_set, filename="gold.json",
+        content=json.dumps([
+            {"conversation": str(rubric.conversation.public_id), "axis": "communication_quality",
+             "criterion": "Acknowledges how the patient feels before giving advice", "weight": 4},
+            {"conversation": str(rubric.conversation.public_id), "axis": "accuracy",
+             "criterion": "Tells the patient to call 911 if symptoms get worse", "weight": 8},
+        ]),
+    )  # fmt: skip
+    study = refine_service.refine_launch(
+        generation_job=job, evaluator_model="offline/standard", editor_model="offline/standard",
+        judge_model="offline/strict", criteria_judge_model="offline/standard",
+    )  # fmt: skip
+    for pk in study.refinements.values_list("pk", flat=True):
+        refine_service.refinement_execute(pk)
+
+    oracle = study.refinements.get(arm=RefineArm.ORACLE)
+    assert oracle.status == WorkStatus.DONE and oracle.plan  # the criteria it lacks, planned
+    critique = oracle.plan[0]
+    assert critique["criterion"] in (1, 2)
+    for row in study.refinements.all():
+        assert row.original_expert_score is not None and row.refined_expert_score is not None
+        assert set(row.expert_axes) == {"communication_quality", "accuracy"}
+    results = refine_service.refine_results(study)
+    assert results["arms"]["oracle"]["expert_gain"].value >= 0
+    assert set(results["arms"]["oracle"]["axes"]) == {"accuracy", "communication_quality"}
+    labels = [d["label"] for d in results["differences"]]
+    assert (
+        labels[1]
+        == "Critique with the instance rubric - Critique with the expert criteria (oracle)"
+    )
+    table = refine_service.refine_table(study)
+    assert "expert criteria, axis accuracy" in set(table["measure"])
 
 
 def test_an_overreaching_editor_is_rejected_with_its_violations(played_run):

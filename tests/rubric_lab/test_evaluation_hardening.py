@@ -207,8 +207,13 @@ def test_coverage_results_export_per_case_and_overall(played_run, rubric_job):
         coverage.coverage_case_execute(case_id)
 
     table = coverage.coverage_table(run)
-    assert list(table["case"]) == [rubric.conversation.entry.index, "all (micro)",
-                                   "mean of 1 cases (macro)"]  # fmt: skip
+    # Then one row per axis: the lab's axes of the generated criteria, and the expert
+    # criterion's (it named none) last.
+    axes = [*sorted({c.axis for c in rubric.criteria.all()}), "(none)"]
+    assert list(table["case"]) == [
+        rubric.conversation.entry.index, "all (micro)", "mean of 1 cases (macro)",
+        *(f"axis: {axis}" for axis in axes),
+    ]  # fmt: skip
     case, micro = table.iloc[0], table.iloc[1]
     assert case["recall"] == case["entailed"] / case["constraints"]
     assert micro["f1"] == pytest.approx(case["f1"])
@@ -217,7 +222,7 @@ def test_coverage_results_export_per_case_and_overall(played_run, rubric_job):
         "matched,recall,precision,f1"  # fmt: skip
     (latex,) = latex_floats(coverage.coverage_export(run, "tex"))
     assert latex.label == f"tab:coverage-{run.pk}" and run.name in latex.caption
-    assert "nan" not in csv and csv.splitlines()[-1].startswith("mean of 1 cases (macro),,,,,,,")
+    assert "nan" not in csv and csv.splitlines()[3].startswith("mean of 1 cases (macro),,,,,,,")
 
 
 def test_refine_results_export_each_arm_and_the_paired_difference(researcher_client, rubric_job):

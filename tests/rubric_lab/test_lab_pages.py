@@ -65,6 +65,31 @@ def test_the_launch_form_starts_a_job_for_one_conversation(researcher_client, pl
     )
     assert job.skip_intent and not job.skip_audit and job.retriever == "embedding"
     assert list(job.generations.values_list("conversation", flat=True)) == [conversation.pk]
+    assert (job.method, job.audit_rounds, job.sampling) == ("pipeline", 3, {})
+
+
+def test_the_launch_form_sets_the_method_the_fact_ablation_and_each_stages_sampling(
+    researcher_client, played_run
+):
+    response = researcher_client.post(
+        reverse("rubric_lab:pipeline_new"),
+        {"run": played_run.pk, "limit": 1, "generator_model": "offline/standard",
+         "retriever": "bm25", "top_k": 3, "skip_facts": "on", "audit_rounds": 2,
+         "temperature": "0.7", "top_p": "0.9", "temperature_audit": "0.2"},
+    )  # fmt: skip
+    job = GenerationJob.objects.get()
+    assert response.status_code == 302 and job.skip_facts and job.audit_rounds == 2
+    assert job.sampling["routing"] == {"temperature": 0.7, "top_p": 0.9}
+    assert job.sampling["audit"] == {"temperature": 0.2, "top_p": 0.9}
+    assert "direct" not in job.sampling
+
+    researcher_client.post(
+        reverse("rubric_lab:pipeline_new"),
+        {"run": played_run.pk, "limit": 1, "generator_model": "offline/standard",
+         "retriever": "bm25", "top_k": 3, "method": "direct", "top_p_direct": "0.5"},
+    )  # fmt: skip
+    direct = GenerationJob.objects.get(method="direct")
+    assert direct.sampling == {"direct": {"top_p": 0.5}}
 
 
 def test_the_launch_form_refuses_an_unknown_generator(researcher_client, played_run):
@@ -126,3 +151,20 @@ def test_scoring_from_the_rubric_page_shows_the_decisions(researcher_client, gen
 def test_annotators_are_refused(client, annotator, name):
     client.force_login(annotator)
     assert client.get(reverse(name)).status_code == 403
+
+
+def test_the_pipeline_page_shows_each_audit_round_and_sampling_not_sent(
+    researcher_client, played_run
+):
+    conversation = played_run.conversations.scorable().first()
+    job = pipeline.generation_job_launch(
+        conversations=[conversation], generator_model="offline/standard",
+        sampling={"routing": {"temperature": 0.7, "top_p": 0.9}},
+    )  # fmt: skip
+    generation = job.generations.get()
+    pipeline.generation_execute(generation.pk)
+
+    body = researcher_client.get(reverse("rubric_lab:generation", args=[generation.pk])).content
+    page = body.decode()
+    assert "Round 1: <strong>revise</strong>" in page and "Round 2: <strong>pass</strong>" in page
+    assert "temperature 0.7, top-p 0.9" in page and "not sent" in page  # offline: ignored

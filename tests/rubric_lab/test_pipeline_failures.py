@@ -105,4 +105,8 @@ def test_a_repair_turn_that_fixes_the_answer_gives_a_rubric(played_run):
     pipeline.generation_execute(generation.pk)
     generation.refresh_from_db()
     assert generation.status == GenerationStatus.FINISHED
-    assert all(len(s.attempts) == 2 for s in generation.stages.exclude(name="retrieval"))
+    assert all(
+        len(s.attempts) == 2 for s in generation.stages.exclude(name__in=["retrieval", "audit"])
+    )
+    audit = generation.stages.get(name="audit")
+    assert len(audit.attempts) == 2 * len(audit.output["rounds"])  # a repair turn per round

@@ -1,4 +1,5 @@
-"""The demo started as a user would: short output, and stopping it stops its worker."""
+"""The demo started as a user would: short output, its notifications sent by its worker, and
+stopping it stops its worker."""
 
 import argparse
 import os
@@ -69,6 +70,14 @@ def test_stopping_the_demo_with_sigterm_also_stops_its_worker(tmp_path):
         assert demo.poll() is None, output.read_text()
         pid = worker_pid(output)
         assert pid is not None and alive(pid), output.read_text()
+        # The demo's worker sends its notifications with the console backend, into its log:
+        # the reassignment to `operations` among them.
+        log = tmp_path / "worker.log"
+        wait_for(
+            lambda: "Subject: An item was handed to you in Target study" in log.read_text(),
+            timeout=120,
+            what="the demo's worker to send the reassignment notice",
+        )
         demo.send_signal(signal.SIGTERM)
         demo.wait(timeout=60)
         wait_for(lambda: not alive(pid), timeout=30, what="the worker to stop")

@@ -240,7 +240,11 @@ def _row(table: Table, pk: int, stored: list, number: int, keys: Keys, people, l
         else:
             row[model_field.name] = plain(value)
     if table.model is CalibrationGuide:
-        row["examples"] = _examples_outside(row["examples"], keys["study_items"])
+        # Sorted keys: an example this writer describes and the same example read back from
+        # the database after an import must be written alike, and PostgreSQL's jsonb keeps
+        # keys in an order of its own (shortest first), not the order they were written in.
+        examples = _examples_outside(row["examples"], keys["study_items"])
+        row["examples"] = [dict(sorted(example.items())) for example in examples]
     translate_json_ids(table, row, lambda target, pk: keys[target][pk])
     for name in table.m2m:
         target = keys[target_table(table.m2m_field(name))]

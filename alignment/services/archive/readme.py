@@ -50,8 +50,21 @@ rubrics/*.yaml       the same rubric versions as plain YAML files, to read
 tables/              the agreement tables as computed at export, default filters (synthetic
                      work left out): agreement.csv / .md (the paper's table), report.json
                      (every figure with its interval and counts, judges, realism, each
-                     annotator against the jury), disagreements.csv / .json (conversations
-                     ranked by |jury - clinician mean|; `conversation` is the archive id)
+                     annotator against the jury, and everything below), disagreements.csv /
+                     .json (conversations ranked by |jury - clinician mean|; `conversation`
+                     is the archive id), and as CSV and Markdown:
+  weighted             every agreement figure on the sample and weighted back to the
+                       population of scored conversations (weights from study_items'
+                       inclusion_probability), with intervals, n and whether they differ
+  alt-test             the alternative annotator test per rubric (advantage probabilities per
+                       clinician, p, Benjamini-Yekutieli p, winning rate, verdict, needs)
+  corrected            clinician-corrected model scores (prediction-powered inference; the
+                       population's jury scores are in the study's coverage)
+  judge-bias           each judge's difference from the clinicians against conversation
+                       length, tool calls and same-family agents
+  annotators           each clinician against the other clinicians and the jury, over the
+                       study and per week (their drift over a project's rounds needs the
+                       project's other studies, so it is not here)
 """
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from alignment.engine.frames import ITEM, JURY, RUBRIC
-from alignment.services.exports import agreement_export
+from alignment.services.exports import STUDY_TABLES, agreement_export, study_table_export
 from alignment.services.frames import study_frames
 from alignment.services.reports import ReportFilters, compute_report, ranked_disagreements
 from annotation.models import Study
@@ -29,6 +29,10 @@ REPORT_JSON = "tables/report.json"
 DISAGREEMENTS_CSV = "tables/disagreements.csv"
 DISAGREEMENTS_JSON = "tables/disagreements.json"
 UNLISTED = "not in the archive"
+# The tables beyond the paper (alignment.services.exports.STUDY_TABLES), CSV and Markdown:
+# tables/weighted.csv, tables/alt-test.md, ... Each clinician's drift over the rounds of the
+# project is not among them: it needs the project's other studies, which an archive lacks.
+STUDY_TABLE_FORMATS = ("csv", "md")
 
 
 def report_tables(
@@ -38,13 +42,19 @@ def report_tables(
     JSON and the ranked disagreements (CSV, JSON), under the report's default filters."""
     report = compute_report(study, ReportFilters())
     disagreements = _disagreements(study, conversation_ids)
-    return {
+    tables = {
         AGREEMENT_CSV: agreement_export(report, "csv", study=study),
         AGREEMENT_MD: agreement_export(report, "md", study=study),
         REPORT_JSON: _dump(_report_json(report, people)),
         DISAGREEMENTS_CSV: frame_csv(disagreements),
         DISAGREEMENTS_JSON: _dump(_plain(disagreements.to_dict(orient="records"), people)),
     }
+    for name in STUDY_TABLES:
+        for suffix in STUDY_TABLE_FORMATS:
+            tables[f"tables/{name}.{suffix}"] = study_table_export(
+                report, name, suffix, study=study, person=lambda rater: _person(people, rater)
+            )
+    return tables
 
 
 def _report_json(report, people: dict[int, str]) -> dict:
@@ -56,13 +66,20 @@ def _report_json(report, people: dict[int, str]) -> dict:
         "n_ratings": report.n_ratings,
         "excluded_ratings": report.excluded,
         "excluded_annotations": report.excluded_annotations,
+        "population_weights": report.design_source or f"none: {report.design_reason}",
+        "alt_test_epsilon": report.epsilon,
         "rubrics": [
             {
                 "rubric": _plain(section.rubric, people),
                 "agreement": _plain(section.agreement, people),
+                "agreement_population_weighted": _plain(section.weighted, people),
+                "sample_and_population_intervals_disjoint": section.differs,
                 "judges": _plain(section.judges, people),
+                "judges_population_weighted": _plain(section.weighted_judges, people),
                 "judges_reason": section.judges_reason,
                 "judge_models": {str(k): v for k, v in sorted(section.judge_models.items())},
+                "alt_test": _plain(section.alt_test, people),
+                "judge_bias": _plain(section.bias, people),
             }
             for section in report.sections
         ],
@@ -71,9 +88,13 @@ def _report_json(report, people: dict[int, str]) -> dict:
                 "rubric": _plain(section.rubric, people),
                 "summary": _plain(section.summary, people),
                 "agreement": _plain(section.agreement, people),
+                "agreement_population_weighted": _plain(section.weighted, people),
             }
             for section in report.realism
         ],
+        "clinician_corrected": _plain(report.corrected, people),
+        "annotator_quality": _plain(report.annotator_quality, people),
+        "annotator_quality_by_week": _plain(report.annotator_weeks, people),
         "annotators": [
             {
                 "annotator": _person(people, row.rater),
@@ -108,8 +129,13 @@ def _disagreements(study: Study, conversation_ids: dict[int, int]) -> pd.DataFra
 def _plain(value, people: dict[int, str]):
     """Report objects as JSON values: dataclasses and named tuples as objects, numpy scalars as
     numbers, NaN as null, clinician ids (kappa pairs) as pseudonyms."""
-    if is_dataclass(value):
-        return {f.name: _plain(getattr(value, f.name), people) for f in fields(value)}
+    if is_dataclass(value):  # a `rater` field holds a clinician id: written as the pseudonym
+        return {
+            f.name: _person(people, getattr(value, f.name))
+            if f.name == "rater"
+            else _plain(getattr(value, f.name), people)
+            for f in fields(value)
+        }
     if hasattr(value, "_asdict"):  # KappaPair: the two raters are clinician ids
         pair = value._asdict()
         pair["rater_a"] = _person(people, pair["rater_a"])

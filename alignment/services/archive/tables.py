@@ -65,7 +65,14 @@ IMPORT_FIELDS = ("imported_from", "imported_at")
 Keys = dict[str, dict[int, int]]  # table -> original pk -> archive id
 # Fields added to format version 1 after archives of it were written (table -> fields): an
 # older archive's rows lack them and take the field's default; every other field is required.
-ADDED_FIELDS = {"assignments": ("imported",)}
+ADDED_FIELDS = {
+    "assignments": ("imported",),
+    "benchmark_sets": ("imported_from",),
+    # The sampling design and the study's analysis settings (issue 22): an older archive's
+    # study is reconstructed from its coverage (alignment.services.design).
+    "study_items": ("jury_bins", "cell_available", "cell_drawn", "inclusion_probability", "phase"),
+    "studies": ("alt_test_epsilon", "drift_flag_points", "guide_in_target"),
+}
 
 # What an export of an imported study writes differently from the archive it came from
 # (table -> fields); every other member is the same, byte for byte, apart from the manifest.

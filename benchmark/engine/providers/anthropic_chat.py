@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from typing import Any
@@ -13,6 +14,11 @@ from benchmark.engine.providers.errors import provider_faults
 
 # The messages API requires max_tokens; this applies when the request leaves it open.
 DEFAULT_MAX_TOKENS = 4096
+
+# Anthropic's SDK 2.x speaks an API version that refuses every sampling parameter (temperature,
+# top_p, top_k, even at their defaults) and has no arguments for them; earlier SDKs speak the
+# version that takes them. Sampling settings are sent only where the SDK can send them.
+SENDS_SAMPLING = "temperature" in inspect.signature(anthropic.resources.Messages.create).parameters
 
 # Stop reasons in the vocabulary ChatResponse.finish_reason uses for every provider.
 _FINISH_REASONS = {
@@ -53,8 +59,10 @@ class AnthropicChatProvider:
             arguments["system"] = request.system
         if request.tools:
             arguments["tools"] = [tool.to_anthropic() for tool in request.tools]
-        if request.temperature is not None:
+        if SENDS_SAMPLING and request.temperature is not None:
             arguments["temperature"] = request.temperature
+        if SENDS_SAMPLING and request.top_p is not None:
+            arguments["top_p"] = request.top_p
         return arguments
 
 

@@ -110,13 +110,25 @@ def key_parts(request: ChatRequest, *, provider: str, base_url: str) -> dict[str
         "system": request.system,
         "messages": [asdict(message) for message in request.messages],
         "tools": [asdict(tool) for tool in request.tools],
-        "sampling": {"temperature": request.temperature, "max_tokens": request.max_tokens},
+        "sampling": sampling_key(request),
         "sample": request.sample,
     }
     if provider == "offline":
         parts["purpose"] = request.purpose
         parts["hints"] = request.hints
     return parts
+
+
+def sampling_key(request: ChatRequest) -> dict[str, Any]:
+    """The sampling settings a cached answer depends on. top_p joins only when set, so the keys
+    of calls that never set it (every call before it existed) stay what they were."""
+    sampling: dict[str, Any] = {
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+    }
+    if request.top_p is not None:
+        sampling["top_p"] = request.top_p
+    return sampling
 
 
 def cache_key(request: ChatRequest, *, provider: str, base_url: str) -> str:

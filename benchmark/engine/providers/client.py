@@ -14,10 +14,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any, Protocol
+from urllib.parse import urlparse
 
 from benchmark.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
 from benchmark.engine.providers import cache
-from benchmark.engine.providers.catalog import ModelCatalog, default_catalog
+from benchmark.engine.providers.catalog import ModelCatalog, RateLimit, default_catalog
 from benchmark.engine.providers.model_strings import ModelString, parse_model_string
 from benchmark.engine.providers.offline import OfflineProvider
 from benchmark.engine.providers.rate_limit import (
@@ -57,7 +58,9 @@ class ModelClient:
         self.base_url: str = getattr(self._provider, "base_url", "")
         catalog = catalog or default_catalog()
         self.price = catalog.price_for(model_string)
-        self.limit = catalog.limit_for(model_string)
+        self.limit = (
+            catalog.limit_for(model_string) if limits_apply(self.model, settings) else RateLimit()
+        )
         self._cache_store = cache_store if use_cache else None
         self._rate_limiter = (
             None
@@ -121,6 +124,23 @@ class ModelClient:
         return response
 
 
+# The hosts whose account limits the catalog's openai/ and anthropic/ entries describe.
+VENDOR_HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com"}
+
+
+def limits_apply(model: ModelString, settings: ProviderSettings) -> bool:
+    """Whether the catalog's rate limit for `model` holds its calls. An openai/ or anthropic/
+    entry states the vendor's account limits, so it holds calls to the vendor's own API only:
+    with OPENAI_BASE_URL / ANTHROPIC_BASE_URL pointing elsewhere (a local or test server
+    speaking the vendor's format, a gateway with limits of its own) the calls are not held to
+    them - that server answers 429 when it must, and the client honours its Retry-After. An
+    openai-compatible/ entry is written for the configured server and always holds."""
+    base_url = {"openai": settings.openai_base_url, "anthropic": settings.anthropic_base_url}
+    if model.provider not in VENDOR_HOSTS or not base_url[model.provider]:
+        return True
+    return urlparse(base_url[model.provider]).hostname == VENDOR_HOSTS[model.provider]
+
+
 def estimate_tokens(request: ChatRequest) -> int:
     """A rough count (4 characters a token) reserved before the call, settled after it."""
     characters = len(request.system) + sum(
@@ -163,6 +183,20 @@ def build_provider(model: ModelString, settings: ProviderSettings) -> Provider:
         timeout_seconds=settings.timeout_seconds,
         max_tokens_field="max_tokens",
     )
+
+
+def sends_sampling(model_string: str) -> bool:
+    """Whether temperature and top_p set on a request reach the model: not for the offline
+    scripts (they ignore both), nor through an Anthropic SDK that has no such arguments (its
+    API version refuses them); every OpenAI-style server takes them."""
+    provider = parse_model_string(model_string).provider
+    if provider == "offline":
+        return False
+    if provider == "anthropic":
+        from benchmark.engine.providers.anthropic_chat import SENDS_SAMPLING
+
+        return SENDS_SAMPLING
+    return True
 
 
 def _required(value: str, variable: str, model: ModelString) -> str:

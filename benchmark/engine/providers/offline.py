@@ -22,10 +22,11 @@ SCRIPTS = {
     "patient": "benchmark.engine.agents.offline_patient:respond",
     "assistant": "benchmark.engine.agents.offline_assistant:respond",
     "judge": "jury.engine.offline_judge:respond",
-    # Rubric lab, generation side: the five pipeline stages and the per-criterion judge.
+    # Rubric lab, generation side: the pipeline stages, direct generation and the criterion
+    # judge.
     **{
         f"rubric_{stage}": "rubric_lab.engine.offline_pipeline:respond"
-        for stage in ("routing", "evidence", "facts", "intent", "synthesis", "audit")
+        for stage in ("routing", "evidence", "facts", "intent", "synthesis", "audit", "direct")
     },
     "rubric_judge": "rubric_lab.engine.offline_criterion_judge:respond",
     # Rubric lab, evaluation side: near-miss edits, pairwise judging, coverage, refinement.

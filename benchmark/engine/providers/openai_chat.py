@@ -62,6 +62,8 @@ class OpenAIChatProvider:
             arguments["temperature"] = request.temperature
         if request.max_tokens is not None:
             arguments[self.max_tokens_field] = request.max_tokens
+        if request.top_p is not None:
+            arguments["top_p"] = request.top_p
         return arguments
 
 

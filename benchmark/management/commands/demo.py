@@ -95,7 +95,7 @@ class Command(BaseCommand):
         stop = "; stop it with Ctrl-C" if serve else ""
         self.stdout.write(self.style.SUCCESS(f"Demo site: http://{addr}/{stop}"))
         for username, password, role in people:
-            self.stdout.write(f"  {role:<24} username {username:<11} password {password}")
+            self.stdout.write(f"  {role:<30} username {username:<11} password {password}")
 
 
 class _Silent:

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from alignment.engine import agreement, coefficients
+from alignment.engine import agreement, coefficients, design
 from alignment.engine.agreement import agreement_table, rubric_agreement
 from alignment.engine.bootstrap import Estimate
 
@@ -74,7 +74,7 @@ def test_a_resample_equals_the_figures_recomputed_on_the_resampled_table(monkeyp
     jury = jury_long.set_index("item")["jury"]
     draws = np.random.default_rng(11).multinomial(40, np.full(40, 1 / 40)).astype(float)
     # Two identical resamples make the percentile interval collapse onto the resample's value.
-    monkeypatch.setattr(agreement, "resample_weights", lambda n, b, rng: np.vstack([draws] * 2))
+    monkeypatch.setattr(design, "resample_weights", lambda n, b, rng: np.vstack([draws] * 2))
     resampled = rubric_agreement(clinicians, jury, resamples=2)
     written_out = rubric_agreement(*_expanded(clinicians, jury, draws), resamples=0)
     for name, figure in _estimates(resampled).items():

@@ -147,12 +147,14 @@ def test_threads_share_one_limit():
 
 
 def test_the_client_takes_its_limit_from_the_prices_file(make_client, user_request):
+    # An openai-compatible entry is written for the configured server: it always holds.
+    model = "openai-compatible/llama-3"
     clock = FakeClock()
-    catalog = parse_catalog({"models": {"openai/gpt-5.5": {"requests_per_minute": 1}}})
-    client = make_client("openai/gpt-5.5", catalog=catalog, rate_limiter=limiter_on(clock))
+    catalog = parse_catalog({"models": {model: {"requests_per_minute": 1}}})
+    client = make_client(model, catalog=catalog, rate_limiter=limiter_on(clock))
 
-    client.chat(user_request("openai/gpt-5.5"))
-    client.chat(user_request("openai/gpt-5.5"))
+    client.chat(user_request(model))
+    client.chat(user_request(model))
 
     assert clock.sleeps == [60.0]
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('benchmark', '0006_model_prices_and_set_cost_limit'),
+        ('benchmark', '0007_imported_runs'),
     ]
 
     operations = [

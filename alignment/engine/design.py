@@ -1,0 +1,192 @@
+"""Weighting the study sample back to the population of scored conversations.
+
+The sample over-represents what the sampler was built to find (extremes, every jury bin of
+every model), so a plain average over it answers "how well on the conversations we chose",
+not "how well on the conversations the benchmark produced". Each sampled conversation carries
+its inclusion probability pi (annotation.engine.sampling: the chance it entered the sample
+through any of its cells) and so a weight w = 1 / pi, the number of conversations of the
+population it stands for.
+
+- Hajek estimate of a share: sum(w * hit) / sum(w); every other figure (alpha, kappa, ICC,
+  Spearman, the chance baselines) is computed from the same per-conversation sums as on the
+  sample, with each conversation's columns counted w times instead of once. The weights are
+  first scaled to average 1 over the figure's conversations: a share or a mean is unchanged
+  by the scale, and the small-sample terms of alpha and the ICC (their n - 1) then count the
+  conversations actually annotated rather than the population's, so equal weights give the
+  sample's figures exactly. With whole-number weights every share and mean (and kappa, AC2,
+  Spearman) is the sample figure of the data with each conversation repeated w times.
+- Intervals: a stratified bootstrap. Each resample draws, within every cell, as many
+  conversations as the cell holds, with replacement, and keeps their weights; the cell of a
+  conversation for one rubric's figure is its cell of that rubric (model x that rubric's jury
+  bin). A cell holding a single conversation of the figure has nothing to resample within, so
+  such cells are pooled into one (and a lone pooled conversation joins the smallest other cell).
+
+As everywhere in the engine, a resample is a vector of draw counts and the sums of every
+resample are one matrix product; here the rows are draw counts times weights. Row 0 of a batch
+counts every conversation once, so the figures' n stay the numbers of conversations and ratings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from alignment.engine.bootstrap import resample_weights
+from alignment.engine.frames import ITEM, STRATUM, WEIGHT
+
+POOLED = "pooled cells of one conversation"
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Weight rows for one ItemColumns.sums call: row 0 counts each item once (for n), row 1
+    gives the point estimate, rows 2.. the bootstrap replicates."""
+
+    matrix: np.ndarray
+    weighted: bool
+
+    def split(self, sums: dict[str, np.ndarray]) -> tuple[dict, dict]:
+        """(counts, figures): the counting row, and the point + replicate rows."""
+        return {k: v[:1] for k, v in sums.items()}, {k: v[1:] for k, v in sums.items()}
+
+    @property
+    def figure_rows(self) -> np.ndarray:
+        return self.matrix[1:]
+
+
+def sample_batch(n_items: int, resamples: int, seed: int) -> Batch:
+    """The plain item bootstrap: every item once for the point, draw counts for resamples."""
+    counts = _draws(resample_weights, n_items, resamples, seed)
+    return Batch(np.vstack([np.ones((2, n_items)), counts]), weighted=False)
+
+
+def weighted_batch(weights: np.ndarray, strata: np.ndarray, resamples: int, seed: int) -> Batch:
+    """Hajek point (the weights) and the stratified bootstrap (draw counts within pooled
+    strata, times the weights)."""
+    weights = np.asarray(weights, dtype=float)
+    weights = weights / weights.mean() if len(weights) else weights
+    codes = pooled_strata(strata)
+    counts = _stratified_draws(codes.tobytes(), len(codes), resamples, seed)
+    matrix = np.vstack([np.ones((1, len(weights))), weights[None, :], counts * weights])
+    return Batch(matrix, weighted=True)
+
+
+# The same seed draws the same resamples for every rubric, judge pair and figure of a report
+# (as the engine always did); drawing them once saves most of the random-number work. Counts
+# are kept as small integers, so the cache holds a few megabytes.
+@lru_cache(maxsize=8)
+def _draws(draw, n_items: int, resamples: int, seed: int) -> np.ndarray:
+    """Draw counts from `draw` (part of the key, so a substitute is never served another's)."""
+    counts = draw(n_items, resamples, np.random.default_rng(seed))
+    return _frozen(counts)
+
+
+@lru_cache(maxsize=8)
+def _stratified_draws(codes: bytes, n_items: int, resamples: int, seed: int) -> np.ndarray:
+    strata = np.frombuffer(codes, dtype=int)
+    return _frozen(stratified_resample_weights(strata, resamples, np.random.default_rng(seed)))
+
+
+def forget_draws() -> None:
+    """Empty the cache of resample draws (a benchmark's cold start)."""
+    _draws.cache_clear()
+    _stratified_draws.cache_clear()
+
+
+def _frozen(counts: np.ndarray) -> np.ndarray:
+    small = counts.astype(np.int32 if counts.size and counts.max() > 32000 else np.int16)
+    small.flags.writeable = False
+    return small
+
+
+def pooled_strata(strata) -> np.ndarray:
+    """Stratum codes with the single-conversation strata pooled into one; a pool that would
+    still hold one conversation joins the smallest other stratum (when there is one)."""
+    codes, _ = pd.factorize(pd.Series([str(s) for s in strata], dtype=object), sort=True)
+    codes = codes.astype(int)
+    sizes = np.bincount(codes) if len(codes) else np.zeros(0, dtype=int)
+    lone = sizes[codes] == 1
+    if lone.sum() == 0:
+        return codes
+    pooled = codes.copy()
+    pool = len(sizes)
+    pooled[lone] = pool
+    if lone.sum() == 1:
+        others = sizes.copy()
+        others[sizes == 1] = np.iinfo(int).max
+        if (others != np.iinfo(int).max).any():
+            pooled[lone] = int(np.argmin(others))
+    return pooled
+
+
+def stratified_resample_weights(
+    strata: np.ndarray, resamples: int, rng: np.random.Generator
+) -> np.ndarray:
+    """(resamples, n_items) draw counts: each resample draws, for every item's slot, an item
+    of the same stratum, so every stratum keeps its size."""
+    strata = np.asarray(strata)
+    n_items = len(strata)
+    if n_items == 0 or resamples == 0:
+        return np.zeros((resamples, n_items))
+    order = np.argsort(strata, kind="stable")
+    ordered = strata[order]
+    starts = np.searchsorted(ordered, ordered, side="left")
+    sizes = np.searchsorted(ordered, ordered, side="right") - starts
+    slots = starts + np.floor(rng.random((resamples, n_items)) * sizes).astype(int)
+    drawn = order[np.minimum(slots, n_items - 1)]
+    offsets = np.arange(resamples)[:, None] * n_items
+    counts = np.bincount((drawn + offsets).ravel(), minlength=resamples * n_items)
+    return counts.reshape(resamples, n_items).astype(float)
+
+
+def design_for(items: np.ndarray, design: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(weights, strata) aligned with `items`, from a table of ITEM, WEIGHT, STRATUM; every
+    item needs a positive finite weight (the caller leaves weighting out otherwise)."""
+    missing = [c for c in (ITEM, WEIGHT, STRATUM) if c not in design.columns]
+    if missing:
+        raise ValueError(f"design table lacks column(s) {missing}; it has {list(design.columns)}")
+    if design[ITEM].duplicated().any():
+        raise ValueError("the design table lists an item twice")
+    table = design.set_index(ITEM)
+    weights = pd.to_numeric(table[WEIGHT], errors="coerce").reindex(items).to_numpy(dtype=float)
+    bad = ~np.isfinite(weights) | (weights <= 0)
+    if bad.any():
+        raise ValueError(f"{int(bad.sum())} item(s) have no positive weight in the design table")
+    return weights, table[STRATUM].reindex(items).to_numpy(dtype=object)
+
+
+def intervals_disjoint(first, second) -> bool:
+    """Whether two estimates' intervals do not overlap: the sample and the population figure
+    then differ by more than their uncertainty (both need an interval)."""
+    if None in (first.low, first.high, second.low, second.high):
+        return False
+    return first.high < second.low or second.high < first.low
+
+
+def hajek_mean(values: np.ndarray, weights: np.ndarray) -> float:
+    """sum(w * y) / sum(w): the design-weighted mean of the sampled values."""
+    values, weights = np.asarray(values, dtype=float), np.asarray(weights, dtype=float)
+    return float((weights * values).sum() / weights.sum())
+
+
+def design_variance(values: np.ndarray, weights: np.ndarray, strata) -> float:
+    """The design variance of the Hajek mean by linearization, strata sampled with
+    replacement (no finite-population correction, so it errs wide where a cell was taken
+    whole): z_i = w_i (y_i - mean) / sum(w), v = sum_h n_h / (n_h - 1) sum_i (z_i - mean_h z)^2.
+    Strata as in the bootstrap (cells of one conversation pooled); NaN for one conversation.
+    The standard survey estimator: samplics' TaylorEstimator gives the same number."""
+    values, weights = np.asarray(values, dtype=float), np.asarray(weights, dtype=float)
+    if len(values) < 2:
+        return float("nan")
+    z = weights * (values - hajek_mean(values, weights)) / weights.sum()
+    codes = pooled_strata(strata)
+    total = 0.0
+    for code in np.unique(codes):
+        part = z[codes == code]
+        if len(part) < 2:
+            return float("nan")
+        total += len(part) / (len(part) - 1) * ((part - part.mean()) ** 2).sum()
+    return float(total)

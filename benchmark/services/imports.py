@@ -1,0 +1,148 @@
+"""Conversations played elsewhere, stored as an imported run: the one place every importer
+saves them (the rubric lab's HealthBench import; any other format turns its rows into
+`benchmark.engine.imports.ImportedConversation` and calls `conversations_import`).
+
+Contract:
+
+    conversations_import(*, name, source, conversations, responder, user) -> ImportedRun
+
+- `conversations`: ImportedConversation rows, checked first (`conversation_problems`, unique
+  keys); any problem raises ImportRefused listing every one of them by key, and nothing is
+  saved. The caller runs it inside its own transaction when it saves more with it (the lab
+  saves the expert criteria in the same one), so a later failure leaves nothing either.
+- What it stores, in one transaction: a benchmark set named `name` with `imported_from =
+  source` and no distribution, one ready entry per conversation (index in file order; the
+  patient record as given, possibly empty; `seed` holds the source, its id and tags; the case
+  columns the importer filled), a finished run of one agent `responder` (a label for who wrote
+  the replies, e.g. "imported/healthbench"; no agent configuration), and per conversation a
+  finished Conversation (termination `imported`, no sandbox) with one trace event per message.
+- `ImportedRun.conversations` maps each key to its stored conversation.
+
+Imported conversations are scorable like played ones: the jury, the rubric lab's pipeline,
+instance scoring, near-miss studies and coverage read them through the same models. What they
+lack is a sandbox: there is nothing to resume, and a run cannot be launched on an imported set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from benchmark.engine.imports import (
+    CASE_COLUMNS,
+    ImportedConversation,
+    conversation_problems,
+    duplicate_keys,
+    trace_events,
+)
+from benchmark.models import (
+    BenchmarkEntry,
+    BenchmarkSet,
+    Conversation,
+    ConversationStatus,
+    EntryStatus,
+    JobStatus,
+    Run,
+    RunAgent,
+    Termination,
+    TraceEvent,
+)
+from benchmark.services.runs import config_hash
+
+MAX_NAME_CHARS = 200
+
+
+class ImportRefused(ValueError):
+    """Conversations that cannot be stored; `problems` names each one."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class ImportedRun:
+    run: Run
+    conversations: dict[str, Conversation]  # the source's key -> stored conversation
+
+
+def import_problems(conversations: Sequence[ImportedConversation], *, name: str) -> list[str]:
+    """Every reason the batch cannot be stored, each naming its conversation."""
+    problems = []
+    if not name.strip() or len(name) > MAX_NAME_CHARS:
+        problems.append(f"the name must be text of 1 to {MAX_NAME_CHARS} characters")
+    if not conversations:
+        problems.append("there is no conversation to import")
+    for conversation in conversations:
+        problems += [f"{conversation.key!r}: {p}" for p in conversation_problems(conversation)]
+    problems += [f"{key!r}: the id is used twice" for key in duplicate_keys(conversations)]
+    return problems
+
+
+@transaction.atomic
+def conversations_import(
+    *,
+    name: str,
+    source: str,
+    conversations: Sequence[ImportedConversation],
+    responder: str,
+    user=None,
+) -> ImportedRun:
+    """Store `conversations` as an imported run (see the module's contract)."""
+    if problems := import_problems(conversations, name=name):
+        raise ImportRefused(problems)
+    now = timezone.now()
+    benchmark_set = BenchmarkSet.objects.create(
+        name=name, distribution=None, sampler_seed=0, size=len(conversations),
+        generator_model="", status=JobStatus.FINISHED, imported_from=source[:300],
+        created_by=user,
+    )  # fmt: skip
+    entries = BenchmarkEntry.objects.bulk_create(
+        _entry(benchmark_set, index, conversation, source)
+        for index, conversation in enumerate(conversations)
+    )
+    config = {"benchmark_set": benchmark_set.pk, "imported_from": source, "responder": responder}
+    run = Run.objects.create(
+        name=name, benchmark_set=benchmark_set, patient_model="", patient_prompt_version="",
+        roster_model="", concurrency=1, use_cache=False, config=config,
+        config_hash=config_hash(config), status=JobStatus.FINISHED, created_by=user,
+        started_at=now, finished_at=now,
+    )  # fmt: skip
+    agent = RunAgent.objects.create(run=run, model=responder, agent_config=None, label=responder)
+    stored = Conversation.objects.bulk_create(
+        Conversation(
+            run=run, run_agent=agent, entry=entry, seed=0, status=ConversationStatus.FINISHED,
+            termination_reason=Termination.IMPORTED,
+            assistant_turns=conversation.assistant_turns, started_at=now, finished_at=now,
+        )
+        for entry, conversation in zip(entries, conversations, strict=True)
+    )  # fmt: skip
+    TraceEvent.objects.bulk_create(
+        TraceEvent(conversation=row, **event)
+        for row, conversation in zip(stored, conversations, strict=True)
+        for event in trace_events(conversation)
+    )
+    keys = [conversation.key for conversation in conversations]
+    return ImportedRun(run=run, conversations=dict(zip(keys, stored, strict=True)))
+
+
+def _entry(benchmark_set, index: int, conversation: ImportedConversation, source: str):
+    seed = {"imported_from": source, "source_id": conversation.key, "tags": list(conversation.tags)}
+    if conversation.instructions:
+        seed["assistant_instructions"] = conversation.instructions
+    columns = {
+        column: str(conversation.case.get(column, ""))[: _max_length(column)]
+        for column in CASE_COLUMNS
+    }
+    return BenchmarkEntry(
+        benchmark_set=benchmark_set, index=index, seed=seed, status=EntryStatus.READY,
+        profile=dict(conversation.profile), story=conversation.story, generator_model="",
+        **columns,
+    )  # fmt: skip
+
+
+def _max_length(column: str) -> int:
+    return BenchmarkEntry._meta.get_field(column).max_length

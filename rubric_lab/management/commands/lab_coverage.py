@@ -1,0 +1,72 @@
+"""Measure coverage (CIA) of expert criteria by a generation job's rubrics:
+`manage.py lab_coverage GENERATION_JOB_ID --judge MODEL [--compare COVERAGE_RUN_ID]`."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from benchmark.services.cli import price_options
+from rubric_lab.management.lab_cli import (
+    add_cost_arguments,
+    add_play_arguments,
+    object_or_error,
+    play,
+)
+from rubric_lab.models import CoverageRun, GenerationJob
+from rubric_lab.services import coverage
+
+
+class Command(BaseCommand):
+    help = (
+        "Judge how much of the expert criteria each rubric of a generation job entails "
+        "(recall, precision, F1, overall and per axis), with a progress bar; --compare tests "
+        "the difference in recall against another coverage run (McNemar)."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("generation_job_id", type=int)
+        parser.add_argument("--judge", required=True, help="the decomposition and entailment judge")
+        parser.add_argument("--name", default="")
+        parser.add_argument(
+            "--compare", type=int, default=None, metavar="COVERAGE_RUN_ID",
+            help="once done, compare recall with this coverage run on the same expert criteria",
+        )  # fmt: skip
+        add_play_arguments(parser, concurrency_help="cases at once (default 8)")
+        add_cost_arguments(parser)
+
+    def handle(self, *args, generation_job_id: int, **opts) -> None:
+        job = object_or_error(GenerationJob, generation_job_id, "generation job")
+        other = None
+        if opts["compare"] is not None:
+            other = object_or_error(CoverageRun, opts["compare"], "coverage run")
+        price_options(opts["price"], command="lab_coverage")
+        try:
+            run = coverage.coverage_launch(
+                generation_job=job, judge_model=opts["judge"], name=opts["name"],
+                use_cache=not opts["no_cache"], concurrency=opts["concurrency"],
+                cost_limit_usd=opts["cost_limit"],
+            )  # fmt: skip
+        except coverage.CoverageError as error:
+            raise CommandError(str(error)) from None
+        self.stdout.write(f"Coverage run {run.pk} {run.name!r}: {run.cases.count()} cases.")
+        play(self, run, "coverage", inline=opts["inline"], wait=not opts["no_wait"])
+        overall = coverage.coverage_results(run)["overall"]
+        if overall is not None:
+            micro = overall.micro
+            self.stdout.write(
+                f"Recall {_figure(micro.recall)}, precision {_figure(micro.precision)}, "
+                f"F1 {_figure(micro.f1)} (pooled over {micro.constraints} constraints)."
+            )
+        if other is not None and opts["no_wait"] and not opts["inline"]:
+            self.stdout.write("Not compared: the run is still with the workers (--no-wait).")
+        elif other is not None:
+            test = coverage.coverage_compare(run, other).overall
+            kind = "exact binomial" if test.exact else "chi-square, continuity corrected"
+            self.stdout.write(
+                f"Against coverage run {other.pk}: recall {_figure(test.recall_a)} vs "
+                f"{_figure(test.recall_b)} on {test.pairs} paired constraints ({test.only_a} "
+                f"entailed only here, {test.only_b} only there); McNemar p = "
+                f"{test.p_value:.4g} ({kind})."
+            )
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

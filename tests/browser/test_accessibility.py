@@ -1,0 +1,135 @@
+"""axe-core (axe-playwright-python's bundled copy, injected through Playwright's evaluate, which
+the site's script policy does not govern) over every page an annotator works in - login, home,
+queue, the review screen open, submitted, after a calibration round's reveal and showing a
+conflict - and the researcher's study pages, in the light theme and in the dark one: no serious
+or critical violation (colour contrast among them). The rules the issue found broken (a page
+without a level-one heading, empty table headers) are asserted gone at any impact."""
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from accounts.models import Role, Track, User
+from annotation.models import CalibrationGuide
+from annotation.services import queue
+from annotation.services.annotations import Draft, annotation_autosave, annotation_submit
+from tests.annotation.test_annotation_writes import full_draft
+from tests.browser.review_support import new_study, saved, scored_job
+from tests.conftest import PASSWORD, make_user
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+BLOCKING = {"serious", "critical"}
+ALWAYS = {"page-has-heading-one", "empty-table-header"}
+AXE = Axe()
+
+
+@pytest.fixture
+def work(transactional_db):
+    """Nora's target study (one item open, one submitted), a calibration round she submitted
+    (its reveal shows), the project's published guide, and a researcher."""
+    nora = make_user("nora", Role.ANNOTATOR, Track.CLINICAL)
+    make_user("rita", Role.RESEARCHER)
+    job = scored_job(size=4)
+    calibration = new_study(job, name="Round 1", kind="calibration", size=1)
+    target = new_study(job, name="Target study", size=3)
+    target.guide_in_target = True
+    target.save(update_fields=["guide_in_target"])
+    practice = queue.next_assignment(study=calibration, annotator=nora)
+    annotation_submit(practice, draft=full_draft(practice), version=0, actor=nora)
+    CalibrationGuide.objects.create(
+        project=calibration.project, after_study=calibration, title="Round 1 lessons",
+        body_markdown="Score what was **done**, not what was said.", published_at=timezone.now(),
+        examples=[{"item": practice.item_id, "note": "Booked before asking."}],
+    )  # fmt: skip
+    submitted = queue.next_assignment(study=target, annotator=nora)
+    annotation_submit(submitted, draft=full_draft(submitted), version=0, actor=nora)
+    open_item = queue.next_assignment(study=target, annotator=nora)
+    annotation_autosave(
+        open_item, draft=Draft(scores={"clinical_safety": 3}), version=0, actor=nora
+    )
+    return {"target": target, "calibration": calibration, "practice": practice,
+            "submitted": submitted, "open": open_item}  # fmt: skip
+
+
+def violations(page, *, blocking_only=True) -> list[str]:
+    found = AXE.run(page).response["violations"]
+    return [
+        f"{v['id']} ({v['impact']}): {', '.join(str(n['target']) for n in v['nodes'][:3])}"
+        for v in found
+        if not blocking_only or v["impact"] in BLOCKING or v["id"] in ALWAYS
+    ]
+
+
+def log_in(page, url, username):
+    page.goto(f"{url}/accounts/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", PASSWORD)
+    page.press("input[name=password]", "Enter")
+    page.wait_for_url(f"{url}/")
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_no_serious_accessibility_violation_on_annotator_and_study_pages(
+    browser, live_server, work, theme
+):
+    """Light: the system's light scheme. Dark: the person's own choice (kept on the account),
+    which must win over the system's light scheme."""
+    User.objects.update(theme="system" if theme == "light" else "dark")
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme="light")
+    page = context.new_page()
+    url = live_server.url
+    found = {}
+
+    def check(name):
+        expect(page.locator("html")).to_have_attribute(
+            "data-theme", {"light": "system"}.get(theme, theme)
+        )
+        found[name] = violations(page)
+
+    page.goto(f"{url}/accounts/login/")
+    found["login"] = violations(page)
+    log_in(page, url, "nora")
+    check("home")
+    page.goto(f"{url}/annotation/studies/{work['target'].pk}/queue/")
+    check("queue")
+    for name in ("open", "submitted", "practice"):
+        page.goto(f"{url}/annotation/items/{work[name].public_id}/")
+        check(f"review, {name}")
+    assert page.locator("[data-reveal]").count() > 0  # the calibration reveal was checked
+    page.goto(f"{url}/annotation/items/{work['open'].public_id}/")
+    annotation_autosave(
+        work["open"],
+        draft=Draft(scores={"triage_quality": 2}),
+        version=1,
+        actor=work["open"].annotator,
+    )  # saved from elsewhere: this page is stale now
+    page.keyboard.press("4")
+    expect(page.locator("#save-status.conflict")).to_be_visible()
+    check("review, conflict")
+    page.keyboard.press("?")
+    check("review, shortcut help")
+
+    page.context.clear_cookies()
+    log_in(page, url, "rita")
+    page.goto(f"{url}/annotation/staff/studies/")
+    check("study list")
+    page.goto(f"{url}/annotation/staff/studies/{work['target'].pk}/")
+    check("study dashboard")
+    page.goto(f"{url}/annotation/staff/assignments/{work['submitted'].public_id}/")
+    check("assignment page")
+    context.close()
+    assert {name: problems for name, problems in found.items() if problems} == {}
+
+
+def test_the_dark_theme_follows_the_system_setting(browser, live_server, work):
+    context = browser.new_context(viewport={"width": 1024, "height": 768}, color_scheme="dark")
+    page = context.new_page()
+    log_in(page, live_server.url, "nora")
+    page.goto(f"{live_server.url}/annotation/items/{work['open'].public_id}/")
+    saved(page)
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(13, 17, 23)"
+    assert violations(page) == []
+    context.close()
