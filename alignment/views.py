@@ -365,19 +365,6 @@ def _item_anchor(item: StudyItem, rubric_id: str) -> str:
 # --- calibration trend ---------------------------------------------------------------------------
 
 
-def _trend_figure(data: trend.Trend, kind: str):
-    if kind == "rubrics":
-        agreement, majors = data.rubric_series()
-        return figures.trend_figure(
-            data.labels, agreement, majors, title="Jury-clinician adjacent agreement per rubric"
-        )
-    agreement, majors = data.annotator_series()
-    return figures.trend_figure(
-        data.labels, agreement, majors,
-        title="Each annotator against the jury", agreement_label="ratings within 1 of the jury",
-    )  # fmt: skip
-
-
 @role_required(*STAFF)
 def trend_page(request: HttpRequest, pk: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=pk)
@@ -386,7 +373,7 @@ def trend_page(request: HttpRequest, pk: int) -> HttpResponse:
     charts = {}
     if data.rounds:
         charts = {
-            kind: figures.inline_svg(_trend_figure(data, kind), salt=f"trend-{pk}-{kind}")
+            kind: trend.trend_chart_svg(data, kind, salt=f"trend-{pk}-{kind}")
             for kind in TREND_KINDS
         }
     context = {
@@ -415,7 +402,7 @@ def trend_figure(request: HttpRequest, pk: int, kind: str, fmt: str) -> HttpResp
     if not data.rounds:
         raise Http404("This project has no study yet.")
     salt = f"trend-{pk}-{kind}"
-    body = figures.render(_trend_figure(data, kind), fmt, salt=salt)
+    body = figures.render(trend.trend_chart(data, kind), fmt, salt=salt)
     return download_response(
         request, body, filename=f"project-{pk}-trend-{kind}.{fmt}",
         content_type=figures.FORMATS[fmt], kind="figure", target=project,

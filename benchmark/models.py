@@ -386,7 +386,9 @@ class Conversation(ProviderRetries):
                 fields=["run", "run_agent", "entry", "repetition"], name="unique_unit_of_work"
             )
         ]
-        indexes = [models.Index(fields=["run", "status"])]
+        # (run, status, id): run_dispatch reads a run's pending conversations in key order
+        # straight from the index, without a sort or a finished row.
+        indexes = [models.Index(fields=["run", "status", "id"])]
 
     def __str__(self) -> str:
         return str(self.public_id)

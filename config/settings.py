@@ -201,6 +201,11 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_max": 0.5,
 }
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Without this, Celery closes every database connection before and after every task: a new
+# PostgreSQL connection per judge call doubled the database's CPU. Connections now live
+# CONN_MAX_AGE and are health-checked before each task (config/celery.py); Celery still
+# closes one after this many tasks of a worker process.
+CELERY_DB_REUSE_MAX = env.env_int(ENV, "CELERY_DB_REUSE_MAX", 1000)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_EXPIRES = 3600
 CELERY_WORKER_CONCURRENCY = env.env_int(ENV, "WORKER_CONCURRENCY", 16)
@@ -281,5 +286,9 @@ LOGGING = {
         "django.db.backends": {"level": "WARNING"},
         # Lockouts are warnings; the INFO lines django-axes writes on every login are noise.
         "axes": {"level": "WARNING"},
+        # The model SDKs' HTTP clients log every request at INFO: one line per model call in
+        # the workers' logs, redacted and written (failures are logged by the platform).
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
     },
 }

@@ -27,6 +27,7 @@ from benchmark.services.conversations import model_router
 from benchmark.services.leases import (
     Heartbeat,
     LeasedTask,
+    any_pending,
     lease_claim,
     lease_dispatch,
     lease_extender,
@@ -132,7 +133,7 @@ def job_finish_if_done(job_model, job, rows_of: Callable[[Any], models.QuerySet]
     """Once nothing is pending: finished, or failed with the commonest reason when every unit
     failed (a job with nothing usable has nothing to report)."""
     rows = rows_of(job)
-    if rows.filter(status=PENDING).exists():
+    if any_pending(rows.filter(status=PENDING)):
         return
     reason = ""
     if rows.exists() and not rows.exclude(status=FAILED).exists():

@@ -29,6 +29,7 @@ from benchmark.services.conversations import model_router
 from benchmark.services.leases import (
     Heartbeat,
     LeasedTask,
+    any_pending,
     lease_claim,
     lease_dispatch,
     lease_extender,
@@ -202,6 +203,8 @@ def generation_dispatch(
 
 
 def job_finish_if_done(job: GenerationJob) -> None:
+    if any_pending(job.generations.filter(status=GenerationStatus.PENDING)):
+        return  # asked after every generation: counting every row each time would add up
     counts = job.generations.aggregate(
         open=Count("pk", filter=Q(status=GenerationStatus.PENDING)),
         finished=Count("pk", filter=Q(status=GenerationStatus.FINISHED)),

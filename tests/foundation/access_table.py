@@ -99,6 +99,26 @@ PAGES += [
 ]
 
 
+def access_world(django_db_blocker):
+    """A module fixture's body: an annotator, a researcher and an admin with one object of each
+    kind, committed for the module's tests and flushed afterwards."""
+    from django.core.management import call_command
+
+    from accounts.models import Track
+    from tests.conftest import make_user
+
+    with django_db_blocker.unblock():
+        users = {
+            Role.ANNOTATOR: make_user("annie", Role.ANNOTATOR, Track.CLINICAL),
+            Role.RESEARCHER: make_user("rita", Role.RESEARCHER),
+            Role.ADMIN: make_user("adam", Role.ADMIN),
+        }
+        objects = build_objects(users)
+    yield users, objects
+    with django_db_blocker.unblock():
+        call_command("flush", interactive=False, verbosity=0)
+
+
 def build_objects(users_by_role) -> dict:
     """One object of each kind the URLs point at."""
     objects = benchmark_objects()
