@@ -11,6 +11,8 @@ from benchmark.models import BenchmarkSet, EntryStatus, JobStatus, Run
 from benchmark.services import agents as agent_services
 from benchmark.services import cases, runs
 from benchmark.services.workers import worker_start, worker_stop
+from jury.models import ScoringJob
+from jury.services import juries, scoring
 
 DEMO_SET = "Demo set (scripted)"
 DEMO_RUN = "Demo run (scripted)"
@@ -72,9 +74,6 @@ def demo_run_ensure(
 
 def demo_scoring_ensure(run: Run, start: Callable, wait: Waiter):
     """Score the demo run with the scripted jury (standard + strict judges)."""
-    from jury.models import ScoringJob
-    from jury.services import juries, scoring
-
     jury = juries.jury_demo_ensure()
     job = ScoringJob.objects.filter(run=run, jury=jury).first()
     if job is None:

@@ -1,4 +1,5 @@
-"""Build a ready-to-use demo site on the embedded default and optionally serve it."""
+"""Build a ready-to-use demo site on the embedded default and optionally serve it: a benchmark
+run, its jury scores, clinician studies and the rubric lab, each built by its own app."""
 
 import logging
 import socket
@@ -11,7 +12,11 @@ from django.core.management.base import BaseCommand, CommandError
 from django.core.management.commands.runserver import naiveip_re
 
 from accounts.services import demo_people_ensure
-from benchmark.services import demo
+from annotation.services.demo import annotation_demo_ensure
+from benchmark.tasks import enrichment_start, run_dispatch_task
+from jury.tasks import scoring_start
+from portal.services import demo
+from rubric_lab.services.demo import lab_demo_build
 
 POLL_SECONDS = 0.5
 
@@ -37,7 +42,7 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         people = demo_people_ensure()
         self.stdout.write(
-            f"HealthBench Lab demo: data in {settings.DATA_DIR}, {settings.QUEUE_MODE} task "
+            f"CareJury demo: data in {settings.DATA_DIR}, {settings.QUEUE_MODE} task "
             "queue, offline scripted provider"
         )
         try:
@@ -60,11 +65,6 @@ class Command(BaseCommand):
             self.stdout.write("Stopping the demo and its worker...")
 
     def _build_data(self, worker, cases: int) -> None:
-        from annotation.services.demo import annotation_demo_ensure
-        from benchmark.tasks import enrichment_start, run_dispatch_task
-        from jury.tasks import scoring_start
-        from rubric_lab.services.demo import lab_demo_build
-
         def wait(count, total, label):
             self._wait(worker, count, total, label)
 
