@@ -11,7 +11,7 @@ from accounts.forms import DisplayForm, NotificationSettingsForm, PersonForm
 from accounts.middleware import ENDED
 from accounts.models import AccountOrigin, NotificationKind, Role, User
 from accounts.services import display_preferences_set, notification_settings_save, person_save
-from config.query import query_flag
+from common.query import query_flag
 
 
 class LoginPage(auth_views.LoginView):

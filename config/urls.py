@@ -27,5 +27,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
 ]
 
-# A query parameter that cannot be used (config.query.BadQuery) says why on the site's page.
-handler400 = "config.query.bad_request"
+# A query parameter that cannot be used (common.query.BadQuery) says why on the site's page.
+handler400 = "common.query.bad_request"

@@ -13,7 +13,7 @@ from audit.downloads import download_response
 from benchmark.forms import optional_decimal, unpriced_models, unpriced_warning
 from benchmark.models import Run
 from benchmark.services.queue import held_work_message
-from config.query import query_choice, query_flag
+from common.query import query_choice, query_flag
 from jury import forms
 from jury.engine.rubrics import RubricError
 from jury.models import Jury, RubricVersion, ScoringJob

@@ -3,7 +3,7 @@ import upload."""
 
 from django.urls import path
 
-from alignment import views_archive as views
+from alignment.views import archive as views
 
 urlpatterns = [
     path("studies/<int:pk>/archive/", views.study_archive, name="study_archive"),

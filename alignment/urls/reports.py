@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from alignment import views
+from alignment.views import reports as views
 
 urlpatterns = [
     path("", views.index, name="index"),

@@ -3,7 +3,7 @@ includes these under the app's namespace)."""
 
 from django.urls import path
 
-from alignment import views_rescoring as views
+from alignment.views import rescoring as views
 
 urlpatterns = [
     path("studies/<int:pk>/loop/rescore/", views.rescore, name="loop_rescore"),

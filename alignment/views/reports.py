@@ -37,7 +37,7 @@ from alignment.services.reports import (
 )
 from annotation.models import Project, Study, StudyItem
 from audit.downloads import download_response
-from config.query import (
+from common.query import (
     BadQuery,
     query_choice,
     query_flag,

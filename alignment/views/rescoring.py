@@ -1,4 +1,4 @@
-"""Closing the loop: re-score a study with another jury configuration, and compare every
+"""Re-scoring a study with another jury configuration, and comparing every
 configuration scored on it. Staff only; the work is in alignment.services.rescoring."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from alignment.forms.rescoring import RescoreForm, new_jury_form
 from alignment.services import rescoring
 from annotation.models import Study
 from audit.downloads import download_response
-from config.query import query_choice, query_flag
+from common.query import query_choice, query_flag
 from jury.services import juries, scoring
 from jury.tasks import scoring_start
 

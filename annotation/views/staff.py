@@ -20,7 +20,7 @@ from annotation.services.history import ANNOTATION_FIELDS
 from annotation.services.studies import study_create, study_guide_show, study_lock
 from annotation.views.studyops import assignment_actions, study_operations
 from audit.downloads import download_response
-from config.query import query_choice, query_flag
+from common.query import query_choice, query_flag
 from jury.engine.score_gaps import MAJOR_POINTS
 
 # --- studies -----------------------------------------------------------------------------------

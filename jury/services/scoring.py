@@ -3,7 +3,7 @@
 Launching pins the current rubric versions (or the versions asked for) and creates every
 JudgeScore row as pending, so progress is a count of rows. A job may be restricted to some of
 the run's conversations and carry its own judge prompt: that is how a clinician study's
-conversations are re-scored by another jury configuration (alignment.services.loop).
+conversations are re-scored by another jury configuration (alignment.services.rescoring).
 
 Executing a row is idempotent: a valid row is never judged again, and a pending, invalid or
 errored row can be retried by relaunching. A judge failure never re-runs the conversation.

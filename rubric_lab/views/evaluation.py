@@ -15,7 +15,7 @@ from accounts.access import STAFF, role_required
 from audit.downloads import download_response
 from benchmark.forms import optional_decimal
 from benchmark.models import Conversation, JobStatus
-from config.query import query_choice, query_object
+from common.query import query_choice, query_object
 from jury.services import juries
 from rubric_lab import tasks
 from rubric_lab.engine import perturb

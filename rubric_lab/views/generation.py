@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from accounts.access import STAFF, role_required
 from benchmark.engine.providers.client import sends_sampling
 from benchmark.models import Conversation, Run
-from config.query import BadQuery, query_form_check, query_object, query_value
+from common.query import BadQuery, query_form_check, query_object, query_value
 from rubric_lab.engine.knowledge import CorpusError
 from rubric_lab.engine.pipeline import stages_of
 from rubric_lab.forms import generation as forms
