@@ -13,7 +13,7 @@ folder_transport.use_for_filesystem_urls()
 
 logger = logging.getLogger(__name__)
 
-app = Celery("healthbench")
+app = Celery("carejury")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 

@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "annotation",
     "alignment",
     "rubric_lab",
+    "portal",  # the home page and manage.py demo, above every app
     "audit",
     "axes",
 ]
@@ -142,7 +143,7 @@ STORAGES = {
     },
 }
 
-# Every upload form refuses files above this size (config/uploads.py); a form post without a
+# Every upload form refuses files above this size (common/uploads.py); a form post without a
 # file (a pasted rubric or distribution) is limited the same way.
 UPLOAD_LIMIT_MB = env.env_int(ENV, "UPLOAD_LIMIT_MB", 5)
 DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_LIMIT_MB * 1_000_000
@@ -235,7 +236,7 @@ EMAIL_USE_SSL = env.env_bool(ENV, "EMAIL_USE_SSL", default=False)
 if EMAIL_USE_SSL:
     EMAIL_USE_TLS = False  # Django refuses both; implicit TLS (port 465) replaces STARTTLS
 EMAIL_TIMEOUT = env.env_int(ENV, "EMAIL_TIMEOUT", 20)
-DEFAULT_FROM_EMAIL = ENV.get("DEFAULT_FROM_EMAIL", "HealthBench Lab <noreply@localhost>")
+DEFAULT_FROM_EMAIL = ENV.get("DEFAULT_FROM_EMAIL", "CareJury <noreply@localhost>")
 # The site's address as people reach it, for the links in notifications.
 SITE_URL = ENV.get("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 # How often every worker looks for notifications to send (retries, deadline reminders).

@@ -44,6 +44,7 @@ from benchmark.services.cost_limits import (
     cost_limit_reached,
     cost_limit_refusal,
 )
+from benchmark.services.jobs import job_finish
 from benchmark.services.leases import any_pending, lease
 from benchmark.services.processes import (
     ProcessIdentity,
@@ -259,9 +260,7 @@ def _dispatch_locked(
     in_flight = run.conversations.filter(status__in=IN_FLIGHT).count()
     pending = any_pending(run.conversations.filter(status=ConversationStatus.PENDING), by="pk")
     if in_flight == 0 and not pending:
-        Run.objects.filter(pk=run.pk, status=JobStatus.RUNNING).update(
-            status=JobStatus.FINISHED, finished_at=timezone.now()
-        )
+        job_finish(run)
         return []
     # The limit only stops new work: a run whose last conversation crossed it still finishes.
     if not pending or _over_cost_limit(run):

@@ -3,7 +3,7 @@
 Launching pins the current rubric versions (or the versions asked for) and creates every
 JudgeScore row as pending, so progress is a count of rows. A job may be restricted to some of
 the run's conversations and carry its own judge prompt: that is how a clinician study's
-conversations are re-scored by another jury configuration (alignment.services.loop).
+conversations are re-scored by another jury configuration (alignment.services.rescoring).
 
 Executing a row is idempotent: a valid row is never judged again, and a pending, invalid or
 errored row can be retried by relaunching. A judge failure never re-runs the conversation.
@@ -29,7 +29,7 @@ from benchmark.engine.chat import ChatRequest, ChatResponse, Message, ProviderEr
 from benchmark.engine.providers.redaction import failure_text
 from benchmark.engine.structured import StructuredFailure, request_json
 from benchmark.models import Conversation, JobStatus, Run
-from benchmark.services import accounting, prices
+from benchmark.services import accounting, jobs, prices
 from benchmark.services.conversations import model_router
 from benchmark.services.cost_limits import (
     CostLimitError,
@@ -41,7 +41,6 @@ from benchmark.services.cost_limits import (
 from benchmark.services.leases import (
     Heartbeat,
     LeasedTask,
-    any_pending,
     connection_checked,
     lease_claim,
     lease_dispatch,
@@ -649,14 +648,13 @@ def _job_weights(jury: Jury, rubrics_scored) -> dict[str, float]:
 def job_finish_if_done(job: ScoringJob) -> None:
     """Once no judge call is pending: finished, or failed, with the reason, when not one call
     gave a valid score (a job whose every call failed has nothing to report)."""
-    if any_pending(job.scores.filter(status=ScoreStatus.PENDING)):
-        return
-    _merge_unmerged(job)
-    reason = "" if job.scores.filter(status=ScoreStatus.VALID).exists() else _failure_reason(job)
-    ScoringJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
-        status=JobStatus.FAILED if reason else JobStatus.FINISHED,
-        failure_reason=reason,
-        finished_at=timezone.now(),
+
+    def failure() -> str:
+        _merge_unmerged(job)
+        return "" if job.scores.filter(status=ScoreStatus.VALID).exists() else _failure_reason(job)
+
+    jobs.job_finish_if_done(
+        job, pending=job.scores.filter(status=ScoreStatus.PENDING), failure=failure
     )
 
 

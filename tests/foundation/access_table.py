@@ -299,11 +299,16 @@ PAGES += [
     Page("annotation:staff_guide_publish", STAFF, (("pk", "guide", "pk"),)),
     Page("annotation:staff_assignment", STAFF, _ASSIGNMENT),
     Page("annotation:staff_assignment_invalidate", STAFF, _ASSIGNMENT),
-    # The study archive: export button (POST), job page, download, import upload.
+    # The study archive: export button (POST), job page, download, import upload. Its pages
+    # moved to alignment; these old names redirect there.
     Page("annotation:staff_study_archive", STAFF, _STUDY),
     Page("annotation:staff_archive_import", STAFF),
     Page("annotation:staff_archive_job", STAFF, (("pk", "archive_job", "pk"),)),
     Page("annotation:staff_archive_download", STAFF, (("pk", "archive_job", "pk"),)),
+    Page("alignment:study_archive", STAFF, _STUDY),
+    Page("alignment:archive_import", STAFF),
+    Page("alignment:archive_job", STAFF, (("pk", "archive_job", "pk"),)),
+    Page("alignment:archive_download", STAFF, (("pk", "archive_job", "pk"),)),
     # Running a study: members, deadline, moving work, adjudication.
     Page("annotation:staff_members", STAFF, (("pk", "project", "pk"),)),
     Page("annotation:staff_member_quota", STAFF, (("pk", "member", "pk"),)),
