@@ -7,6 +7,7 @@ demo) sit above every app, and `common` (helpers any app may use) sits below the
 """
 
 import ast
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,14 @@ def test_every_project_package_has_a_layer():
         if path.parent.name not in {"tests", "bench"}
     }
     assert packages == set(LAYER_OF)
+
+
+def test_the_distribution_installs_every_project_package():
+    """An app left out of pyproject's package list works in a checkout and is missing from an
+    installed copy."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    included = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert {pattern.removesuffix("*") for pattern in included} == set(LAYER_OF)
 
 
 @pytest.mark.parametrize("package", sorted(LAYER_OF))
