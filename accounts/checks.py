@@ -19,7 +19,7 @@ def redis_reachable(app_configs, **kwargs):
             Error(
                 f"REDIS_URL={settings.REDIS_URL} is set but Redis cannot be reached: {error}",
                 hint="Start Redis, fix REDIS_URL, or unset it to use the embedded queue.",
-                id="healthbench.E001",
+                id="carejury.E001",
             )
         ]
     return []
@@ -34,6 +34,6 @@ def static_files_collected(app_configs, **kwargs):
         Error(
             f"Static files have not been collected into {settings.STATIC_ROOT}.",
             hint="Run: python manage.py collectstatic --noinput",
-            id="healthbench.E002",
+            id="carejury.E002",
         )
     ]

@@ -5,6 +5,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from accounts.models import Role, Track, User
+from accounts.signals import account_deactivated
 from audit.services import audit_record, fields_of
 
 DEMO_PASSWORD = "demo-pass-2026"
@@ -127,15 +128,9 @@ def _keep_own_access(person: User, actor) -> None:
 
 
 def held_work_release(person: User, *, actor) -> None:
-    """Give back the seats a deactivated person holds (their drafts stay in the history)."""
-    from annotation.models import Assignment, AssignmentStatus
-    from annotation.services.moves import reservation_release
-
-    held = Assignment.objects.filter(
-        annotator=person, status=AssignmentStatus.RESERVED, item__study__status="open"
-    )
-    for assignment in held:
-        reservation_release(assignment, actor=actor, note="account deactivated")
+    """A person's account was deactivated: the apps that hold work of theirs give it back
+    (annotation: their reserved seats; their drafts stay in the history)."""
+    account_deactivated.send(sender=User, person=person, actor=actor)
 
 
 def notification_settings_save(person: User, *, off: list[str]) -> User:

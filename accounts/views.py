@@ -11,7 +11,7 @@ from accounts.forms import DisplayForm, NotificationSettingsForm, PersonForm
 from accounts.middleware import ENDED
 from accounts.models import AccountOrigin, NotificationKind, Role, User
 from accounts.services import display_preferences_set, notification_settings_save, person_save
-from config.query import query_flag
+from common.query import query_flag
 
 
 class LoginPage(auth_views.LoginView):
@@ -21,28 +21,6 @@ class LoginPage(auth_views.LoginView):
         name, value = ENDED
         ended = query_flag(self.request.GET, name, on=value)
         return super().get_context_data(**kwargs) | {"session_ended": ended}
-
-
-@role_required(*EVERYONE)
-def home(request: HttpRequest) -> HttpResponse:
-    if request.user.has_role(Role.ANNOTATOR):
-        from annotation.services.adjudication import adjudication_queue
-        from annotation.services.worklist import annotator_studies
-
-        studies = annotator_studies(request.user)
-        waiting = len(adjudication_queue(request.user)) if request.user.senior else None
-        return render(
-            request,
-            "accounts/home_annotator.html",
-            {"studies": studies, "adjudications_waiting": waiting},
-        )
-    from benchmark.services.dashboard import dashboard_summary
-    from jury.models import ScoringJob
-
-    jobs = ScoringJob.objects.select_related("run", "jury")[:5]
-    return render(
-        request, "accounts/home_staff.html", {"summary": dashboard_summary(), "jobs": jobs}
-    )
 
 
 @role_required(*ADMIN_ONLY)

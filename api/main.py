@@ -31,7 +31,7 @@ api.add_router("/", studies.router)
 
 @api.exception_handler(BadRequest)
 def bad_query(request: HttpRequest, error: BadRequest):
-    """A filter or cursor that cannot be used (config.query.BadQuery says which and why)."""
+    """A filter or cursor that cannot be used (common.query.BadQuery says which and why)."""
     return api.create_response(request, {"detail": str(error)}, status=400)
 
 

@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja.pagination import CursorPagination
 
-from config.query import query_int
+from common.query import query_int
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500

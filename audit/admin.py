@@ -7,7 +7,7 @@ from django.http import HttpResponse
 
 from audit.downloads import download_response
 from audit.models import AuditEvent
-from benchmark.engine.csv_export import rows_csv
+from common.csv_export import rows_csv
 
 CSV_COLUMNS = ("at", "actor", "action", "object_type", "object_id", "object_repr", "before",
                "after", "note")  # fmt: skip

@@ -142,7 +142,7 @@ def run() -> list[dict]:
     from benchmark.services.workers import worker_stop
     from rubric_lab.models import NearMissStatus
     from rubric_lab.services import budgets
-    from rubric_lab.tasks_evaluation import sensitivity_start
+    from rubric_lab.tasks import sensitivity_start
 
     recorded_offline(server)
     new_study = build_study_data()

@@ -10,7 +10,7 @@ import zlib
 
 from django.db import models
 
-from config.redaction import redact_configured
+from benchmark.redaction import redact_configured
 
 COMPRESSION_LEVEL = 3
 

@@ -14,7 +14,7 @@ from benchmark.models import AgentConfig, BenchmarkSet, Distribution, JobStatus
 from benchmark.services import agents as agent_services
 from benchmark.services import prices
 from benchmark.services.runs import AgentChoice
-from config.uploads import upload_size_check, uploaded_text
+from common.uploads import upload_size_check, uploaded_text
 
 MAX_SEED = 2**63 - 1  # seeds are stored in signed 64-bit columns
 MAX_COST_LIMIT = Decimal("99999999.99")  # Run.cost_limit_usd: 10 digits, 2 decimals

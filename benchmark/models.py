@@ -52,6 +52,29 @@ class CostLimited(models.Model):
         abstract = True
 
 
+class Job(CostLimited):
+    """What every job of the site declares once: runs, scoring jobs, the rubric lab's
+    generation jobs and studies. Work is sent `concurrency` units at a time (the rest waits in
+    the database), model answers may come from the cache, and a failed job says why.
+    A kind of job that differs overrides the field (a scoring job's wider window, a lab
+    study's start as running); one that has no such thing sets it to None (a run's failures
+    belong to its conversations)."""
+
+    use_cache = models.BooleanField(default=True)
+    concurrency = models.PositiveSmallIntegerField(default=8)
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    failure_reason = RedactedTextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at"]
+
+
 class BenchmarkSet(CostLimited):
     name = models.CharField(max_length=200)
     # Null for a set imported with its conversations (benchmark.services.imports): its cases
@@ -218,31 +241,19 @@ class AgentConfig(models.Model):
         return f"{self.name} ({self.fingerprint[:8]})"
 
 
-class Run(models.Model):
+class Run(Job):
     name = models.CharField(max_length=200)
     benchmark_set = models.ForeignKey(BenchmarkSet, on_delete=models.PROTECT, related_name="runs")
     patient_model = models.CharField(max_length=200)
     patient_prompt_version = models.CharField(max_length=80)
     roster_model = models.CharField(max_length=200)
     repetitions = models.PositiveSmallIntegerField(default=1)
-    concurrency = models.PositiveSmallIntegerField(default=8)
-    use_cache = models.BooleanField(default=True)
-    cost_limit_usd = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
     max_turns = models.PositiveSmallIntegerField(default=15)
     seed = models.BigIntegerField(default=0)
     config = models.JSONField(default=dict)
     config_hash = models.CharField(max_length=64)
-    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
-    stop_reason = models.TextField(blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
+    failure_reason = None  # a run does not fail as a whole: its conversations do, each with why
     started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return self.name
@@ -375,7 +386,9 @@ class Conversation(ProviderRetries):
                 fields=["run", "run_agent", "entry", "repetition"], name="unique_unit_of_work"
             )
         ]
-        indexes = [models.Index(fields=["run", "status"])]
+        # (run, status, id): run_dispatch reads a run's pending conversations in key order
+        # straight from the index, without a sort or a finished row.
+        indexes = [models.Index(fields=["run", "status", "id"])]
 
     def __str__(self) -> str:
         return str(self.public_id)

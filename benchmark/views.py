@@ -40,7 +40,7 @@ from benchmark.services.processes import holder_of
 from benchmark.services.queue import held_work_message
 from benchmark.services.retries import row_retries
 from benchmark.tasks import enrichment_start, run_start_after_commit
-from config.query import query_choice, query_object, query_page
+from common.query import query_choice, query_object, query_page
 
 # The live regions of the set and run pages an htmx request may ask for alone.
 FRAGMENTS = ("progress", "entries")

@@ -3,7 +3,7 @@
 import logging
 import os
 
-from celery import Celery, bootsteps
+from celery import Celery, bootsteps, signals
 
 from config import folder_transport, redis_transport
 
@@ -13,7 +13,7 @@ folder_transport.use_for_filesystem_urls()
 
 logger = logging.getLogger(__name__)
 
-app = Celery("healthbench")
+app = Celery("carejury")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
@@ -68,6 +68,23 @@ class ReportsHeartbeat(bootsteps.StartStopStep):
 app.steps["worker"].add(ReportsHeartbeat)
 
 
+@signals.task_prerun.connect
+@signals.task_postrun.connect
+def connections_checked(sender=None, **kwargs) -> None:
+    """Keep each worker thread's database connection from task to task, as Django keeps a web
+    thread's from request to request: replaced once older than CONN_MAX_AGE, after an error
+    that left it unusable, or when the health check (CONN_HEALTH_CHECKS, PostgreSQL) before a
+    task's first query finds it broken (the database restarted). Celery's own fixup closes
+    every connection around every task unless CELERY_DB_REUSE_MAX is set (settings), and
+    opening a PostgreSQL connection costs more than a short task's queries."""
+    from django.db import close_old_connections
+
+    # An eager task runs inside its caller's transaction (tests, --inline): leave it alone.
+    if sender is not None and getattr(sender.request, "is_eager", False):
+        return
+    close_old_connections()
+
+
 class SendsNotifications(bootsteps.StartStopStep):
     """Every NOTIFICATION_TICK_SECONDS this worker writes the deadline reminders that are due
     and sends every due notification (annotation.services.notifications): what a lost task or
@@ -86,8 +103,12 @@ class SendsNotifications(bootsteps.StartStopStep):
 
         from benchmark.services.leases import Heartbeat
 
+        # A thread of its own: a slow mail server must not hold back the leases' heartbeats.
         self.ticker = Heartbeat(
-            _notifications_tick, label="notifications", interval=settings.NOTIFICATION_TICK_SECONDS
+            _notifications_tick,
+            label="notifications",
+            interval=settings.NOTIFICATION_TICK_SECONDS,
+            thread="notifications",
         )
         self.ticker.start()
 

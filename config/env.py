@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -48,9 +49,9 @@ def data_dir(environ: dict, default: Path) -> Path:
     path = Path(environ.get("DATA_DIR") or default).expanduser()
     try:
         path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".write-test"
-        probe.write_text("ok")
-        probe.unlink()
+        # A probe of its own: processes starting together (several workers) each write one.
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-test-"):
+            pass
     except OSError as error:
         raise SettingsError(
             f"DATA_DIR {str(path)!r} is not writable ({error.strerror}); "

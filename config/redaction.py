@@ -12,24 +12,8 @@ from __future__ import annotations
 import logging
 import logging.config
 
-from benchmark.engine.providers.redaction import redact, redact_record
-from benchmark.engine.providers.settings import ProviderSettings
-
-
-def configured_secrets() -> tuple[str, ...]:
-    """The provider keys, the secret key and the mail password this process runs with ("()"
-    before the settings are loaded: logging must never fail for want of them)."""
-    from django.conf import settings
-
-    try:
-        mail = (settings.EMAIL_HOST_PASSWORD,) if settings.EMAIL_HOST_PASSWORD else ()
-        return (*ProviderSettings.from_django().secrets(), settings.SECRET_KEY, *mail)
-    except Exception:  # noqa: BLE001 - settings not configured yet
-        return ()
-
-
-def redact_configured(text: str) -> str:
-    return redact(text, configured_secrets())
+from benchmark.engine.providers.redaction import redact_record
+from benchmark.redaction import configured_secrets
 
 
 def configure_logging(logging_settings: dict) -> None:

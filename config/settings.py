@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "annotation",
     "alignment",
     "rubric_lab",
+    "portal",  # the home page and manage.py demo, above every app
     "audit",
     "axes",
     # The JSON API (api/); "ninja" serves its docs page from the package's static files.
@@ -145,7 +146,7 @@ STORAGES = {
     },
 }
 
-# Every upload form refuses files above this size (config/uploads.py); a form post without a
+# Every upload form refuses files above this size (common/uploads.py); a form post without a
 # file (a pasted rubric or distribution) is limited the same way.
 UPLOAD_LIMIT_MB = env.env_int(ENV, "UPLOAD_LIMIT_MB", 5)
 DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_LIMIT_MB * 1_000_000
@@ -204,6 +205,11 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_max": 0.5,
 }
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Without this, Celery closes every database connection before and after every task: a new
+# PostgreSQL connection per judge call doubled the database's CPU. Connections now live
+# CONN_MAX_AGE and are health-checked before each task (config/celery.py); Celery still
+# closes one after this many tasks of a worker process.
+CELERY_DB_REUSE_MAX = env.env_int(ENV, "CELERY_DB_REUSE_MAX", 1000)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_EXPIRES = 3600
 CELERY_WORKER_CONCURRENCY = env.env_int(ENV, "WORKER_CONCURRENCY", 16)
@@ -233,7 +239,7 @@ EMAIL_USE_SSL = env.env_bool(ENV, "EMAIL_USE_SSL", default=False)
 if EMAIL_USE_SSL:
     EMAIL_USE_TLS = False  # Django refuses both; implicit TLS (port 465) replaces STARTTLS
 EMAIL_TIMEOUT = env.env_int(ENV, "EMAIL_TIMEOUT", 20)
-DEFAULT_FROM_EMAIL = ENV.get("DEFAULT_FROM_EMAIL", "HealthBench Lab <noreply@localhost>")
+DEFAULT_FROM_EMAIL = ENV.get("DEFAULT_FROM_EMAIL", "CareJury <noreply@localhost>")
 # The site's address as people reach it, for the links in notifications.
 SITE_URL = ENV.get("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 # How often every worker looks for notifications to send (retries, deadline reminders).
@@ -284,6 +290,10 @@ LOGGING = {
         "django.db.backends": {"level": "WARNING"},
         # Lockouts are warnings; the INFO lines django-axes writes on every login are noise.
         "axes": {"level": "WARNING"},
+        # The model SDKs' HTTP clients log every request at INFO: one line per model call in
+        # the workers' logs, redacted and written (failures are logged by the platform).
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
     },
 }
 

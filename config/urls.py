@@ -4,9 +4,10 @@ from django.urls import include, path
 
 from accounts import views as account_views
 from accounts import views_tokens
+from portal import views as portal_views
 
 urlpatterns = [
-    path("", account_views.home, name="home"),
+    path("", portal_views.home, name="home"),
     path("accounts/login/", account_views.LoginPage.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/people/", account_views.people, name="people"),
@@ -32,5 +33,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
 ]
 
-# A query parameter that cannot be used (config.query.BadQuery) says why on the site's page.
-handler400 = "config.query.bad_request"
+# A query parameter that cannot be used (common.query.BadQuery) says why on the site's page.
+handler400 = "common.query.bad_request"

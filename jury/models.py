@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from benchmark.fields import RedactedTextField
-from benchmark.models import Conversation, CostLimited, JobStatus, ProviderRetries, Run
+from benchmark.models import Conversation, Job, ProviderRetries, Run
 
 
 class RubricVersion(models.Model):
@@ -63,7 +63,7 @@ class Jury(models.Model):
         return self.name
 
 
-class ScoringJob(CostLimited):
+class ScoringJob(Job):
     """One jury scoring one run with pinned rubric versions.
 
     A re-score (alignment: a study's annotated conversations judged by another configuration)
@@ -79,21 +79,10 @@ class ScoringJob(CostLimited):
     )
     # The judge prompt template text (jury.engine.prompt format); blank: the shipped file.
     judge_template = models.TextField(blank=True)
-    use_cache = models.BooleanField(default=True)
     # Judge calls sent to the workers at once; the rest wait in the database, so a lost call is
     # found and sent again within one lease instead of after a queue of thousands drains.
+    # (A failed job failed because no judge call gave a valid score: failure_reason.)
     concurrency = models.PositiveIntegerField(default=64)
-    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
-    # Why a failed job failed (no judge call gave a valid score); blank otherwise.
-    failure_reason = RedactedTextField(blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"{self.jury} on {self.run}"

@@ -13,8 +13,10 @@ from jury.services import scoring
 
 @shared_task(name="jury.judge_score", acks_late=True)
 def judge_score_task(score_id: int, token: str | None = None) -> None:
-    scoring.judge_score_execute(score_id, token)
-    job_id = scoring.job_id_of(score_id)
+    outcome = scoring.judge_score_run(score_id, token, send_next=send_scores)
+    if outcome.next_sent:
+        return  # the window is topped up; the job's watch sends what was lost
+    job_id = outcome.job_id or scoring.job_id_of(score_id)
     if job_id is not None:
         scoring_redispatch(job_id)
 

@@ -9,19 +9,19 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import EVERYONE, STAFF, role_required
-from alignment.services.corrected import job_corrected, job_corrected_export
 from audit.downloads import download_response
 from benchmark.forms import optional_decimal, unpriced_models, unpriced_warning
 from benchmark.models import Run
 from benchmark.services.queue import held_work_message
-from config.query import query_choice, query_flag
+from common.query import query_choice, query_flag
 from jury import forms
 from jury.engine.rubrics import RubricError
 from jury.models import Jury, RubricVersion, ScoringJob
 from jury.services import juries, reports, rubrics, score_exports, scoring
+from jury.services.corrections import job_corrected, job_corrected_export
 from jury.tasks import scoring_start
 
-# The clinician-corrected scores of the target studies drawn from a job (alignment's).
+# The clinician-corrected scores of the target studies drawn from a job (jury.services.corrections).
 CORRECTED_TABLE = "corrected"
 
 # --- rubrics -------------------------------------------------------------------------------

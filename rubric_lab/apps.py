@@ -22,7 +22,5 @@ class RubricLabConfig(AppConfig):
             running=instance_scoring.pending_score_ids,
             redispatch=tasks.instance_score_redispatch,
         )
-        from rubric_lab import tasks_evaluation
-
-        for kind, (running, redispatch) in tasks_evaluation.WATCHED.items():
+        for kind, (running, redispatch) in tasks.WATCHED.items():
             watch.register(kind, running=running, redispatch=redispatch)

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from rubric_lab import views, views_evaluation
+from rubric_lab.views import evaluation as views_evaluation
+from rubric_lab.views import generation as views
 
 app_name = "rubric_lab"
 

@@ -22,7 +22,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO
 
-FORMAT_NAME = "healthbench-lab-study-archive"
+FORMAT_NAME = "carejury-study-archive"
+# The name archives had before the product was renamed (issue 20); they read as before.
+FORMER_FORMAT_NAMES = ("healthbench-lab-study-archive",)
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 README = "README.txt"
@@ -168,7 +170,7 @@ def read_manifest(archive: zipfile.ZipFile) -> Manifest:
         body = json.loads(_read_whole(archive, MANIFEST))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ArchiveError(f"{MANIFEST} is not valid JSON ({error})") from None
-    if not isinstance(body, dict) or body.get("format") != FORMAT_NAME:
+    if not isinstance(body, dict) or body.get("format") not in (FORMAT_NAME, *FORMER_FORMAT_NAMES):
         raise ArchiveError(f"{MANIFEST} does not name the format {FORMAT_NAME!r}: this is "
                            "not a study archive")  # fmt: skip
     version = body.get("format_version")

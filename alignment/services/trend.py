@@ -1,14 +1,25 @@
 """The calibration trend of a project: its calibration rounds in order, then its target
 studies, each with adjacent agreement and major disagreements per rubric and per annotator.
 Every round's figures come from its own cached report (alignment.services.reports), so the
-trend and the round's report page always agree."""
+trend and the round's report page always agree; the page's two charts are cached too, keyed
+by what they plot (`trend_chart_svg`)."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
-from alignment.services.reports import ReportFilters, StudyReport, study_report
+from django.core.cache import cache
+from matplotlib.figure import Figure
+
+from alignment.services import figures
+from alignment.services.reports import CACHE_SECONDS, ReportFilters, StudyReport, study_report
 from annotation.models import Project, Study, StudyKind
+
+CHART_TITLES = {
+    "rubrics": ("Jury-clinician adjacent agreement per rubric", "adjacent agreement"),
+    "annotators": ("Each annotator against the jury", "ratings within 1 of the jury"),
+}
 
 
 @dataclass
@@ -89,3 +100,30 @@ def _annotator_row(report: StudyReport, username: str):
         return None
     own = rows[rows["username"] == username]
     return None if own.empty else next(own.itertuples(index=False))
+
+
+def trend_chart(data: Trend, kind: str) -> Figure:
+    """The trend of the rubrics ("rubrics") or of the annotators ("annotators")."""
+    agreement, majors = _series(data, kind)
+    title, agreement_label = CHART_TITLES[kind]
+    return figures.trend_figure(
+        data.labels, agreement, majors, title=title, agreement_label=agreement_label
+    )
+
+
+def trend_chart_svg(data: Trend, kind: str, *, salt: str) -> str:
+    """`trend_chart` as the page's inline SVG. Drawing it takes most of the page's time, so
+    it is kept for as long as reports are, under a key made of everything it plots: a round
+    whose figures changed (a new annotation, a new score: a new report) draws a new chart,
+    and an unchanged trend is never drawn twice."""
+    plotted = repr((kind, salt, data.labels, _series(data, kind)))
+    key = f"alignment:trend-chart:{hashlib.sha256(plotted.encode()).hexdigest()}"
+    svg = cache.get(key)
+    if svg is None:
+        svg = figures.inline_svg(trend_chart(data, kind), salt=salt)
+        cache.set(key, svg, CACHE_SECONDS)
+    return svg
+
+
+def _series(data: Trend, kind: str) -> tuple[dict, dict]:
+    return data.rubric_series() if kind == "rubrics" else data.annotator_series()

@@ -8,7 +8,7 @@ the rest of it against the study in the same pass: every problem of the file is 
 once. It checks only what the file itself can show; whether a conversation, rubric or person
 fits the study is the service's business. Pure: no Django.
 
-CSV cells pass through benchmark.engine.csv_export: formula-like text is neutralised on
+CSV cells pass through common.csv_export: formula-like text is neutralised on
 writing and restored on reading, so a file exported here reads back as it was written.
 """
 
@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from benchmark.engine.csv_export import restore_cell, rows_csv
-from benchmark.engine.text_files import NotText, decode_text
+from common.csv_export import restore_cell, rows_csv
+from common.text_files import NotText, decode_text
 
 COLUMNS = (
     "study", "project", "kind", "round", "conversation", "assignment", "annotator", "track",

@@ -60,6 +60,16 @@ def release_refusal(assignment: Assignment) -> str:
     return ""
 
 
+def held_work_release(*, person, actor, **_signal) -> None:
+    """accounts.signals.account_deactivated: give back the seats the person holds in open
+    studies (their drafts stay in the history)."""
+    held = Assignment.objects.filter(
+        annotator=person, status=AssignmentStatus.RESERVED, item__study__status="open"
+    )
+    for assignment in held:
+        reservation_release(assignment, actor=actor, note="account deactivated")
+
+
 @transaction.atomic
 def reservation_release(assignment: Assignment, *, actor, note: str = "") -> Assignment:
     """Give the reservation's seat back now. The draft stays with the annotator's assignment

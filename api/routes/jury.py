@@ -16,7 +16,7 @@ from api.schemas import ScoringJobIn
 from audit.downloads import download_response
 from benchmark.forms import unpriced_models, unpriced_warning
 from benchmark.models import Run
-from config.query import query_choice, query_int
+from common.query import query_choice, query_int
 from jury import forms
 from jury.models import JudgeScore, ScoreStatus, ScoringJob
 from jury.services import juries, reports, score_exports, scoring

@@ -12,14 +12,14 @@ from ninja.errors import HttpError
 from ninja.files import UploadedFile
 from ninja.pagination import paginate
 
-from alignment.forms_archive import ArchiveImportForm
+from alignment.forms.archive import ArchiveImportForm
 from alignment.models import ArchiveJob, ArchiveJobKind, ArchiveJobStatus
 from alignment.services.archive import ArchiveError
 from alignment.services.archive.jobs import archive_export_request, archive_import_request
 from alignment.services.exports import agreement_rows
 from alignment.services.reports import study_report
-from alignment.views import _filters as report_filters
-from annotation.forms_staff import StudyForm
+from alignment.views.reports import _filters as report_filters
+from annotation.forms.staff import StudyForm
 from annotation.models import Study
 from annotation.services import dashboard, exchange
 from annotation.services.studies import study_create
@@ -28,7 +28,7 @@ from api.frames import frame_rows, plain_tree
 from api.pagination import RowsCursorPagination
 from api.schemas import ArchiveExportIn, StudyIn
 from audit.downloads import download_response
-from config.query import query_flag
+from common.query import query_flag
 
 router = Router(tags=["studies"])
 

@@ -94,6 +94,20 @@ def redis_server(directory: Path) -> Iterator[str | None]:
         stop(server)
 
 
+def redis_pid(url: str) -> int:
+    """The pid of the redis-server listening on `url`'s port."""
+    import psutil
+
+    port = str(urlparse(url).port)
+    for process in psutil.process_iter(["name", "cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if process.info["name"] == "redis-server" and (
+            port in cmdline or any(part.endswith(f":{port}") for part in cmdline)
+        ):
+            return process.pid
+    raise ServiceError(f"no redis-server process listens on port {port}")
+
+
 def _answers_ping(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
@@ -134,6 +148,82 @@ def throwaway_postgres(server_url: str, prefix: str = "load") -> Iterator[str]:
     finally:
         with psycopg.connect(server_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def postgres_binaries() -> Path | None:
+    """The newest installed PostgreSQL server's bin folder, if one can be run from here (as
+    root: through runuser as the postgres user)."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: int(p.parts[-3]))
+    if not found or (os.geteuid() == 0 and shutil.which("runuser") is None):
+        return None
+    return found[-1].parent
+
+
+@contextmanager
+def private_postgres(directory: Path) -> Iterator[tuple[str, int] | None]:
+    """A PostgreSQL cluster of its own (initdb in `directory`, a free port), so a bench can
+    count every CPU second the database spends; yields (URL of its database, postmaster pid),
+    or None when the server binaries are missing. As root the server runs as the `postgres`
+    user (PostgreSQL refuses root). pg_stat_statements is loaded: the bench reads how many
+    statements the work made."""
+    bin_dir = postgres_binaries()
+    if bin_dir is None:
+        yield None
+        return
+    home = Path(directory) / "postgres"
+    home.mkdir()
+    as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_postgres:
+        shutil.chown(directory, user="postgres")
+        shutil.chown(home, user="postgres")
+    port, data = free_port(), home / "data"
+
+    def run(*command: str) -> None:
+        subprocess.run([*as_postgres, *command], check=True, capture_output=True, timeout=180)
+
+    run(str(bin_dir / "initdb"), "-D", str(data), "-U", "bench", "--auth=trust", "-E", "UTF8")
+    options = (f"-p {port} -c listen_addresses=127.0.0.1 -k {home} -c max_connections=200 "
+               "-c shared_preload_libraries=pg_stat_statements")  # fmt: skip
+    run(str(bin_dir / "pg_ctl"), "start", "-D", str(data), "-l", str(home / "server.log"),
+        "-o", options, "-w", "-t", "120")  # fmt: skip
+    try:
+        run(str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "bench", "bench")
+        postmaster = int((data / "postmaster.pid").read_text().split()[0])
+        yield f"postgres://bench@127.0.0.1:{port}/bench", postmaster
+    finally:
+        run(str(bin_dir / "pg_ctl"), "stop", "-D", str(data), "-m", "fast", "-w", "-t", "120")
+
+
+# --- CPU and memory ---------------------------------------------------------------------------
+
+
+def peak_memory_mb(pid: int) -> float:
+    """The process's high-water mark of resident memory (VmHWM), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU the processes and all their descendants spent so far, those that
+    ended and were waited for included (a PostgreSQL backend per connection, say)."""
+    import psutil
+
+    total = 0.0
+    for pid in pids:
+        try:
+            root = psutil.Process(pid)
+            tree = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue
+        for process in tree:
+            try:
+                times = process.cpu_times()
+            except psutil.NoSuchProcess:
+                continue  # ended since it was listed: its time is now its parent's
+            total += times.user + times.system + times.children_user + times.children_system
+    return total
 
 
 # --- gunicorn --------------------------------------------------------------------------------

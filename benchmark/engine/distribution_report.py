@@ -17,9 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from benchmark.engine.csv_export import frame_csv
 from benchmark.engine.distribution import SEED_ATTRIBUTES, Distribution
 from benchmark.engine.eligibility import eligibility_label
+from common.csv_export import frame_csv
 
 REPORT_ATTRIBUTES = (*SEED_ATTRIBUTES, "eligibility")
 COLUMNS = [

@@ -35,6 +35,7 @@ from benchmark.services.cost_limits import cost_limit_reached, cost_limit_refusa
 from benchmark.services.leases import (
     Heartbeat,
     LeasedTask,
+    any_pending,
     lease_claim,
     lease_dispatch,
     lease_extender,
@@ -151,7 +152,7 @@ def enrichment_dispatch(
 
 def benchmark_set_over_limit(benchmark_set: BenchmarkSet) -> bool:
     """The set's cost limit check (pauses it once reached), for every way entries are sent."""
-    return cost_limit_reached(benchmark_set, spent=benchmark_set_spent(benchmark_set))
+    return cost_limit_reached(benchmark_set, spent=lambda: benchmark_set_spent(benchmark_set))
 
 
 def benchmark_set_spent(benchmark_set: BenchmarkSet) -> Decimal:
@@ -249,7 +250,7 @@ def _entry_save(entry: BenchmarkEntry, status: str, reason: str, recorder) -> No
 
 
 def benchmark_set_finish_if_done(benchmark_set: BenchmarkSet) -> None:
-    if not benchmark_set.entries.filter(status=EntryStatus.PENDING).exists():
+    if not any_pending(benchmark_set.entries.filter(status=EntryStatus.PENDING)):
         BenchmarkSet.objects.filter(pk=benchmark_set.pk, status=JobStatus.RUNNING).update(
             status=JobStatus.FINISHED
         )

@@ -47,10 +47,11 @@ STATUS_FOR = {
 CANCEL_CHECK_SECONDS = 2.0
 
 
-def model_router(use_cache: bool) -> ModelRouter:
+def model_router(use_cache: bool, *, overrides: prices.Overrides | None = None) -> ModelRouter:
     """The router for a task: clients priced with the prices in force now (read once per task,
-    so a price set while workers run applies to the next task, with no restart)."""
-    return _router(use_cache, prices.price_overrides())
+    so a price set while workers run applies to the next task, with no restart). A task that
+    read them already (`prices.price_overrides_as_of`) passes them as `overrides`."""
+    return _router(use_cache, prices.price_overrides() if overrides is None else overrides)
 
 
 @lru_cache(maxsize=4)
@@ -125,13 +126,21 @@ def _play(conversation: Conversation, client) -> tuple[ConversationOutcome | Non
         assistant_client=client,
         patient_model=run.patient_model,
         assistant_model=conversation.run_agent.model,
-        agent=parse_agent_config(conversation.run_agent.agent_config.yaml_text),
+        agent=_agent_config(conversation.run_agent.agent_config.yaml_text),
         now=clock,
         max_turns=run.max_turns,
         should_stop=_cancel_watch(run),
         sample=f"conversation-seed:{conversation.seed}",
     )
     return outcome, initial
+
+
+@lru_cache(maxsize=32)
+def _agent_config(yaml_text: str):
+    # Parsed once per process and configuration (every conversation of a run plays one of a
+    # few): its prompt file is read once per process, as the patient's prompt is
+    # (prompts.default_patient_prompt).
+    return parse_agent_config(yaml_text)
 
 
 class _SetupFailed(Exception):

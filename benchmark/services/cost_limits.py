@@ -11,7 +11,7 @@ a scoring job's calls in flight). Resuming with a higher limit continues the job
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 
 from django.db import models
@@ -41,11 +41,19 @@ def cost_limit_refusal(*, models: Iterable[str], cost_limit_usd: Decimal | None)
     )
 
 
-def cost_limit_reached(job: models.Model, *, spent: Decimal) -> bool:
+def cost_limit_reached(job: models.Model, *, spent: Decimal | Callable[[], Decimal]) -> bool:
     """Whether `job` (a row with status, cost_limit_usd and stop_reason) may send no more
-    work; a running job whose spend reached its limit is paused with the reason."""
+    work; a running job whose spend reached its limit is paused with the reason.
+
+    Pass `spent` as a function: it sums every unit of the job, and is asked only when the job
+    has a limit (every finished unit dispatches, so a sum per dispatch without a limit would
+    make a job's cost grow with the square of its size)."""
     limit = job.cost_limit_usd
-    if limit is None or spent < limit:
+    if limit is None:
+        return False
+    if callable(spent):
+        spent = spent()
+    if spent < limit:
         return False
     type(job).objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
         status=JobStatus.PAUSED, stop_reason=limit_reason(spent, limit)

@@ -40,7 +40,6 @@ from benchmark.engine.imports import (
     duplicate_keys,
     trace_events,
 )
-from benchmark.engine.text_files import NotText, decode_text
 from benchmark.models import (
     BenchmarkEntry,
     BenchmarkSet,
@@ -54,6 +53,7 @@ from benchmark.models import (
     TraceEvent,
 )
 from benchmark.services.runs import config_hash
+from common.text_files import NotText, decode_text
 
 MAX_NAME_CHARS = 200
 FILE_RESPONDER = "imported"  # the agent of rows that name no model

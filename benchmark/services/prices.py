@@ -16,7 +16,7 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Subquery
 
 from audit.services import audit_record
 from benchmark.engine.chat import ProviderError
@@ -38,6 +38,28 @@ def price_overrides() -> Overrides:
     """The newest staff price of every model, as (model, input, output) sorted by model: a
     hashable snapshot of the prices in force, read in one query."""
     newest = ModelPrice.objects.values("model").annotate(newest=Max("pk")).values("newest")
+    rows = ModelPrice.objects.filter(pk__in=newest).order_by("model")
+    return tuple(rows.values_list("model", "input_per_million", "output_per_million"))
+
+
+def newest_price_id() -> Subquery:
+    """The newest ModelPrice row's key (None before any): an expression a task's first query
+    can carry (`.annotate(...)`), so the prices need no query of their own while they stay
+    as they were. Rows are never changed, only added, so this key names the prices in force."""
+    return Subquery(ModelPrice.objects.order_by("-pk").values("pk")[:1])
+
+
+@lru_cache(maxsize=4)
+def price_overrides_as_of(newest_id: int | None) -> Overrides:
+    """`price_overrides` while `newest_id` is the newest row: read once per process and key."""
+    if newest_id is None:
+        return ()
+    newest = (
+        ModelPrice.objects.filter(pk__lte=newest_id)
+        .values("model")
+        .annotate(newest=Max("pk"))
+        .values("newest")
+    )
     rows = ModelPrice.objects.filter(pk__in=newest).order_by("model")
     return tuple(rows.values_list("model", "input_per_million", "output_per_million"))
 

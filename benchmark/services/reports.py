@@ -19,7 +19,7 @@ from benchmark.models import (
     Termination,
 )
 from benchmark.services.cases import distribution_spec
-from config.query import query_choice
+from common.query import query_choice
 
 ATTRIBUTE_TITLES = {
     "condition": "Condition",

@@ -44,7 +44,8 @@ from benchmark.services.cost_limits import (
     cost_limit_reached,
     cost_limit_refusal,
 )
-from benchmark.services.leases import lease
+from benchmark.services.jobs import job_finish
+from benchmark.services.leases import any_pending, lease
 from benchmark.services.processes import (
     ProcessIdentity,
     holder_fields,
@@ -191,6 +192,7 @@ def run_launch(
         RunAgent.objects.create(run=run, model=a.model, agent_config=a.agent_config, label=a.label)
         for a in agents
     ]
+    # Created case by case, which is the order run_dispatch plays them in (by primary key).
     Conversation.objects.bulk_create(
         Conversation(
             run=run,
@@ -245,23 +247,20 @@ def run_dispatch(
     with transaction.atomic():
         # Every finished conversation triggers a dispatch: lock the run row so concurrent
         # dispatchers take turns and together never exceed the concurrency.
-        Run.objects.select_for_update().filter(pk=run.pk).first()
+        run.refresh_from_db(from_queryset=Run.objects.select_for_update())
         return _dispatch_locked(run, enqueue, holder)
 
 
 def _dispatch_locked(
     run: Run, enqueue: Callable[[list[int]], None], holder: ProcessIdentity | None
 ) -> list[int]:
-    run.refresh_from_db()
     if run.status != JobStatus.RUNNING:
         return []
     _recover_stale(run)
     in_flight = run.conversations.filter(status__in=IN_FLIGHT).count()
-    pending = run.conversations.filter(status=ConversationStatus.PENDING).exists()
+    pending = any_pending(run.conversations.filter(status=ConversationStatus.PENDING), by="pk")
     if in_flight == 0 and not pending:
-        Run.objects.filter(pk=run.pk, status=JobStatus.RUNNING).update(
-            status=JobStatus.FINISHED, finished_at=timezone.now()
-        )
+        job_finish(run)
         return []
     # The limit only stops new work: a run whose last conversation crossed it still finishes.
     if not pending or _over_cost_limit(run):
@@ -275,9 +274,12 @@ def _dispatch_locked(
 def _claim(run: Run, capacity: int, holder: ProcessIdentity | None) -> list[int]:
     if capacity == 0:
         return []
+    # Case by case (every agent of a case, then the next case): run_launch creates the
+    # conversations in that order, so it is the primary key's, which the (run, status, id)
+    # index reads without a sort or a finished row.
     candidates = list(
         run.conversations.filter(status=ConversationStatus.PENDING)
-        .order_by("entry__index", "run_agent_id", "repetition")
+        .order_by("pk")
         .values_list("id", flat=True)[:capacity]
     )
     claimed = []
@@ -321,6 +323,7 @@ def run_reclaim_abandoned(run: Run) -> list[Reclaimed]:
     held_here = (
         run.conversations.filter(status__in=IN_FLIGHT, holder_host=this_host())
         .exclude(holder_pid=None)
+        .order_by()  # the default ordering would join entries and agents into the DISTINCT
         .values_list("holder_pid", "holder_started_at")
         .distinct()
     )
@@ -376,7 +379,7 @@ def run_held_elsewhere(run: Run, *, me: ProcessIdentity) -> HeldWork | None:
 
 
 def _over_cost_limit(run: Run) -> bool:
-    if not cost_limit_reached(run, spent=run_spent(run)):
+    if not cost_limit_reached(run, spent=lambda: run_spent(run)):
         return False
     _requeue(run)
     return True

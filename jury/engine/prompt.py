@@ -86,6 +86,31 @@ def load_judge_template(path: Path | str = JUDGE_TEMPLATE_PATH) -> JudgeTemplate
     return parse_judge_template(Path(path).read_text(encoding="utf-8"))
 
 
+@dataclass(frozen=True)
+class ConversationText:
+    """The parts of a judge prompt that come from the conversation alone, rendered once and
+    shared by every rubric and judge that scores it (a conversation has a dozen judge calls)."""
+
+    profile: str
+    scenario: str
+    trace: str
+
+
+def render_conversation(
+    *,
+    profile: Mapping[str, Any],
+    scenario: Mapping[str, Any],
+    events: Iterable[Mapping[str, Any]],
+) -> ConversationText:
+    """`scenario` carries the story under "story" plus any other ground truth (task category
+    and subcategory, seed attributes, complexity); everything except the story is JSON."""
+    return ConversationText(
+        profile=json.dumps(profile, indent=2, ensure_ascii=False),
+        scenario=render_scenario(scenario),
+        trace=render_trace(events),
+    )
+
+
 def render_judge_prompt(
     rubric: Rubric,
     *,
@@ -94,15 +119,31 @@ def render_judge_prompt(
     events: Iterable[Mapping[str, Any]],
     template: JudgeTemplate | None = None,
 ) -> tuple[str, str]:
-    """Return (system, user) for one judge call on one rubric.
+    """Return (system, user) for one judge call on one rubric."""
+    conversation = render_conversation(profile=profile, scenario=scenario, events=events)
+    return render_judge_prompt_for(rubric, conversation=conversation, template=template)
 
-    `scenario` carries the story under "story" plus any other ground truth (task category and
-    subcategory, seed attributes, complexity); everything except the story is shown as JSON.
-    """
+
+def render_judge_prompt_for(
+    rubric: Rubric, *, conversation: ConversationText, template: JudgeTemplate | None = None
+) -> tuple[str, str]:
+    """(system, user) for one rubric, from a conversation rendered by `render_conversation`."""
     if not rubric.judged:
         raise ValueError(f"rubric {rubric.id!r} is scored by clinicians only, not by judges")
     template = template or load_judge_template()
     values = {
+        **_rubric_text(rubric),
+        "profile": conversation.profile,
+        "scenario": conversation.scenario,
+        "trace": conversation.trace,
+    }
+    return template.system.substitute(values), template.user.substitute(values)
+
+
+@lru_cache(maxsize=64)
+def _rubric_text(rubric: Rubric) -> dict[str, str]:
+    """The placeholders that come from the rubric alone (rubrics are frozen: rendered once)."""
+    return {
         "rubric_name": rubric.name,
         "rubric_code": rubric.code,
         "rubric_version": str(rubric.version),
@@ -115,11 +156,7 @@ def render_judge_prompt(
         "sub_dimensions": render_sub_dimensions(rubric),
         "distinctions": _bullets(rubric.distinctions) or "None for this dimension.",
         "forced_fail": _bullets(rubric.forced_fail),
-        "profile": json.dumps(profile, indent=2, ensure_ascii=False),
-        "scenario": render_scenario(scenario),
-        "trace": render_trace(events),
     }
-    return template.system.substitute(values), template.user.substitute(values)
 
 
 def prompt_hash(system: str, user: str) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from benchmark.engine.csv_export import frame_csv
+from common.csv_export import frame_csv
 from jury.engine.aggregate import PASS_THRESHOLD
 from jury.engine.latex_tables import latex_tables
 from jury.engine.score_gaps import is_adjacent

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from benchmark.engine.csv_export import rows_csv_stream
 from benchmark.engine.parquet_export import CONTENT_TYPE as PARQUET
 from benchmark.engine.parquet_export import Column, parquet_chunks
+from common.csv_export import rows_csv_stream
 from jury.models import ScoringJob
 
 BATCH = 5000

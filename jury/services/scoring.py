@@ -3,7 +3,7 @@
 Launching pins the current rubric versions (or the versions asked for) and creates every
 JudgeScore row as pending, so progress is a count of rows. A job may be restricted to some of
 the run's conversations and carry its own judge prompt: that is how a clinician study's
-conversations are re-scored by another jury configuration (alignment.services.loop).
+conversations are re-scored by another jury configuration (alignment.services.rescoring).
 
 Executing a row is idempotent: a valid row is never judged again, and a pending, invalid or
 errored row can be retried by relaunching. A judge failure never re-runs the conversation.
@@ -14,7 +14,9 @@ from RunAgent reaches the prompt or the offline judge's hints.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 
@@ -26,8 +28,8 @@ from audit.services import audit_record
 from benchmark.engine.chat import ChatRequest, ChatResponse, Message, ProviderError
 from benchmark.engine.providers.redaction import failure_text
 from benchmark.engine.structured import StructuredFailure, request_json
-from benchmark.models import BenchmarkEntry, Conversation, JobStatus, Run
-from benchmark.services import accounting
+from benchmark.models import Conversation, JobStatus, Run
+from benchmark.services import accounting, jobs, prices
 from benchmark.services.conversations import model_router
 from benchmark.services.cost_limits import (
     CostLimitError,
@@ -43,9 +45,10 @@ from benchmark.services.leases import (
     lease_claim,
     lease_dispatch,
     lease_extender,
+    lease_hand_off,
     lease_release_fields,
 )
-from benchmark.services.retries import retries_added, retry_summary
+from benchmark.services.retries import retries_added, retry_fields, retry_summary
 from jury.engine.aggregate import (
     incomplete_rubrics,
     judge_aggregates,
@@ -63,6 +66,7 @@ from jury.engine.prompt import (
     parse_judge_template,
     prompt_hash,
     render_judge_prompt,
+    render_judge_prompt_for,
 )
 from jury.engine.rubrics import Rubric
 from jury.models import (
@@ -74,6 +78,12 @@ from jury.models import (
     ScoreStatus,
     ScoringJob,
 )
+from jury.services.judge_inputs import (  # scenario_of, trace_of: the rubric lab's too
+    JudgeInputs,
+    judge_inputs,
+    scenario_of,  # noqa: F401
+    trace_of,  # noqa: F401
+)
 from jury.services.rubrics import current_versions, rubric_of
 
 logger = logging.getLogger(__name__)
@@ -83,7 +93,6 @@ logger = logging.getLogger(__name__)
 JUDGE_REPAIRS = 1
 RETRIED = (ScoreStatus.INVALID, ScoreStatus.ERROR)
 MAX_CONCURRENCY = 1024
-TRACE_FIELDS = ("event_id", "turn", "kind", "content", "tool_name", "arguments", "ok")
 
 
 class ScoringError(ValueError):
@@ -272,7 +281,7 @@ def scoring_dispatch(job: ScoringJob, send: Callable[[list[LeasedTask]], None]) 
         pending = job.scores.filter(status=ScoreStatus.PENDING)
         sent = lease_dispatch(
             pending, window=job.concurrency, send=send,
-            stop=lambda: cost_limit_reached(job, spent=scoring_spent(job)),
+            stop=lambda: cost_limit_reached(job, spent=lambda: scoring_spent(job)),
         )  # fmt: skip
     job_finish_if_done(job)
     return sent
@@ -302,22 +311,6 @@ def running_job_ids() -> list[int]:
 # --- the judge prompt --------------------------------------------------------------------
 
 
-def scenario_of(entry: BenchmarkEntry) -> dict:
-    """Ground truth the assistant never saw: the story, the task and every seed attribute."""
-    return {
-        "story": entry.story,
-        "task_category": entry.task_category,
-        "task_subcategory": entry.task_subcategory,
-        "complexity": entry.complexity,
-        "seed_attributes": entry.seed,
-    }
-
-
-def trace_of(conversation: Conversation) -> list[dict]:
-    """The trace as plain dicts with content fields only: no model role, tokens or costs."""
-    return list(conversation.events.order_by("seq").values(*TRACE_FIELDS))
-
-
 def judge_request(
     *,
     conversation: Conversation,
@@ -331,12 +324,10 @@ def judge_request(
     The sample names the conversation and the judge's seat on the jury: two conversations with
     identical traces, or one model sitting twice on a jury, are judged independently, while a
     re-score of the same conversation by the same seat replays the cache."""
-    return judge_request_for_trace(
+    return _judge_request_from(
+        judge_inputs(conversation),
         rubric=rubric,
         judge_model=judge_model,
-        profile=conversation.entry.profile,
-        scenario=scenario_of(conversation.entry),
-        events=trace_of(conversation),
         sample=f"conversation:{conversation.public_id}/judge:{judge_index}",
         template=template,
     )
@@ -355,12 +346,24 @@ def judge_request_for_trace(
     """The judge call for any trace, stored or not (the rubric lab scores perturbed copies)."""
     inputs = {"profile": profile, "scenario": scenario, "events": events}
     system, user = render_judge_prompt(rubric, template=template, **inputs)
+    return _chat_request(rubric, judge_model, system, user, inputs, sample)
+
+
+def _judge_request_from(
+    inputs: JudgeInputs, *, rubric: Rubric, judge_model: str, sample: str, template
+) -> ChatRequest:
+    system, user = render_judge_prompt_for(rubric, conversation=inputs.text, template=template)
+    hints = {"profile": inputs.profile, "scenario": inputs.scenario, "events": list(inputs.events)}
+    return _chat_request(rubric, judge_model, system, user, hints, sample)
+
+
+def _chat_request(rubric, judge_model: str, system: str, user: str, hints: dict, sample: str):
     return ChatRequest(
         model=judge_model,
         purpose="judge",
         system=system,
         messages=(Message(role="user", content=user),),
-        hints={"rubric": rubric.id, **inputs},
+        hints={"rubric": rubric.id, **hints},
         sample=sample,
     )
 
@@ -371,28 +374,71 @@ def judge_request_for_trace(
 def judge_score_execute(score_id: int, token: str | None = None) -> bool:
     """Ask one judge for one score if the row is pending and this message may take it (see
     benchmark.services.leases; token None: run here, unless a worker holds the row); returns
-    whether it ran."""
+    whether it ran. Run this way (tests, commands) it finishes the job when it was the last."""
+    outcome = judge_score_run(score_id, token)
+    job = ScoringJob.objects.filter(pk=outcome.job_id).first() if outcome.ran else None
+    if job is not None:
+        job_finish_if_done(job)
+    return outcome.ran
+
+
+@dataclass(frozen=True)
+class JudgeRun:
+    ran: bool
+    job_id: int | None = None  # the score's job, when the score was read
+    next_sent: bool = False  # the freed place went to the job's next call (`send_next`)
+
+
+# The columns a judge call's outcome writes (see _record).
+RECORDED = (
+    "status", "prompt_hash", "score", "explanation", "raw_output", "invalid_reason", "error",
+    "attempts", "input_tokens", "output_tokens", "cost_usd", "cached", "calls", "cached_calls",
+    "claimed_until", "lease_token", "updated_at", *retry_fields({}),
+)  # fmt: skip
+# Never read by a judge: the conversation's sandboxes (two compressed snapshots), its usage
+# and error text, and the trace's parts in judge_inputs.
+UNREAD = tuple(
+    f"conversation__{name}"
+    for name in ("sandbox_initial", "sandbox_final", "write_actions", "usage", "error")
+)
+
+
+def judge_score_run(
+    score_id: int,
+    token: str | None = None,
+    *,
+    send_next: Callable[[list[LeasedTask]], None] | None = None,
+) -> JudgeRun:
+    """`judge_score_execute` for a worker: with `send_next`, the transaction that stores the
+    outcome also leases the job's next pending call and sends it (leases.lease_hand_off), so
+    a finished call tops the window up in one statement instead of a whole dispatch."""
     row = JudgeScore.objects.filter(pk=score_id, status=ScoreStatus.PENDING)
     mine = lease_claim(row, token)
     if mine is None:
-        return False
+        return JudgeRun(ran=False)
     with Heartbeat(lease_extender(row, mine), label=f"judge score {score_id}"):
-        _judge(score_id)
-    return True
+        score = (
+            JudgeScore.objects.select_related("job__jury", "rubric_version", "conversation")
+            .defer(*UNREAD)
+            .annotate(newest_price=prices.newest_price_id())
+            .get(pk=score_id)
+        )
+        next_sent = _judge(score, mine, send_next)
+    return JudgeRun(ran=True, job_id=score.job_id, next_sent=next_sent)
 
 
-def _judge(score_id: int) -> None:
-    score = JudgeScore.objects.select_related(
-        "job__jury", "job__run", "rubric_version", "conversation__entry"
-    ).get(pk=score_id)
-    request = judge_request(
-        conversation=score.conversation,
+def _judge(score: JudgeScore, mine: str, send_next) -> bool:
+    inputs = judge_inputs(score.conversation)
+    request = _judge_request_from(
+        inputs,
         rubric=rubric_of(score.rubric_version),
         judge_model=score.judge_model,
-        judge_index=score.judge_index,
+        sample=f"conversation:{score.conversation.public_id}/judge:{score.judge_index}",
         template=job_judge_template(score.job),
     )
-    recorder = accounting.RecordingClient(model_router(score.job.use_cache))
+    overrides = prices.price_overrides_as_of(score.newest_price)
+    recorder = accounting.RecordingClient(model_router(score.job.use_cache, overrides=overrides))
+    asked = time.monotonic()
     try:
         result = request_json(recorder, request, validate_judge_answer, max_repairs=JUDGE_REPAIRS)
     except ProviderError as error:
@@ -405,7 +451,7 @@ def _judge(score_id: int) -> None:
             "invalid_reason": reason_code(last) or "invalid",
         }
     except Exception as error:  # a bug must not leave the row pending forever; keep it visible
-        logger.exception("judge task %s failed", score_id)
+        logger.exception("judge task %s failed", score.pk)
         outcome = {"status": ScoreStatus.ERROR, "error": failure_text(error)}
     else:
         outcome = {
@@ -415,9 +461,13 @@ def _judge(score_id: int) -> None:
             "raw_output": result.responses[-1].text,
         }
     prompt = prompt_hash(request.system, request.messages[0].content)
-    _record(score, recorder, prompt=prompt, **outcome)
-    conversation_merge(score.job, score.conversation)
-    job_finish_if_done(score.job)
+    idle = time.monotonic() - asked
+    stored, next_sent = _record(
+        score, recorder, mine, send_next, idle=idle, prompt=prompt, **outcome
+    )
+    if stored:
+        conversation_merge(score.job, score.conversation, inputs=inputs)
+    return next_sent
 
 
 def reason_code(text: str) -> str:
@@ -429,39 +479,62 @@ def reason_code(text: str) -> str:
     return ""
 
 
-def _record(row: JudgeScore, recorder, *, prompt: str, status: str, **fields) -> None:
-    """Store this attempt's outcome. Tokens, cost and raw answers add up over relaunches.
+def _record(
+    row: JudgeScore,
+    recorder,
+    mine: str,
+    send_next,
+    *,
+    idle: float,
+    prompt: str,
+    status: str,
+    **fields,
+) -> tuple[bool, bool]:
+    """Store this attempt's outcome; returns (stored, next call sent). Tokens, cost and raw
+    answers add up over relaunches; the money spent is accounted (ModelCall) either way.
 
-    The row is re-read under a lock, and a valid score already stored is never replaced: the
-    money spent is still accounted.
-    """
+    The row was read after this worker took its lease, so the sums start from what it held
+    then; the UPDATE lands only while this lease still holds it and it is pending: a valid
+    score stored meanwhile is never replaced, nor is the work of a worker the row was sent
+    to again after this one's lease ran out."""
     responses = [response for _, response in recorder.calls]
     sums = accounting.totals(responses)
-    connection_checked()  # the call may have outlived the database connection
+    first_attempt = not row.attempts
+    row.status = status
+    row.prompt_hash = prompt
+    row.score = fields.get("score")
+    row.explanation = fields.get("explanation", "")
+    row.raw_output = fields.get("raw_output", responses[-1].text if responses else "")
+    row.invalid_reason = fields.get("invalid_reason", "")
+    row.error = fields.get("error", "")
+    row.attempts = [*row.attempts, *(_attempt(response) for response in responses)]
+    row.input_tokens += sums["input_tokens"]
+    row.output_tokens += sums["output_tokens"]
+    retries_added(row, recorder.retries)
+    row.cost_usd = _add_cost(row.cost_usd, sums["cost_usd"], first=first_attempt)
+    row.cached = bool(responses) and all(response.cached for response in responses)
+    row.calls += len(responses)
+    row.cached_calls += sum(response.cached for response in responses)
+    row.updated_at = timezone.now()
+    for field, value in lease_release_fields().items():
+        setattr(row, field, value)
+    connection_checked(idle_seconds=idle)  # the call may have outlived the connection
     with transaction.atomic():
-        accounting.model_calls_save(recorder.calls, run=row.job.run, conversation=row.conversation)
-        current = JudgeScore.objects.select_for_update().get(pk=row.pk)
-        if current.status == ScoreStatus.VALID:
-            return
-        first_attempt = not current.attempts
-        current.status = status
-        current.prompt_hash = prompt
-        current.score = fields.get("score")
-        current.explanation = fields.get("explanation", "")
-        current.raw_output = fields.get("raw_output", responses[-1].text if responses else "")
-        current.invalid_reason = fields.get("invalid_reason", "")
-        current.error = fields.get("error", "")
-        current.attempts = [*current.attempts, *(_attempt(response) for response in responses)]
-        current.input_tokens += sums["input_tokens"]
-        current.output_tokens += sums["output_tokens"]
-        retries_added(current, recorder.retries)
-        current.cost_usd = _add_cost(current.cost_usd, sums["cost_usd"], first=first_attempt)
-        current.cached = bool(responses) and all(response.cached for response in responses)
-        current.calls += len(responses)
-        current.cached_calls += sum(response.cached for response in responses)
-        for field, value in lease_release_fields().items():
-            setattr(current, field, value)
-        current.save()
+        accounting.model_calls_save(
+            recorder.calls, run_id=row.job.run_id, conversation_id=row.conversation_id
+        )
+        held = JudgeScore.objects.filter(pk=row.pk, status=ScoreStatus.PENDING, lease_token=mine)
+        stored = bool(held.update(**{name: getattr(row, name) for name in RECORDED}))
+        next_sent = stored and send_next is not None and _hand_off(row.job, send_next)
+    return stored, next_sent
+
+
+def _hand_off(job: ScoringJob, send: Callable[[list[LeasedTask]], None]) -> bool:
+    pending = JudgeScore.objects.filter(
+        job_id=job.pk, status=ScoreStatus.PENDING, job__status=JobStatus.RUNNING
+    )
+    stop = lambda: cost_limit_reached(job, spent=lambda: scoring_spent(job))  # noqa: E731
+    return lease_hand_off(pending, send=send, stop=stop) is not None
 
 
 def _attempt(response: ChatResponse) -> dict:
@@ -482,37 +555,45 @@ def _add_cost(previous: Decimal | None, new: Decimal | None, *, first: bool) -> 
 # --- merging --------------------------------------------------------------------------------
 
 
-def conversation_merge(job: ScoringJob, conversation: Conversation) -> ConversationResult | None:
+def conversation_merge(
+    job: ScoringJob, conversation: Conversation, *, inputs: JudgeInputs | None = None
+) -> ConversationResult | None:
     """Once no task of the conversation is pending: merge each rubric whose K judges are all
-    valid, and store the conversation's aggregate (only when every rubric is complete)."""
+    valid, and store the conversation's aggregate (only when every rubric is complete).
+
+    Two merges of one conversation may run at once (its last two calls finish together):
+    both read it with nothing pending, so both write the same rows, as upserts."""
     rows = list(
         job.scores.filter(conversation=conversation).values_list(
-            "rubric_version__rubric_id", "judge_model", "status", "score"
+            "rubric_version__rubric_id", "rubric_version__order", "judge_model", "status", "score"
         )
     )
-    if any(status == ScoreStatus.PENDING for _, _, status, _ in rows):
+    if any(status == ScoreStatus.PENDING for *_, status, _ in rows):
         return None
     jury = job.jury
-    rubric_ids = list(job.rubric_versions.order_by("order").values_list("rubric_id", flat=True))
+    rubric_ids = [rubric for _, rubric in sorted({(order, rubric) for rubric, order, *_ in rows})]
     by_rubric: dict[str, dict[str, float | None]] = {rubric: {} for rubric in rubric_ids}
-    for rubric, judge, status, value in rows:
+    for rubric, _, judge, status, value in rows:
         by_rubric[rubric][judge] = value if status == ScoreStatus.VALID else None
     missing = incomplete_rubrics(by_rubric, rubric_ids=rubric_ids, judges=jury.judges)
     complete_rubrics = [rubric for rubric in rubric_ids if rubric not in missing]
-    with transaction.atomic():
-        # Judge tasks of one job merge one at a time: two merges of the same conversation
-        # would otherwise race between the delete and the insert.
-        ScoringJob.objects.select_for_update().filter(pk=job.pk).first()
-        RubricResult.objects.filter(job=job, conversation=conversation).delete()
-        RubricResult.objects.bulk_create(
+    inputs = inputs or judge_inputs(conversation)
+    RubricResult.objects.bulk_create(
+        [
             _rubric_result(job, conversation, rubric, list(by_rubric[rubric].values()))
             for rubric in complete_rubrics
-        )
-        result, _ = ConversationResult.objects.update_or_create(
-            job=job,
-            conversation=conversation,
-            defaults=_conversation_fields(jury, conversation, by_rubric, missing),
-        )
+        ],
+        update_conflicts=True,
+        unique_fields=["job", "conversation", "rubric_id"],
+        update_fields=["mean", "sd", "passed", "pass_agreement"],
+    )
+    fields = _conversation_fields(jury, inputs, by_rubric, missing)
+    [result] = ConversationResult.objects.bulk_create(
+        [ConversationResult(job=job, conversation=conversation, **fields)],
+        update_conflicts=True,
+        unique_fields=["job", "conversation"],
+        update_fields=list(fields),
+    )
     return result
 
 
@@ -529,7 +610,7 @@ def _rubric_result(job, conversation, rubric: str, scores: list[float]) -> Rubri
     )
 
 
-def _conversation_fields(jury: Jury, conversation, by_rubric: dict, missing: list[str]) -> dict:
+def _conversation_fields(jury: Jury, inputs: JudgeInputs, by_rubric: dict, missing) -> dict:
     by_judge = {
         judge: {rubric: scores[judge] for rubric, scores in by_rubric.items()}
         for judge in jury.judges
@@ -542,9 +623,9 @@ def _conversation_fields(jury: Jury, conversation, by_rubric: dict, missing: lis
         if all(scores.get(rubric) is not None for rubric in weighted)
     }
     checks = outcome_checks(
-        write_actions=conversation.write_actions,
-        events=trace_of(conversation),
-        care_preference=conversation.entry.care_preference,
+        write_actions=inputs.write_actions,
+        events=list(inputs.events),
+        care_preference=inputs.care_preference,
     )
     return {
         "complete": not missing,
@@ -567,14 +648,13 @@ def _job_weights(jury: Jury, rubrics_scored) -> dict[str, float]:
 def job_finish_if_done(job: ScoringJob) -> None:
     """Once no judge call is pending: finished, or failed, with the reason, when not one call
     gave a valid score (a job whose every call failed has nothing to report)."""
-    if job.scores.filter(status=ScoreStatus.PENDING).exists():
-        return
-    _merge_unmerged(job)
-    reason = "" if job.scores.filter(status=ScoreStatus.VALID).exists() else _failure_reason(job)
-    ScoringJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
-        status=JobStatus.FAILED if reason else JobStatus.FINISHED,
-        failure_reason=reason,
-        finished_at=timezone.now(),
+
+    def failure() -> str:
+        _merge_unmerged(job)
+        return "" if job.scores.filter(status=ScoreStatus.VALID).exists() else _failure_reason(job)
+
+    jobs.job_finish_if_done(
+        job, pending=job.scores.filter(status=ScoreStatus.PENDING), failure=failure
     )
 
 
@@ -584,7 +664,7 @@ def _merge_unmerged(job: ScoringJob) -> None:
     job's watch finishes the job, and must not leave that conversation out of the report."""
     merged = ConversationResult.objects.filter(job=job).values("conversation_id")
     unmerged = Conversation.objects.filter(judge_scores__job=job).exclude(pk__in=merged)
-    for conversation in unmerged.distinct():
+    for conversation in unmerged.defer(*(name.split("__")[1] for name in UNREAD)).distinct():
         conversation_merge(job, conversation)
 
 

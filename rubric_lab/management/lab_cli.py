@@ -18,8 +18,7 @@ from rubric_lab.services.inline import LabJobKind, job_execute_inline
 
 def _kinds() -> dict[str, LabJobKind]:
     # The Celery tasks are imported here, when a command runs: not at import time of the app.
-    from rubric_lab.tasks import generation_start
-    from rubric_lab.tasks_evaluation import coverage_start, sensitivity_start
+    from rubric_lab.tasks import coverage_start, generation_start, sensitivity_start
 
     return {
         "generation": LabJobKind(

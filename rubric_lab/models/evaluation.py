@@ -14,7 +14,7 @@ from benchmark.models import (
     BenchmarkEntry,
     BenchmarkSet,
     Conversation,
-    CostLimited,
+    Job,
     JobStatus,
     Run,
 )
@@ -57,23 +57,19 @@ class LeasedWork(models.Model):
         abstract = True
 
 
-class EvaluationJob(CostLimited):
-    """What every study shares: a name, its status, its cost limit and who started it."""
+class EvaluationJob(Job):
+    """What every study shares besides a job's fields: a name. A study is running from the
+    moment it is made (its units are created with it), and who started it is not looked up
+    from the person (no reverse accessor)."""
 
     name = models.CharField(max_length=200)
-    use_cache = models.BooleanField(default=True)
-    concurrency = models.PositiveSmallIntegerField(default=8)
     status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.RUNNING)
-    failure_reason = RedactedTextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
+    class Meta(Job.Meta):
         abstract = True
-        ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return self.name

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import models
 
 from benchmark.fields import RedactedTextField
-from benchmark.models import Conversation, CostLimited, JobStatus, Run
+from benchmark.models import Conversation, Job, Run
 
 
 class PassageOrigin(models.TextChoices):
@@ -73,7 +73,7 @@ class GenerationMethod(models.TextChoices):
     DIRECT = "direct", "Direct generation (one model call, the baseline)"
 
 
-class GenerationJob(CostLimited):
+class GenerationJob(Job):
     """One launch of the pipeline over one or more conversations, with pinned options."""
 
     name = models.CharField(max_length=200)
@@ -100,18 +100,6 @@ class GenerationJob(CostLimited):
     # Per model stage: {"temperature": t, "top_p": p}; a stage left out (or a null value)
     # uses the provider's default.
     sampling = models.JSONField(default=dict, blank=True)
-    use_cache = models.BooleanField(default=True)
-    concurrency = models.PositiveSmallIntegerField(default=8)
-    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
-    failure_reason = RedactedTextField(blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return self.name

@@ -15,11 +15,11 @@ from collections.abc import Callable
 from decimal import Decimal
 
 from django.db import transaction
-from django.utils import timezone
 
 from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers.model_strings import check_model_string
 from benchmark.models import JobStatus, Run
+from benchmark.services import jobs
 from rubric_lab.engine import perturb
 from rubric_lab.models import (
     AblationArm,
@@ -163,9 +163,7 @@ def _finish_if_done(study: AblationStudy) -> bool:
     )
     if running or waiting:
         return True
-    AblationStudy.objects.filter(pk=study.pk, status=JobStatus.RUNNING).update(
-        status=JobStatus.FINISHED, finished_at=timezone.now()
-    )
+    jobs.job_finish(study)
     return False
 
 

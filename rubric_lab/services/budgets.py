@@ -99,14 +99,14 @@ def limit_reached(job: models.Model) -> bool:
     """The dispatchers' check: True (and the job paused) once the job, or the ablation it
     belongs to, spent its limit."""
     study = ablation_of(job)
-    if study is not None and cost_limit_reached(study, spent=job_spent(study)):
+    if study is not None and cost_limit_reached(study, spent=lambda: job_spent(study)):
         type(job).objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
             status=JobStatus.PAUSED,
             stop_reason=f"Paused with its ablation study {study.name!r}, which reached its cost "
             f"limit of {money(study.cost_limit_usd)}. Resume the ablation study to continue.",
         )
         return True
-    return cost_limit_reached(job, spent=job_spent(job))
+    return cost_limit_reached(job, spent=lambda: job_spent(job))
 
 
 def ablation_of(job: models.Model) -> AblationStudy | None:

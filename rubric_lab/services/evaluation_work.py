@@ -22,7 +22,7 @@ from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers.redaction import failure_text
 from benchmark.engine.structured import StructuredFailure
 from benchmark.models import JobStatus
-from benchmark.services import accounting
+from benchmark.services import accounting, jobs
 from benchmark.services.conversations import model_router
 from benchmark.services.leases import (
     Heartbeat,
@@ -132,17 +132,14 @@ def job_finish_if_done(job_model, job, rows_of: Callable[[Any], models.QuerySet]
     """Once nothing is pending: finished, or failed with the commonest reason when every unit
     failed (a job with nothing usable has nothing to report)."""
     rows = rows_of(job)
-    if rows.filter(status=PENDING).exists():
-        return
-    reason = ""
-    if rows.exists() and not rows.exclude(status=FAILED).exists():
+
+    def failure() -> str:
+        if not rows.exists() or rows.exclude(status=FAILED).exists():
+            return ""
         common = rows.values_list("failure_reason").annotate(n=Count("id")).order_by("-n").first()
-        reason = f"All {rows.count()} units failed; commonest reason: {common[0]}"
-    job_model.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
-        status=JobStatus.FAILED if reason else JobStatus.FINISHED,
-        failure_reason=reason,
-        finished_at=timezone.now(),
-    )
+        return f"All {rows.count()} units failed; commonest reason: {common[0]}"
+
+    jobs.job_finish_if_done(job, pending=rows.filter(status=PENDING), failure=failure)
 
 
 def work_relaunch(job_model, job, rows_of: Callable[[Any], models.QuerySet]) -> None:

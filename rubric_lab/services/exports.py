@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from benchmark.engine.csv_export import frame_csv
+from common.csv_export import frame_csv
 from jury.engine import stats
 
 # URL suffix -> (stats format, content type)

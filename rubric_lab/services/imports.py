@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from benchmark.engine.text_files import NotText, decode_text
 from benchmark.models import Run
 from benchmark.services.imports import ImportRefused, conversations_import
+from common.text_files import NotText, decode_text
 from rubric_lab.engine import healthbench
 from rubric_lab.models import ExpertCriteriaUpload, ExpertCriterion
 

@@ -24,7 +24,7 @@ from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers.model_strings import check_model_string
 from benchmark.engine.providers.redaction import failure_text
 from benchmark.models import Conversation, JobStatus, Run
-from benchmark.services import accounting
+from benchmark.services import accounting, jobs
 from benchmark.services.conversations import model_router
 from benchmark.services.leases import (
     Heartbeat,
@@ -202,19 +202,12 @@ def generation_dispatch(
 
 
 def job_finish_if_done(job: GenerationJob) -> None:
-    counts = job.generations.aggregate(
-        open=Count("pk", filter=Q(status=GenerationStatus.PENDING)),
-        finished=Count("pk", filter=Q(status=GenerationStatus.FINISHED)),
-        failed=Count("pk", filter=Q(status=GenerationStatus.FAILED)),
-    )
-    if counts["open"]:
-        return
-    status, reason = JobStatus.FINISHED, ""
-    if not counts["finished"]:
-        status, reason = JobStatus.FAILED, "no generation produced a rubric"
-    GenerationJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
-        status=status, failure_reason=reason, finished_at=timezone.now()
-    )
+    def failure() -> str:
+        produced = job.generations.filter(status=GenerationStatus.FINISHED).exists()
+        return "" if produced else "no generation produced a rubric"
+
+    pending = job.generations.filter(status=GenerationStatus.PENDING)
+    jobs.job_finish_if_done(job, pending=pending, failure=failure)
 
 
 def job_id_of(generation_id: int) -> int | None:

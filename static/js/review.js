@@ -280,11 +280,14 @@
 
   // --- text kept in the browser until the server has it ---------------------------------------
 
-  const draftKey = `healthbench:unsaved:${root.dataset.user}:${root.dataset.item}`;
+  const draftKey = `review:unsaved:${root.dataset.user}:${root.dataset.item}`;
+  // Text kept under the product's former name is still put back (then saved under the new key).
+  const formerDraftKey = `healthbench:unsaved:${root.dataset.user}:${root.dataset.item}`;
 
   function readDraft() {
     try {
-      return JSON.parse(window.localStorage.getItem(draftKey)) || { fields: {} };
+      const kept = window.localStorage.getItem(draftKey) ?? window.localStorage.getItem(formerDraftKey);
+      return JSON.parse(kept) || { fields: {} };
     } catch {
       return { fields: {} };
     }
@@ -292,6 +295,7 @@
 
   function writeDraft(draft) {
     try {
+      window.localStorage.removeItem(formerDraftKey);
       if (Object.keys(draft.fields).length) window.localStorage.setItem(draftKey, JSON.stringify(draft));
       else window.localStorage.removeItem(draftKey);
     } catch {
@@ -446,7 +450,7 @@
 
   // The session ends a fixed time after the last request of any tab; every answer says how
   // long is left, and the tabs share the latest word through localStorage.
-  const sharedDeadline = `healthbench:session-ends:${root.dataset.user}`;
+  const sharedDeadline = `review:session-ends:${root.dataset.user}`;
   let deadline = 0;
   let leaving = false;
 

@@ -2,7 +2,7 @@
 scores constructed against the offline judges, and re-scores executed in this process."""
 
 from accounts.models import Track
-from alignment.services import loop
+from alignment.services import rescoring as loop
 from jury.models import RubricResult
 from jury.services import juries
 from tests.annotation.conftest import annotators, new_study

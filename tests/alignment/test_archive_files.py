@@ -46,7 +46,7 @@ def sent(monkeypatch):
 
 def uploaded(client, data: bytes) -> ArchiveJob:
     upload = SimpleUploadedFile("paper.zip", data, content_type="application/zip")
-    client.post(reverse("annotation:staff_archive_import"), {"file": upload})
+    client.post(reverse("alignment:archive_import"), {"file": upload})
     return ArchiveJob.objects.get()
 
 
@@ -95,7 +95,7 @@ def test_an_upload_is_deleted_once_its_import_failed(
 
 def test_an_upload_refused_in_the_request_is_deleted_there(researcher_client, folder):
     response = researcher_client.post(
-        reverse("annotation:staff_archive_import"),
+        reverse("alignment:archive_import"),
         {"file": SimpleUploadedFile("notes.zip", rezip({"notes.txt": b"hello"}))},
     )
     assert b"manifest.json is missing" in response.content
@@ -181,10 +181,10 @@ def test_an_export_is_offered_for_its_hours_then_deleted(
     researcher_client, world_study, folder, settings, sent, django_capture_on_commit_callbacks
 ):
     settings.ARCHIVE_DOWNLOAD_HOURS = 24
-    researcher_client.post(reverse("annotation:staff_study_archive", args=[world_study.pk]))
+    researcher_client.post(reverse("alignment:study_archive", args=[world_study.pk]))
     job = run(ArchiveJob.objects.get().pk, django_capture_on_commit_callbacks)
-    page_url = reverse("annotation:staff_archive_job", args=[job.pk])
-    download = reverse("annotation:staff_archive_download", args=[job.pk])
+    page_url = reverse("alignment:archive_job", args=[job.pk])
+    download = reverse("alignment:archive_download", args=[job.pk])
     assert files(folder) == [os.path.basename(job.file_path)]
     page = researcher_client.get(page_url).content.decode()
     assert "archive-download" in page and "Offered until" in page

@@ -40,19 +40,17 @@ def upload(data: bytes, name: str = "paper.zip") -> SimpleUploadedFile:
 
 def test_the_study_page_has_the_export_button(researcher_client, world_study):
     page = researcher_client.get(reverse("annotation:staff_study", args=[world_study.pk]))
-    assert reverse("annotation:staff_study_archive", args=[world_study.pk]).encode() in (
-        page.content
-    )
+    assert reverse("alignment:study_archive", args=[world_study.pk]).encode() in (page.content)
     assert b"Export archive" in page.content
 
 
 def test_export_runs_as_a_job_with_progress_then_a_download(
     researcher_client, world_study, archive_folder
 ):
-    url = reverse("annotation:staff_study_archive", args=[world_study.pk])
+    url = reverse("alignment:study_archive", args=[world_study.pk])
     response = researcher_client.post(url, {"with_usernames": "1"})
     job = ArchiveJob.objects.get()
-    assert response["Location"] == reverse("annotation:staff_archive_job", args=[job.pk])
+    assert response["Location"] == reverse("alignment:archive_job", args=[job.pk])
     assert job.with_usernames and job.status == ArchiveJobStatus.QUEUED
     page = researcher_client.get(response["Location"], HTTP_HX_REQUEST="true")
     assert b'hx-trigger="every 2s"' in page.content and b"<html" not in page.content
@@ -61,7 +59,7 @@ def test_export_runs_as_a_job_with_progress_then_a_download(
 
     page = researcher_client.get(response["Location"])
     assert b"every 2s" not in page.content and b"archive-download" in page.content
-    download = researcher_client.get(reverse("annotation:staff_archive_download", args=[job.pk]))
+    download = researcher_client.get(reverse("alignment:archive_download", args=[job.pk]))
     data = b"".join(download.streaming_content)
     assert download["Content-Disposition"].startswith("attachment")
     assert (
@@ -75,16 +73,14 @@ def test_export_runs_as_a_job_with_progress_then_a_download(
 
 def test_the_studies_list_links_the_import_page(researcher_client):
     page = researcher_client.get(reverse("annotation:staff_studies"))
-    assert reverse("annotation:staff_archive_import").encode() in page.content
+    assert reverse("alignment:archive_import").encode() in page.content
 
 
 def test_an_uploaded_archive_is_imported_by_a_job(researcher_client, world_study, archive_folder):
     data = archive_bytes(world_study)
-    response = researcher_client.post(
-        reverse("annotation:staff_archive_import"), {"file": upload(data)}
-    )
+    response = researcher_client.post(reverse("alignment:archive_import"), {"file": upload(data)})
     job = ArchiveJob.objects.get()
-    assert response["Location"] == reverse("annotation:staff_archive_job", args=[job.pk])
+    assert response["Location"] == reverse("alignment:archive_job", args=[job.pk])
     archive_job_run(job.pk)
     job.refresh_from_db()
     assert job.status == ArchiveJobStatus.FINISHED and job.percent == 100
@@ -98,7 +94,7 @@ def test_an_uploaded_archive_is_imported_by_a_job(researcher_client, world_study
 
 def test_a_foreign_upload_is_refused_on_the_page(researcher_client, archive_folder):
     response = researcher_client.post(
-        reverse("annotation:staff_archive_import"), {"file": upload(b"name,score\nx,1\n", "a.csv")}
+        reverse("alignment:archive_import"), {"file": upload(b"name,score\nx,1\n", "a.csv")}
     )
     assert response.status_code == 200
     assert b"not a zip archive" in response.content
@@ -109,7 +105,7 @@ def test_a_foreign_upload_is_refused_on_the_page(researcher_client, archive_fold
 def test_an_archive_over_its_own_limit_is_refused(researcher_client, settings, archive_folder):
     settings.ARCHIVE_UPLOAD_LIMIT_MB = 1
     big = upload(b"0" * 1_500_000)
-    response = researcher_client.post(reverse("annotation:staff_archive_import"), {"file": big})
+    response = researcher_client.post(reverse("alignment:archive_import"), {"file": big})
     assert b"ARCHIVE_UPLOAD_LIMIT_MB" in response.content
     assert not ArchiveJob.objects.exists()
 
@@ -119,7 +115,7 @@ def test_archives_above_the_general_upload_limit_are_accepted(
 ):
     settings.UPLOAD_LIMIT_MB = 0  # every other upload form would refuse any file now
     response = researcher_client.post(
-        reverse("annotation:staff_archive_import"), {"file": upload(archive_bytes(world_study))}
+        reverse("alignment:archive_import"), {"file": upload(archive_bytes(world_study))}
     )
     assert response.status_code == 302
 
@@ -129,9 +125,7 @@ def test_a_tampered_archive_fails_its_job_and_saves_nothing(
 ):
     contents = members(archive_bytes(world_study))
     contents["data/events.jsonl"] = contents["data/events.jsonl"].replace(b"e0001", b"e9999", 1)
-    researcher_client.post(
-        reverse("annotation:staff_archive_import"), {"file": upload(rezip(contents))}
-    )
+    researcher_client.post(reverse("alignment:archive_import"), {"file": upload(rezip(contents))})
     job = ArchiveJob.objects.get()
     studies = Study.objects.count()
     archive_job_run(job.pk)
@@ -139,7 +133,7 @@ def test_a_tampered_archive_fails_its_job_and_saves_nothing(
     assert job.status == ArchiveJobStatus.FAILED
     assert "data/events.jsonl does not match its sha256" in job.error
     assert Study.objects.count() == studies
-    page = researcher_client.get(reverse("annotation:staff_archive_job", args=[job.pk]))
+    page = researcher_client.get(reverse("alignment:archive_job", args=[job.pk]))
     assert b"Nothing was imported" in page.content
 
 
@@ -150,7 +144,7 @@ def test_the_commands_export_and_import_a_study(world_study, tmp_path):
     assert "Wrote" in out.getvalue()
     manifest = json.loads(zipfile.ZipFile(path).read("manifest.json"))
     assert manifest["study"]["name"] == "Archive study"
-    assert manifest["format"] == "healthbench-lab-study-archive"
+    assert manifest["format"] == "carejury-study-archive"
     out = io.StringIO()
     call_command("import_study", str(path), stdout=out)
     assert "Imported study" in out.getvalue()

@@ -7,7 +7,7 @@ import io
 import pytest
 from django.core.cache import cache
 
-from alignment.services import loop
+from alignment.services import rescoring as loop
 from annotation.models import Assignment
 from annotation.services.studies import StudySpec, study_create
 from jury.models import ScoringJob

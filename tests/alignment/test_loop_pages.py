@@ -8,8 +8,8 @@ import pytest
 from django.core.cache import cache
 from django.urls import reverse
 
-from alignment.forms_loop import version_field
-from alignment.services import loop
+from alignment.forms.rescoring import version_field
+from alignment.services import rescoring as loop
 from annotation.models import Project, Study
 from jury.models import Jury, ScoringJob
 from jury.services import juries, rubrics, scoring

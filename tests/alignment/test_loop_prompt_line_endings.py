@@ -6,8 +6,8 @@ import pytest
 from django.core.cache import cache
 from django.urls import reverse
 
-from alignment.forms_loop import version_field
-from alignment.services import loop
+from alignment.forms.rescoring import version_field
+from alignment.services import rescoring as loop
 from jury.models import ScoreStatus
 from jury.services import scoring
 from tests.alignment.loop_support import constructed_study, judged_versions

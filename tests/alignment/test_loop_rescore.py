@@ -3,7 +3,7 @@ rubric versions, judge prompt variants and the response cache."""
 
 import pytest
 
-from alignment.services import loop
+from alignment.services import rescoring as loop
 from jury.models import ConversationResult, JudgeScore, RubricResult, RubricVersion
 from jury.services import juries, rubrics, scoring
 from tests.alignment.loop_support import constructed_study, judged_versions, rescored

@@ -6,13 +6,11 @@ import re
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 
-from accounts.models import Role, Track
 from audit.models import AuditEvent
-from tests.conftest import make_user
-from tests.foundation.access_table import PAGES, build_objects
+from tests.foundation.access_table import PAGES, access_world
+from tests.support.layers import PROJECT_PACKAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 # Downloads chosen by the query string rather than the path.
@@ -23,7 +21,7 @@ DOWNLOADS = {
     "jury:report_export": "table", "rubric_lab:sensitivity_export": "table",
     "rubric_lab:coverage_export": "table", "rubric_lab:coverage_compare_export": "table",
     "rubric_lab:refine_export": "table",
-    "annotation:staff_study_export": "annotations", "annotation:staff_archive_download": "archive",
+    "annotation:staff_study_export": "annotations", "alignment:archive_download": "archive",
     "alignment:export": "table", "alignment:figure": "figure", "alignment:trend_figure": "figure",
     "alignment:loop_comparison_csv": "table", "alignment:table_export": "table",
     "alignment:drift_export": "table",
@@ -35,16 +33,7 @@ DOWNLOADS = {
 
 @pytest.fixture(scope="module")
 def world(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock():
-        users = {
-            Role.ANNOTATOR: make_user("annie", Role.ANNOTATOR, Track.CLINICAL),
-            Role.RESEARCHER: make_user("rita", Role.RESEARCHER),
-            Role.ADMIN: make_user("adam", Role.ADMIN),
-        }
-        objects = build_objects(users)
-    yield users, objects
-    with django_db_blocker.unblock():
-        call_command("flush", interactive=False, verbosity=0)
+    yield from access_world(django_db_blocker)
 
 
 def attachment_name(response) -> str | None:
@@ -77,9 +66,8 @@ def test_no_module_but_the_download_helper_makes_an_attachment():
     pattern = re.compile(r"Content-Disposition|as_attachment|FileResponse\(")
     sources = [
         path.relative_to(ROOT)
-        for folder in ("accounts", "alignment", "annotation", "api", "audit", "benchmark",
-                       "config", "jury", "rubric_lab")
+        for folder in PROJECT_PACKAGES
         for path in (ROOT / folder).rglob("*.py")
-    ]  # fmt: skip
+    ]
     making = [path for path in sources if pattern.search((ROOT / path).read_text())]
     assert len(sources) > 100 and making == [Path("audit/downloads.py")]

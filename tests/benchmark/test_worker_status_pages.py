@@ -35,7 +35,7 @@ JOB_PAGES = [
     ("rubric_lab:coverage", "coverage_run", "running"),
     ("rubric_lab:refine", "refine_study", "running"),
     ("rubric_lab:ablation", "ablation_study", "running"),
-    ("annotation:staff_archive_job", "archive_job", "running"),
+    ("alignment:archive_job", "archive_job", "running"),
 ]
 STALLED = "No worker is reporting"
 

@@ -78,7 +78,7 @@ def test_a_run_page_and_a_scoring_job_page_keep_up_until_the_end(
     first, second = run.conversations.all()
     for score_id in job.scores.filter(conversation=first).values_list("id", flat=True):
         scoring.judge_score_execute(score_id)
-    monkeypatch.setattr(scoring, "model_router", lambda use_cache: JudgeDown())
+    monkeypatch.setattr(scoring, "model_router", lambda use_cache, **prices: JudgeDown())
     failing = list(job.scores.filter(conversation=second).values_list("id", flat=True))
     for score_id in failing:
         scoring.judge_score_execute(score_id)

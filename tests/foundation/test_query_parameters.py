@@ -6,12 +6,10 @@ good values still answer 200."""
 from urllib.parse import parse_qsl
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 
-from accounts.models import Role, Track
-from tests.conftest import make_user
-from tests.foundation.access_table import PAGES, build_objects
+from accounts.models import Role
+from tests.foundation.access_table import PAGES, access_world
 
 PAGE_BY_NAME = {page.name: page for page in PAGES}
 MISSING_UUID = "6b1f7a0e-4c2d-4e8f-9a3b-1c5d7e9f0a2b"
@@ -77,16 +75,7 @@ BAD = [
 
 @pytest.fixture(scope="module")
 def world(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock():
-        users = {
-            Role.ANNOTATOR: make_user("annie", Role.ANNOTATOR, Track.CLINICAL),
-            Role.RESEARCHER: make_user("rita", Role.RESEARCHER),
-            Role.ADMIN: make_user("adam", Role.ADMIN),
-        }
-        objects = build_objects(users)
-    yield users, objects
-    with django_db_blocker.unblock():
-        call_command("flush", interactive=False, verbosity=0)
+    yield from access_world(django_db_blocker)
 
 
 def url_of(name: str, objects: dict) -> str:

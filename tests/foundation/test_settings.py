@@ -4,6 +4,7 @@ import os
 import stat
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,22 @@ def test_it_rejects_a_data_dir_that_is_a_file(tmp_path):
     blocker.write_text("x")
     with pytest.raises(env.SettingsError, match="DATA_DIR .* is not writable"):
         env.data_dir({"DATA_DIR": str(blocker / "sub")}, tmp_path)
+
+
+def test_processes_starting_together_all_accept_the_same_data_dir(tmp_path):
+    """Several workers start at once on one DATA_DIR (the rehearsal starts three): each checks
+    that it may write there, and none may take another's check for a failure."""
+
+    def check(_) -> str:
+        try:
+            for _ in range(200):
+                env.data_dir({"DATA_DIR": str(tmp_path)}, tmp_path)
+        except env.SettingsError as error:
+            return str(error)
+        return ""
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        assert not [error for error in pool.map(check, range(6)) if error]
 
 
 def run_manage(tmp_path, **overrides) -> subprocess.CompletedProcess:

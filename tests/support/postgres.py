@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.workers import free_port
 
-DATABASE = "healthbench"
+DATABASE = "carejury"
 
 
 def postgres_bin_dir() -> Path | None:
@@ -37,7 +37,7 @@ class PrivatePostgres:
             pytest.skip("runuser is needed to run PostgreSQL as the postgres user")
         # Not under pytest's tmp_path: its folders are private to root, the server's user
         # must be able to reach its own.
-        self.home = Path(tempfile.mkdtemp(prefix="healthbench-pg-"))
+        self.home = Path(tempfile.mkdtemp(prefix="carejury-pg-"))
         self.data = self.home / "data"
         self.log = self.home / "server.log"
         self.port = free_port()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.management.commands.demo import Command as DemoCommand
+from portal.management.commands.demo import Command as DemoCommand
 from tests.support.workers import ROOT, free_port, wait_for
 
 

@@ -25,13 +25,18 @@ call_command("generate_set", name="restart set", size=2, seed=5, inline=True)
 call_command(
     "run_benchmark", "--name", "restart run", "--set", "restart set",
     "--model", "offline/careful", "--model", "offline/careless",
-    "--repetitions", "2", "--concurrency", "2", "--no-cache", "--no-wait",
+    "--repetitions", "2", "--concurrency", "1", "--no-cache", "--no-wait",
 )
 """
+# Started early and held at the readline, so that the scoring job is made the moment the test
+# says (a shell started then would take seconds to import Django on a busy machine, and the
+# run could finish meanwhile).
 SCORE = """
+import sys
 from django.core.management import call_command
 from benchmark.models import Run
 from jury.services.juries import jury_demo_ensure
+sys.stdin.readline()
 jury = jury_demo_ensure()
 call_command("score_run", Run.objects.get().pk, jury=jury.name, no_cache=True, concurrency=8)
 """
@@ -50,6 +55,19 @@ def manage(environment: dict, *arguments: str) -> None:
         capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert done.returncode == 0, f"manage.py {arguments[0]} failed:\n{done.stderr[-3000:]}"
+
+
+def manage_when_told(environment: dict, *arguments: str) -> subprocess.Popen:
+    """A manage.py command started now that does its work once `tell` writes a line to it."""
+    return subprocess.Popen(
+        [sys.executable, "manage.py", *arguments], cwd=ROOT, env=environment, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+
+def tell(process: subprocess.Popen) -> None:
+    stdout, stderr = process.communicate("go\n", timeout=180)
+    assert process.returncode == 0, f"the held command failed:\n{stderr[-3000:]}"
 
 
 def counts(server: PrivatePostgres, sql: str) -> dict:
@@ -79,6 +97,7 @@ def test_a_postgres_restart_mid_run_loses_and_repeats_nothing(tmp_path, postgres
     )
     manage(environment, "migrate", "--no-input")
     manage(environment, "shell", "-c", BUILD)
+    scorer = manage_when_told(environment, "shell", "-c", SCORE)
     worker = start_worker(environment, concurrency=4)
     try:
         wait_for(
@@ -86,7 +105,7 @@ def test_a_postgres_restart_mid_run_loses_and_repeats_nothing(tmp_path, postgres
             timeout=60,
             what="the first conversations",
         )
-        manage(environment, "shell", "-c", SCORE)
+        tell(scorer)
         wait_for(
             lambda: (
                 score_counts(postgres).get("valid", 0) > 0
@@ -107,6 +126,7 @@ def test_a_postgres_restart_mid_run_loses_and_repeats_nothing(tmp_path, postgres
             what="the run and the scoring job to finish after the restart",
         )
     finally:
+        scorer.kill()
         stop_worker(worker)
     log = (tmp_path / "worker.log").read_text()
     # The restart did hit work in flight (a failed query in a task, the watch or a cancel check).

@@ -48,7 +48,7 @@ from alignment.services.archive.tables import (
     target_table,
     translate_json_ids,
 )
-from alignment.services.loop import rescore_jobs
+from alignment.services.rescoring import rescore_jobs
 from annotation.models import CalibrationGuide, Study, StudyItem
 from jury.models import RubricVersion
 
@@ -178,7 +178,7 @@ def person_keys(selection: dict[str, QuerySet]) -> dict[int, str]:
 def app_version() -> str:
     """The package version, and the git commit when the site runs from a checkout."""
     try:
-        version = metadata.version("healthbench-lab")
+        version = metadata.version("carejury")
     except metadata.PackageNotFoundError:
         version = "unknown"
     try:
@@ -188,7 +188,7 @@ def app_version() -> str:
         ).stdout.strip()  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         commit = ""
-    return f"healthbench-lab {version}" + (f" (git {commit})" if commit else "")
+    return f"carejury {version}" + (f" (git {commit})" if commit else "")
 
 
 def archive_file_name(study: Study) -> str:

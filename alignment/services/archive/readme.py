@@ -5,11 +5,11 @@ from __future__ import annotations
 from alignment.engine import archive as fmt
 
 TEXT = """\
-HealthBench Lab study archive (format {name}, version {version})
+CareJury study archive (format {name}, version {version})
 
 One clinician study, whole: what the annotators saw, what they scored, what the jury said,
 and the agreement tables the site computed when the archive was written. Re-open it on any
-HealthBench Lab site with `manage.py import_study <this file>` or the staff page "Import a
+CareJury site with `manage.py import_study <this file>` or the staff page "Import a
 study archive"; the imported study is locked and reproduces these tables.
 
 manifest.json        format, version, when and by which site version this was written, the

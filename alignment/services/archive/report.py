@@ -21,7 +21,7 @@ from alignment.services.exports import STUDY_TABLES, agreement_export, study_tab
 from alignment.services.frames import study_frames
 from alignment.services.reports import ReportFilters, compute_report, ranked_disagreements
 from annotation.models import Study
-from benchmark.engine.csv_export import frame_csv
+from common.csv_export import frame_csv
 
 AGREEMENT_CSV = "tables/agreement.csv"
 AGREEMENT_MD = "tables/agreement.md"

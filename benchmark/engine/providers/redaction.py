@@ -7,8 +7,8 @@ values themselves when the caller knows them. `failure_text` is the one way an e
 becomes text a person reads. `redact_record` applies `redact` to a log record.
 
 Pure Python, no Django: the adapters use it where they build a ProviderError, the Django side
-before storing failure text (benchmark.fields.RedactedTextField) and before logging
-(config.redaction).
+before storing failure text (benchmark.fields.RedactedTextField, with benchmark.redaction) and
+before logging (config.redaction).
 """
 
 from __future__ import annotations

@@ -150,3 +150,31 @@ def test_it_keeps_unicode_arguments_intact(make_client, llm_server, user_request
     response = make_client("openai/gpt-5.5").chat(user_request("openai/gpt-5.5"))
 
     assert json.loads(response.tool_calls[0].arguments) == {"reason": "douleur à la poitrine"}
+
+
+def test_the_request_goes_out_as_the_sdk_would_send_it_without_its_per_call_transform(
+    make_client, llm_server, monkeypatch
+):
+    """The SDK's chat.completions.create walks the whole history and tool list through its
+    type-driven transform on every call; the adapter posts the body it built instead, and the
+    server must receive exactly what create() would have sent."""
+    import openai.resources.chat.completions.completions as completions
+
+    request = conversation_with_tool_round("openai/gpt-5.5")
+    client = make_client("openai/gpt-5.5")
+    provider = client._provider
+    provider._client.chat.completions.create(**provider.render(request))
+    sent_by_create = llm_server.requests[0]
+
+    def no_transform(*args, **kwargs):
+        raise AssertionError("the SDK's request transform ran")
+
+    monkeypatch.setattr(completions, "maybe_transform", no_transform)
+    client.chat(request)
+
+    sent = llm_server.requests[1]
+    assert (sent.path, sent.body) == (sent_by_create.path, sent_by_create.body)
+    headers = [
+        {name.lower(): value for name, value in r.headers.items()} for r in (sent, sent_by_create)
+    ]
+    assert headers[0]["authorization"] == headers[1]["authorization"] == "Bearer test-openai-key"

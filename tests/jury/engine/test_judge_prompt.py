@@ -1,13 +1,17 @@
 import inspect
 import re
+from dataclasses import fields
 
 import pytest
 
 from jury.engine.prompt import (
+    ConversationText,
     PromptTemplateError,
     parse_judge_template,
     prompt_hash,
+    render_conversation,
     render_judge_prompt,
+    render_judge_prompt_for,
 )
 from jury.engine.rubrics import load_rubrics
 
@@ -146,6 +150,27 @@ def test_a_template_without_the_user_marker_is_rejected():
 def test_the_renderer_cannot_be_given_a_model_or_agent():
     parameters = set(inspect.signature(render_judge_prompt).parameters)
     assert parameters == {"rubric", "profile", "scenario", "events", "template"}
+    assert set(inspect.signature(render_conversation).parameters) == {
+        "profile",
+        "scenario",
+        "events",
+    }
+    assert set(inspect.signature(render_judge_prompt_for).parameters) == {
+        "rubric",
+        "conversation",
+        "template",
+    }
+    assert {field.name for field in fields(ConversationText)} == {"profile", "scenario", "trace"}
+
+
+def test_a_conversation_rendered_once_gives_every_rubric_the_same_prompt_as_rendering_anew(
+    rubrics,
+):
+    conversation = render_conversation(profile=PROFILE, scenario=SCENARIO, events=EVENTS)
+    for rubric in (rubric for rubric in rubrics.values() if rubric.judged):
+        assert render_judge_prompt_for(rubric, conversation=conversation) == render_judge_prompt(
+            rubric, profile=PROFILE, scenario=SCENARIO, events=EVENTS
+        )
 
 
 def test_an_empty_last_patient_message_reads_as_the_patient_leaving():

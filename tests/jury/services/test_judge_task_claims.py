@@ -36,7 +36,7 @@ def test_a_late_failing_copy_does_not_overwrite_a_valid_score(
 ):
     score = a_pending_score(played_run, offline_jury)
     router = ValidStoredMeanwhileThenDown(score.pk)
-    monkeypatch.setattr(scoring, "model_router", lambda use_cache: router)
+    monkeypatch.setattr(scoring, "model_router", lambda use_cache, **prices: router)
     assert scoring.judge_score_execute(score.pk)
     score.refresh_from_db()
     assert (score.status, score.score) == (ScoreStatus.VALID, 5)

@@ -41,7 +41,7 @@ class Down:
 
 
 def route_judges(monkeypatch, router) -> None:
-    monkeypatch.setattr(scoring, "model_router", lambda use_cache: router)
+    monkeypatch.setattr(scoring, "model_router", lambda use_cache, **prices: router)
 
 
 def test_every_judge_scores_every_scorable_conversation_on_every_judged_rubric(scored_job):

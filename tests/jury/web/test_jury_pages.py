@@ -151,7 +151,7 @@ def poll_job(client, job) -> str:
 def judge(score_ids, monkeypatch=None, router=None) -> None:
     """Execute these judge calls in this process, through `router` when given."""
     if router is not None:
-        monkeypatch.setattr(scoring, "model_router", lambda use_cache: router)
+        monkeypatch.setattr(scoring, "model_router", lambda use_cache, **prices: router)
     for score_id in score_ids:
         scoring.judge_score_execute(score_id)
     if router is not None:

@@ -1,0 +1,134 @@
+"""Re-scoring a study with another jury configuration, and comparing every
+configuration scored on it. Staff only; the work is in alignment.services.rescoring."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django_htmx.http import HttpResponseClientRefresh
+
+from accounts.access import STAFF, role_required
+from alignment.forms.rescoring import RescoreForm, new_jury_form
+from alignment.services import rescoring
+from annotation.models import Study
+from audit.downloads import download_response
+from common.query import query_choice, query_flag
+from jury.services import juries, scoring
+from jury.tasks import scoring_start
+
+
+@role_required(*STAFF)
+def rescore(request: HttpRequest, pk: int) -> HttpResponse:
+    study = get_object_or_404(Study, pk=pk)
+    juries.jury_demo_ensure()
+    data = request.POST if request.method == "POST" else None
+    form, jury_form = RescoreForm(data, study=study), new_jury_form(data)
+    if request.method == "POST" and _valid(form, jury_form):
+        jobs = _launch(request, study, form, jury_form)
+        if jobs:
+            queued = sum(scoring_start(job) for job in jobs)
+            messages.success(request, f"Queued {queued} judge calls on {len(jobs)} job(s).")
+            return redirect("alignment:loop_comparison", study.pk)
+    return render(
+        request,
+        "alignment/rescore.html",
+        {
+            "study": study,
+            "form": form,
+            "jury_form": jury_form,
+            "annotated": rescoring.annotated_conversations(study).count(),
+            "configurations": rescoring.study_configurations(study),
+        },
+    )
+
+
+def _valid(form: RescoreForm, jury_form) -> bool:
+    """The new-jury fields are checked only when a new jury is asked for."""
+    return form.is_valid() and (not form.creates_jury or jury_form.is_valid())
+
+
+def _launch(request, study: Study, form: RescoreForm, jury_form) -> list:
+    """Create the new jury (if asked) and the jobs together: a refused launch keeps neither."""
+    try:
+        with transaction.atomic():
+            jury = (
+                juries.jury_create(**jury_form.jury_arguments(), actor=request.user)
+                if form.creates_jury
+                else form.existing_jury()
+            )
+            return rescoring.study_rescore(
+                study,
+                jury=jury,
+                rubric_versions=form.chosen_versions(),
+                judge_template=form.cleaned_data["judge_template"],
+                use_cache=form.cleaned_data["use_cache"],
+                user=request.user,
+            )
+    except scoring.ScoringError as error:
+        form.add_error(None, str(error))
+        return []
+
+
+@role_required(*STAFF)
+def comparison(request: HttpRequest, pk: int) -> HttpResponse:
+    study = get_object_or_404(Study, pk=pk)
+    configurations = rescoring.study_configurations(study)
+    running = [c for c in configurations if c.running]
+    if query_choice(request.GET, "fragment", ["progress"]) and request.htmx:
+        if not running:
+            # The last job just finished: reload so the figures include its scores.
+            return HttpResponseClientRefresh()
+        return render(
+            request,
+            "alignment/jury_comparison.html#loop-progress",
+            {"study": study, "running": _with_progress(running)},
+        )
+    include_synthetic = query_flag(request.GET, "synthetic", on="include")
+    result = rescoring.jury_comparison(
+        study, baseline=_baseline(request, configurations),
+        include_synthetic=include_synthetic,
+    )  # fmt: skip
+    return render(
+        request,
+        "alignment/jury_comparison.html",
+        {
+            "study": study,
+            "comparison": result,
+            "running": _with_progress(running),
+            "metrics": rescoring.METRICS,
+            "include_synthetic": include_synthetic,
+            "csv_url": _csv_url(study, result),
+        },
+    )
+
+
+@role_required(*STAFF)
+def comparison_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    study = get_object_or_404(Study, pk=pk)
+    result = rescoring.jury_comparison(
+        study, baseline=_baseline(request, rescoring.study_configurations(study)),
+        include_synthetic=query_flag(request.GET, "synthetic", on="include"),
+    )  # fmt: skip
+    return download_response(
+        request, rescoring.comparison_csv(result), filename=f"study-{study.pk}-juries.csv",
+        content_type="text/csv; charset=utf-8", kind="table", target=study,
+    )  # fmt: skip
+
+
+def _baseline(request: HttpRequest, configurations) -> str:
+    keys = [configuration.key for configuration in configurations]
+    return query_choice(request.GET, "baseline", keys, default=rescoring.ORIGINAL)
+
+
+def _with_progress(configurations) -> list[tuple]:
+    return [(c, rescoring.configuration_progress(c)) for c in configurations]
+
+
+def _csv_url(study: Study, result: rescoring.Comparison) -> str:
+    query = f"baseline={result.baseline}"
+    if result.include_synthetic:
+        query += "&synthetic=include"
+    return f"{reverse('alignment:loop_comparison_csv', args=[study.pk])}?{query}"

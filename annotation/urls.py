@@ -1,6 +1,0 @@
-from annotation.urls_annotator import urlpatterns as annotator_urls
-from annotation.urls_staff import urlpatterns as staff_urls
-
-app_name = "annotation"
-
-urlpatterns = annotator_urls + staff_urls

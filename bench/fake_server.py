@@ -1,0 +1,70 @@
+"""The fake model server with the rehearsal's stand-in models, in a process of its own.
+
+Benches that measure the CPU of the platform's processes leave the fake server's out; in a
+process of its own it is easy to leave out. `running(latency_seconds)` starts it and yields
+its URL; run as a script it prints the URL and serves until stopped.
+
+    .venv/bin/python bench/fake_server.py --latency 0.2
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+READY_TIMEOUT = 120  # seconds; a busy 2-core machine starts Python slowly
+
+
+@contextlib.contextmanager
+def running(latency_seconds: float) -> Iterator[str]:
+    """The server in a child process answering after `latency_seconds`; yields its URL."""
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--latency", str(latency_seconds)],
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        url = _first_line(server)
+        yield url
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+def _first_line(server: subprocess.Popen) -> str:
+    found: list[str] = []
+    reader = threading.Thread(target=lambda: found.append(server.stdout.readline().strip()))
+    reader.start()
+    reader.join(READY_TIMEOUT)
+    if not found or not found[0].startswith("http"):
+        raise RuntimeError(f"the fake model server did not start (exit code {server.poll()})")
+    return found[0]
+
+
+def main(argv: list[str]) -> int:
+    from bench import fake_models
+    from tests.fakes.llm_server import running_fake_llm_server
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=fake_models.PROVIDER_SECONDS)
+    options = parser.parse_args(argv)
+    fake_models.PROVIDER_SECONDS = options.latency
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    with running_fake_llm_server(responder=fake_models.respond, record=False) as fake:
+        print(fake.url, flush=True)
+        stopped.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,133 @@
+"""Build a ready-to-use demo site on the embedded default and optionally serve it: a benchmark
+run, its jury scores, clinician studies and the rubric lab, each built by its own app."""
+
+import logging
+import socket
+import sys
+import time
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.core.management.commands.runserver import naiveip_re
+
+from accounts.services import demo_people_ensure
+from annotation.services.demo import annotation_demo_ensure
+from benchmark.tasks import enrichment_start, run_dispatch_task
+from jury.tasks import scoring_start
+from portal.services import demo
+from rubric_lab.services.demo import lab_demo_build
+
+POLL_SECONDS = 0.5
+
+
+class Command(BaseCommand):
+    help = "Create demo users and demo data through the real pipeline (offline scripted provider)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--serve", action="store_true", help="start the site afterwards")
+        parser.add_argument("--addr", default="127.0.0.1:8000", help="address:port to serve on")
+        parser.add_argument(
+            "--cases",
+            type=int,
+            default=demo.DEMO_SET_SIZE,
+            help="cases in the demo set when it is first built (default %(default)s)",
+        )
+
+    def handle(self, *args, serve: bool, addr: str, cases: int, **options):
+        if cases < 1:
+            raise CommandError("--cases must be at least 1.")
+        if serve:
+            _check_address_free(addr)  # before minutes of work, and runserver would os._exit
+        call_command("migrate", interactive=False, verbosity=0)
+        people = demo_people_ensure()
+        self.stdout.write(
+            f"CareJury demo: data in {settings.DATA_DIR}, {settings.QUEUE_MODE} task "
+            "queue, offline scripted provider"
+        )
+        try:
+            with demo.demo_worker() as worker:
+                self.stdout.write(f"Worker started (pid {worker.pid}, log {_worker_log()})")
+                self._build_data(worker, cases)
+                self._print_logins(addr, people, serve)
+                if serve:
+                    self._serve(addr)
+        except KeyboardInterrupt:  # Ctrl-C while building: the worker is stopped already
+            raise SystemExit(130) from None
+
+    def _serve(self, addr: str) -> None:
+        # Every htmx poll would print a line: show only the requests that failed. A filter,
+        # not a level: the server's django.setup() configures the logging again.
+        logging.getLogger("django.server").addFilter(_failed_requests_only)
+        try:
+            call_command("runserver", addr, use_reloader=False, stdout=_Silent())
+        finally:
+            self.stdout.write("Stopping the demo and its worker...")
+
+    def _build_data(self, worker, cases: int) -> None:
+        def wait(count, total, label):
+            self._wait(worker, count, total, label)
+
+        benchmark_set = demo.demo_set_ensure(enrichment_start, wait, size=cases)
+        run = demo.demo_run_ensure(benchmark_set, lambda r: run_dispatch_task.delay(r.pk), wait)
+        job = demo.demo_scoring_ensure(run, scoring_start, wait)
+        annotation_demo_ensure(job)
+        lab_demo_build(run)
+
+    def _wait(self, worker, count, total: int, label: str) -> None:
+        """Poll until `count()` reaches `total`: one line per stage (updated in place on a
+        terminal); a worker that died is reported instead of waited on forever."""
+        started = time.monotonic()
+        live = sys.stdout.isatty()
+        while (done := count()) < total:
+            if worker.poll() is not None:
+                raise CommandError(
+                    f"The worker stopped (exit code {worker.returncode}); see {_worker_log()}."
+                )
+            if live:
+                self.stdout.write(f"\r  {label}: {done}/{total}", ending="")
+                self.stdout.flush()
+            time.sleep(POLL_SECONDS)
+        elapsed = time.monotonic() - started
+        self.stdout.write(("\r" if live else "") + f"  {label}: {total}/{total} ({elapsed:.0f} s)")
+
+    def _print_logins(self, addr: str, people, serve: bool) -> None:
+        stop = "; stop it with Ctrl-C" if serve else ""
+        self.stdout.write(self.style.SUCCESS(f"Demo site: http://{addr}/{stop}"))
+        for username, password, role in people:
+            self.stdout.write(f"  {role:<30} username {username:<11} password {password}")
+
+
+class _Silent:
+    """Swallows runserver's banner; its errors go to stderr and still show."""
+
+    def write(self, text: str) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+
+def _failed_requests_only(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING
+
+
+def _worker_log() -> str:
+    return str(settings.DATA_DIR / "worker.log")
+
+
+def _check_address_free(addr: str) -> None:
+    """Refuse an address runserver could not bind: it would exit without any cleanup."""
+    match = naiveip_re.match(addr)
+    if match is None:
+        raise CommandError(f"--addr {addr!r} is not a port or an address:port.")
+    host, _ipv4, ipv6, _fqdn, port = match.groups()
+    family = socket.AF_INET6 if ipv6 else socket.AF_INET
+    with socket.socket(family) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(((host or "127.0.0.1").strip("[]"), int(port)))
+        except OSError as error:
+            raise CommandError(
+                f"Cannot serve on {addr}: {error.strerror}. Pick another --addr."
+            ) from None

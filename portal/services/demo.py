@@ -1,0 +1,112 @@
+"""The demo site's data, produced by the real pipeline with the offline scripted provider."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from benchmark.models import BenchmarkSet, EntryStatus, JobStatus, Run
+from benchmark.services import agents as agent_services
+from benchmark.services import cases, runs
+from benchmark.services.workers import worker_start, worker_stop
+from jury.models import ScoringJob
+from jury.services import juries, scoring
+
+DEMO_SET = "Demo set (scripted)"
+DEMO_RUN = "Demo run (scripted)"
+DEMO_SET_SIZE = 24
+DEMO_MODELS = ("offline/careful", "offline/careless")
+DEMO_AGENTS = ("baseline", "clinically_grounded")
+
+Waiter = Callable[[Callable[[], int], int, str], None]
+
+
+def demo_set_ensure(
+    start: Callable[[BenchmarkSet], None], wait: Waiter, size: int = DEMO_SET_SIZE
+) -> BenchmarkSet:
+    """The demo set, sampled with `size` cases the first time, then reused."""
+    benchmark_set = BenchmarkSet.objects.filter(name=DEMO_SET).first()
+    if benchmark_set is None:
+        benchmark_set = cases.benchmark_set_create(
+            name=DEMO_SET,
+            distribution=cases.distribution_default_ensure(),
+            size=size,
+            sampler_seed=2026,
+            generator_model="offline/standard",
+        )
+    start(benchmark_set)
+    wait(
+        lambda: benchmark_set.entries.exclude(status=EntryStatus.PENDING).count(),
+        benchmark_set.size,
+        "demo cases",
+    )
+    return benchmark_set
+
+
+def demo_run_ensure(
+    benchmark_set: BenchmarkSet, dispatch: Callable[[Run], None], wait: Waiter
+) -> Run:
+    run = Run.objects.filter(name=DEMO_RUN).first()
+    if run is None:
+        agent_services.agent_configs_ensure_shipped()
+        latest = {c.slug: c for c in agent_services.latest_agent_configs()}
+        run = runs.run_launch(
+            name=DEMO_RUN,
+            benchmark_set=benchmark_set,
+            agents=[runs.AgentChoice(m, latest[a]) for m in DEMO_MODELS for a in DEMO_AGENTS],
+            patient_model="offline/patient",
+            concurrency=16,
+        )
+    if run.status == JobStatus.RUNNING:
+        dispatch(run)
+        total = run.conversations.count()
+        wait(
+            lambda: run.conversations.filter(
+                status__in=("finished", "failed", "cancelled")
+            ).count(),
+            total,
+            "demo conversations",
+        )
+    return run
+
+
+def demo_scoring_ensure(run: Run, start: Callable, wait: Waiter):
+    """Score the demo run with the scripted jury (standard + strict judges)."""
+    jury = juries.jury_demo_ensure()
+    job = ScoringJob.objects.filter(run=run, jury=jury).first()
+    if job is None:
+        job = scoring.scoring_launch(run=run, jury=jury)
+    start(job)
+    total = job.scores.count()
+    wait(lambda: total - scoring.scoring_progress(job)["pending"], total, "demo judge calls")
+    return job
+
+
+# --- the demo's own worker -------------------------------------------------------------------
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def demo_worker() -> Iterator[subprocess.Popen]:
+    """A worker that lives exactly as long as the demo.
+
+    The worker runs in its own session, so Ctrl-C in the terminal reaches only the demo, and
+    Python's default SIGTERM and SIGHUP would end the demo without any cleanup: both are turned
+    into SystemExit here, so every way the demo stops goes through the `finally` that stops
+    the worker.
+    """
+    previous = {sig: signal.signal(sig, _exit_on_signal) for sig in STOP_SIGNALS}
+    worker = worker_start()
+    try:
+        yield worker
+    finally:
+        worker_stop(worker)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _exit_on_signal(signum: int, frame) -> None:
+    raise SystemExit(128 + signum)

@@ -1,0 +1,57 @@
+"""The calibration trend page draws its charts once for a state of its rounds: an unchanged
+trend is served from the cache, a new annotation draws them again."""
+
+import re
+
+import pytest
+from django.core.cache import cache
+from django.urls import reverse
+
+from accounts.models import Track
+from alignment.services import figures
+from tests.alignment.conftest import annotate_study, near_jury
+from tests.annotation.conftest import new_study
+from tests.annotation.staff_support import annotate
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The charts drawn, by title."""
+    cache.clear()  # no chart of an earlier test
+    titles = []
+    draw = figures.trend_figure
+
+    def counted(*args, **kwargs):
+        titles.append(kwargs["title"])
+        return draw(*args, **kwargs)
+
+    monkeypatch.setattr(figures, "trend_figure", counted)
+    yield titles
+    cache.clear()
+
+
+def trend_charts(client, project_id: int) -> list[str]:
+    response = client.get(reverse("alignment:trend", args=[project_id]))
+    assert response.status_code == 200
+    return re.findall(r"<svg.*?</svg>", response.content.decode(), re.DOTALL)
+
+
+def test_an_unchanged_trend_is_drawn_once_and_a_new_annotation_draws_it_again(
+    researcher_client, scored_job, people, drawn
+):
+    calibration = new_study(scored_job, name="Round 1", kind="calibration", size=2)
+    target = new_study(scored_job, size=6)
+    annotate_study(target, scored_job, people)
+    first = trend_charts(researcher_client, target.project_id)
+    assert len(drawn) == 2 and len(first) == 2
+
+    assert trend_charts(researcher_client, target.project_id) == first
+    assert len(drawn) == 2
+
+    item = calibration.items.first()
+    person = people[Track.CLINICAL][0]
+    annotate(item, person, scores=near_jury(scored_job, item, Track.CLINICAL, 0))
+    assert trend_charts(researcher_client, target.project_id) != first
+    assert len(drawn) == 4
