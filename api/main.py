@@ -14,7 +14,7 @@ from api.auth import TokenRateThrottle, staff
 from api.routes import benchmark, jury, studies
 
 api = NinjaAPI(
-    title="HealthBench Lab API",
+    title="CareJury API",
     version="1",
     urls_namespace="api",
     # The schema and its docs page are pages: staff only, anonymous visitors sent to login.
