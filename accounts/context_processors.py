@@ -14,6 +14,7 @@ NAVIGATION = [
     ("Agents", "benchmark:agents", STAFF),
     ("Runs", "benchmark:runs", STAFF),
     ("Prices", "benchmark:prices", STAFF),
+    ("Endpoints", "benchmark:endpoints", ADMIN_ONLY),
     ("Rubrics", "jury:rubrics", EVERYONE),
     ("Juries", "jury:juries", STAFF),
     ("Reports", "jury:reports", STAFF),

@@ -109,3 +109,32 @@ class User(AbstractUser):
     def wants(self, kind: str) -> bool:
         """Whether this person wants notifications of `kind` (none are off by default)."""
         return kind not in self.notifications_off
+
+
+class TokenScope(models.TextChoices):
+    READ = "read", "Read: lists, status, tables, exports"
+    WRITE = "write", "Read and write: also launch, control and import"
+
+
+class ApiToken(models.Model):
+    """A staff member's personal access token for the JSON API. Only the SHA-256 digest of the
+    token is kept (tokens are 256 random bits: a fast hash is enough, and no one can read a
+    token back from the database); `prefix` is its first characters, shown so people can tell
+    their tokens apart."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, help_text="What it is for, e.g. the nightly script.")
+    prefix = models.CharField(max_length=16)
+    digest = models.CharField(max_length=64, unique=True)
+    scope = models.CharField(max_length=10, choices=TokenScope.choices, default=TokenScope.READ)
+    requests_per_minute = models.PositiveIntegerField(default=120)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

@@ -8,12 +8,13 @@ from django import forms
 
 from benchmark.engine.agents.agent_config import AgentConfigError
 from benchmark.engine.chat import ProviderError
+from benchmark.engine.providers.endpoints import EndpointError, parse_endpoints
 from benchmark.engine.providers.model_strings import check_model_string
 from benchmark.models import AgentConfig, BenchmarkSet, Distribution, JobStatus
 from benchmark.services import agents as agent_services
 from benchmark.services import prices
 from benchmark.services.runs import AgentChoice
-from common.uploads import uploaded_text
+from common.uploads import upload_size_check, uploaded_text
 
 MAX_SEED = 2**63 - 1  # seeds are stored in signed 64-bit columns
 MAX_COST_LIMIT = Decimal("99999999.99")  # Run.cost_limit_usd: 10 digits, 2 decimals
@@ -159,7 +160,8 @@ class RunForm(forms.Form):
     models = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text="Models under test, one per line (openai/…, anthropic/…, "
-        "openai-compatible/…, offline/careful, offline/careless).",
+        "openai-compatible/…, a named endpoint such as vllm-a/…, offline/careful, "
+        "offline/careless).",
     )
     agent_configs = forms.ModelMultipleChoiceField(
         queryset=AgentConfig.objects.none(),
@@ -254,3 +256,34 @@ class PriceForm(forms.Form):
             return prices.model_string_check(self.cleaned_data["model"])
         except prices.PriceError as error:
             raise forms.ValidationError(str(error)) from None
+
+
+class EndpointListForm(forms.Form):
+    yaml_text = forms.CharField(
+        widget=forms.Textarea(attrs={"class": "code", "rows": 18, "spellcheck": "false"}),
+        label="Endpoints (YAML)",
+        help_text="The format of benchmark/data/endpoints.yaml: a list of name, base_url, "
+        "api_key_env (the variable's name, never the key), and optionally "
+        "requests_per_minute, tokens_per_minute, concurrency.",
+    )
+    note = forms.CharField(max_length=300, required=False, label="Why")
+
+    def clean_yaml_text(self) -> str:
+        text = self.cleaned_data["yaml_text"]
+        try:
+            parse_endpoints(text)
+        except EndpointError as error:
+            raise forms.ValidationError(error.problems) from None
+        return text
+
+
+class ConversationImportForm(forms.Form):
+    file = forms.FileField(
+        validators=[upload_size_check],
+        help_text="JSON Lines, one conversation per line: OpenAI chat format (messages with "
+        "tool calls and results; optional id, model, patient_record, scenario), or a run "
+        "export of this site.",
+    )
+    name = forms.CharField(
+        max_length=200, required=False, help_text="Name of the imported run (default: the file's)."
+    )

@@ -508,3 +508,22 @@ class ModelPrice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model}: ${self.input_per_million} in / ${self.output_per_million} out"
+
+
+class ModelEndpointList(models.Model):
+    """The named model endpoints as an admin saved them (YAML, the format of
+    benchmark/data/endpoints.yaml). Rows are never changed: every save is a new row, and the
+    newest replaces the file's list (benchmark.services.endpoints)."""
+
+    yaml_text = models.TextField()
+    note = models.CharField(max_length=300, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-pk"]
+
+    def __str__(self) -> str:
+        return f"Endpoint list #{self.pk}"

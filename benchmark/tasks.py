@@ -81,6 +81,14 @@ def run_dispatch_task(run_id: int) -> None:
     watch_start("run", run_id)
 
 
+def run_start_after_commit(run: Run) -> None:
+    """Dispatch a launched or resumed run once its rows are committed (the launch page and the
+    API alike); a broker that is down leaves it held, as `queue_send` says."""
+    transaction.on_commit(
+        lambda: queue_send(partial(run_dispatch_task.delay, run.pk), what=f"run {run.name!r}")
+    )
+
+
 run_redispatch = watch.redispatcher(Run, partial(runs.run_dispatch, enqueue=enqueue_conversations))
 
 

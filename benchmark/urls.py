@@ -17,9 +17,12 @@ urlpatterns = [
     path("agents/", views.agents, name="agents"),
     path("runs/", views.run_list, name="runs"),
     path("runs/new/", views.run_new, name="run_new"),
+    path("runs/import/", views.run_import, name="run_import"),
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("runs/<int:pk>/export.jsonl", views.run_export, name="run_export"),
+    path("runs/<int:pk>/export.parquet", views.run_export_parquet, name="run_export_parquet"),
     path("runs/<int:pk>/<str:action>/", views.run_control, name="run_control"),
     path("conversations/<uuid:public_id>/", views.conversation_detail, name="conversation"),
     path("prices/", views.prices_page, name="prices"),
+    path("endpoints/", views.endpoints_page, name="endpoints"),
 ]

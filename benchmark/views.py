@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from functools import partial
+import os
 
 from django.contrib import messages
 from django.core.paginator import Page, Paginator
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -16,6 +15,7 @@ from audit.downloads import download_response
 from benchmark import forms
 from benchmark.engine.distribution import DistributionError
 from benchmark.engine.distribution_report import report_csv
+from benchmark.engine.parquet_export import CONTENT_TYPE as PARQUET
 from benchmark.models import (
     AgentConfig,
     BenchmarkEntry,
@@ -25,12 +25,21 @@ from benchmark.models import (
     Run,
 )
 from benchmark.services import agents as agent_services
-from benchmark.services import cases, exports, prices, reports, runs, sandbox_preview
+from benchmark.services import (
+    cases,
+    exports,
+    imports,
+    prices,
+    reports,
+    runs,
+    sandbox_preview,
+)
+from benchmark.services import endpoints as endpoint_services
 from benchmark.services.accounting import cost_by_purpose, cost_summary
 from benchmark.services.processes import holder_of
-from benchmark.services.queue import held_work_message, queue_send
+from benchmark.services.queue import held_work_message
 from benchmark.services.retries import row_retries
-from benchmark.tasks import enrichment_start, run_dispatch_task
+from benchmark.tasks import enrichment_start, run_start_after_commit
 from common.query import query_choice, query_object, query_page
 
 # The live regions of the set and run pages an htmx request may ask for alone.
@@ -260,7 +269,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
         except runs.RunError as error:
             form.add_error(None, str(error))
         else:
-            _dispatch_after_commit(run)
+            run_start_after_commit(run)
             messages.success(request, f"Launched {run.name}.")
             if held := held_work_message("the run"):
                 messages.error(request, held)
@@ -268,6 +277,26 @@ def run_new(request: HttpRequest) -> HttpResponse:
                 messages.warning(request, forms.unpriced_warning(model))
             return redirect("benchmark:run", run.pk)
     return render(request, "benchmark/run_form.html", {"form": form})
+
+
+@role_required(*STAFF)
+def run_import(request: HttpRequest) -> HttpResponse:
+    """Conversations played elsewhere (or exported from here) become an imported run."""
+    form = forms.ConversationImportForm(request.POST or None, request.FILES or None)
+    if request.method != "POST" or not form.is_valid():
+        return render(request, "benchmark/run_import.html", {"form": form})
+    upload = form.cleaned_data["file"]
+    try:
+        imported = imports.conversations_file_import(
+            name=form.cleaned_data["name"], filename=upload.name, data=upload.read(),
+            user=request.user,
+        )  # fmt: skip
+    except imports.ImportRefused as refused:
+        context = {"form": form, "filename": upload.name, "problems": refused.problems}
+        return render(request, "benchmark/run_import.html", context, status=400)
+    count = len(imported.conversations)
+    messages.success(request, f"Imported {count} conversations as the run {imported.run.name}.")
+    return redirect("benchmark:run", imported.run.pk)
 
 
 @role_required(*STAFF)
@@ -307,7 +336,7 @@ def run_control(request: HttpRequest, pk: int, action: str) -> HttpResponse:
                 cost_limit_usd=forms.optional_decimal(request.POST.get("cost_limit")),
                 actor=request.user,
             )
-            _dispatch_after_commit(run)
+            run_start_after_commit(run)
     except (runs.RunError, ValueError) as error:
         messages.error(request, str(error))
     else:
@@ -317,18 +346,21 @@ def run_control(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     return redirect("benchmark:run", pk)
 
 
-def _dispatch_after_commit(run: Run) -> None:
-    transaction.on_commit(
-        lambda: queue_send(partial(run_dispatch_task.delay, run.pk), what=f"run {run.name!r}")
-    )
-
-
 @role_required(*STAFF)
 def run_export(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=pk)
     return download_response(
         request, exports.run_jsonl(run), filename=f"run-{run.pk}-conversations.jsonl",
         content_type="application/x-ndjson", kind="conversations", target=run,
+    )  # fmt: skip
+
+
+@role_required(*STAFF)
+def run_export_parquet(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(Run, pk=pk)
+    return download_response(
+        request, exports.run_parquet(run), filename=f"run-{run.pk}-conversations.parquet",
+        content_type=PARQUET, kind="conversations", target=run,
     )  # fmt: skip
 
 
@@ -350,6 +382,26 @@ def conversation_detail(request: HttpRequest, public_id: str) -> HttpResponse:
             "cost_total": cost_summary(conversation.model_calls.all()),
         },
     )
+
+
+# --- named model endpoints -----------------------------------------------------------------
+
+
+@role_required(*ADMIN_ONLY)
+def endpoints_page(request: HttpRequest) -> HttpResponse:
+    form = forms.EndpointListForm(
+        request.POST or None, initial={"yaml_text": endpoint_services.endpoints_text()}
+    )
+    if request.method == "POST" and form.is_valid():
+        endpoint_services.endpoint_list_save(user=request.user, **form.cleaned_data)
+        messages.success(request, "Saved the endpoint list; it is in force for new calls.")
+        return redirect("benchmark:endpoints")
+    context = {
+        "form": form,
+        "rows": endpoint_services.endpoint_rows(os.environ),
+        "history": endpoint_services.endpoint_history(),
+    }
+    return render(request, "benchmark/endpoints.html", context)
 
 
 # --- prices --------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 from collections.abc import Iterable, Sequence
 from numbers import Number
 
@@ -76,3 +77,20 @@ def _frame_cell(value):
 
 def _formula_like(text: str) -> bool:
     return text.lstrip(ESCAPE).startswith(FORMULA_STARTS)
+
+
+def rows_csv_stream(rows: Iterable[Sequence], *, header: Sequence[str], batch: int = 5000):
+    """`rows_csv` as a stream of text chunks (header first, then `batch` rows at a time), for
+    exports too long to hold as one string."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator=LINE_END)
+    writer.writerow([safe_cell(name) for name in header])
+    rows = iter(rows)
+    while True:
+        chunk = list(itertools.islice(rows, batch))
+        writer.writerows([safe_cell(value) for value in row] for row in chunk)
+        yield out.getvalue()
+        out.seek(0)
+        out.truncate()
+        if not chunk:
+            return

@@ -35,6 +35,9 @@ INSTALLED_APPS = [
     "portal",  # the home page and manage.py demo, above every app
     "audit",
     "axes",
+    # The JSON API (api/); "ninja" serves its docs page from the package's static files.
+    "ninja",
+    "api",
 ]
 
 MIDDLEWARE = [
@@ -293,3 +296,16 @@ LOGGING = {
         "httpx2": {"level": "WARNING"},
     },
 }
+
+# --- The JSON API (api/): personal access tokens -------------------------------------------
+# Requests a new token may make per minute (each token keeps its own count). The counts live in
+# a cache every web process shares (Redis, or files in DATA_DIR), so the limit holds across
+# gunicorn workers.
+API_TOKEN_REQUESTS_PER_MINUTE = env.env_int(ENV, "API_TOKEN_REQUESTS_PER_MINUTE", 120)
+CACHES["api"] = (
+    {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+     "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 5}}
+    if REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+          "LOCATION": str(DATA_DIR / "api-rate")}
+)  # fmt: skip

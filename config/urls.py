@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from accounts import views as account_views
+from accounts import views_tokens
 from portal import views as portal_views
 
 urlpatterns = [
@@ -19,11 +20,16 @@ urlpatterns = [
         account_views.notification_settings,
         name="notification_settings",
     ),
+    path("accounts/tokens/", views_tokens.api_tokens, name="api_tokens"),
+    path(
+        "accounts/tokens/<int:pk>/revoke/", views_tokens.api_token_revoke, name="api_token_revoke"
+    ),
     path("benchmark/", include("benchmark.urls")),
     path("jury/", include("jury.urls")),
     path("annotation/", include("annotation.urls")),
     path("lab/", include("rubric_lab.urls")),
     path("alignment/", include("alignment.urls")),
+    path("api/v1/", include("api.urls")),
     path("admin/", admin.site.urls),
 ]
 

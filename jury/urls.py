@@ -12,6 +12,7 @@ urlpatterns = [
     path("jobs/<int:pk>/", views.job_detail, name="job"),
     path("jobs/<int:pk>/retry/", views.job_retry, name="job_retry"),
     path("jobs/<int:pk>/resume/", views.job_resume, name="job_resume"),
+    path("jobs/<int:pk>/scores.<str:fmt>", views.job_scores_export, name="job_scores_export"),
     path("reports/", views.report_list, name="reports"),
     path("jobs/<int:pk>/report/", views.report, name="report"),
     path(

@@ -17,7 +17,7 @@ from common.query import query_choice, query_flag
 from jury import forms
 from jury.engine.rubrics import RubricError
 from jury.models import Jury, RubricVersion, ScoringJob
-from jury.services import juries, reports, rubrics, scoring
+from jury.services import juries, reports, rubrics, score_exports, scoring
 from jury.services.corrections import job_corrected, job_corrected_export
 from jury.tasks import scoring_start
 
@@ -186,6 +186,18 @@ def job_resume(request: HttpRequest, pk: int) -> HttpResponse:
         if held := held_work_message("the scoring job"):
             messages.error(request, held)
     return redirect("jury:job", pk)
+
+
+@role_required(*STAFF)
+def job_scores_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    """Every judge score of the job (CSV, JSONL or Parquet), streamed."""
+    if fmt not in score_exports.FORMATS:
+        raise Http404("Export formats: csv, jsonl, parquet.")
+    job = get_object_or_404(ScoringJob, pk=pk)
+    return download_response(
+        request, score_exports.judge_scores_export(job, fmt), filename=f"job-{pk}-scores.{fmt}",
+        content_type=score_exports.FORMATS[fmt], kind="table", target=job,
+    )  # fmt: skip
 
 
 # --- reports -------------------------------------------------------------------------------

@@ -31,6 +31,11 @@ COLUMNS = (
     "event_ids", "overall_comment", "submitted_at", "seconds_on_task", "invalidated",
     "invalidated_reason",
 )  # fmt: skip
+COLUMN_KINDS = {  # columns that are not text, for typed formats (Parquet)
+    "round": "int", "licensed": "bool", "practice": "bool", "synthetic": "bool",
+    "imported": "bool", "rubric_version": "int", "score": "int", "event_ids": "json",
+    "seconds_on_task": "int", "invalidated": "bool",
+}  # fmt: skip
 REQUIRED = ("conversation", "annotator", "track", "rubric_id", "score")
 TRUE_WORDS, FALSE_WORDS = {"true", "1", "yes", "y"}, {"false", "0", "no", "n", ""}
 TEXT_LIMIT = 5000

@@ -46,9 +46,16 @@ from annotation.services.history import annotation_snapshot, history_add
 from annotation.services.queue import queue_key
 from annotation.services.studies import panel_versions
 from audit.services import audit_record
+from benchmark.engine.parquet_export import CONTENT_TYPE as PARQUET
+from benchmark.engine.parquet_export import Column, parquet_chunks
 from benchmark.models import TraceEvent
 
 FORMATS = {"csv": "text/csv", "jsonl": "application/x-ndjson"}
+EXPORT_FORMATS = (*FORMATS, "parquet")
+# Parquet beside them (binary: exported, not imported): the exchange columns, typed.
+PARQUET_COLUMNS = tuple(
+    Column(name, exchange.COLUMN_KINDS.get(name, "string")) for name in exchange.COLUMNS
+)
 
 
 # --- export ------------------------------------------------------------------------------------
@@ -99,6 +106,17 @@ def _row(assignment: Assignment, version, annotator: str) -> dict:
         "invalidated": assignment.is_invalidated,
         "invalidated_reason": assignment.invalidated_reason,
     }
+
+
+def export_file(study: Study, fmt: str, *, pseudonymise: bool = False):
+    """The annotation export in `fmt` (csv, jsonl or parquet, streamed a row group at a time)
+    and its content type."""
+    if fmt == "parquet":
+        rows = export_rows(study, pseudonymise=pseudonymise)
+        return parquet_chunks(rows, PARQUET_COLUMNS), PARQUET
+    if fmt not in FORMATS:
+        raise ValueError(f"export formats: {', '.join(EXPORT_FORMATS)}")
+    return export_text(study, fmt, pseudonymise=pseudonymise), f"{FORMATS[fmt]}; charset=utf-8"
 
 
 def export_text(study: Study, fmt: str, *, pseudonymise: bool = False) -> str:

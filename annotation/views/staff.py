@@ -193,15 +193,15 @@ def assignment_invalidate(request: HttpRequest, public_id) -> HttpResponse:
 
 @role_required(*STAFF)
 def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
-    if fmt not in exchange.FORMATS:
-        raise Http404("Export formats: csv, jsonl.")
+    if fmt not in exchange.EXPORT_FORMATS:
+        raise Http404("Export formats: csv, jsonl, parquet.")
     study = get_object_or_404(Study.objects.select_related("project"), pk=pk)
     pseudonymise = query_flag(request.GET, "pseudonymise", on="1")
+    content, content_type = exchange.export_file(study, fmt, pseudonymise=pseudonymise)
     suffix = "-pseudonymised" if pseudonymise else ""
     return download_response(
-        request, exchange.export_text(study, fmt, pseudonymise=pseudonymise),
-        filename=f"study-{pk}-annotations{suffix}.{fmt}",
-        content_type=f"{exchange.FORMATS[fmt]}; charset=utf-8", kind="annotations", target=study,
+        request, content, filename=f"study-{pk}-annotations{suffix}.{fmt}",
+        content_type=content_type, kind="annotations", target=study,
     )  # fmt: skip
 
 

@@ -2,11 +2,15 @@
 (HealthBench JSONL in the rubric lab, OpenAI-format chats) turns its rows into before
 `benchmark.services.imports.conversations_import` stores them.
 
-A conversation is its messages in order - the patient's ("user") and the assistant's - with
-what is known of the case: a patient record (often none), the source's tags, and the columns
+A conversation is its messages in order - the patient's ("user"), the assistant's (text and
+tool calls) and the tools' results ("tool") - with what is known of the case: a patient record
+(often none), the scenario the judges read beside the trace, the source's tags, and the columns
 of a case the source can fill (task category, condition, ...). Instructions the assistant was
 given (a system message) are kept apart from the messages, since no event of a trace holds
-them. Pure Python: no Django.
+them. A conversation exported by this site brings its trace instead (`events`, as the run's
+JSONL export writes them), stored event for event so the export imports back to the same trace.
+`model` / `label` say who wrote the replies (one agent of the imported run per model).
+Pure Python: no Django.
 """
 
 from __future__ import annotations
@@ -15,7 +19,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-ROLES = ("user", "assistant")
+ROLES = ("user", "assistant", "tool")
+EVENT_KINDS = (
+    "patient_message", "assistant_message", "tool_call", "tool_result", "reasoning", "error",
+)  # fmt: skip
+# The fields of a trace event an import stores (TraceEvent.ENGINE_FIELDS), with their types.
+EVENT_FIELDS = {
+    "event_id": str, "turn": int, "kind": str, "content": str, "tool_name": str,
+    "tool_call_id": str, "arguments": (dict, type(None)), "ok": (bool, type(None)),
+    "model_role": str, "input_tokens": int, "output_tokens": int, "latency_ms": (int, float),
+    "cost_usd": (int, float, str, type(None)), "cached": bool, "retries": int,
+}  # fmt: skip
+MAX_EVENT_ID_CHARS = 16
 # Columns of a case an importer may fill (BenchmarkEntry.SEED_COLUMNS); the rest stay blank.
 CASE_COLUMNS = (
     "condition", "severity", "task_category", "task_subcategory", "age_group",
@@ -25,9 +40,18 @@ MAX_KEY_CHARS = 200
 
 
 @dataclass(frozen=True)
+class ImportedToolCall:
+    call_id: str
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class ImportedMessage:
-    role: str  # "user" (the patient) or "assistant"
+    role: str  # "user" (the patient), "assistant" or "tool" (a tool's result)
     content: str
+    tool_calls: tuple[ImportedToolCall, ...] = ()  # the assistant's
+    tool_call_id: str = ""  # a tool result: the call it answers
 
 
 @dataclass(frozen=True)
@@ -42,10 +66,14 @@ class ImportedConversation:
     tags: tuple[str, ...] = ()
     case: Mapping[str, str] = field(default_factory=dict)  # CASE_COLUMNS -> value
     story: str = ""  # ground truth the judges read beside the trace, if the source has one
+    complexity: str = ""  # scenario complexity (regular, chronic, ...), if known
+    model: str = ""  # the model (or person) that wrote the replies; "" for the import's own
+    label: str = ""  # how reports name that agent ("" : the model)
+    events: tuple[Mapping[str, Any], ...] = ()  # this site's own trace, instead of messages
 
     @property
     def assistant_turns(self) -> int:
-        return sum(message.role == "assistant" for message in self.messages)
+        return sum(event["kind"] == "assistant_message" for event in trace_events(self))
 
 
 def conversation_problems(conversation: ImportedConversation) -> list[str]:
@@ -53,18 +81,61 @@ def conversation_problems(conversation: ImportedConversation) -> list[str]:
     problems = []
     if not conversation.key.strip() or len(conversation.key) > MAX_KEY_CHARS:
         problems.append(f"its id must be text of 1 to {MAX_KEY_CHARS} characters")
-    if not conversation.messages:
-        problems.append("it has no messages")
-    elif conversation.messages[0].role != "user":
-        problems.append("it must open with the patient's (user) message")
-    for number, message in enumerate(conversation.messages, start=1):
-        if message.role not in ROLES:
-            problems.append(f"message {number} has role {message.role!r}, not user or assistant")
-        if not message.content.strip():
-            problems.append(f"message {number} is empty")
+    if conversation.events:
+        problems += _event_problems(conversation.events)
+    else:
+        problems += _message_problems(conversation.messages)
     unknown = sorted(set(conversation.case) - set(CASE_COLUMNS))
     if unknown:
         problems.append(f"unknown case columns: {', '.join(unknown)}")
+    return problems
+
+
+def _message_problems(messages: Sequence[ImportedMessage]) -> list[str]:
+    if not messages:
+        return ["it has no messages"]
+    problems = (
+        [] if messages[0].role == "user" else ["it must open with the patient's (user) message"]
+    )
+    calls: set[str] = set()
+    for number, message in enumerate(messages, start=1):
+        if message.role not in ROLES:
+            problems.append(
+                f"message {number} has role {message.role!r}, not user, assistant or tool"
+            )
+        if not message.content.strip() and not message.tool_calls:
+            problems.append(f"message {number} is empty")
+        for call in message.tool_calls:
+            if not call.call_id or not call.name:
+                problems.append(f"message {number}: a tool call needs an id and a function name")
+            calls.add(call.call_id)
+        if message.role == "tool" and message.tool_call_id not in calls:
+            problems.append(
+                f"message {number} is a tool result for {message.tool_call_id or 'no call'!r}, "
+                "which no earlier assistant message called"
+            )
+    return problems
+
+
+def _event_problems(events: Sequence[Mapping[str, Any]]) -> list[str]:
+    problems = []
+    ids = [event.get("event_id") for event in events]
+    if events[0].get("kind") != "patient_message":
+        problems.append("its trace must open with the patient's message")
+    for number, event in enumerate(events, start=1):
+        if event.get("kind") not in EVENT_KINDS:
+            problems.append(f"event {number} has kind {event.get('kind')!r}, not one of "
+                            f"{', '.join(EVENT_KINDS)}")  # fmt: skip
+        for name, kinds in EVENT_FIELDS.items():
+            if name in event and not isinstance(event[name], kinds):
+                problems.append(f"event {number}: {name} has the wrong type")
+        event_id = event.get("event_id")
+        if not isinstance(event_id, str) or not 0 < len(event_id) <= MAX_EVENT_ID_CHARS:
+            problems.append(
+                f"event {number} needs an event_id of 1 to {MAX_EVENT_ID_CHARS} characters"
+            )
+        elif ids.count(event_id) > 1:
+            problems.append(f"event {number}: the event_id {event_id!r} is used twice")
     return problems
 
 
@@ -81,14 +152,35 @@ def duplicate_keys(conversations: Sequence[ImportedConversation]) -> list[str]:
 def trace_events(conversation: ImportedConversation) -> list[dict[str, Any]]:
     """The messages as trace events: ids e0001, e0002, ...; turn k holds the patient's k-th
     message and the replies to it (a reply before any patient message never happens: the
-    conversation opens with the patient)."""
-    events, turn = [], 0
-    for seq, message in enumerate(conversation.messages, start=1):
-        if message.role == "user" and (seq == 1 or conversation.messages[seq - 2].role != "user"):
-            turn += 1
-        kind = "patient_message" if message.role == "user" else "assistant_message"
-        events.append(
-            {"event_id": f"e{seq:04d}", "seq": seq, "turn": turn, "kind": kind,
-             "content": message.content}
-        )  # fmt: skip
+    conversation opens with the patient). An assistant message's tool calls follow its text,
+    each a tool_call event; a tool message is the tool_result of its call. A trace given as
+    `events` (this site's export) is kept as it is, in its order."""
+    if conversation.events:
+        return [
+            {**{name: event[name] for name in EVENT_FIELDS if name in event}, "seq": seq}
+            for seq, event in enumerate(conversation.events)
+        ]
+    events: list[dict[str, Any]] = []
+    turn, previous, names = 0, "", {}
+
+    def add(kind: str, content: str = "", **fields) -> None:
+        seq = len(events) + 1
+        events.append({"event_id": f"e{seq:04d}", "seq": seq, "turn": turn, "kind": kind,
+                       "content": content, **fields})  # fmt: skip
+
+    for message in conversation.messages:
+        if message.role == "user":
+            turn += previous != "user"
+            add("patient_message", message.content)
+        elif message.role == "assistant":
+            if message.content.strip():
+                add("assistant_message", message.content)
+            for call in message.tool_calls:
+                names[call.call_id] = call.name
+                add("tool_call", tool_name=call.name, tool_call_id=call.call_id,
+                    arguments=dict(call.arguments))  # fmt: skip
+        else:
+            add("tool_result", message.content, tool_call_id=message.tool_call_id,
+                tool_name=names.get(message.tool_call_id, ""))  # fmt: skip
+        previous = message.role
     return events

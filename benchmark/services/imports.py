@@ -13,9 +13,10 @@ Contract:
 - What it stores, in one transaction: a benchmark set named `name` with `imported_from =
   source` and no distribution, one ready entry per conversation (index in file order; the
   patient record as given, possibly empty; `seed` holds the source, its id and tags; the case
-  columns the importer filled), a finished run of one agent `responder` (a label for who wrote
+  columns the importer filled), a finished run with one agent per model the rows name (the
+  conversation's `model` and `label`; rows naming none get `responder`, a label for who wrote
   the replies, e.g. "imported/healthbench"; no agent configuration), and per conversation a
-  finished Conversation (termination `imported`, no sandbox) with one trace event per message.
+  finished Conversation (termination `imported`, no sandbox) with its trace events.
 - `ImportedRun.conversations` maps each key to its stored conversation.
 
 Imported conversations are scorable like played ones: the jury, the rubric lab's pipeline,
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from benchmark.engine.chat_import import read_jsonl
 from benchmark.engine.imports import (
     CASE_COLUMNS,
     ImportedConversation,
@@ -51,8 +53,10 @@ from benchmark.models import (
     TraceEvent,
 )
 from benchmark.services.runs import config_hash
+from common.text_files import NotText, decode_text
 
 MAX_NAME_CHARS = 200
+FILE_RESPONDER = "imported"  # the agent of rows that name no model
 
 
 class ImportRefused(ValueError):
@@ -111,10 +115,11 @@ def conversations_import(
         config_hash=config_hash(config), status=JobStatus.FINISHED, created_by=user,
         started_at=now, finished_at=now,
     )  # fmt: skip
-    agent = RunAgent.objects.create(run=run, model=responder, agent_config=None, label=responder)
+    agents = _agents(run, conversations, responder)
     stored = Conversation.objects.bulk_create(
         Conversation(
-            run=run, run_agent=agent, entry=entry, seed=0, status=ConversationStatus.FINISHED,
+            run=run, run_agent=agents[_agent_key(conversation, responder)], entry=entry, seed=0,
+            status=ConversationStatus.FINISHED,
             termination_reason=Termination.IMPORTED,
             assistant_turns=conversation.assistant_turns, started_at=now, finished_at=now,
         )
@@ -129,6 +134,40 @@ def conversations_import(
     return ImportedRun(run=run, conversations=dict(zip(keys, stored, strict=True)))
 
 
+def _agent_key(conversation: ImportedConversation, responder: str) -> tuple[str, str]:
+    model = conversation.model or responder
+    return model, conversation.label or model
+
+
+def _agents(run: Run, conversations, responder: str) -> dict[tuple[str, str], RunAgent]:
+    """One agent per (model, label) the rows name, in the order they first appear."""
+    keys = dict.fromkeys(_agent_key(conversation, responder) for conversation in conversations)
+    return {
+        (model, label): RunAgent.objects.create(
+            run=run, model=model[:200], agent_config=None, label=label[:200]
+        )
+        for model, label in keys
+    }
+
+
+def conversations_file_import(*, name: str, filename: str, data: bytes, user=None) -> ImportedRun:
+    """Your own conversations from JSON Lines (OpenAI chat format, or this site's run export;
+    benchmark.engine.chat_import): every line checked first, ImportRefused naming each
+    problem with its line, nothing stored on any."""
+    try:
+        text = decode_text(data)
+    except NotText as refused:
+        what = "a binary file" if refused.binary else f"not UTF-8 text (line {refused.line})"
+        raise ImportRefused([f"{filename} is {what}, not JSON Lines"]) from None
+    conversations, problems = read_jsonl(text)
+    if problems:
+        raise ImportRefused(problems)
+    return conversations_import(
+        name=name.strip() or filename, source=f"JSON Lines: {filename}",
+        conversations=conversations, responder=FILE_RESPONDER, user=user,
+    )  # fmt: skip
+
+
 def _entry(benchmark_set, index: int, conversation: ImportedConversation, source: str):
     seed = {"imported_from": source, "source_id": conversation.key, "tags": list(conversation.tags)}
     if conversation.instructions:
@@ -140,7 +179,7 @@ def _entry(benchmark_set, index: int, conversation: ImportedConversation, source
     return BenchmarkEntry(
         benchmark_set=benchmark_set, index=index, seed=seed, status=EntryStatus.READY,
         profile=dict(conversation.profile), story=conversation.story, generator_model="",
-        **columns,
+        complexity=conversation.complexity[: _max_length("complexity")], **columns,
     )  # fmt: skip
 
 

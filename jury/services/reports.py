@@ -260,29 +260,32 @@ def _format_percent(value: float | None) -> str:
 def export_text(report: Report, table_name: str, suffix: str) -> str:
     """One report table as CSV, Markdown or LaTeX (jury.engine.stats.export_table); in LaTeX
     the model table (up to 15 columns) is split into mean scores and pass rates."""
-    parts = None
-    if table_name == "models":
-        table = model_export_table(report)
-        parts = stats.model_table_parts(table, report.rubrics)
-    elif table_name == "spread":
-        table = spread_table(report)
-    elif table_name == "outcomes":
-        table = outcome_table(report)
-    elif table_name == "sensitivity":
-        table = sensitivity_table(report)
-    elif table_name == "agreement":
-        # The rubric is the index of the agreement frame; the export writes columns only.
-        table = stats.inter_judge_agreement(judge_scores(report)).reset_index()
-    elif table_name == "comparison":
-        table = comparison_table(report, comparisons(report, model_table(report)))
-    else:
-        raise ValueError(f"unknown table {table_name!r}")
+    table = export_frame(report, table_name)
+    parts = stats.model_table_parts(table, report.rubrics) if table_name == "models" else None
     job = report.job
     caption = f"{EXPORT_CAPTIONS[table_name]}; run {job.run.name}, jury {job.jury.name}"
     return stats.export_table(
         table, EXPORT_FORMATS[suffix][0], caption=caption, label=f"job {job.pk} {table_name}",
         parts=parts,
     )  # fmt: skip
+
+
+def export_frame(report: Report, table_name: str) -> pd.DataFrame:
+    """The table `table_name` (one of EXPORT_TABLES) as its exports write it (the API's too)."""
+    if table_name == "models":
+        return model_export_table(report)
+    if table_name == "spread":
+        return spread_table(report)
+    if table_name == "outcomes":
+        return outcome_table(report)
+    if table_name == "sensitivity":
+        return sensitivity_table(report)
+    if table_name == "agreement":
+        # The rubric is the index of the agreement frame; the export writes columns only.
+        return stats.inter_judge_agreement(judge_scores(report)).reset_index()
+    if table_name == "comparison":
+        return comparison_table(report, comparisons(report, model_table(report)))
+    raise ValueError(f"unknown table {table_name!r}")
 
 
 def model_export_table(report: Report) -> pd.DataFrame:

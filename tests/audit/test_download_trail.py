@@ -25,6 +25,9 @@ DOWNLOADS = {
     "alignment:export": "table", "alignment:figure": "figure", "alignment:trend_figure": "figure",
     "alignment:loop_comparison_csv": "table", "alignment:table_export": "table",
     "alignment:drift_export": "table",
+    "api:study_annotations": "annotations", "api:archive_download": "archive",
+    "benchmark:run_export_parquet": "conversations", "jury:job_scores_export": "table",
+    "api:run_export": "conversations", "api:judge_scores_export": "table",
 }  # fmt: skip
 
 

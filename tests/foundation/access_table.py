@@ -19,6 +19,8 @@ class Page:
     name: str
     roles: tuple
     args: tuple = field(default_factory=tuple)  # (kwarg name, object key, attribute)
+    api: bool = False  # a JSON API route: anonymous callers get 401, not the login page
+    method: str = "get"  # how the role tests ask (an API write answers GET with 405 first)
 
     def kwargs(self, objects: dict) -> dict:
         return {kwarg: getattr(objects[key], attr) for kwarg, key, attr in self.args}
@@ -32,6 +34,9 @@ PAGES = [
     Page("person_new", ADMIN),
     Page("person_edit", ADMIN, (("pk", "person", "pk"),)),
     Page("notification_settings", EVERYONE),
+    # Personal access tokens for the JSON API (staff make their own; annotators have none).
+    Page("api_tokens", STAFF),
+    Page("api_token_revoke", STAFF, (("pk", "api_token", "pk"),)),
 ]
 
 PAGES += [
@@ -48,11 +53,14 @@ PAGES += [
     Page("benchmark:agents", STAFF),
     Page("benchmark:runs", STAFF),
     Page("benchmark:run_new", ADMIN),
+    Page("benchmark:run_import", STAFF),
     Page("benchmark:run", STAFF, (("pk", "run", "pk"),)),
     Page("benchmark:run_export", STAFF, (("pk", "run", "pk"),)),
+    Page("benchmark:run_export_parquet", STAFF, (("pk", "run", "pk"),)),
     Page("benchmark:run_control", ADMIN, (("pk", "run", "pk"), ("action", "run_action", "name"))),
     Page("benchmark:conversation", STAFF, (("public_id", "conversation", "public_id"),)),
     Page("benchmark:prices", STAFF),
+    Page("benchmark:endpoints", ADMIN),
 ]
 
 
@@ -67,7 +75,18 @@ def benchmark_objects() -> dict:
         "run": run,
         "run_action": SimpleNamespace(name="pause"),
         "conversation": run.conversations.get(),
+        "api_token": _api_token(),
     }
+
+
+def _api_token():
+    """A researcher's read token (the revoke page finds only the caller's own; the role test
+    asks with GET, which the page answers 405 before looking)."""
+    from accounts.models import Role, User
+    from accounts.tokens import token_create
+
+    owner = User.objects.create_user(username="token-owner", role=Role.RESEARCHER)
+    return token_create(user=owner, name="Access", scope="read", days=7)[0]
 
 
 # --- jury pages ---------------------------------------------------------------------------
@@ -86,6 +105,7 @@ PAGES += [
     Page("jury:job", STAFF, _JOB),
     Page("jury:job_retry", STAFF, _JOB),
     Page("jury:job_resume", STAFF, _JOB),
+    Page("jury:job_scores_export", STAFF, (*_JOB, ("fmt", "score_export", "fmt"))),
     Page("jury:report", STAFF, _JOB),
     Page(
         "jury:report_export",
@@ -142,6 +162,7 @@ def jury_objects(run) -> dict:
         "scoring_job": job,
         "clinical_rubric": RubricVersion.objects.get(rubric_id="clinical_safety"),
         "export": SimpleNamespace(table="outcomes", suffix="csv"),
+        "score_export": SimpleNamespace(fmt="parquet"),
     }
 
 
@@ -473,3 +494,48 @@ def alignment_objects(objects) -> dict:
         "study_table": SimpleNamespace(name="alt-test"),
         "trend_figure": SimpleNamespace(kind="rubrics", fmt="svg"),
     }
+
+
+# --- the JSON API (/api/v1/): staff only, every route; the schema and docs are pages ----------
+
+_API_SET, _API_RUN = (("set_id", "set", "pk"),), (("run_id", "run", "pk"),)
+_API_JOB, _API_STUDY = (("job_id", "scoring_job", "pk"),), (("study_id", "study", "pk"),)
+_API_ARCHIVE = (("job_id", "archive_job", "pk"),)
+
+PAGES += [
+    Page("api:openapi-json", STAFF),
+    Page("api:openapi-view", STAFF),
+    Page("api:api-root", STAFF),
+    *(
+        Page(f"api:{name}", roles, args, api=True, method=method)
+        for name, roles, args, method in [
+            ("case_set_create", STAFF, (), "post"),
+            ("case_sets", STAFF, (), "get"),
+            ("case_set", STAFF, _API_SET, "get"),
+            ("run_launch", ADMIN, (), "post"),
+            ("runs", STAFF, (), "get"),
+            ("run", STAFF, _API_RUN, "get"),
+            ("conversations", STAFF, _API_RUN, "get"),
+            ("run_export", STAFF, (*_API_RUN, ("fmt", "score_export", "fmt")), "get"),
+            ("run_control", ADMIN, (*_API_RUN, ("action", "run_action", "name")), "post"),
+            ("conversation_import", STAFF, (), "post"),
+            ("conversation", STAFF, (("public_id", "conversation", "public_id"),), "get"),
+            ("scoring_job_launch", STAFF, (), "post"),
+            ("scoring_jobs", STAFF, (), "get"),
+            ("scoring_job", STAFF, _API_JOB, "get"),
+            ("judge_scores", STAFF, _API_JOB, "get"),
+            ("judge_scores_export", STAFF, (*_API_JOB, ("fmt", "score_export", "fmt")), "get"),
+            ("model_table", STAFF, _API_JOB, "get"),
+            ("report_table", STAFF, (*_API_JOB, ("table", "export", "table")), "get"),
+            ("study_create", STAFF, (), "post"),
+            ("studies", STAFF, (), "get"),
+            ("study", STAFF, _API_STUDY, "get"),
+            ("study_annotations", STAFF, (*_API_STUDY, ("fmt", "export", "suffix")), "get"),
+            ("study_agreement", STAFF, _API_STUDY, "get"),
+            ("archive_export", STAFF, (), "post"),
+            ("archive_import", STAFF, (), "post"),
+            ("archive_job", STAFF, _API_ARCHIVE, "get"),
+            ("archive_download", STAFF, _API_ARCHIVE, "get"),
+        ]
+    ),
+]

@@ -69,7 +69,7 @@ def scored_world(django_db_setup, django_db_blocker):
         )
         objects |= {"run": run, "conversation": run.conversations.first(), "scoring_job": job}
         refused_urls = [
-            reverse(page.name, kwargs=page.kwargs(objects))
+            (page, reverse(page.name, kwargs=page.kwargs(objects)))
             for page in PAGES
             if Role.ANNOTATOR not in page.roles and page.name not in PUBLIC
         ]
@@ -264,12 +264,18 @@ def test_the_error_pages_an_annotator_can_reach_show_nothing_blinded(client, sco
         reverse("annotation:review", args=[a.public_id])
         for a in work["target"].items.first().assignments.exclude(annotator=annotator)
     ]
-    responses = {url: client.get(url) for url in [*refused_urls, *guessed, *foreign]}
+    asked = [(page.method, url, page.api) for page, url in refused_urls]
+    asked += [("get", url, False) for url in [*guessed, *foreign]]
+    responses = {url: (getattr(client, method)(url), api) for method, url, api in asked}
     assert {
-        url: r.status_code for url, r in responses.items() if r.status_code not in (403, 404)
+        url: r.status_code for url, (r, _) in responses.items() if r.status_code not in (403, 404)
     } == {}
-    pages = {url: _body(response) for url, response in responses.items()}
-    assert all("way-back" in text for text in pages.values())  # the site's error pages
+    pages = {url: _body(response) for url, (response, _) in responses.items()}
+    # The site's error pages; the API answers its callers in JSON.
+    assert all("way-back" in pages[url] for url, (_, api) in responses.items() if not api)
+    assert all(
+        "annotators cannot use it" in pages[url] for url, (_, api) in responses.items() if api
+    )
     assert leaks_in(pages) == []
 
 

@@ -10,7 +10,8 @@ APP_LAYERS: tuple[tuple[str, ...], ...] = (
     ("jury",),
     ("annotation", "rubric_lab"),
     ("alignment",),
-    ("portal",),  # the site above the apps: home page, demo
+    # Above the apps, side by side: the site's front door (home page, demo) and the JSON API.
+    ("portal", "api"),
     ("config",),  # settings, URLs, Celery, WSGI: the wiring of everything
 )
 

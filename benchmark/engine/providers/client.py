@@ -17,8 +17,9 @@ from typing import Any, Protocol
 from urllib.parse import urlparse
 
 from benchmark.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
-from benchmark.engine.providers import cache
+from benchmark.engine.providers import cache, endpoints
 from benchmark.engine.providers.catalog import ModelCatalog, RateLimit, default_catalog
+from benchmark.engine.providers.endpoints import Endpoint
 from benchmark.engine.providers.model_strings import ModelString, parse_model_string
 from benchmark.engine.providers.offline import OfflineProvider
 from benchmark.engine.providers.rate_limit import (
@@ -61,6 +62,13 @@ class ModelClient:
         self.limit = (
             catalog.limit_for(model_string) if limits_apply(self.model, settings) else RateLimit()
         )
+        endpoint = settings.endpoint_set().get(self.model.provider)
+        # A named endpoint's own limit covers every model on that server (one shared key);
+        # a catalog entry for the exact model string is the model's own and wins.
+        self._limit_key = model_string
+        if endpoint is not None and self.limit.unlimited and not endpoint.limit.unlimited:
+            self.limit, self._limit_key = endpoint.limit, f"endpoint:{endpoint.name}"
+        self._slots = endpoints.concurrency_slot(endpoint) if endpoint else None
         self._cache_store = cache_store if use_cache else None
         self._rate_limiter = (
             None
@@ -114,14 +122,21 @@ class ModelClient:
 
     def _call_once(self, request: ChatRequest) -> ChatResponse:
         if self._rate_limiter is None:
-            return self._provider.chat(request)
+            return self._capped_call(request)
         reservation = self._rate_limiter.acquire(
-            self.model_string, self.limit, estimate_tokens(request)
+            self._limit_key, self.limit, estimate_tokens(request)
         )
         # A failed call keeps its reservation: the provider counted the request all the same.
-        response = self._provider.chat(request)
+        response = self._capped_call(request)
         self._rate_limiter.settle(reservation, response.usage.total)
         return response
+
+    def _capped_call(self, request: ChatRequest) -> ChatResponse:
+        """The call, within the endpoint's concurrency cap when it has one."""
+        if self._slots is None:
+            return self._provider.chat(request)
+        with self._slots:
+            return self._provider.chat(request)
 
 
 # The hosts whose account limits the catalog's openai/ and anthropic/ entries describe.
@@ -167,6 +182,15 @@ def build_provider(model: ModelString, settings: ProviderSettings) -> Provider:
         )
     from benchmark.engine.providers.openai_chat import OpenAIChatProvider
 
+    endpoint = settings.endpoint_set().get(model.provider)
+    if endpoint is not None:
+        return OpenAIChatProvider(
+            model_name=model.name,
+            api_key=_endpoint_key(endpoint, settings, model),
+            base_url=endpoint.base_url,
+            timeout_seconds=settings.timeout_seconds,
+            max_tokens_field="max_tokens",
+        )
     if model.provider == "openai":
         return OpenAIChatProvider(
             model_name=model.name,
@@ -197,6 +221,19 @@ def sends_sampling(model_string: str) -> bool:
 
         return SENDS_SAMPLING
     return True
+
+
+def _endpoint_key(endpoint: Endpoint, settings: ProviderSettings, model: ModelString) -> str:
+    if not endpoint.api_key_env:
+        return _NO_KEY_NEEDED
+    key = settings.endpoint_keys.get(endpoint.name, "")
+    if not key:
+        raise ProviderError(
+            f"endpoint {endpoint.name!r} takes its key from the environment variable "
+            f"{endpoint.api_key_env}, which is not set; it is needed to call {model}",
+            kind="config",
+        )
+    return key
 
 
 def _required(value: str, variable: str, model: ModelString) -> str:

@@ -1,4 +1,5 @@
-"""Model strings name a provider and a model: `openai/gpt-5.5`, `offline/careful`."""
+"""Model strings name a provider and a model: `openai/gpt-5.5`, `offline/careful`, or a named
+endpoint (benchmark.engine.providers.endpoints) and a model on it: `vllm-a/llama-3.3-70b`."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import importlib
 from dataclasses import dataclass
 
 from benchmark.engine.chat import ProviderError
+from benchmark.engine.providers import endpoints
 from benchmark.engine.providers.offline import SCRIPTS
 
 PROVIDERS = ("openai", "anthropic", "openai-compatible", "offline")
@@ -19,16 +21,21 @@ class ModelString:
     def __str__(self) -> str:
         return f"{self.provider}/{self.name}"
 
+    @property
+    def is_endpoint(self) -> bool:
+        return self.provider not in PROVIDERS
+
 
 def parse_model_string(model: str) -> ModelString:
     provider, slash, name = model.partition("/")
-    expected = ", ".join(f"{p}/<model>" for p in PROVIDERS)
+    known = (*PROVIDERS, *endpoints.in_force().names)
+    expected = ", ".join(f"{p}/<model>" for p in known)
     if not slash or not name:
         raise ProviderError(
             f"model string {model!r} has no model name; expected one of {expected}",
             kind="config",
         )
-    if provider not in PROVIDERS:
+    if provider not in known:
         raise ProviderError(
             f"unknown provider {provider!r} in model string {model!r}; expected one of {expected}",
             kind="config",

@@ -6,7 +6,10 @@ printed in a traceback does not leak them.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+
+from benchmark.engine.providers import endpoints as named
 
 
 @dataclass(frozen=True)
@@ -23,11 +26,18 @@ class ProviderSettings:
     offline_latency_seconds: float = 0.0
     # Redis URL for the rate limiter shared by all workers; empty means per-process limits.
     redis_url: str = field(default="", repr=False)
+    # Named OpenAI-compatible endpoints (None: those in force) and the keys their environment
+    # variables hold, by endpoint name.
+    endpoints: named.EndpointSet | None = None
+    endpoint_keys: dict[str, str] = field(default_factory=dict, repr=False)
 
     def secrets(self) -> tuple[str, ...]:
         """The configured keys, for redaction: removed from any text that quotes them."""
         keys = (self.openai_api_key, self.anthropic_api_key, self.openai_compatible_api_key)
-        return tuple(key for key in keys if key)
+        return tuple(key for key in (*keys, *self.endpoint_keys.values()) if key)
+
+    def endpoint_set(self) -> named.EndpointSet:
+        return self.endpoints if self.endpoints is not None else named.in_force()
 
     @classmethod
     def from_django(cls) -> ProviderSettings:
@@ -48,4 +58,11 @@ class ProviderSettings:
             max_retries=int(getattr(settings, "LLM_MAX_RETRIES", 6)),
             offline_latency_seconds=int(getattr(settings, "OFFLINE_LATENCY_MS", 0)) / 1000,
             redis_url=text("REDIS_URL"),
+            endpoints=(endpoint_set := named.in_force()),
+            endpoint_keys=endpoint_keys(endpoint_set, os.environ),
         )
+
+
+def endpoint_keys(endpoint_set: named.EndpointSet, environment) -> dict[str, str]:
+    """Each endpoint's key, from the environment variable it names ("" when unset)."""
+    return {e.name: environment.get(e.api_key_env, "") for e in endpoint_set if e.api_key_env}

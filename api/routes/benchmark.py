@@ -1,0 +1,222 @@
+"""Case sets, runs and conversations: the benchmark pages' actions and read-outs as JSON."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from ninja import File, Form, Router, Status
+from ninja.errors import HttpError
+from ninja.files import UploadedFile
+from ninja.pagination import paginate
+
+from api.auth import admins
+from api.forms import form_checked, form_problems
+from api.jobs import held
+from api.pagination import RowsCursorPagination
+from api.schemas import CaseSetIn, RunIn, RunResumeIn
+from audit.downloads import download_response
+from benchmark import forms
+from benchmark.engine.parquet_export import CONTENT_TYPE as PARQUET
+from benchmark.models import BenchmarkSet, Conversation, Run
+from benchmark.services import agents as agent_services
+from benchmark.services import cases, exports, imports, reports, runs
+from benchmark.tasks import enrichment_start, run_start_after_commit
+
+router = Router(tags=["benchmark"])
+
+RUN_ACTIONS = ("pause", "cancel", "resume")
+
+
+def case_set_out(benchmark_set: BenchmarkSet) -> dict:
+    return {
+        "id": benchmark_set.pk,
+        "name": benchmark_set.name,
+        "status": benchmark_set.status,
+        "distribution": benchmark_set.distribution_id,
+        "imported_from": benchmark_set.imported_from,
+        "size": benchmark_set.size,
+        "sampler_seed": benchmark_set.sampler_seed,
+        "generator_model": benchmark_set.generator_model,
+        "cost_limit_usd": benchmark_set.cost_limit_usd,
+        "created_at": benchmark_set.created_at,
+        "progress": benchmark_set.progress(),
+    }
+
+
+def run_out(run: Run) -> dict:
+    return {
+        "id": run.pk,
+        "name": run.name,
+        "status": run.status,
+        "benchmark_set": run.benchmark_set_id,
+        "agents": [
+            {"id": agent.pk, "label": agent.label, "model": agent.model}
+            for agent in run.agents.all()
+        ],
+        "patient_model": run.patient_model,
+        "roster_model": run.roster_model,
+        "repetitions": run.repetitions,
+        "concurrency": run.concurrency,
+        "max_turns": run.max_turns,
+        "seed": run.seed,
+        "cost_limit_usd": run.cost_limit_usd,
+        "progress": runs.run_progress(run),
+    }
+
+
+def conversation_out(conversation: Conversation) -> dict:
+    return {
+        "id": str(conversation.public_id),
+        "run": conversation.run_id,
+        "agent": conversation.run_agent.label,
+        "model": conversation.run_agent.model,
+        "case": conversation.entry.index,
+        "repetition": conversation.repetition,
+        "status": conversation.status,
+        "termination_reason": conversation.termination_reason,
+        "assistant_turns": conversation.assistant_turns,
+        "cost_usd": conversation.cost_usd,
+        "finished_at": conversation.finished_at,
+    }
+
+
+# --- case sets -------------------------------------------------------------------------------
+
+
+@router.post("/case-sets", response={201: dict}, url_name="case_set_create")
+def case_set_create(request: HttpRequest, payload: CaseSetIn):
+    """Sample a case set from a distribution; its entries are enriched in the background."""
+    fields = payload.dict()
+    fields["distribution"] = fields["distribution"] or cases.distribution_default_ensure().pk
+    form = form_checked(forms.BenchmarkSetForm, fields)
+    try:
+        benchmark_set = cases.benchmark_set_create(user=request.user, **form.cleaned_data)
+    except cases.BenchmarkSetError as error:
+        raise HttpError(400, str(error)) from None
+    enrichment_start(benchmark_set)
+    return Status(201, case_set_out(benchmark_set) | {"warning": held("the benchmark set")})
+
+
+@router.get("/case-sets", response=list[dict], url_name="case_sets")
+@paginate(RowsCursorPagination, out=case_set_out)
+def case_set_list(request: HttpRequest):
+    return BenchmarkSet.objects.all()
+
+
+@router.get("/case-sets/{set_id}", response=dict, url_name="case_set")
+def case_set_detail(request: HttpRequest, set_id: int):
+    return case_set_out(get_object_or_404(BenchmarkSet, pk=set_id))
+
+
+# --- runs ------------------------------------------------------------------------------------
+
+
+@router.post("/runs", response={201: dict}, url_name="run_launch", auth=admins())
+def run_launch(request: HttpRequest, payload: RunIn):
+    """Launch a run with the checks of the launch page (admins only, as there)."""
+    agent_services.agent_configs_ensure_shipped()
+    form = form_checked(forms.RunForm, payload.dict())
+    try:
+        run = runs.run_launch(user=request.user, **form.launch_arguments())
+    except runs.RunError as error:
+        raise HttpError(400, str(error)) from None
+    run_start_after_commit(run)
+    warnings = [forms.unpriced_warning(model) for model in form.unpriced()]
+    return Status(201, run_out(run) | {"warning": held("the run"), "unpriced": warnings})
+
+
+@router.get("/runs", response=list[dict], url_name="runs")
+@paginate(RowsCursorPagination, out=run_out)
+def run_list(request: HttpRequest):
+    return Run.objects.prefetch_related("agents")
+
+
+@router.get("/runs/{run_id}", response=dict, url_name="run")
+def run_detail(request: HttpRequest, run_id: int):
+    return run_out(get_object_or_404(Run, pk=run_id))
+
+
+# --- conversations ---------------------------------------------------------------------------
+
+
+@router.get("/runs/{run_id}/conversations", response=list[dict], url_name="conversations")
+@paginate(RowsCursorPagination, out=conversation_out)
+def conversation_list(request: HttpRequest, run_id: int):
+    """Filters as on the run page: `status`, `termination_reason`, `agent` (a run agent id)."""
+    run = get_object_or_404(Run, pk=run_id)
+    return reports.filtered_conversations(run, request.GET)
+
+
+@router.get("/runs/{run_id}/conversations.{fmt}", url_name="run_export")
+def run_export(request: HttpRequest, run_id: int, fmt: str):
+    """Every conversation of the run with its trace: JSONL (the run page's export) or Parquet
+    (one row per conversation, nested parts as JSON text), streamed."""
+    run = get_object_or_404(Run, pk=run_id)
+    exports_by_format = {
+        "jsonl": (exports.run_jsonl, "application/x-ndjson"),
+        "parquet": (exports.run_parquet, PARQUET),
+    }
+    if fmt not in exports_by_format:
+        raise HttpError(404, "Export formats: jsonl, parquet.")
+    export, content_type = exports_by_format[fmt]
+    return download_response(
+        request, export(run), filename=f"run-{run.pk}-conversations.{fmt}",
+        content_type=content_type, kind="conversations", target=run,
+    )  # fmt: skip
+
+
+@router.post("/runs/{run_id}/{action}", response=dict, url_name="run_control", auth=admins())
+def run_control(request: HttpRequest, run_id: int, action: str, payload: RunResumeIn | None = None):
+    """Pause, cancel or resume (optionally retrying failed conversations, with a new limit)."""
+    if action not in RUN_ACTIONS:
+        raise HttpError(404, f"No run action {action!r}; use one of {', '.join(RUN_ACTIONS)}.")
+    run = get_object_or_404(Run, pk=run_id)
+    payload = payload or RunResumeIn()
+    try:
+        if action == "pause":
+            runs.run_pause(run, actor=request.user)
+        elif action == "cancel":
+            runs.run_cancel(run, actor=request.user)
+        else:
+            limit = payload.cost_limit_usd
+            runs.run_resume(
+                run,
+                retry_failed=payload.retry_failed,
+                cost_limit_usd=forms.optional_decimal(None if limit is None else str(limit)),
+                actor=request.user,
+            )
+            run_start_after_commit(run)
+    except (runs.RunError, ValueError) as error:
+        raise HttpError(400, str(error)) from None
+    run.refresh_from_db()
+    return run_out(run)
+
+
+@router.post("/imports", response={201: dict, 400: dict}, url_name="conversation_import")
+def conversation_import(request: HttpRequest, file: File[UploadedFile], name: Form[str] = ""):
+    """Your own conversations (JSON Lines, multipart field `file`: OpenAI chat format or this
+    site's run export) as an imported run. Every line is checked first: 400 lists each
+    problem with its line (`problems`) and nothing is saved."""
+    form = forms.ConversationImportForm(data={"name": name}, files={"file": file})
+    if not form.is_valid():
+        raise HttpError(400, form_problems(form))
+    try:
+        imported = imports.conversations_file_import(
+            name=name, filename=file.name, data=file.read(), user=request.user
+        )
+    except imports.ImportRefused as refused:
+        detail = f"{file.name}: {len(refused.problems)} problem(s); nothing was saved."
+        return Status(400, {"detail": detail, "problems": refused.problems})
+    return Status(201, run_out(imported.run) | {"conversations": len(imported.conversations)})
+
+
+@router.get("/conversations/{public_id}", response=dict, url_name="conversation")
+def conversation_trace(request: HttpRequest, public_id: uuid.UUID):
+    """One conversation with its trace, as one line of the run's JSONL export."""
+    conversation = get_object_or_404(
+        Conversation.objects.select_related("run", "run_agent__agent_config", "entry"),
+        public_id=public_id,
+    )
+    return exports.conversation_record(conversation, exports.conversation_events(conversation))

@@ -1,0 +1,201 @@
+"""Clinician studies, their annotations, agreement tables and study archives, as JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from ninja import File, Router, Status
+from ninja.errors import HttpError
+from ninja.files import UploadedFile
+from ninja.pagination import paginate
+
+from alignment.forms.archive import ArchiveImportForm
+from alignment.models import ArchiveJob, ArchiveJobKind, ArchiveJobStatus
+from alignment.services.archive import ArchiveError
+from alignment.services.archive.jobs import archive_export_request, archive_import_request
+from alignment.services.exports import agreement_rows
+from alignment.services.reports import study_report
+from alignment.views.reports import _filters as report_filters
+from annotation.forms.staff import StudyForm
+from annotation.models import Study
+from annotation.services import dashboard, exchange
+from annotation.services.studies import study_create
+from api.forms import form_checked, form_problems
+from api.frames import frame_rows, plain_tree
+from api.pagination import RowsCursorPagination
+from api.schemas import ArchiveExportIn, StudyIn
+from audit.downloads import download_response
+from common.query import query_flag
+
+router = Router(tags=["studies"])
+
+
+def study_out(study: Study) -> dict:
+    return {
+        "id": study.pk,
+        "project": study.project.name,
+        "name": study.name,
+        "kind": study.kind,
+        "round_number": study.round_number,
+        "status": study.status,
+        "sample_size": study.sample_size,
+        "items": study.items.count(),
+        "scoring_jobs": list(study.scoring_jobs.values_list("pk", flat=True)),
+        "created_at": study.created_at,
+    }
+
+
+def archive_job_out(job: ArchiveJob) -> dict:
+    return {
+        "id": job.pk,
+        "kind": job.kind,
+        "study": job.study_id,
+        "status": job.status,
+        "done": job.done,
+        "total": job.total,
+        "error": job.error,
+        "file_name": job.file_name,
+        "downloadable": job.downloadable,
+        "created_at": job.created_at,
+        "finished_at": job.finished_at,
+    }
+
+
+# --- studies ---------------------------------------------------------------------------------
+
+
+@router.post("/studies", response={201: dict}, url_name="study_create")
+def study_new(request: HttpRequest, payload: StudyIn):
+    """Create a study and draw its sample (the new study page's form and checks)."""
+    form = form_checked(StudyForm, payload.dict())
+    try:
+        study = study_create(
+            spec=form.spec(),
+            scoring_jobs=list(form.cleaned_data["scoring_jobs"]),
+            rubric_versions=list(form.cleaned_data["rubric_versions"]),
+            created_by=request.user,
+        )
+    except ValidationError as error:
+        form.add_service_errors(error.message_dict)
+        raise HttpError(400, form_problems(form)) from None
+    return Status(201, study_out(study))
+
+
+@router.get("/studies", response=list[dict], url_name="studies")
+@paginate(RowsCursorPagination, out=study_out)
+def study_list(request: HttpRequest):
+    return Study.objects.select_related("project")
+
+
+@router.get("/studies/{study_id}", response=dict, url_name="study")
+def study_detail(request: HttpRequest, study_id: int):
+    """The study and its live progress: per annotator, per track, items short of overlap."""
+    study = _study(study_id)
+    return study_out(study) | {"progress": plain_tree(dashboard.study_progress(study))}
+
+
+@router.get("/studies/{study_id}/annotations.{fmt}", url_name="study_annotations")
+def study_annotations(request: HttpRequest, study_id: int, fmt: str):
+    """The annotation export of the study page (CSV, JSONL or Parquet; `pseudonymise=1`)."""
+    if fmt not in exchange.EXPORT_FORMATS:
+        raise HttpError(404, f"Export formats: {', '.join(exchange.EXPORT_FORMATS)}.")
+    study = _study(study_id)
+    pseudonymise = query_flag(request.GET, "pseudonymise", on="1")
+    content, content_type = exchange.export_file(study, fmt, pseudonymise=pseudonymise)
+    suffix = "-pseudonymised" if pseudonymise else ""
+    return download_response(
+        request, content, filename=f"study-{study_id}-annotations{suffix}.{fmt}",
+        content_type=content_type, kind="annotations", target=study,
+    )  # fmt: skip
+
+
+@router.get("/studies/{study_id}/agreement", response=dict, url_name="study_agreement")
+def study_agreement(request: HttpRequest, study_id: int):
+    """Every agreement figure of every rubric with its 95% bootstrap interval and counts, on the
+    sample and (when the study has a design) population-weighted; the paper's table beside it.
+    Filters as on the report page: `model`, `track`, `synthetic=1`."""
+    study = _study(study_id)
+    # The report page's own filters (model, track, synthetic), checked by the same code.
+    report = study_report(study, report_filters(request, study.project))
+    return {
+        "study": study.pk,
+        "filters": plain_tree(report.filters),
+        "resamples": report.resamples,
+        "conversations": report.n_items,
+        "ratings": report.n_ratings,
+        "excluded": report.excluded,
+        "design": {"source": report.design_source, "missing_because": report.design_reason},
+        "table": frame_rows(agreement_rows(report)),
+        "rubrics": [
+            {
+                "rubric": plain_tree(section.rubric),
+                "sample": plain_tree(section.agreement),
+                "population_weighted": plain_tree(section.weighted),
+                "judges": plain_tree(section.judges),
+                "judges_missing_because": section.judges_reason,
+            }
+            for section in report.sections
+        ],
+        "realism": [
+            {
+                "rubric": plain_tree(section.rubric),
+                "summary": plain_tree(section.summary),
+                "sample": plain_tree(section.agreement),
+                "population_weighted": plain_tree(section.weighted),
+            }
+            for section in report.realism
+        ],
+    }
+
+
+def _study(study_id: int) -> Study:
+    return get_object_or_404(Study.objects.select_related("project"), pk=study_id)
+
+
+# --- study archives --------------------------------------------------------------------------
+
+
+@router.post("/archives/exports", response={201: dict}, url_name="archive_export")
+def archive_export(request: HttpRequest, payload: ArchiveExportIn):
+    """Export a study archive in the background; poll the job, then download it."""
+    study = _study(payload.study)
+    job = archive_export_request(study, user=request.user, with_usernames=payload.with_usernames)
+    return Status(201, archive_job_out(job))
+
+
+@router.post("/archives/imports", response={201: dict}, url_name="archive_import")
+def archive_import(request: HttpRequest, file: File[UploadedFile]):
+    """Import a study archive (a zip, multipart field `file`) in the background."""
+    form = ArchiveImportForm(files={"file": file})
+    if not form.is_valid():
+        raise HttpError(400, form_problems(form))
+    try:
+        job = archive_import_request(form.cleaned_data["file"], user=request.user)
+    except ArchiveError as error:
+        raise HttpError(400, f"{file.name}: {error}") from None
+    return Status(201, archive_job_out(job))
+
+
+@router.get("/archives/{job_id}", response=dict, url_name="archive_job")
+def archive_job(request: HttpRequest, job_id: int):
+    return archive_job_out(get_object_or_404(ArchiveJob, pk=job_id))
+
+
+@router.get("/archives/{job_id}/download", url_name="archive_download")
+def archive_download(request: HttpRequest, job_id: int):
+    """The finished export's zip (offered for ARCHIVE_DOWNLOAD_HOURS)."""
+    job = get_object_or_404(
+        ArchiveJob, pk=job_id, kind=ArchiveJobKind.EXPORT, status=ArchiveJobStatus.FINISHED
+    )
+    path = Path(job.file_path)
+    if not job.downloadable or not path.is_file():
+        raise HttpError(
+            404, "The archive file is no longer on this server; export the study again."
+        )
+    return download_response(
+        request, path.open("rb"), filename=job.file_name, content_type="application/zip",
+        kind="archive", target=job.study,
+    )  # fmt: skip
