@@ -1,7 +1,9 @@
 """The command line: a cost limit beside an unpriced model is refused unless --price gives
 one, the limit pauses the run, and the summary says unknown and cached, never a bare $0."""
 
+from datetime import datetime
 from decimal import Decimal
+from functools import partial
 
 import pytest
 from django.core.cache import caches
@@ -9,7 +11,7 @@ from django.core.management import CommandError, call_command
 
 from audit.models import AuditEvent
 from benchmark.models import BenchmarkSet, JobStatus, ModelPrice, Run
-from benchmark.services import prices
+from benchmark.services import prices, runs
 from benchmark.services.cli import cost_text
 from tests.benchmark.conftest import FakeRouter, use_router
 from tests.support.builders import enriched_set
@@ -42,6 +44,10 @@ def test_the_run_summary_says_cached_for_a_replayed_run_and_unknown_for_unpriced
 ):
     set_id = enriched_set(name="cli", size=1, sampler_seed=3).pk
     first = run_benchmark(capsys, "first", set_id, "--model", "offline/careful")
+    # A reproduction runs on the first run's clock (the agent is told the time, to the
+    # minute): launched a minute later on its own clock, it would rightly ask again.
+    clock = datetime.fromisoformat(Run.objects.get(name="first").config["clock"])
+    monkeypatch.setattr(runs, "run_launch", partial(runs.run_launch, clock=clock))
     replayed = run_benchmark(capsys, "replayed", set_id, "--model", "offline/careful")
     use_router(monkeypatch, FakeRouter(scripted_as={UNPRICED: "careful"}, price=None))
     unpriced = run_benchmark(capsys, "unpriced", set_id, "--model", UNPRICED)
