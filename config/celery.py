@@ -68,6 +68,21 @@ class ReportsHeartbeat(bootsteps.StartStopStep):
 app.steps["worker"].add(ReportsHeartbeat)
 
 
+@signals.worker_init.connect
+def provider_sdks_imported(**kwargs) -> None:
+    """Import the model SDKs this worker has credentials for before it takes a task
+    (benchmark.engine.providers.client.adapters_import)."""
+    from benchmark.engine.providers.client import adapters_import
+    from benchmark.engine.providers.settings import ProviderSettings
+
+    try:
+        imported = adapters_import(ProviderSettings.from_django())
+    except Exception:  # the first task imports them then; the worker must start
+        logger.exception("could not import the model SDKs ahead of the first task")
+    else:
+        logger.info("model SDK adapters imported: %s", ", ".join(imported) or "none")
+
+
 @signals.task_prerun.connect
 @signals.task_postrun.connect
 def connections_checked(sender=None, **kwargs) -> None:

@@ -6,6 +6,7 @@ limiter are all safe to share, so many worker threads can call one client at onc
 
 from __future__ import annotations
 
+import importlib
 import logging
 import random
 import threading
@@ -164,6 +165,33 @@ def estimate_tokens(request: ChatRequest) -> int:
     )
     characters += sum(len(tool.description) + len(str(tool.parameters)) for tool in request.tools)
     return characters // 4 + (request.max_tokens or 0)
+
+
+OPENAI_ADAPTER = "benchmark.engine.providers.openai_chat"
+ANTHROPIC_ADAPTER = "benchmark.engine.providers.anthropic_chat"
+
+
+def adapters_configured(settings: ProviderSettings) -> tuple[str, ...]:
+    """The SDK adapters this process has credentials for, so may call (see adapters_import)."""
+    adapters = []
+    openai_keys = (settings.openai_api_key, settings.openai_compatible_base_url)
+    if any(openai_keys) or any(settings.endpoint_keys.values()):
+        adapters.append(OPENAI_ADAPTER)
+    if settings.anthropic_api_key:
+        adapters.append(ANTHROPIC_ADAPTER)
+    return tuple(adapters)
+
+
+def adapters_import(settings: ProviderSettings) -> tuple[str, ...]:
+    """Import the adapters (and their SDKs) the process may call, while a worker starts.
+
+    Imported lazily, an SDK costs its first task a second or two of CPU - and under 24
+    threads every other task waits for the interpreter lock meanwhile. A worker with no
+    credentials (offline runs, most tests) imports none."""
+    adapters = adapters_configured(settings)
+    for adapter in adapters:
+        importlib.import_module(adapter)
+    return adapters
 
 
 def build_provider(model: ModelString, settings: ProviderSettings) -> Provider:
