@@ -196,7 +196,8 @@ def adapters_import(settings: ProviderSettings) -> tuple[str, ...]:
 
 def build_provider(model: ModelString, settings: ProviderSettings) -> Provider:
     # The SDKs are imported here, not at the top: they take seconds to import, and offline
-    # runs and the tests of every other module never need them.
+    # runs and the tests of every other module never need them (a worker with credentials
+    # imports them while it starts: adapters_import).
     if model.provider == "offline":
         return OfflineProvider(model.name, settings.offline_latency_seconds)
     if model.provider == "anthropic":
