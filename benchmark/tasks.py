@@ -89,6 +89,25 @@ def run_start_after_commit(run: Run) -> None:
     )
 
 
+RUN_ACTIONS = ("pause", "cancel", "resume")
+
+
+def run_control(
+    run: Run, action: str, *, actor, retry_failed: bool = False, cost_limit_usd=None
+) -> None:
+    """One of RUN_ACTIONS, from the run page's buttons or the API alike: a resumed run is
+    dispatched again once committed. Raises runs.RunError when the run's state refuses it."""
+    if action == "pause":
+        runs.run_pause(run, actor=actor)
+    elif action == "cancel":
+        runs.run_cancel(run, actor=actor)
+    elif action == "resume":
+        runs.run_resume(run, retry_failed=retry_failed, cost_limit_usd=cost_limit_usd, actor=actor)
+        run_start_after_commit(run)
+    else:
+        raise ValueError(f"No run action {action!r}; use one of {', '.join(RUN_ACTIONS)}.")
+
+
 run_redispatch = watch.redispatcher(Run, partial(runs.run_dispatch, enqueue=enqueue_conversations))
 
 

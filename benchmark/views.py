@@ -40,12 +40,14 @@ from benchmark.services.processes import holder_of
 from benchmark.services.queue import held_work_message
 from benchmark.services.retries import row_retries
 from benchmark.tasks import enrichment_start, run_start_after_commit
+from benchmark.tasks import run_control as run_control_apply
 from common.query import query_choice, query_object, query_page
 
 # The live regions of the set and run pages an htmx request may ask for alone.
 FRAGMENTS = ("progress", "entries")
 
-RUN_ACTIONS = {
+# What the run page says after each of benchmark.tasks.RUN_ACTIONS.
+RUN_ACTION_DONE = {
     "pause": "Paused: no new conversations start; running ones finish.",
     "cancel": "Cancelled: waiting conversations will not run.",
     "resume": "Resumed.",
@@ -321,26 +323,18 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*ADMIN_ONLY)
 @require_POST
 def run_control(request: HttpRequest, pk: int, action: str) -> HttpResponse:
-    if action not in RUN_ACTIONS:
+    if action not in RUN_ACTION_DONE:
         raise Http404(f"No run action {action!r}.")
     run = get_object_or_404(Run, pk=pk)
     try:
-        if action == "pause":
-            runs.run_pause(run, actor=request.user)
-        elif action == "cancel":
-            runs.run_cancel(run, actor=request.user)
-        else:
-            runs.run_resume(
-                run,
-                retry_failed=bool(request.POST.get("retry_failed")),
-                cost_limit_usd=forms.optional_decimal(request.POST.get("cost_limit")),
-                actor=request.user,
-            )
-            run_start_after_commit(run)
+        run_control_apply(
+            run, action, actor=request.user, retry_failed=bool(request.POST.get("retry_failed")),
+            cost_limit_usd=forms.optional_decimal(request.POST.get("cost_limit")),
+        )  # fmt: skip
     except (runs.RunError, ValueError) as error:
         messages.error(request, str(error))
     else:
-        messages.success(request, RUN_ACTIONS[action])
+        messages.success(request, RUN_ACTION_DONE[action])
         if action == "resume" and (held := held_work_message("the run")):
             messages.error(request, held)
     return redirect("benchmark:run", pk)

@@ -22,11 +22,10 @@ from benchmark.engine.parquet_export import CONTENT_TYPE as PARQUET
 from benchmark.models import BenchmarkSet, Conversation, Run
 from benchmark.services import agents as agent_services
 from benchmark.services import cases, exports, imports, reports, runs
-from benchmark.tasks import enrichment_start, run_start_after_commit
+from benchmark.tasks import RUN_ACTIONS, enrichment_start, run_start_after_commit
+from benchmark.tasks import run_control as run_control_apply
 
 router = Router(tags=["benchmark"])
-
-RUN_ACTIONS = ("pause", "cancel", "resume")
 
 
 def case_set_out(benchmark_set: BenchmarkSet) -> dict:
@@ -174,20 +173,12 @@ def run_control(request: HttpRequest, run_id: int, action: str, payload: RunResu
         raise HttpError(404, f"No run action {action!r}; use one of {', '.join(RUN_ACTIONS)}.")
     run = get_object_or_404(Run, pk=run_id)
     payload = payload or RunResumeIn()
+    limit = payload.cost_limit_usd
     try:
-        if action == "pause":
-            runs.run_pause(run, actor=request.user)
-        elif action == "cancel":
-            runs.run_cancel(run, actor=request.user)
-        else:
-            limit = payload.cost_limit_usd
-            runs.run_resume(
-                run,
-                retry_failed=payload.retry_failed,
-                cost_limit_usd=forms.optional_decimal(None if limit is None else str(limit)),
-                actor=request.user,
-            )
-            run_start_after_commit(run)
+        run_control_apply(
+            run, action, actor=request.user, retry_failed=payload.retry_failed,
+            cost_limit_usd=forms.optional_decimal(None if limit is None else str(limit)),
+        )  # fmt: skip
     except (runs.RunError, ValueError) as error:
         raise HttpError(400, str(error)) from None
     run.refresh_from_db()
