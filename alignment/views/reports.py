@@ -137,9 +137,14 @@ def planner(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "alignment/report.html#planner", _report_context(request, pk))
 
 
+def _filtered_report(request: HttpRequest, study: Study):
+    """The study's report under the filters of the request (as the page shows it)."""
+    return study_report(study, _filters(request, study.project))
+
+
 def _report_context(request: HttpRequest, pk: int) -> dict:
     study = _study(pk)
-    data = study_report(study, _filters(request, study.project))
+    data = _filtered_report(request, study)
     width = _target_width(request)
     return _common(study, data) | {
         "planner": planner_rows(data, width),
@@ -153,14 +158,8 @@ def export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     if fmt not in exports.EXPORT_FORMATS:
         raise Http404("No such export format.")
     study = _study(pk)
-    text = exports.agreement_export(
-        study_report(study, _filters(request, study.project)), fmt, study=study
-    )
-    return download_response(
-        request, text, filename=f"study-{pk}-agreement.{fmt}",
-        content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8", kind="table",
-        target=study,
-    )  # fmt: skip
+    text = exports.agreement_export(_filtered_report(request, study), fmt, study=study)
+    return _table_download(request, study, text, name="agreement", fmt=fmt)
 
 
 @role_required(*STAFF)
@@ -170,11 +169,15 @@ def table_export(request: HttpRequest, pk: int, table: str, fmt: str) -> HttpRes
     if table not in exports.STUDY_TABLES or fmt not in exports.EXPORT_FORMATS:
         raise Http404("No such table or format.")
     study = _study(pk)
-    text = exports.study_table_export(
-        study_report(study, _filters(request, study.project)), table, fmt, study=study
-    )
+    report = _filtered_report(request, study)
+    text = exports.study_table_export(report, table, fmt, study=study)
+    return _table_download(request, study, text, name=table, fmt=fmt)
+
+
+def _table_download(request, study, text: str, *, name: str, fmt: str) -> HttpResponse:
+    """A table of the study's report, downloaded through the trail."""
     return download_response(
-        request, text, filename=f"study-{pk}-{table}.{fmt}",
+        request, text, filename=f"study-{study.pk}-{name}.{fmt}",
         content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8", kind="table",
         target=study,
     )  # fmt: skip
@@ -235,7 +238,7 @@ def _figure(kind: str, section, study: Study):
 @role_required(*STAFF)
 def rubric(request: HttpRequest, pk: int, rubric_id: str) -> HttpResponse:
     study = _study(pk)
-    data = study_report(study, _filters(request, study.project))
+    data = _filtered_report(request, study)
     section = _section(study, data, rubric_id)
     charts = {}
     if not section.points.empty:
@@ -260,7 +263,7 @@ def figure(request: HttpRequest, pk: int, rubric_id: str, kind: str, fmt: str) -
     if kind not in FIGURE_KINDS or fmt not in figures.FORMATS:
         raise Http404("No such figure or format.")
     study = _study(pk)
-    section = _section(study, study_report(study, _filters(request, study.project)), rubric_id)
+    section = _section(study, _filtered_report(request, study), rubric_id)
     salt = f"{study.pk}-{rubric_id}-{kind}"
     body = figures.render(_figure(kind, section, study), fmt, salt=salt)
     return download_response(
