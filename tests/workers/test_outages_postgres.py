@@ -8,6 +8,7 @@ restarted (`pg_ctl restart -m fast`: every connection dropped) while conversatio
 calls are in flight; the test reads the outcome straight from the server with psycopg.
 """
 
+import re
 import subprocess
 import sys
 
@@ -83,6 +84,23 @@ def score_counts(server) -> dict:
     return counts(server, "SELECT status, count(*) FROM jury_judgescore GROUP BY status")
 
 
+def worker_connections(server: PrivatePostgres) -> set[int]:
+    """Server process ids of every client connection but the test's own: the worker's."""
+    with server.connect() as connection:
+        rows = connection.execute(
+            "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'"
+            " AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return {row[0] for row in rows}
+
+
+def terminated_backends(server: PrivatePostgres) -> set[int]:
+    """Process ids the server's log says it cut at a shutdown (each logs a FATAL line)."""
+    cut = re.findall(r"\[(\d+)\] FATAL:  terminating connection due to administrator command",
+                     server.log.read_text())  # fmt: skip
+    return {int(pid) for pid in cut}
+
+
 def statuses(server, table: str) -> set:
     with server.connect() as connection:
         return {row[0] for row in connection.execute(f"SELECT status FROM {table}")}
@@ -116,6 +134,8 @@ def test_a_postgres_restart_mid_run_loses_and_repeats_nothing(tmp_path, postgres
         )
         scores_before = score_counts(postgres)
         assert scores_before.get("pending", 0) > 0
+        worker_backends = worker_connections(postgres)
+        assert worker_backends, "the worker holds no database connection to cut"
         postgres.restart()
         wait_for(
             lambda: (
@@ -128,9 +148,12 @@ def test_a_postgres_restart_mid_run_loses_and_repeats_nothing(tmp_path, postgres
     finally:
         scorer.kill()
         stop_worker(worker)
-    log = (tmp_path / "worker.log").read_text()
-    # The restart did hit work in flight (a failed query in a task, the watch or a cancel check).
-    assert "OperationalError" in log or "could not reach the database" in log
+    # The restart cut the connections the worker was using while work was in flight. Whether
+    # a worker thread then sees an error depends on timing: the server is back in a fraction
+    # of a second, and a thread waiting on its 200 ms model call finds the connection gone
+    # and replaces it silently (connection_checked, the per-task health check).
+    cut = terminated_backends(postgres)
+    assert worker_backends & cut, f"worker connections {worker_backends}, cut {cut}"
     assert conversation_counts(postgres) == {"finished": CONVERSATIONS}
     with postgres.connect() as connection:
         duplicated_events = connection.execute(
