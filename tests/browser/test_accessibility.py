@@ -1,12 +1,14 @@
 """axe-core (axe-playwright-python's bundled copy, injected through Playwright's evaluate, which
 the site's script policy does not govern) over every page an annotator works in - login, home,
 queue, the review screen open, submitted, after a calibration round's reveal and showing a
-conflict - and the researcher's study pages, in the light theme and in the dark one: no serious
-or critical violation (colour contrast among them). The rules the issue found broken (a page
+conflict - the researcher's study pages, and the run page's controls and the two import pages
+with a refused upload, in the light theme and in the dark one: no serious or critical violation
+(colour contrast among them). The rules the issue found broken (a page
 without a level-one heading, empty table headers) are asserted gone at any impact."""
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
+from django.urls import reverse
 from django.utils import timezone
 from playwright.sync_api import expect
 
@@ -17,6 +19,7 @@ from annotation.services.annotations import Draft, annotation_autosave, annotati
 from tests.annotation.test_annotation_writes import full_draft
 from tests.browser.review_support import new_study, saved, scored_job
 from tests.conftest import PASSWORD, make_user
+from tests.support.builders import enriched_set, launched_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -62,6 +65,22 @@ def violations(page, *, blocking_only=True) -> list[str]:
     ]
 
 
+def themed_violations(page, theme: str) -> list[str]:
+    """violations(page), once the page shows the theme the test set on the account."""
+    expect(page.locator("html")).to_have_attribute(
+        "data-theme", {"light": "system"}.get(theme, theme)
+    )
+    return violations(page)
+
+
+def themed_page(browser, theme: str):
+    """A page in a light system scheme, every account on `theme` ("light": follow the system;
+    "dark": the person's own choice, which must win over the system's light scheme)."""
+    User.objects.update(theme="system" if theme == "light" else "dark")
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme="light")
+    return context.new_page()
+
+
 def log_in(page, url, username):
     page.goto(f"{url}/accounts/login/")
     page.fill("input[name=username]", username)
@@ -74,19 +93,12 @@ def log_in(page, url, username):
 def test_no_serious_accessibility_violation_on_annotator_and_study_pages(
     browser, live_server, work, theme
 ):
-    """Light: the system's light scheme. Dark: the person's own choice (kept on the account),
-    which must win over the system's light scheme."""
-    User.objects.update(theme="system" if theme == "light" else "dark")
-    context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme="light")
-    page = context.new_page()
+    page = themed_page(browser, theme)
     url = live_server.url
     found = {}
 
     def check(name):
-        expect(page.locator("html")).to_have_attribute(
-            "data-theme", {"light": "system"}.get(theme, theme)
-        )
-        found[name] = violations(page)
+        found[name] = themed_violations(page, theme)
 
     page.goto(f"{url}/accounts/login/")
     found["login"] = violations(page)
@@ -119,7 +131,43 @@ def test_no_serious_accessibility_violation_on_annotator_and_study_pages(
     check("study dashboard")
     page.goto(f"{url}/annotation/staff/assignments/{work['submitted'].public_id}/")
     check("assignment page")
-    context.close()
+    page.context.close()
+    assert {name: problems for name, problems in found.items() if problems} == {}
+
+
+# A refused upload of each import page: the problems it lists (templates/_import_problems.html).
+REFUSED_UPLOADS = {
+    "conversation import": ("benchmark:run_import", b'{"id": "x"}\n'),
+    "HealthBench import": ("rubric_lab:import", b"nope\n"),
+}
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_no_serious_accessibility_violation_on_the_run_controls_and_refused_imports(
+    browser, live_server, theme
+):
+    make_user("adam", Role.ADMIN)
+    run = launched_run(enriched_set(size=2), name="Run under test")
+    page = themed_page(browser, theme)
+    url = live_server.url
+    found = {}
+    log_in(page, url, "adam")
+    page.goto(url + reverse("benchmark:run", args=[run.pk]))
+    page.get_by_role("button", name="Pause").click()
+    expect(page.get_by_text("Paused: no new conversations start")).to_be_visible()
+    found["run page, paused"] = themed_violations(page, theme)
+    page.fill("input[name=cost_limit]", "lots")
+    page.get_by_role("button", name="Resume").click()
+    expect(page.get_by_text("not an amount")).to_be_visible()
+    found["run page, resume refused"] = themed_violations(page, theme)
+    for name, (url_name, content) in REFUSED_UPLOADS.items():
+        page.goto(url + reverse(url_name))
+        upload = {"name": "bad.jsonl", "mimeType": "application/jsonl", "buffer": content}
+        page.set_input_files("input[type=file]", files=[upload])
+        page.get_by_role("button", name="Import").click()
+        expect(page.locator("#import-problems")).to_contain_text("line 1")
+        found[name] = themed_violations(page, theme)
+    page.context.close()
     assert {name: problems for name, problems in found.items() if problems} == {}
 
 
