@@ -1,9 +1,9 @@
 """axe-core (axe-playwright-python's bundled copy, injected through Playwright's evaluate, which
 the site's script policy does not govern) over every page an annotator works in - login, home,
 queue, the review screen open, submitted, after a calibration round's reveal and showing a
-conflict - the researcher's study pages, and the run page's controls and the two import pages
-with a refused upload, in the light theme and in the dark one: no serious or critical violation
-(colour contrast among them). The rules the issue found broken (a page
+conflict - the researcher's study pages, the run page's controls, a scoring job's pages and the
+two import pages with a refused upload, in the light theme and in the dark one: no serious or
+critical violation (colour contrast among them). The rules the issue found broken (a page
 without a level-one heading, empty table headers) are asserted gone at any impact."""
 
 import pytest
@@ -143,11 +143,12 @@ REFUSED_UPLOADS = {
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
-def test_no_serious_accessibility_violation_on_the_run_controls_and_refused_imports(
+def test_no_serious_accessibility_violation_on_run_and_jury_pages_and_refused_imports(
     browser, live_server, theme
 ):
     make_user("adam", Role.ADMIN)
     run = launched_run(enriched_set(size=2), name="Run under test")
+    job = scored_job(size=2)
     page = themed_page(browser, theme)
     url = live_server.url
     found = {}
@@ -160,6 +161,14 @@ def test_no_serious_accessibility_violation_on_the_run_controls_and_refused_impo
     page.get_by_role("button", name="Resume").click()
     expect(page.get_by_text("not an amount")).to_be_visible()
     found["run page, resume refused"] = themed_violations(page, theme)
+    for name, url_name, key in (
+        ("scoring job", "jury:job", job.pk),
+        ("jury report", "jury:report", job.pk),
+        ("score a run", "jury:score_run", job.run.pk),
+        ("case set", "benchmark:set", job.run.benchmark_set.pk),
+    ):
+        page.goto(url + reverse(url_name, args=[key]))
+        found[name] = themed_violations(page, theme)
     for name, (url_name, content) in REFUSED_UPLOADS.items():
         page.goto(url + reverse(url_name))
         upload = {"name": "bad.jsonl", "mimeType": "application/jsonl", "buffer": content}
