@@ -57,4 +57,4 @@ def test_the_six_variants_end_side_by_side_with_coverage_and_sensitivity(played_
         if row["arm"].variant == AblationVariant.FULL:
             assert row["versus_full"] is None
         else:  # the same expert criteria, one shared decomposition: every constraint paired
-            assert row["versus_full"].pairs == row["coverage"].micro.constraints
+            assert row["versus_full"].test.pairs == row["coverage"].micro.constraints
