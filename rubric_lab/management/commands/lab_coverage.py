@@ -66,7 +66,7 @@ class Command(BaseCommand):
                 f"Against coverage run {other.pk}: recall {_figure(compared.recall_a)} vs "
                 f"{_figure(compared.recall_b)}, difference {_figure(compared.difference)} on "
                 f"{test.pairs} paired constraints of {test.clusters} conversations "
-                f"({test.only_a} entailed only here, {test.only_b} only there); McNemar p = "
+                f"({test.only_a} entailed only here, {test.only_b} only there); p = "
                 f"{test.p_value:.4g} ({coverage.comparison_method(test)})."
             )
 
