@@ -113,8 +113,9 @@ class Study(models.Model):
     drift_flag_points = models.FloatField(
         default=0.5, validators=[MinValueValidator(0.05), MaxValueValidator(4.0)]
     )
-    # What the stratified sampler achieved: cells with available / sampled / drawn counts and
-    # the population's jury scores, shortfalls (annotation.engine.sampling).
+    # What the stratified sampler achieved: cells with available / sampled / expected counts
+    # and the population's jury scores, the design's strata (absent for studies of the earlier
+    # greedy sampler), shortfalls (annotation.engine.sampling).
     coverage = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=20, choices=StudyStatus.choices, default=StudyStatus.OPEN)
     locked_at = models.DateTimeField(null=True, blank=True)

@@ -31,10 +31,11 @@ can promise more, but not a chance anyone can write down).
 
 Draw. Within each stratum, n_h of its N_h conversations by simple random sampling without
 replacement, seeded. A conversation's inclusion probability is therefore exactly n_h / N_h, the
-probabilities over the population add up to the sample size, and its Hajek weight 1 / pi (`item_weight`) is
-its Horvitz-Thompson weight (the weights of every sample add up to the population). The strata
-recorded with the items are the design's: the bootstrap and the design variance resample within
-them. The seed only enters the draw; the same population, size and seed give the same sample.
+probabilities over the population add up to the sample size, and its Hajek weight 1 / pi
+(`item_weight`) is its Horvitz-Thompson weight (the weights of every sample add up to the
+population). The strata recorded with the items are the design's: the bootstrap and the design
+variance resample within them. The seed only enters the draw; the same population, size and
+seed give the same sample.
 
 Coverage (the study page): every cell's size, the conversations it got, the number it was
 expected to get, the design's strata (key, home cells, N_h, n_h), and the population's jury
