@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from django.core.cache import cache
 
+from alignment.engine.design import strata_pooling
 from alignment.engine.frames import ITEM, JURY, RUBRIC, SCORE
 from alignment.engine.ppi import (
     Annotated,
@@ -37,6 +38,7 @@ class CorrectedRow:
     model: str
     rubric: RubricInfo
     score: CorrectedScore
+    pooled_strata: str = ""  # which single-conversation strata the design variance pooled
 
 
 def corrected_rows(
@@ -45,17 +47,18 @@ def corrected_rows(
     """One row per model and judged rubric (models in the given order)."""
     thresholds = _thresholds(frames)
     means = _annotated_means(frames, thresholds)
-    return [
-        CorrectedRow(model, rubric, _score(model, rubric, means, design))
-        for model in models
-        for rubric in rubrics
-        if rubric.judged
-    ]
+    rows = []
+    for model in models:
+        for rubric in (rubric for rubric in rubrics if rubric.judged):
+            own = means[(means["model"] == model) & (means[RUBRIC] == rubric.rubric_id)]
+            pooled = strata_pooling([design.stratum(i, rubric) for i in own[ITEM]]).note
+            rows.append(CorrectedRow(model, rubric, _score(model, rubric, own, design),
+                                     pooled if design.weighted else ""))  # fmt: skip
+    return rows
 
 
-def _score(model: str, rubric: RubricInfo, means: pd.DataFrame, design: StudyDesign):
+def _score(model: str, rubric: RubricInfo, own: pd.DataFrame, design: StudyDesign):
     population = design.population.get((model, rubric.rubric_id))
-    own = means[(means["model"] == model) & (means[RUBRIC] == rubric.rubric_id)]
     if population is None:
         reason = design.population_reason or "no conversation of this model was scored"
         return undefined_score(reason, n_annotated=len(own))
@@ -145,8 +148,11 @@ def corrected_table(rows, *, study_name: str = "") -> pd.DataFrame:
     out = []
     for row in rows:
         score = row.score
+        pooled = f"correction interval: {row.pooled_strata}" if row.pooled_strata else ""
         notes = dict.fromkeys(
-            n for n in (undefined_note(score.jury_mean), undefined_note(score.corrected_mean)) if n
+            n
+            for n in (undefined_note(score.jury_mean), undefined_note(score.corrected_mean), pooled)
+            if n
         )
         out.append({
             **({"Study": study_name} if study_name else {}),

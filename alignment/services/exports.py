@@ -119,6 +119,8 @@ def weighted_rows(report: StudyReport) -> pd.DataFrame:
                 notes.append(f"population: {report.design_reason}")
             elif population.value is None:
                 notes.append(f"population: {undefined_note(population)}")
+            elif weighted.pooled_strata:
+                notes.append(f"population interval: {weighted.pooled_strata}")
             rows.append({
                 "Rubric": rubric.name,
                 "Figure": label,
