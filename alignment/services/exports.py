@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from alignment.services.corrected import corrected_table
+from alignment.services.corrected import CORRECTED_METHOD, corrected_table
 from alignment.services.formats import estimate_text, undefined_note
 from alignment.services.reports import StudyReport
 from annotation.models import Study
@@ -248,7 +248,7 @@ STUDY_TABLES = {  # URL name -> (LaTeX caption, builder(report, person))
     "corrected": (
         "Clinician-corrected model scores (prediction-powered inference): the jury over every "
         "conversation the study could draw, corrected by the design-weighted clinician - jury "
-        "difference; 95% normal intervals",
+        f"difference; {CORRECTED_METHOD}",
         lambda report, person: corrected_table(report.corrected),
     ),
     "judge-bias": (

@@ -11,7 +11,10 @@ from django.urls import reverse
 
 from accounts.models import Track
 from alignment.engine.design import design_variance, hajek_mean
+from alignment.engine.ppi import MIN_ANNOTATED
+from alignment.services.corrected import corrected_rows
 from alignment.services.design import RECONSTRUCTED, RECORDED, study_design
+from alignment.services.frames import study_frames
 from alignment.services.reports import ReportFilters, compute_report, study_report
 from annotation.models import Assignment, StudyItem
 from jury.models import RubricResult
@@ -139,7 +142,15 @@ def test_the_corrected_score_is_the_populations_jury_mean_plus_the_weighted_diff
     _rescore(annotated_study, items[1], RUBRIC, 2)
     report = _report(annotated_study)
     model = items[0].conversation.run_agent.label
-    row = next(r for r in report.corrected if r.model == model and r.rubric.rubric_id == RUBRIC)
+    shown = next(r for r in report.corrected if r.model == model and r.rubric.rubric_id == RUBRIC)
+    assert shown.score.corrected_mean.value is None  # a few conversations: below the minimum
+    assert f"needs at least {MIN_ANNOTATED}" in shown.score.corrected_mean.undefined
+    # The same figure with the minimum lowered to one conversation, by hand.
+    frames = study_frames(annotated_study)
+    rows = corrected_rows(
+        frames, study_design(annotated_study), frames.judged_rubrics, [model], min_annotated=1
+    )
+    row = next(r for r in rows if r.rubric.rubric_id == RUBRIC)
     # By hand: the population is every feasible conversation of the model the job scored.
     population = RubricResult.objects.filter(
         job=scored_job, rubric_id=RUBRIC, conversation__run_agent__label=model,
