@@ -27,8 +27,10 @@ def interval_text(estimate: Estimate, fmt: str, *, fine: bool = False) -> str:
     at the end of the 1-5 scale)"); an interval of zero width or none as its note alone
     ("(zero width: one conversation)"), never as "[4.50, 4.50]"; "" when there is nothing."""
     note = f"({estimate.note})" if estimate.note else ""
-    if estimate.low is None or estimate.high is None or estimate.high - estimate.low <= ZERO_WIDTH:
+    if estimate.low is None or estimate.high is None:
         return note
+    if estimate.high - estimate.low <= ZERO_WIDTH:
+        return note or "(zero width)"
     low, high = (value_text(bound, fmt, fine=fine) for bound in (estimate.low, estimate.high))
     return f"[{low}, {high}] {note}".strip()
 
