@@ -18,7 +18,7 @@ from jury import forms
 from jury.engine.rubrics import RubricError
 from jury.models import Jury, RubricVersion, ScoringJob
 from jury.services import juries, reports, rubrics, score_exports, scoring
-from jury.services.corrections import job_corrected, job_corrected_export
+from jury.services.corrections import corrected_method, job_corrected, job_corrected_export
 from jury.tasks import scoring_start
 
 # The clinician-corrected scores of the target studies drawn from a job (jury.services.corrections).
@@ -233,6 +233,7 @@ def report(request: HttpRequest, pk: int) -> HttpResponse:
         "pass_rates": query_flag(request.GET, "pass_rates", on="show", off="hide"),
         "show_corrected": query_flag(request.GET, "corrected", on="show", off="hide"),
         "corrected": corrected,
+        "corrected_method": corrected_method(),
     }
     fragment = query_choice(request.GET, "fragment", ["models"])
     if not data.empty:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from alignment.services.corrected import corrected_table
+from alignment.services.corrected import CORRECTED_METHOD, corrected_table
 from alignment.services.formats import estimate_text, undefined_note
 from alignment.services.reports import StudyReport
 from annotation.models import Study
@@ -147,8 +147,9 @@ def _p_text(value: float | None) -> str:
 
 
 def alt_test_rows(report: StudyReport, person: Person) -> pd.DataFrame:
-    """Per rubric: the summary (winning rate, average advantage probability, verdict, what is
-    needed), then one row per clinician left out."""
+    """Per rubric: the summary (winning rate, average advantage probability, the authors'
+    verdict, the design warning beside it with what is needed), then one row per clinician
+    left out."""
     rows = []
     for section in report.sections:
         test = section.alt_test
@@ -161,7 +162,7 @@ def alt_test_rows(report: StudyReport, person: Person) -> pd.DataFrame:
             "Winning rate": f"{omega} ({test.n_rejected} of {test.n_tested})" if omega else "",
             "Average advantage probability": aap + (" provisional" if test.provisional else ""),
             "Epsilon": test.epsilon, "Verdict": test.verdict,
-            "Notes": "; ".join([test.reason, *(f"needs {need}" for need in test.needs)]),
+            "Design warning": design_warning_text(test), "Notes": test.reason,
         })  # fmt: skip
         for clinician in test.clinicians:
             rows.append({
@@ -173,14 +174,23 @@ def alt_test_rows(report: StudyReport, person: Person) -> pd.DataFrame:
                 "p": _p_text(clinician.p_value), "Adjusted p (BY)": _p_text(clinician.adjusted_p),
                 "Rejected": ("yes" if clinician.rejected else "no") if clinician.tested else "",
                 "Winning rate": "", "Average advantage probability": "", "Epsilon": test.epsilon,
-                "Verdict": "", "Notes": clinician.note,
+                "Verdict": "", "Design warning": "", "Notes": clinician.note,
             })  # fmt: skip
     return pd.DataFrame(rows, columns=ALT_TEST_COLUMNS)
 
 
 ALT_TEST_COLUMNS = ["Rubric", "Row", "Conversations", "Ratings", "Jury advantage",
                     "Clinician advantage", "p", "Adjusted p (BY)", "Rejected", "Winning rate",
-                    "Average advantage probability", "Epsilon", "Verdict", "Notes"]  # fmt: skip
+                    "Average advantage probability", "Epsilon", "Verdict", "Design warning",
+                    "Notes"]  # fmt: skip
+
+
+def design_warning_text(test) -> str:
+    """The alt-test's design warning with what would be needed ("" when the design meets the
+    project's conditions)."""
+    if not test.design_warning:
+        return ""
+    return f"{test.design_warning}: needs " + "; ".join(test.needs)
 
 
 def judge_bias_rows(report: StudyReport) -> pd.DataFrame:
@@ -250,7 +260,7 @@ STUDY_TABLES = {  # URL name -> (LaTeX caption, builder(report, person))
     "corrected": (
         "Clinician-corrected model scores (prediction-powered inference): the jury over every "
         "conversation the study could draw, corrected by the design-weighted clinician - jury "
-        "difference; 95% normal intervals",
+        f"difference; {CORRECTED_METHOD}",
         lambda report, person: corrected_table(report.corrected),
     ),
     "judge-bias": (

@@ -24,6 +24,7 @@ from alignment.engine.alt_test import ALIGNMENT, MIN_CLINICIANS, MIN_ITEMS
 from alignment.engine.judges import ERROR_DEFINITION
 from alignment.models import ItemTheme
 from alignment.services import disagreements, exports, figures, themes, trend
+from alignment.services.corrected import CORRECTED_METHOD
 from alignment.services.drift import annotator_drift
 from alignment.services.drift import drift_export as drift_text
 from alignment.services.frames import EXCLUSION_REASONS, study_rubrics
@@ -99,6 +100,7 @@ def _common(study: Study, report: StudyReport) -> dict:
             "alt_alignment": ALIGNMENT,
             "alt_min_items": MIN_ITEMS,
             "alt_min_clinicians": MIN_CLINICIANS,
+            "corrected_method": CORRECTED_METHOD,
         },
         "figure_labels": exports.FIGURE_LABELS,
         "study_tables": list(exports.STUDY_TABLES),

@@ -83,7 +83,11 @@ def paired_comparisons(
             differences, resamples=resamples, seed=seed, confidence=confidence
         )
         result = result.assign(ci_low=low, ci_high=high)
-    result["note"] = [_note(n, ties) for n, ties in zip(result["n"], result["ties"], strict=True)]
+    constant = _constant_columns(differences)
+    result["note"] = [
+        _note(n, ties, same)
+        for n, ties, same in zip(result["n"], result["ties"], constant, strict=True)
+    ]
     return result[COLUMNS]
 
 
@@ -207,13 +211,24 @@ def _resample_counts(n: int, resamples: int, seed: int):
         yield np.bincount(draws.ravel(), minlength=size * n).reshape(size, n).astype(float)
 
 
-def _note(n: int, ties: int) -> str:
+def _constant_columns(differences: np.ndarray) -> np.ndarray:
+    """Whether every paired case of a column has the same difference (its bootstrap interval
+    then has zero width)."""
+    paired = ~np.isnan(differences)
+    high = np.where(paired, differences, -np.inf).max(axis=0, initial=-np.inf)
+    low = np.where(paired, differences, np.inf).min(axis=0, initial=np.inf)
+    return paired.any(axis=0) & (high - low <= TIE_TOLERANCE)
+
+
+def _note(n: int, ties: int, same: bool) -> str:
     if n == 0:
         return "no case completed by both"
     if n == 1:
         return "one shared case: no interval or test"
     if ties == n:
         return "identical on every case"
+    if same:
+        return "the same difference on every case: an interval of zero width"
     if n < MIN_CASES_TO_DETECT:
         return f"fewer than {MIN_CASES_TO_DETECT} shared cases: the test cannot reach p < 0.05"
     return ""

@@ -20,6 +20,7 @@ from scipy import stats as scipy_stats
 
 from common.csv_export import frame_csv
 from jury.engine.aggregate import PASS_THRESHOLD
+from jury.engine.intervals import SCORE, Scale, interval_note
 from jury.engine.latex_tables import latex_tables
 from jury.engine.score_gaps import is_adjacent
 
@@ -37,14 +38,17 @@ class MeanCI:
     n: int
 
 
-def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> MeanCI:
-    """Mean with a Student-t confidence interval; the bounds are NaN below two values."""
+def mean_ci(
+    values: Sequence[float], confidence: float = CONFIDENCE, *, scale: Scale = SCORE
+) -> MeanCI:
+    """Mean with a Student-t confidence interval cut at the ends of the scale (scores: 1-5;
+    see jury.engine.intervals); the bounds are NaN below two values."""
     array = np.asarray(values, dtype=float)
     array = array[~np.isnan(array)]
     n = len(array)
     mean = float(array.mean()) if n else math.nan
     sd = float(array.std(ddof=1)) if n > 1 else math.nan
-    low, high = _t_bounds(np.array([mean]), np.array([sd]), np.array([n]), confidence)
+    low, high = _t_bounds(np.array([mean]), np.array([sd]), np.array([n]), confidence, scale)
     return MeanCI(mean=mean, low=float(low[0]), high=float(high[0]), sd=sd, n=n)
 
 
@@ -58,7 +62,8 @@ def wilson_interval(successes, n, confidence: float = CONFIDENCE):
         denominator = 1 + z**2 / n
         centre = (p + z**2 / (2 * n)) / denominator
         half = z / denominator * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))
-    low, high = centre - half, centre + half
+    # Exact arithmetic keeps it in [0, 1]; floats put 0 successes a hair below 0.
+    low, high = np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
     if low.ndim == 0:
         return float(low), float(high)
     return low, high
@@ -158,8 +163,12 @@ def format_model_table(table: pd.DataFrame, codes: Mapping[str, str]) -> pd.Data
     columns = {
         MODEL_COLUMN: table.index.astype(str),
         AGGREGATE_COLUMN: _with_interval(
-            table["aggregate_mean"], table["aggregate_low"], table["aggregate_high"], 2
-        ),
+            table["aggregate_mean"],
+            table["aggregate_low"],
+            table["aggregate_high"],
+            2,
+            n=table["n"],
+        ),  # fmt: skip
     }
     for rubric, code in codes.items():
         columns[_mean_column(code)] = table[f"{rubric}_mean"].map("{:.2f}".format)
@@ -230,17 +239,20 @@ def _aggregate_summary(conversations: pd.DataFrame, confidence: float) -> pd.Dat
 
 
 def _mean_ci_frame(grouped, confidence: float) -> pd.DataFrame:
+    """Per group of 1-5 scores: n, mean and its t interval on the scale."""
     frame = grouped.agg(["mean", "std", "count"]).rename(columns={"count": "n"})
-    low, high = _t_bounds(frame["mean"], frame["std"], frame["n"], confidence)
+    low, high = _t_bounds(frame["mean"], frame["std"], frame["n"], confidence, SCORE)
     return frame.assign(low=low, high=high)[["n", "mean", "low", "high"]]
 
 
-def _t_bounds(mean, sd, n, confidence: float):
+def _t_bounds(mean, sd, n, confidence: float, scale: Scale):
+    """mean +/- t * sd / sqrt(n), cut at the ends of the scale (NaN stays NaN)."""
     n = np.asarray(n, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         degrees = np.where(n > 1, n - 1, np.nan)
         half = scipy_stats.t.ppf(1 - (1 - confidence) / 2, degrees) * np.asarray(sd) / np.sqrt(n)
-    return np.asarray(mean) - half, np.asarray(mean) + half
+    low, high = np.asarray(mean) - half, np.asarray(mean) + half
+    return np.clip(low, scale.low, scale.high), np.clip(high, scale.low, scale.high)
 
 
 def _widen(per_rubric: pd.DataFrame, measures: list[str], order: Sequence[str] | None):
@@ -253,12 +265,16 @@ def _widen(per_rubric: pd.DataFrame, measures: list[str], order: Sequence[str] |
     return wide
 
 
-def _with_interval(estimate, low, high, digits: int) -> pd.Series:
-    pattern = f"{{:.{digits}f}} [{{:.{digits}f}}, {{:.{digits}f}}]"
-    return pd.Series(
-        [pattern.format(*values) for values in zip(estimate, low, high, strict=True)],
-        index=estimate.index,
-    )
+def _with_interval(estimate, low, high, digits: int, n=None) -> pd.Series:
+    """ "4.21 [3.98, 4.44]"; with the counts `n`, an interval that is missing or of zero width
+    prints why instead ("4.50 (zero width: every conversation has the same value)")."""
+    counts = n if n is not None else [None] * len(estimate)
+    cells = []
+    for value, lower, upper, count in zip(estimate, low, high, counts, strict=True):
+        note = "" if count is None else interval_note(int(count), lower, upper)
+        bounds = f"({note})" if note else f"[{lower:.{digits}f}, {upper:.{digits}f}]"
+        cells.append(f"{value:.{digits}f} {bounds}")
+    return pd.Series(cells, index=estimate.index)
 
 
 def _with_sd(mean, sd) -> pd.Series:

@@ -20,6 +20,7 @@ from benchmark import charts
 from benchmark.models import BenchmarkEntry, RunAgent
 from jury.engine import paired, stats
 from jury.engine.aggregate import judge_aggregate_frame
+from jury.engine.intervals import interval_note
 from jury.models import ConversationResult, JudgeScore, RubricResult, ScoreStatus, ScoringJob
 from jury.services.scoring import job_conversations
 
@@ -164,6 +165,9 @@ def model_rows(report: Report, table: pd.DataFrame, marks: dict[str, str]) -> li
                 "mean": row["aggregate_mean"],
                 "low": row["aggregate_low"],
                 "high": row["aggregate_high"],
+                "interval_note": interval_note(
+                    int(row["n"]), row["aggregate_low"], row["aggregate_high"]
+                ),
                 "versus_best": marks.get(model, ""),
                 "rubrics": rubrics,
             }

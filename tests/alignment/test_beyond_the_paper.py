@@ -2,7 +2,9 @@
 design recorded or reconstructed (or missing, said so), clinician-corrected scores by hand,
 the alternative annotator test, judge bias and each clinician's drift over rounds."""
 
+import csv
 import html
+import io
 import re
 from collections import Counter
 
@@ -10,14 +12,21 @@ import numpy as np
 import pytest
 from django.core.cache import cache
 from django.urls import reverse
+from django.utils.html import escape
 
 from accounts.models import Track
+from alignment.engine.alt_test import DESIGN_CONDITIONS, MAY_REPLACE, NOT_TESTED
 from alignment.engine.design import design_variance, hajek_mean
+from alignment.engine.ppi import MIN_ANNOTATED
+from alignment.services import reports as reports_service
+from alignment.services.corrected import corrected_rows
 from alignment.services.design import RECONSTRUCTED, RECORDED, RECORDED_GREEDY, study_design
+from alignment.services.frames import study_frames
 from alignment.services.reports import ReportFilters, compute_report, study_report
 from annotation.models import Assignment, StudyItem
 from jury.models import RubricResult
 from tests.alignment.conftest import annotate_study
+from tests.alignment.engine.test_alt_test import published_style, run
 from tests.annotation.conftest import annotators, new_study
 
 pytestmark = pytest.mark.django_db
@@ -143,7 +152,15 @@ def test_the_corrected_score_is_the_populations_jury_mean_plus_the_weighted_diff
         _rescore(annotated_study, item, RUBRIC, 1 if _jury_mean(scored_job, item) >= 3 else 5)
     report = _report(annotated_study)
     model = items[0].conversation.run_agent.label
-    row = next(r for r in report.corrected if r.model == model and r.rubric.rubric_id == RUBRIC)
+    shown = next(r for r in report.corrected if r.model == model and r.rubric.rubric_id == RUBRIC)
+    assert shown.score.corrected_mean.value is None  # a few conversations: below the minimum
+    assert f"needs at least {MIN_ANNOTATED}" in shown.score.corrected_mean.undefined
+    # The same figure with the minimum lowered to one conversation, by hand.
+    frames = study_frames(annotated_study)
+    rows = corrected_rows(
+        frames, study_design(annotated_study), frames.judged_rubrics, [model], min_annotated=1
+    )
+    row = next(r for r in rows if r.rubric.rubric_id == RUBRIC)
     # By hand: the population is every feasible conversation of the model the job scored.
     population = RubricResult.objects.filter(
         job=scored_job, rubric_id=RUBRIC, conversation__run_agent__label=model,
@@ -186,12 +203,40 @@ def test_the_alt_test_and_judge_bias_come_with_every_rubric(annotated_study):
     report = _report(annotated_study)
     for section in report.sections:
         test = section.alt_test
-        assert test.verdict == "Not shown" and test.needs  # 2 clinicians, 8 conversations
+        # 2 clinicians with 8 conversations: nobody tested, and the design is short.
+        assert test.verdict == NOT_TESTED and test.needs and test.design_warning
         assert test.epsilon == annotated_study.alt_test_epsilon
         rows = {bias.judge for bias in section.bias}
         assert rows == {*section.judge_models, "jury"}
         scripted = next(b for b in section.bias if b.judge != "jury")
         assert "offline script" in scripted.family_note
+
+
+def test_the_authors_verdict_shows_with_the_design_warning_beside_it(
+    annotated_study, researcher_client, monkeypatch
+):
+    # The independent check's case: a winning rate of at least 0.5 on a design short of this
+    # project's conditions (two clinicians per conversation) read "not passed".
+    rows, jury = published_style(n_items=80, n_clinicians=4, per_item=2, jury_noise=0.2, seed=6)
+    result = run(rows, jury, epsilon=0.2)
+    assert result.winning_rate >= 0.5 and result.needs
+    monkeypatch.setattr(reports_service, "alt_test", lambda *args, **options: result)
+    page = researcher_client.get(reverse("alignment:report", args=[annotated_study.pk]))
+    table = page.content.decode().split('id="alt-test-table"')[1].split("</table>")[0]
+    assert table.count(f'<span class="badge ok">{MAY_REPLACE}</span>') == 6
+    warning = f"The design is short of {DESIGN_CONDITIONS}"
+    assert table.count(f'<span class="badge warn">{escape(warning)}</span>') == 6
+    rubric = researcher_client.get(
+        reverse("alignment:rubric", args=[annotated_study.pk, RUBRIC])
+    ).content.decode()
+    assert f'<span class="badge ok">{MAY_REPLACE}</span>' in rubric and escape(warning) in rubric
+    export = researcher_client.get(
+        reverse("alignment:table_export", args=[annotated_study.pk, "alt-test", "csv"])
+    ).content.decode()
+    summary = [r for r in csv.DictReader(io.StringIO(export)) if r["Row"] == "rubric"]
+    assert {r["Verdict"] for r in summary} == {MAY_REPLACE}
+    assert all(r["Design warning"].startswith(f"{warning}: needs ") for r in summary)
+    assert all("overlap to 3" in r["Design warning"] for r in summary)
 
 
 def test_each_clinicians_leave_one_out_agreement_is_on_the_report(

@@ -3,11 +3,13 @@
 import csv
 import io
 
+import numpy as np
 import pytest
 from django.core.cache import cache
 from django.urls import reverse
 
-from alignment.engine.bootstrap import Estimate
+from alignment.engine.bootstrap import SAME_IN_EVERY_RESAMPLE, Estimate
+from alignment.engine.bootstrap import estimate as bootstrap_estimate
 from alignment.services.exports import agreement_export, estimate_text
 from alignment.services.reports import study_report
 from jury.models import RubricVersion
@@ -33,6 +35,18 @@ def test_an_estimate_prints_with_its_interval_or_as_undefined():
     )
 
 
+def test_a_zero_width_interval_prints_its_reason_not_its_bounds():
+    # Printed as "4.50 [4.50, 4.50]" before: certainty where there is only no spread.
+    figure = bootstrap_estimate(np.full(50, 4.5), n_items=12, n_ratings=24, reason="")
+    assert estimate_text(figure, "number") == f"4.50 (zero width: {SAME_IN_EVERY_RESAMPLE})"
+    one = bootstrap_estimate(np.full(50, 1.0), n_items=1, n_ratings=2, reason="")
+    assert estimate_text(one, "share") == "100% (zero width: one conversation)"
+    cut = Estimate(0.98, 0.95, 1.0, 60, 0, note="interval cut at the end of 0-100%")
+    assert estimate_text(cut, "share", fine=True) == (
+        "98.0% [95.0%, 100.0%] (interval cut at the end of 0-100%)"
+    )
+
+
 def test_the_csv_has_one_row_per_judged_rubric_in_the_papers_columns(annotated_study):
     text = agreement_export(
         study_report(annotated_study, resamples=50), "csv", study=annotated_study
@@ -42,7 +56,12 @@ def test_the_csv_has_one_row_per_judged_rubric_in_the_papers_columns(annotated_s
     assert {"Rubric", "Conversations", "Ratings", "Jury-clinician adjacent", "Chance adjacent",
             "Human-human adjacent", "Mean signed diff (jury - clinician)", "Alpha (clinicians)",
             "Notes"} <= set(rows[0])  # fmt: skip
-    assert all("[" in row["Jury-clinician adjacent"] for row in rows)
+    # An interval, or (every conversation within a point here) why it has zero width.
+    assert all(
+        "[" in row["Jury-clinician adjacent"]
+        or row["Jury-clinician adjacent"].endswith(f"(zero width: {SAME_IN_EVERY_RESAMPLE})")
+        for row in rows
+    )
 
 
 def test_the_markdown_is_a_pipe_table_with_a_header_rule(annotated_study):

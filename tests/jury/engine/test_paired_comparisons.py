@@ -174,6 +174,13 @@ def test_agents_identical_on_every_case_get_p_one():
     assert signed_rank_pvalues(np.zeros((4, 1)))[0] == 1.0
 
 
+def test_the_same_difference_on_every_case_says_why_its_interval_has_zero_width():
+    a = [5.0, 4.5, 3.0, 4.0, 5.0, 4.0]
+    row = compare({"a": a, "b": [score - 1 for score in a]}).iloc[0]
+    assert (row["ci_low"], row["ci_high"]) == (1.0, 1.0)
+    assert row["note"] == "the same difference on every case: an interval of zero width"
+
+
 def test_models_indistinguishable_from_the_best_are_marked():
     rng = np.random.default_rng(2)
     base = rng.normal(3.5, 0.5, size=40)
