@@ -26,6 +26,9 @@ from jury.engine.score_gaps import is_adjacent
 CONFIDENCE = 0.95
 EXPORT_FORMATS = ("csv", "markdown", "latex")
 MODEL_COLUMN, AGGREGATE_COLUMN = "Model", "Aggregate (95% CI)"
+MEAN_DECIMALS = 2  # of every mean in the model table (page and exports)
+# The model table's n: complete conversations, and the cases (benchmark entries) they cover.
+COUNT_COLUMNS = ("Conversations", "Cases")
 
 
 @dataclass(frozen=True)
@@ -158,7 +161,7 @@ def format_model_table(table: pd.DataFrame, codes: Mapping[str, str]) -> pd.Data
     columns = {
         MODEL_COLUMN: table.index.astype(str),
         AGGREGATE_COLUMN: _with_interval(
-            table["aggregate_mean"], table["aggregate_low"], table["aggregate_high"], 2
+            table["aggregate_mean"], table["aggregate_low"], table["aggregate_high"], MEAN_DECIMALS
         ),
     }
     for rubric, code in codes.items():
@@ -172,15 +175,25 @@ def format_model_table(table: pd.DataFrame, codes: Mapping[str, str]) -> pd.Data
     return pd.DataFrame(columns).reset_index(drop=True)
 
 
+def shown_mean(value: float) -> str:
+    """A mean as the model table prints it: two models whose means print alike are tied."""
+    return f"{value:.{MEAN_DECIMALS}f}"
+
+
 def model_table_parts(text: pd.DataFrame, codes: Mapping[str, str]) -> dict[str, list[str]]:
     """The columns of `format_model_table` (15 with six rubrics and the standing against the
     best) as two tables that each fit a page: the aggregate, the rubric means and any further
-    column; then the pass rates."""
+    column; then the pass rates. The counts (COUNT_COLUMNS, when present) follow the model
+    in both."""
     means = [_mean_column(code) for code in codes.values()]
     passes = [_pass_column(code) for code in codes.values()]
-    first = [MODEL_COLUMN, AGGREGATE_COLUMN]
+    counts = [column for column in COUNT_COLUMNS if column in text.columns]
+    first = [MODEL_COLUMN, *counts, AGGREGATE_COLUMN]
     further = [column for column in text.columns if column not in {*first, *means, *passes}]
-    return {"mean scores": [*first, *means, *further], "pass rates": [MODEL_COLUMN, *passes]}
+    return {
+        "mean scores": [*first, *means, *further],
+        "pass rates": [MODEL_COLUMN, *counts, *passes],
+    }
 
 
 def _mean_column(code: str) -> str:
@@ -209,16 +222,19 @@ def export_table(
     caption: str,
     label: str,
     parts: Mapping[str, Sequence[str]] | None = None,
+    part_captions: Mapping[str, str] | None = None,
 ) -> str:
     """A text table as CSV, Markdown (pipe table) or LaTeX (booktabs, with `caption` and
-    `label`, split into `parts` when given; see latex_tables). CSV and Markdown are one table
-    and carry no caption."""
+    `label`, split into `parts` when given, each with its own caption from `part_captions`;
+    see latex_tables). CSV and Markdown are one table and carry no caption."""
     if fmt == "csv":
         return frame_csv(table)
     if fmt == "markdown":
         return _markdown(table)
     if fmt == "latex":
-        return latex_tables(table, caption=caption, label=label, parts=parts)
+        return latex_tables(
+            table, caption=caption, label=label, parts=parts, part_captions=part_captions
+        )
     raise ValueError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, not {fmt!r}")
 
 

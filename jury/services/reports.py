@@ -35,13 +35,22 @@ SCRIPTED_NOTE = "scripted, not a model"
 EXPORT_TABLES = ("models", "spread", "outcomes", "sensitivity", "agreement", "comparison")
 EXPORT_CAPTIONS = {  # what each table shows, for the LaTeX caption
     "models": "Scores per model: the aggregate with its 95% CI; per rubric the jury mean and the "
-    "pass rate with its 95% Wilson interval",
+    "pass rate with its 95% Wilson interval; n complete conversations and the cases they cover",
     "spread": "Mean (sd) per model of the aggregate and of each rubric's jury mean",
     "outcomes": "Objective outcome checks per model, from the sandbox's write actions",
     "sensitivity": "Subgroup means with 95% CI against each model's overall 95% CI band",
     "agreement": "Agreement between the jury's judges per rubric",
     "comparison": "Paired comparisons of agents on shared cases: mean difference with its "
     "paired bootstrap 95% CI, Wilcoxon signed-rank and Holm-adjusted p",
+}
+# In LaTeX the model table is two tables (stats.model_table_parts), each saying what it shows.
+MODEL_PART_CAPTIONS = {
+    "mean scores": "Mean scores per model (1-5): the aggregate with its 95% CI, each rubric's "
+    "jury mean and the paired standing against the best model; n complete conversations and "
+    "the cases they cover",
+    "pass rates": "Pass rates per model: per rubric the share of conversations the jury "
+    "passed, in percent with its 95% Wilson interval; n complete conversations and the cases "
+    "they cover",
 }
 EXPORT_FORMATS = {  # URL suffix -> (stats format, content type)
     "csv": ("csv", "text/csv"),
@@ -173,7 +182,8 @@ def model_rows(report: Report, table: pd.DataFrame, marks: dict[str, str]) -> li
 
 def best_marks(report: Report, table: pd.DataFrame) -> dict[str, str]:
     """Model -> "best", "indistinguishable", "different" or "untested": the paired aggregate
-    test against the top model of `table` (Holm-adjusted over all pairs); empty for one model."""
+    test against the top model of `table` (Holm-adjusted over all pairs); every model whose
+    aggregate prints as the top one's is "best" too. Empty for one model."""
     models = list(table.index)
     if len(models) < 2:
         return {}
@@ -183,7 +193,8 @@ def best_marks(report: Report, table: pd.DataFrame) -> dict[str, str]:
         measures=["aggregate"],
         intervals=False,
     )
-    return paired.versus_best(comparisons, models)
+    shown = {model: stats.shown_mean(mean) for model, mean in table["aggregate_mean"].items()}
+    return paired.versus_best(comparisons, models, shown=shown)
 
 
 def spread_table(report: Report) -> pd.DataFrame:
@@ -261,12 +272,15 @@ def export_text(report: Report, table_name: str, suffix: str) -> str:
     """One report table as CSV, Markdown or LaTeX (jury.engine.stats.export_table); in LaTeX
     the model table (up to 15 columns) is split into mean scores and pass rates."""
     table = export_frame(report, table_name)
+    if table_name == "sensitivity" and suffix != "csv":
+        table = sensitivity_text(table)  # CSV keeps the figures as numbers for analysis
     parts = stats.model_table_parts(table, report.rubrics) if table_name == "models" else None
     job = report.job
-    caption = f"{EXPORT_CAPTIONS[table_name]}; run {job.run.name}, jury {job.jury.name}"
+    source = f"run {job.run.name}, jury {job.jury.name}"
+    part_captions = {part: f"{text}; {source}" for part, text in MODEL_PART_CAPTIONS.items()}
     return stats.export_table(
-        table, EXPORT_FORMATS[suffix][0], caption=caption, label=f"job {job.pk} {table_name}",
-        parts=parts,
+        table, EXPORT_FORMATS[suffix][0], caption=f"{EXPORT_CAPTIONS[table_name]}; {source}",
+        label=f"job {job.pk} {table_name}", parts=parts, part_captions=part_captions,
     )  # fmt: skip
 
 
@@ -289,12 +303,17 @@ def export_frame(report: Report, table_name: str) -> pd.DataFrame:
 
 
 def model_export_table(report: Report) -> pd.DataFrame:
-    """Table 4 as text, with the paired standing against the best model as a last column."""
+    """Table 4 as text, with the paired standing against the best model, then the n of each
+    model (complete conversations, and the cases they cover) as last columns."""
     table = model_table(report)
     text = stats.format_model_table(table.rename(index=report.label), report.rubrics)
     marks = best_marks(report, table)
     if marks:
         text["Versus best (paired)"] = [marks[model] for model in table.index]
+    cases = report.conversations.groupby("model")["case"].nunique()
+    conversations_column, cases_column = stats.COUNT_COLUMNS
+    text[conversations_column] = table["n"].astype(int).to_numpy()
+    text[cases_column] = cases.reindex(table.index).astype(int).to_numpy()
     return text
 
 
@@ -476,6 +495,39 @@ def sensitivity_table(report: Report) -> pd.DataFrame:
     table["model"] = table["model"].map(report.label)
     leading = ["measure", "attribute", "model"]
     return table[leading + [c for c in table.columns if c not in leading]]
+
+
+def sensitivity_text(table: pd.DataFrame) -> pd.DataFrame:
+    """`sensitivity_table` as a paper prints it: means and intervals to two decimals, the
+    attribute and subgroup in words, and whether the subgroup lies outside its model's band
+    ("above", "below" or "no") in place of the raw flag and direction."""
+    return pd.DataFrame(
+        {
+            "Measure": table["measure"],
+            "Attribute": table["attribute"].map(ATTRIBUTES),
+            "Model": table["model"],
+            "Subgroup": table["subgroup"].map(_readable),
+            "n": table["n"].astype(int),
+            "Mean (95% CI)": [
+                _mean_interval(*values)
+                for values in zip(table["mean"], table["ci_low"], table["ci_high"], strict=True)
+            ],
+            "Model band (95% CI)": [
+                _pair(low, high) or "n/a"
+                for low, high in zip(table["band_low"], table["band_high"], strict=True)
+            ],
+            "Outside the band": table["direction"].where(table["flagged"], "no"),
+        }
+    )
+
+
+def _mean_interval(mean: float, low: float, high: float) -> str:
+    interval = _pair(low, high)
+    return f"{mean:.2f} {interval}" if interval else f"{mean:.2f}"
+
+
+def _pair(low: float, high: float) -> str:
+    return f"[{low:.2f}, {high:.2f}]" if _finite(low) and _finite(high) else ""
 
 
 def _sensitivity_domain(results: pd.DataFrame) -> tuple[float, float]:

@@ -31,12 +31,32 @@ def test_the_fifteen_column_model_table_is_split_into_two_tables_that_fit(
     scored_job,  # noqa: F811 - the imported fixture
 ):
     header = next(csv.reader(io.StringIO(export(researcher_client, scored_job, "models", "csv"))))
-    assert len(header) == 15  # model, aggregate, 6 x (mean, pass rate), standing
+    assert len(header) == 17  # model, aggregate, 6 x (mean, pass rate), standing, n twice
     means, passes = latex_floats(export(researcher_client, scored_job, "models", "tex"))
-    assert means.caption.endswith(": mean scores") and passes.caption.endswith(": pass rates")
-    assert (means.columns, passes.columns) == (9, 7)
+    assert (means.columns, passes.columns) == (11, 9)
     assert means.label == f"tab:job-{scored_job.pk}-models-mean-scores"
     assert means.rows == passes.rows == 2  # one row per agent
+
+
+def test_each_part_of_the_model_table_has_a_caption_saying_what_it_shows(
+    researcher_client,
+    scored_job,  # noqa: F811 - the imported fixture
+):
+    means, passes = latex_floats(export(researcher_client, scored_job, "models", "tex"))
+    assert means.caption.startswith("Mean scores per model") and "pass" not in means.caption
+    assert passes.caption.startswith("Pass rates per model") and "Wilson" in passes.caption
+    assert all(scored_job.run.name in f.caption for f in (means, passes))
+
+
+def test_the_model_tables_give_each_model_its_conversations_and_cases(
+    researcher_client,
+    scored_job,  # noqa: F811 - the imported fixture
+):
+    rows = list(csv.DictReader(io.StringIO(export(researcher_client, scored_job, "models", "csv"))))
+    assert [(row["Conversations"], row["Cases"]) for row in rows] == [("4", "4")] * 2
+    tex = export(researcher_client, scored_job, "models", "tex")
+    headers = re.findall(r"\\toprule\n(.*?) \\\\\n", tex)
+    assert [header.split(" & ")[1:3] for header in headers] == [["Conversations", "Cases"]] * 2
 
 
 def test_every_report_table_in_latex_has_a_caption_naming_the_run_and_a_label(
@@ -47,6 +67,26 @@ def test_every_report_table_in_latex_has_a_caption_naming_the_run_and_a_label(
         floats = latex_floats(export(researcher_client, scored_job, table, "tex"))
         assert all(scored_job.run.name in f.caption for f in floats), table
         assert all(f.label.startswith(f"tab:job-{scored_job.pk}-{table}") for f in floats)
+
+
+def test_the_sensitivity_table_in_latex_fits_its_pages_with_readable_cells(
+    researcher_client,
+    scored_job,  # noqa: F811 - the imported fixture
+):
+    rows = list(csv.DictReader(io.StringIO(export(researcher_client, scored_job, "sensitivity",
+                                                  "csv"))))  # fmt: skip
+    tex = export(researcher_client, scored_job, "sensitivity", "tex")
+    floats = latex_floats(tex)  # each within a page
+    assert len(floats) > 1 and sum(f.rows for f in floats) == len(rows) > 100
+    cells = [line[: -len(r" \\")].split(" & ") for line in tex.splitlines()
+             if line.endswith(r"\\") and " & n & " not in line]  # fmt: skip
+    assert len(cells) == len(rows)
+    number = r"-?\d+\.\d\d"
+    figure = re.compile(rf"{number}( \[{number}, {number}\])?|n/a|\[{number}, {number}\]")
+    for cell in cells:
+        assert figure.fullmatch(cell[5]) and figure.fullmatch(cell[6]), cell
+        assert cell[7] in {"above", "below", "no"}, cell
+    assert "False" not in tex and "True" not in tex
 
 
 def charts(html: str) -> list[ET.Element]:
