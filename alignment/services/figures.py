@@ -19,7 +19,7 @@ from __future__ import annotations
 import io
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import matplotlib
 
@@ -40,6 +40,7 @@ FORMATS = {"svg": "image/svg+xml", "png": "image/png", "pdf": "application/pdf"}
 DPI = {"png": 300, "svg": 150, "pdf": 150}
 LEVELS = np.arange(1, 6)
 JITTER = 0.06
+ORDER = "order"  # a point's place in a fixed order of the study's conversations
 NO_DATA = "no conversation with both a jury and a clinician score yet"
 PALETTE = ("#0969da", "#cf222e", "#1a7f37", "#8250df", "#bc4c00", "#57606a")
 STYLE = {
@@ -54,7 +55,8 @@ STYLE = {
 def scatter_figure(
     points: pd.DataFrame, *, title: str, links: Sequence[str] | None = None, seed: int = 0
 ) -> Figure:
-    """`points`: clinician_mean, jury and model per conversation."""
+    """`points`: clinician_mean, jury and model per conversation, and optionally ORDER (see
+    `in_study_order`), which fixes each point's jitter."""
     figure, axes = _figure(5.0, 4.4)
     edge = np.array([0.5, 5.5])
     band = ADJACENT_POINTS
@@ -62,9 +64,9 @@ def scatter_figure(
         edge, edge - band, edge + band, color="#d8e6f7", alpha=0.6, lw=0, label=f"±{band}"
     )
     axes.plot(edge, edge, color="#57606a", lw=1, ls="--", label="jury = clinicians")
-    rng = np.random.default_rng(seed)
-    x = points["clinician_mean"].to_numpy(float) + rng.uniform(-JITTER, JITTER, len(points))
-    y = points["jury"].to_numpy(float) + rng.uniform(-JITTER, JITTER, len(points))
+    x_jitter, y_jitter = _jitter(points, seed)
+    x = points["clinician_mean"].to_numpy(float) + x_jitter
+    y = points["jury"].to_numpy(float) + y_jitter
     for colour, (model, rows) in zip(PALETTE * 10, _by_model(points), strict=False):
         dots = axes.scatter(
             x[rows], y[rows], s=26, color=colour, alpha=0.8, edgecolors="white", label=model
@@ -194,6 +196,24 @@ def _figure(width: float, height: float):
         figure = Figure(figsize=(width, height), layout="constrained")
         axes = figure.subplots()
     return figure, axes
+
+
+def in_study_order(points: pd.DataFrame, conversation_ids: Iterable[int]) -> pd.DataFrame:
+    """The points sorted by their conversation's place among the study's conversations (by
+    id), that place as ORDER. An archive import gives every conversation a new id but keeps
+    their order, so the points are drawn in the same order and jittered alike: a figure of
+    the imported study is the original's, byte for byte."""
+    rank = {pk: place for place, pk in enumerate(sorted(conversation_ids))}
+    ordered = points.assign(**{ORDER: points["item"].map(rank)})
+    return ordered.sort_values(ORDER, kind="stable").reset_index(drop=True)
+
+
+def _jitter(points: pd.DataFrame, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each point's (x, y) offset, drawn for its ORDER (else its row) from `seed`: a point
+    keeps its offset whichever other points a filter leaves out."""
+    keys = points[ORDER].to_numpy(int) if ORDER in points else np.arange(len(points))
+    offsets = np.random.default_rng(seed).uniform(-JITTER, JITTER, (keys.max(initial=-1) + 1, 2))
+    return offsets[keys, 0], offsets[keys, 1]
 
 
 def _note_if_empty(axes, points: pd.DataFrame) -> None:

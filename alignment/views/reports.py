@@ -5,6 +5,7 @@ track, include synthetic) travel in the query string so each page and export is 
 
 from __future__ import annotations
 
+import zlib
 from urllib.parse import urlencode
 
 from django.core.exceptions import ValidationError
@@ -221,17 +222,25 @@ def _section(study: Study, data: StudyReport, rubric_id: str):
     return section
 
 
-def _figure(kind: str, section, study: Study):
+def _figure(kind: str, section, study: Study, *, linked: bool):
+    """A figure of one rubric. Only the page's figure links its points to the disagreement
+    report: a download holds no address of this site, so it is the same figure wherever the
+    study's archive is imported."""
+    rubric_id = section.rubric.rubric_id
     title = f"{section.rubric.name} (n = {len(section.points)} conversations)"
+    points = figures.in_study_order(
+        section.points, study.items.values_list("conversation_id", flat=True)
+    )
     if kind == "scatter":
-        links = [
-            reverse("alignment:disagreements", args=[study.pk])
-            + f"?rubric={section.rubric.rubric_id}&limit=500#item-{item}-{section.rubric.rubric_id}"
-            for item in section.points["item"]
-        ]
-        return figures.scatter_figure(section.points, title=title, links=links, seed=study.pk)
+        links = None
+        if linked:
+            page = reverse("alignment:disagreements", args=[study.pk])
+            links = [f"{page}?rubric={rubric_id}&limit=500#item-{item}-{rubric_id}"
+                     for item in points["item"]]  # fmt: skip
+        seed = zlib.crc32(rubric_id.encode())  # the rubric's, not an id an import renumbers
+        return figures.scatter_figure(points, title=title, links=links, seed=seed)
     if kind == "bias":
-        return figures.bias_figure(section.points, title=title)
+        return figures.bias_figure(points, title=title)
     return figures.confusion_figure(section.agreement.confusion, title=title)
 
 
@@ -244,7 +253,7 @@ def rubric(request: HttpRequest, pk: int, rubric_id: str) -> HttpResponse:
     if not section.points.empty:
         charts = {
             kind: figures.inline_svg(
-                _figure(kind, section, study), salt=f"{study.pk}-{rubric_id}-{kind}"
+                _figure(kind, section, study, linked=True), salt=f"{rubric_id}-{kind}"
             )
             for kind in FIGURE_KINDS
         }
@@ -264,8 +273,8 @@ def figure(request: HttpRequest, pk: int, rubric_id: str, kind: str, fmt: str) -
         raise Http404("No such figure or format.")
     study = _study(pk)
     section = _section(study, _filtered_report(request, study), rubric_id)
-    salt = f"{study.pk}-{rubric_id}-{kind}"
-    body = figures.render(_figure(kind, section, study), fmt, salt=salt)
+    salt = f"{rubric_id}-{kind}"  # nothing an import renumbers
+    body = figures.render(_figure(kind, section, study, linked=False), fmt, salt=salt)
     return download_response(
         request, body, filename=f"study-{pk}-{rubric_id}-{kind}.{fmt}",
         content_type=figures.FORMATS[fmt], kind="figure", target=study,
@@ -373,12 +382,12 @@ def trend_page(request: HttpRequest, pk: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=pk)
     filters = _filters(request, project)
     data = trend.calibration_trend(project, filters)
-    charts = {}
-    if data.rounds:
-        charts = {
-            kind: trend.trend_chart_svg(data, kind, salt=f"trend-{pk}-{kind}")
-            for kind in TREND_KINDS
-        }
+    gaps = {kind: trend.chart_gap(data, kind) for kind in TREND_KINDS}
+    charts = {
+        kind: trend.trend_chart_svg(data, kind, salt=f"trend-{kind}")
+        for kind in TREND_KINDS
+        if not gaps[kind]
+    }
     context = {
         "project": project,
         "trend": data,
@@ -386,6 +395,7 @@ def trend_page(request: HttpRequest, pk: int) -> HttpResponse:
         "annotator_cells": data.annotator_cells(),
         "models": sorted({m for report in data.reports for m in report.models}),
         "charts": charts,
+        "gaps": list(dict.fromkeys(gap for gap in gaps.values() if gap)),  # each reason once
         "filters": filters,
         "query": _query(filters),
         "tracks": Track.choices,
@@ -402,9 +412,9 @@ def trend_figure(request: HttpRequest, pk: int, kind: str, fmt: str) -> HttpResp
         raise Http404("No such figure or format.")
     project = get_object_or_404(Project, pk=pk)
     data = trend.calibration_trend(project, _filters(request, project))
-    if not data.rounds:
-        raise Http404("This project has no study yet.")
-    salt = f"trend-{pk}-{kind}"
+    if gap := trend.chart_gap(data, kind):
+        raise Http404(gap)
+    salt = f"trend-{kind}"
     body = figures.render(trend.trend_chart(data, kind), fmt, salt=salt)
     return download_response(
         request, body, filename=f"project-{pk}-trend-{kind}.{fmt}",
