@@ -18,6 +18,11 @@ urlpatterns = [
     path(
         "jobs/<int:pk>/report/<str:table>.<str:suffix>", views.report_export, name="report_export"
     ),
+    path(
+        "jobs/<int:pk>/report/figures/<slug:kind>.<str:fmt>",
+        views.report_figure_download,
+        name="report_figure",
+    ),
     path("jobs/<int:pk>/sensitivity/", views.sensitivity, name="sensitivity"),
     path("jobs/<int:pk>/comparison/", views.comparison, name="comparison"),
     path("jobs/<int:pk>/judges/", views.judges, name="judges"),

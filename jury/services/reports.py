@@ -57,7 +57,6 @@ EXPORT_FORMATS = {  # URL suffix -> (stats format, content type)
     "md": ("markdown", "text/markdown"),
     "tex": ("latex", "application/x-tex"),
 }
-HISTOGRAM_EDGES = np.arange(1.0, 5.01, 0.5)
 # What the paired comparison page's legend states about the method.
 COMPARISON_METHOD = {
     "resamples": paired.RESAMPLES,
@@ -303,17 +302,18 @@ def export_frame(report: Report, table_name: str) -> pd.DataFrame:
 
 
 def model_export_table(report: Report) -> pd.DataFrame:
-    """Table 4 as text, with the paired standing against the best model, then the n of each
-    model (complete conversations, and the cases they cover) as last columns."""
+    """Table 4 as text: the n of each model (complete conversations, and the cases they
+    cover) after the rubrics, then the paired standing against the best model as the last
+    column."""
     table = model_table(report)
     text = stats.format_model_table(table.rename(index=report.label), report.rubrics)
-    marks = best_marks(report, table)
-    if marks:
-        text["Versus best (paired)"] = [marks[model] for model in table.index]
     cases = report.conversations.groupby("model")["case"].nunique()
     conversations_column, cases_column = stats.COUNT_COLUMNS
     text[conversations_column] = table["n"].astype(int).to_numpy()
     text[cases_column] = cases.reindex(table.index).astype(int).to_numpy()
+    marks = best_marks(report, table)
+    if marks:
+        text["Versus best (paired)"] = [marks[model] for model in table.index]
     return text
 
 
@@ -408,36 +408,6 @@ def _signed(value: float) -> str:
 def _signed_pair(low: float, high: float) -> str:
     """The interval as "[low, high]" with signs, or "" when it is undefined."""
     return f"[{low:+.2f}, {high:+.2f}]" if _finite(low) and _finite(high) else ""
-
-
-# --- score distributions ------------------------------------------------------------------
-
-
-def distribution_charts(report: Report, table: pd.DataFrame) -> list[dict]:
-    """Per model: a histogram of conversation aggregates and a pass-rate strip per rubric."""
-    bins = pd.cut(
-        report.conversations["aggregate"], HISTOGRAM_EDGES, include_lowest=True, right=False
-    )
-    counts = report.conversations.groupby(["model", bins], observed=False).size().unstack()
-    labels = [f"{edge:g}" for edge in HISTOGRAM_EDGES[:-1]]
-    charts_by_model = []
-    for model in table.index:
-        histogram = list(zip(labels, counts.loc[model].astype(int).tolist(), strict=True))
-        strip = [
-            (report.rubric_names[rubric], float(table.loc[model, f"{rubric}_pass_rate"]))
-            for rubric in report.rubrics
-        ]
-        charts_by_model.append(
-            {
-                "model": model,
-                "scripted": model in report.scripted,
-                "histogram": charts.histogram(
-                    histogram, title=f"{model}: aggregate scores", width=320
-                ),
-                "strip": charts.strip(strip, title=f"{model}: pass rate per rubric"),
-            }
-        )
-    return charts_by_model
 
 
 # --- subgroup sensitivity ----------------------------------------------------------------

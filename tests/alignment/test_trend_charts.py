@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from accounts.models import Track
 from alignment.services import figures
+from audit.models import AuditEvent
 from tests.alignment.conftest import annotate_study, near_jury
 from tests.annotation.conftest import new_study
 from tests.annotation.staff_support import annotate
@@ -79,3 +80,5 @@ def test_each_chart_of_a_trend_is_offered_once_it_has_data(researcher_client, sc
     assert html.decode().count("<svg") == 2 and b"trend-gap" not in html
     url = reverse("alignment:trend_figure", args=[study.project_id, "rubrics", "png"])
     assert researcher_client.get(url).status_code == 200
+    recorded = AuditEvent.objects.filter(action="download.figure").latest("pk")
+    assert recorded.after["file"] == f"project-{study.project_id}-trend-rubrics.png"

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from django.urls import reverse
 
+from audit.models import AuditEvent
 from benchmark.charts import BAR_WIDTH, LABEL_WIDTH
 from jury.services.reports import EXPORT_TABLES
 from tests.jury.services.builders import scored_job, world, world_job  # noqa: F401
@@ -87,6 +88,40 @@ def test_the_sensitivity_table_in_latex_fits_its_pages_with_readable_cells(
         assert figure.fullmatch(cell[5]) and figure.fullmatch(cell[6]), cell
         assert cell[7] in {"above", "below", "no"}, cell
     assert "False" not in tex and "True" not in tex
+
+
+FILE_STARTS = {"png": b"\x89PNG", "pdf": b"%PDF", "svg": b"<svg"}
+
+
+def test_the_report_offers_each_figure_as_png_pdf_and_svg_the_same_each_time(
+    researcher_client,
+    scored_job,  # noqa: F811 - the imported fixture
+):
+    page = researcher_client.get(reverse("jury:report", args=[scored_job.pk])).content.decode()
+    for kind in ("aggregates", "pass-rates"):
+        assert f'id="figure-{kind}"' in page
+        for fmt, start in FILE_STARTS.items():
+            url = reverse("jury:report_figure", args=[scored_job.pk, kind, fmt])
+            assert f'href="{url}"' in page
+            first, again = researcher_client.get(url), researcher_client.get(url)
+            assert first["Content-Disposition"] == (
+                f'attachment; filename="job-{scored_job.pk}-{kind}.{fmt}"'
+            )
+            assert first.content.startswith(start) and first.content == again.content
+            recorded = AuditEvent.objects.filter(action="download.figure").latest("pk")
+            assert recorded.after["file"] == f"job-{scored_job.pk}-{kind}.{fmt}"
+
+
+def test_a_report_without_complete_conversations_offers_no_figure(
+    researcher_client,
+    scored_job,  # noqa: F811 - the imported fixture
+):
+    scored_job.pk = None  # a second job of the run, nothing scored yet
+    scored_job.save()
+    page = researcher_client.get(reverse("jury:report", args=[scored_job.pk])).content.decode()
+    assert "figure-aggregates" not in page
+    url = reverse("jury:report_figure", args=[scored_job.pk, "aggregates", "png"])
+    assert researcher_client.get(url).status_code == 404
 
 
 def charts(html: str) -> list[ET.Element]:
