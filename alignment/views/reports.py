@@ -159,8 +159,9 @@ def export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     if fmt not in exports.EXPORT_FORMATS:
         raise Http404("No such export format.")
     study = _study(pk)
-    text = exports.agreement_export(_filtered_report(request, study), fmt, study=study)
-    return _table_download(request, study, text, name="agreement", fmt=fmt)
+    report = _filtered_report(request, study)
+    text = exports.agreement_export(report, fmt, study=study)
+    return _table_download(request, study, text, name="agreement", fmt=fmt, report=report)
 
 
 @role_required(*STAFF)
@@ -172,15 +173,15 @@ def table_export(request: HttpRequest, pk: int, table: str, fmt: str) -> HttpRes
     study = _study(pk)
     report = _filtered_report(request, study)
     text = exports.study_table_export(report, table, fmt, study=study)
-    return _table_download(request, study, text, name=table, fmt=fmt)
+    return _table_download(request, study, text, name=table, fmt=fmt, report=report)
 
 
-def _table_download(request, study, text: str, *, name: str, fmt: str) -> HttpResponse:
+def _table_download(request, study, text: str, *, name: str, fmt: str, report) -> HttpResponse:
     """A table of the study's report, downloaded through the trail."""
     return download_response(
         request, text, filename=f"study-{study.pk}-{name}.{fmt}",
         content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8", kind="table",
-        target=study,
+        target=study, synthetic=bool(report.synthetic_ratings),
     )  # fmt: skip
 
 
@@ -208,7 +209,7 @@ def drift_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     return download_response(
         request, text, filename=f"study-{pk}-drift.{fmt}",
         content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8", kind="table",
-        target=study,
+        target=study, synthetic=data.has_synthetic,
     )  # fmt: skip
 
 
@@ -272,12 +273,14 @@ def figure(request: HttpRequest, pk: int, rubric_id: str, kind: str, fmt: str) -
     if kind not in FIGURE_KINDS or fmt not in figures.FORMATS:
         raise Http404("No such figure or format.")
     study = _study(pk)
-    section = _section(study, _filtered_report(request, study), rubric_id)
+    report = _filtered_report(request, study)
+    section = _section(study, report, rubric_id)
     salt = f"{rubric_id}-{kind}"  # nothing an import renumbers
     body = figures.render(_figure(kind, section, study, linked=False), fmt, salt=salt)
     return download_response(
         request, body, filename=f"study-{pk}-{rubric_id}-{kind}.{fmt}",
         content_type=figures.FORMATS[fmt], kind="figure", target=study,
+        synthetic=bool(report.synthetic_ratings),
     )  # fmt: skip
 
 
@@ -419,4 +422,5 @@ def trend_figure(request: HttpRequest, pk: int, kind: str, fmt: str) -> HttpResp
     return download_response(
         request, body, filename=f"project-{pk}-trend-{kind}.{fmt}",
         content_type=figures.FORMATS[fmt], kind="figure", target=project,
+        synthetic=any(report.synthetic_ratings for report in data.reports),
     )  # fmt: skip

@@ -109,6 +109,7 @@ def study_annotations(request: HttpRequest, study_id: int, fmt: str):
     return download_response(
         request, content, filename=f"study-{study_id}-annotations{suffix}.{fmt}",
         content_type=content_type, kind="annotations", target=study,
+        synthetic=exchange.has_synthetic_work(study),
     )  # fmt: skip
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from common.csv_export import frame_csv
+from common.csv_export import LINE_END, frame_csv
 from jury.engine.aggregate import PASS_THRESHOLD
 from jury.engine.latex_tables import latex_tables
 from jury.engine.score_gaps import is_adjacent
@@ -223,15 +223,22 @@ def export_table(
     label: str,
     parts: Mapping[str, Sequence[str]] | None = None,
     part_captions: Mapping[str, str] | None = None,
+    note: str = "",
 ) -> str:
     """A text table as CSV, Markdown (pipe table) or LaTeX (booktabs, with `caption` and
     `label`, split into `parts` when given, each with its own caption from `part_captions`;
-    see latex_tables). CSV and Markdown are one table and carry no caption."""
+    see latex_tables). CSV and Markdown are one table and carry no caption. A `note` the
+    reader must not miss heads the file: a "#" comment line of the CSV, a quote above the
+    Markdown table, the end of every LaTeX caption."""
     if fmt == "csv":
-        return frame_csv(table)
+        return (f"# {note}{LINE_END}" if note else "") + frame_csv(table)
     if fmt == "markdown":
-        return _markdown(table)
+        return (f"> {note}\n\n" if note else "") + _markdown(table)
     if fmt == "latex":
+        if note:
+            own = part_captions or {}
+            part_captions = {p: f"{own.get(p, f'{caption}: {p}')}. {note}" for p in parts or {}}
+            caption = f"{caption}. {note}"
         return latex_tables(
             table, caption=caption, label=label, parts=parts, part_captions=part_captions
         )
