@@ -39,12 +39,16 @@ STYLE = {
 UNDATED = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}
 
 
-def new_figure(width: float, height: float, *, panels: int = 1) -> tuple[Figure, list[Axes]]:
-    """A figure of `width` x `height` inches in the house style, with `panels` side by side."""
+def new_figure(
+    width: float, height: float, *, panels: int = 1, stacked: bool = False, **grid
+) -> tuple[Figure, list[Axes]]:
+    """A figure of `width` x `height` inches in the house style, with `panels` side by side
+    (or one above the other when `stacked`); `grid` goes to `Figure.subplots`."""
     with matplotlib.rc_context(STYLE):
         figure = Figure(figsize=(width, height), layout="constrained")
-        axes = figure.subplots(1, panels, squeeze=False)[0]
-    return figure, list(axes)
+        shape = (panels, 1) if stacked else (1, panels)
+        axes = figure.subplots(*shape, squeeze=False, **grid)
+    return figure, list(axes.ravel())
 
 
 def render(figure: Figure, fmt: str, *, salt: str) -> bytes:

@@ -24,6 +24,11 @@ urlpatterns = [
         name="report_figure",
     ),
     path("jobs/<int:pk>/sensitivity/", views.sensitivity, name="sensitivity"),
+    path(
+        "jobs/<int:pk>/sensitivity/<slug:attribute>.<str:fmt>",
+        views.sensitivity_figure_download,
+        name="sensitivity_figure",
+    ),
     path("jobs/<int:pk>/comparison/", views.comparison, name="comparison"),
     path("jobs/<int:pk>/judges/", views.judges, name="judges"),
     path("jobs/<int:pk>/failures/", views.failures, name="failures"),

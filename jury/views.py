@@ -21,7 +21,7 @@ from jury.engine.rubrics import RubricError
 from jury.models import Jury, RubricVersion, ScoringJob
 from jury.services import juries, reports, rubrics, score_exports, scoring
 from jury.services.corrections import job_corrected, job_corrected_export
-from jury.services.figures import FIGURES, report_figure
+from jury.services.figures import FIGURES, report_figure, sensitivity_figure
 from jury.tasks import scoring_start
 
 # The clinician-corrected scores of the target studies drawn from a job (jury.services.corrections).
@@ -332,8 +332,30 @@ def sensitivity(request: HttpRequest, pk: int) -> HttpResponse:
             "measures": measures,
             "measure": measure,
             "sections": sections,
+            "formats": FORMATS,
         },
     )
+
+
+@role_required(*STAFF)
+def sensitivity_figure_download(
+    request: HttpRequest, pk: int, attribute: str, fmt: str
+) -> HttpResponse:
+    """The subgroups of one attribute on the chosen score (`measure`), as on the sensitivity
+    tab, as SVG, PNG (300 dpi) or PDF."""
+    if attribute not in reports.ATTRIBUTES or fmt not in FORMATS:
+        raise Http404("No such figure or format.")
+    data = _report(pk)
+    measures = reports.measures(data)
+    measure = query_choice(request.GET, "measure", measures, default="aggregate")
+    if data.empty:
+        raise Http404("No complete conversations to draw yet.")
+    figure = sensitivity_figure(data, measure, attribute, measures[measure])
+    body = render_figure(figure, fmt, salt=f"sensitivity-{measure}-{attribute}")
+    return download_response(
+        request, body, filename=f"job-{pk}-sensitivity-{measure}-{attribute}.{fmt}",
+        content_type=FORMATS[fmt], kind="figure", target=data.job,
+    )  # fmt: skip
 
 
 @role_required(*STAFF)

@@ -4,7 +4,10 @@ common.figures (inline SVG on the page; SVG, PNG at 300 dpi or PDF to download):
 - aggregates: how each model's conversation aggregates spread over the 1-5 scale, in bins of
   0.5, one bar per model in each bin;
 - pass rates: per rubric, each model's share of conversations the jury passed, with its 95%
-  Wilson interval.
+  Wilson interval;
+- subgroup sensitivity (the sensitivity tab, one per attribute and score): each model's
+  subgroup means with their 95% CI against the model's overall band, flagged ones in red, on
+  the x range every chart of the tab shares.
 
 Only complete conversations count, as in every table of the report; a report without one
 has no figure.
@@ -18,13 +21,21 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from common.figures import PALETTE, new_figure
-from jury.services.reports import Report, model_table
+from jury.services.reports import (
+    ATTRIBUTES,
+    Report,
+    model_table,
+    readable,
+    sensitivity_domain,
+    sensitivity_results,
+)
 
 HISTOGRAM_EDGES = np.arange(1.0, 5.01, 0.5)
 FIGURES = {
     "aggregates": "Conversation aggregates per model",
     "pass-rates": "Pass rate per rubric and model (95% Wilson interval)",
 }
+FLAG_COLOUR, BAND_COLOUR = "#cf222e", "#dbe7ff"
 
 
 def report_figure(report: Report, kind: str) -> Figure:
@@ -77,4 +88,44 @@ def _pass_rates(report: Report, table: pd.DataFrame) -> Figure:
     axes.set_xlabel("conversations passed")
     figure.legend(fontsize=7, frameon=False, loc="outside lower center", ncols=2)
     axes.set_title(FIGURES["pass-rates"], loc="left", fontsize=10)
+    return figure
+
+
+def sensitivity_figure(report: Report, measure: str, attribute: str, title: str) -> Figure:
+    """The subgroups of `attribute` on `measure`, one panel per model, one x range for all."""
+    results = sensitivity_results(report, measure)
+    low, high = sensitivity_domain(results)
+    by_model = list(results[attribute].groupby("model", sort=True))
+    rows = max(len(subgroups) for _, subgroups in by_model)
+    figure, panels = new_figure(
+        6.4, 0.6 + len(by_model) * (0.5 + 0.25 * rows), panels=len(by_model), stacked=True,
+        sharex=True,
+    )  # fmt: skip
+    for axes, (model, subgroups) in zip(panels, by_model, strict=True):
+        subgroups = subgroups.sort_values("subgroup").reset_index(drop=True)
+        band = subgroups[["band_low", "band_high"]].iloc[0].to_numpy(dtype=float)
+        if np.isfinite(band).all():
+            axes.axvspan(*band, color=BAND_COLOUR, lw=0)
+        position = np.arange(len(subgroups))[::-1]
+        mean = subgroups["mean"].to_numpy(dtype=float)
+        spread = [
+            mean - subgroups["ci_low"].fillna(subgroups["mean"]).to_numpy(dtype=float),
+            subgroups["ci_high"].fillna(subgroups["mean"]).to_numpy(dtype=float) - mean,
+        ]
+        colours = [FLAG_COLOUR if flag else PALETTE[0] for flag in subgroups["flagged"]]
+        axes.errorbar(mean, position, xerr=spread, fmt="none", ecolor=colours, elinewidth=1.5)
+        axes.scatter(mean, position, color=colours, s=18, zorder=3)
+        axes.set_yticks(
+            position,
+            [
+                f"{readable(v)} (n={n})"
+                for v, n in zip(subgroups["subgroup"], subgroups["n"], strict=True)
+            ],
+        )
+        axes.set_ylim(-0.7, rows - 0.3)
+        axes.set_title(report.label(model), loc="left", fontsize=9)
+    panels[-1].set_xlim(low, high)  # an interval past the axis is cut at it
+    panels[-1].set_xlabel(f"{title}: subgroup mean (95% CI); band: the model's 95% CI")
+    figure.suptitle(f"{ATTRIBUTES[attribute]}: subgroups against each model's band", x=0.01,
+                    ha="left", fontsize=10)  # fmt: skip
     return figure

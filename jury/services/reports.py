@@ -420,29 +420,21 @@ def measures(report: Report) -> dict[str, str]:
 def sensitivity_sections(report: Report, measure: str) -> list[dict]:
     """Per attribute and model: subgroup means with 95% CI against the model's overall band.
     Every chart of the page shares one x range, so panels can be compared by eye."""
-    frame = report.conversations
-    if measure != "aggregate":
-        scores = report.rubric_scores.pivot(
-            index="conversation_id", columns="rubric", values="score"
-        )
-        frame = frame.join(scores[[measure]], on="conversation_id")
-    results = {
-        attribute: stats.subgroup_sensitivity(frame, attribute=attribute, value=measure)
-        for attribute in ATTRIBUTES
-    }
-    domain = _sensitivity_domain(pd.concat(results.values()))
+    results = sensitivity_results(report, measure)
+    domain = sensitivity_domain(results)
     sections = []
     for attribute, title in ATTRIBUTES.items():
         result = results[attribute]
         sections.append(
             {
+                "attribute": attribute,
                 "title": title,
                 "models": [
                     _sensitivity_chart(model, rows, title, domain)
                     for model, rows in result.groupby("model", sort=True)
                 ],
                 "flagged": [
-                    {**row, "subgroup": _readable(row["subgroup"])}
+                    {**row, "subgroup": readable(row["subgroup"])}
                     for row in result[result["flagged"]].to_dict("records")
                 ],
             }
@@ -476,7 +468,7 @@ def sensitivity_text(table: pd.DataFrame) -> pd.DataFrame:
             "Measure": table["measure"],
             "Attribute": table["attribute"].map(ATTRIBUTES),
             "Model": table["model"],
-            "Subgroup": table["subgroup"].map(_readable),
+            "Subgroup": table["subgroup"].map(readable),
             "n": table["n"].astype(int),
             "Mean (95% CI)": [
                 _mean_interval(*values)
@@ -500,11 +492,25 @@ def _pair(low: float, high: float) -> str:
     return f"[{low:.2f}, {high:.2f}]" if _finite(low) and _finite(high) else ""
 
 
-def _sensitivity_domain(results: pd.DataFrame) -> tuple[float, float]:
+def sensitivity_results(report: Report, measure: str) -> dict[str, pd.DataFrame]:
+    """Attribute -> `stats.subgroup_sensitivity` of `measure` (the aggregate or a rubric)."""
+    frame = report.conversations
+    if measure != "aggregate":
+        scores = report.rubric_scores.pivot(
+            index="conversation_id", columns="rubric", values="score"
+        )
+        frame = frame.join(scores[[measure]], on="conversation_id")
+    return {
+        attribute: stats.subgroup_sensitivity(frame, attribute=attribute, value=measure)
+        for attribute in ATTRIBUTES
+    }
+
+
+def sensitivity_domain(results: dict[str, pd.DataFrame]) -> tuple[float, float]:
     """The x range of every chart: the means, intervals and bands of all of them, widened to
     half points and held within the 1-5 scale (an interval reaching past it is cut there)."""
     columns = ["mean", "ci_low", "ci_high", "band_low", "band_high"]
-    values = results[columns].to_numpy(dtype=float).ravel()
+    values = pd.concat(results.values())[columns].to_numpy(dtype=float).ravel()
     values = values[np.isfinite(values)]
     if not len(values):
         return (1.0, 5.0)
@@ -517,7 +523,7 @@ def _sensitivity_chart(model: str, rows: pd.DataFrame, title: str, domain) -> di
     band = (float(rows["band_low"].iloc[0]), float(rows["band_high"].iloc[0]))
     intervals = [
         charts.Interval(
-            label=_readable(row.subgroup),
+            label=readable(row.subgroup),
             mean=row.mean,
             low=_or(row.ci_low, row.mean),
             high=_or(row.ci_high, row.mean),
@@ -533,7 +539,7 @@ def _sensitivity_chart(model: str, rows: pd.DataFrame, title: str, domain) -> di
     return {"model": model, "chart": chart}
 
 
-def _readable(value) -> str:
+def readable(value) -> str:
     """A seed attribute value as a label: "young_adult" -> "young adult"."""
     return str(value).replace("_", " ") or "(blank)"
 

@@ -122,6 +122,12 @@ PAGES += [
         nothing_to_draw=True,
     ),
     Page("jury:sensitivity", STAFF, _JOB),
+    Page(
+        "jury:sensitivity_figure",
+        STAFF,
+        (*_JOB, ("attribute", "figure", "attribute"), ("fmt", "figure", "fmt")),
+        nothing_to_draw=True,
+    ),
     Page("jury:comparison", STAFF, _JOB),
     Page("jury:judges", STAFF, _JOB),
     Page("jury:failures", STAFF, _JOB),
@@ -172,7 +178,7 @@ def jury_objects(run) -> dict:
         "clinical_rubric": RubricVersion.objects.get(rubric_id="clinical_safety"),
         "export": SimpleNamespace(table="outcomes", suffix="csv"),
         "score_export": SimpleNamespace(fmt="parquet"),
-        "figure": SimpleNamespace(kind="pass-rates", fmt="png"),
+        "figure": SimpleNamespace(kind="pass-rates", attribute="severity", fmt="png"),
     }
 
 

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from audit.models import AuditEvent
 from benchmark.charts import BAR_WIDTH, LABEL_WIDTH
-from jury.services.reports import EXPORT_TABLES
+from jury.services.reports import ATTRIBUTES, EXPORT_TABLES
 from tests.jury.services.builders import scored_job, world, world_job  # noqa: F401
 from tests.support.latex import latex_floats
 
@@ -110,6 +110,24 @@ def test_the_report_offers_each_figure_as_png_pdf_and_svg_the_same_each_time(
             assert first.content.startswith(start) and first.content == again.content
             recorded = AuditEvent.objects.filter(action="download.figure").latest("pk")
             assert recorded.after["file"] == f"job-{scored_job.pk}-{kind}.{fmt}"
+
+
+@pytest.mark.parametrize("measure", ["aggregate", "clinical_safety"])
+def test_each_subgroup_chart_downloads_for_a_paper(
+    researcher_client,
+    scored_job,  # noqa: F811 - the imported fixture
+    measure,
+):
+    page = researcher_client.get(
+        reverse("jury:sensitivity", args=[scored_job.pk]), {"measure": measure}
+    ).content.decode()
+    for attribute in ATTRIBUTES:
+        for fmt, start in FILE_STARTS.items():
+            url = reverse("jury:sensitivity_figure", args=[scored_job.pk, attribute, fmt])
+            assert f'href="{url}?measure={measure}"' in page
+            response = researcher_client.get(url, {"measure": measure})
+            assert response.content.startswith(start)
+            assert response["Content-Disposition"].endswith(f'-{measure}-{attribute}.{fmt}"')
 
 
 def test_a_report_without_complete_conversations_offers_no_figure(
