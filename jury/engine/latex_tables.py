@@ -12,7 +12,7 @@ and `\label{tab:...}`. Fitting the page, in two steps:
 A float cannot break across pages: a table with more rows than a page holds (PAGE_ROWS) is
 cut into consecutive floats, each with the header and a caption saying which part it is.
 A table may also be split into parts (`parts`: caption suffix -> its columns, the first column
-repeated in each part is up to the caller): the jury's model table (15 columns with six
+repeated in each part is up to the caller): the jury's model table (17 columns with six
 rubrics) is written as one table of mean scores and one of pass rates rather than shrunk to
 an unreadable size. The first lines are comments naming the packages the tables need.
 Pure: no Django.

@@ -181,10 +181,10 @@ def shown_mean(value: float) -> str:
 
 
 def model_table_parts(text: pd.DataFrame, codes: Mapping[str, str]) -> dict[str, list[str]]:
-    """The columns of `format_model_table` (15 with six rubrics and the standing against the
-    best) as two tables that each fit a page: the aggregate, the rubric means and any further
-    column; then the pass rates. The counts (COUNT_COLUMNS, when present) follow the model
-    in both."""
+    """The columns of the model export (17 with six rubrics, the counts and the standing
+    against the best) as two tables that each fit a page: the aggregate, the rubric means and
+    any further column; then the pass rates. The counts (COUNT_COLUMNS, when present) follow
+    the model in both."""
     means = [_mean_column(code) for code in codes.values()]
     passes = [_pass_column(code) for code in codes.values()]
     counts = [column for column in COUNT_COLUMNS if column in text.columns]

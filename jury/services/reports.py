@@ -269,7 +269,7 @@ def _format_percent(value: float | None) -> str:
 
 def export_text(report: Report, table_name: str, suffix: str) -> str:
     """One report table as CSV, Markdown or LaTeX (jury.engine.stats.export_table); in LaTeX
-    the model table (up to 15 columns) is split into mean scores and pass rates."""
+    the model table (up to 17 columns) is split into mean scores and pass rates."""
     table = export_frame(report, table_name)
     if table_name == "sensitivity" and suffix != "csv":
         table = sensitivity_text(table)  # CSV keeps the figures as numbers for analysis

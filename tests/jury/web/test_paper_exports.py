@@ -1,5 +1,5 @@
 """The jury report's figures and tables for a paper: every LaTeX table with a caption, a label
-and a width that fits the page (the 15-column model table split in two), and subgroup charts
+and a width that fits the page (the 17-column model table split in two), and subgroup charts
 that all share one x range with their intervals inside the axis."""
 
 import csv
@@ -27,7 +27,7 @@ def export(client, job, table: str, suffix: str) -> str:
     return response.content.decode()
 
 
-def test_the_fifteen_column_model_table_is_split_into_two_tables_that_fit(
+def test_the_seventeen_column_model_table_is_split_into_two_tables_that_fit(
     researcher_client,
     scored_job,  # noqa: F811 - the imported fixture
 ):
