@@ -15,6 +15,7 @@ from alignment.services.corrected import CORRECTED_METHOD, corrected_table
 from alignment.services.formats import estimate_text, undefined_note
 from alignment.services.reports import StudyReport
 from annotation.models import Study
+from common import synthetic
 from jury.engine.stats import export_table
 
 EXPORT_FORMATS = {  # URL suffix -> (jury.engine.stats format, content type)
@@ -68,9 +69,24 @@ def agreement_export(report: StudyReport, suffix: str, *, study: Study) -> str:
         "bootstrap interval over conversations"
     )
     return export_table(
-        agreement_rows(report), EXPORT_FORMATS[suffix][0], caption=caption,
-        label=f"study {study.pk} agreement",
+        synthetic_marked(agreement_rows(report), report, usernames(report)),
+        EXPORT_FORMATS[suffix][0], caption=caption, label=f"study {study.pk} agreement",
+        note=synthetic.NOTE if report.synthetic_ratings else "",
     )  # fmt: skip
+
+
+def synthetic_marked(table: pd.DataFrame, report: StudyReport, person: Person) -> pd.DataFrame:
+    """`table` with the column common.synthetic.COLUMN: on a row of one clinician (its
+    "Clinician" or "Row" cell names them), whether that clinician is synthetic; on any other
+    row, whether the report's figures count synthetic clinicians' ratings."""
+    clinicians = {person(rater.id): rater.synthetic for rater in report.raters.values()}
+    named = table[[c for c in ("Clinician", "Row") if c in table.columns]]
+    counted = bool(report.synthetic_ratings)
+    marks = [
+        next((clinicians[cell] for cell in cells if cell in clinicians), counted)
+        for cells in named.itertuples(index=False)
+    ]
+    return table.assign(**{synthetic.COLUMN: [synthetic.yes_no(mark) for mark in marks]})
 
 
 # --- the tables beyond the paper ---------------------------------------------------------------
@@ -292,8 +308,9 @@ def study_table_export(
     if name not in STUDY_TABLES or suffix not in EXPORT_FORMATS:
         raise ValueError(f"unknown table {name!r} or format {suffix!r}")
     caption, build = STUDY_TABLES[name]
-    table = build(report, person or usernames(report))
+    person = person or usernames(report)
     return export_table(
-        table, EXPORT_FORMATS[suffix][0], caption=f"{caption}; {study.name}",
-        label=f"study {study.pk} {name}",
+        synthetic_marked(build(report, person), report, person), EXPORT_FORMATS[suffix][0],
+        caption=f"{caption}; {study.name}", label=f"study {study.pk} {name}",
+        note=synthetic.NOTE if report.synthetic_ratings else "",
     )  # fmt: skip

@@ -20,7 +20,7 @@ For every pair (first model minus second, in the order given: best aggregate fir
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -154,15 +154,28 @@ def holm_adjust(pvalues: Sequence[float]) -> np.ndarray:
     return adjusted
 
 
-def versus_best(comparisons: pd.DataFrame, models: Sequence[str], alpha: float = ALPHA) -> dict:
-    """Each model's standing against models[0] on the aggregate: "best" for models[0] itself,
-    "indistinguishable" when the Holm-adjusted p of the pair is >= alpha, "different" when it
-    is below, "untested" when the pair has no p (fewer than two shared cases)."""
+def versus_best(
+    comparisons: pd.DataFrame,
+    models: Sequence[str],
+    alpha: float = ALPHA,
+    *,
+    shown: Mapping[str, str] | None = None,
+) -> dict:
+    """Each model's standing against models[0] (the highest aggregate) on the aggregate:
+    "best" for models[0] and for every model whose aggregate as the table prints it
+    (`shown`: model -> its printed figure) is the same: a reader who sees two identical
+    figures must see the same standing. The others: "indistinguishable" when the
+    Holm-adjusted p of their pair with models[0] is >= alpha, "different" when it is below,
+    "untested" when the pair has no p (fewer than two shared cases)."""
     best = models[0]
     rows = comparisons[(comparisons["measure"] == "aggregate") & (comparisons["model_a"] == best)]
     adjusted = dict(zip(rows["model_b"], rows["p_holm"], strict=True))
+    shown = shown or {}
     return {best: "best"} | {
-        model: _standing(adjusted.get(model, np.nan), alpha) for model in models[1:]
+        model: "best"
+        if model in shown and shown[model] == shown.get(best)
+        else _standing(adjusted.get(model, np.nan), alpha)
+        for model in models[1:]
     }
 
 

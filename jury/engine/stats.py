@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from common.csv_export import frame_csv
+from common.csv_export import LINE_END, frame_csv
 from jury.engine.aggregate import PASS_THRESHOLD
 from jury.engine.intervals import SCORE, Scale, interval_note
 from jury.engine.latex_tables import latex_tables
@@ -27,6 +27,9 @@ from jury.engine.score_gaps import is_adjacent
 CONFIDENCE = 0.95
 EXPORT_FORMATS = ("csv", "markdown", "latex")
 MODEL_COLUMN, AGGREGATE_COLUMN = "Model", "Aggregate (95% CI)"
+MEAN_DECIMALS = 2  # of every mean in the model table (page and exports)
+# The model table's n: complete conversations, and the cases (benchmark entries) they cover.
+COUNT_COLUMNS = ("Conversations", "Cases")
 
 
 @dataclass(frozen=True)
@@ -166,9 +169,9 @@ def format_model_table(table: pd.DataFrame, codes: Mapping[str, str]) -> pd.Data
             table["aggregate_mean"],
             table["aggregate_low"],
             table["aggregate_high"],
-            2,
+            MEAN_DECIMALS,
             n=table["n"],
-        ),  # fmt: skip
+        ),
     }
     for rubric, code in codes.items():
         columns[_mean_column(code)] = table[f"{rubric}_mean"].map("{:.2f}".format)
@@ -181,15 +184,25 @@ def format_model_table(table: pd.DataFrame, codes: Mapping[str, str]) -> pd.Data
     return pd.DataFrame(columns).reset_index(drop=True)
 
 
+def shown_mean(value: float) -> str:
+    """A mean as the model table prints it: two models whose means print alike are tied."""
+    return f"{value:.{MEAN_DECIMALS}f}"
+
+
 def model_table_parts(text: pd.DataFrame, codes: Mapping[str, str]) -> dict[str, list[str]]:
-    """The columns of `format_model_table` (15 with six rubrics and the standing against the
-    best) as two tables that each fit a page: the aggregate, the rubric means and any further
-    column; then the pass rates."""
+    """The columns of the model export (17 with six rubrics, the counts and the standing
+    against the best) as two tables that each fit a page: the aggregate, the rubric means and
+    any further column; then the pass rates. The counts (COUNT_COLUMNS, when present) follow
+    the model in both."""
     means = [_mean_column(code) for code in codes.values()]
     passes = [_pass_column(code) for code in codes.values()]
-    first = [MODEL_COLUMN, AGGREGATE_COLUMN]
+    counts = [column for column in COUNT_COLUMNS if column in text.columns]
+    first = [MODEL_COLUMN, *counts, AGGREGATE_COLUMN]
     further = [column for column in text.columns if column not in {*first, *means, *passes}]
-    return {"mean scores": [*first, *means, *further], "pass rates": [MODEL_COLUMN, *passes]}
+    return {
+        "mean scores": [*first, *means, *further],
+        "pass rates": [MODEL_COLUMN, *counts, *passes],
+    }
 
 
 def _mean_column(code: str) -> str:
@@ -218,16 +231,26 @@ def export_table(
     caption: str,
     label: str,
     parts: Mapping[str, Sequence[str]] | None = None,
+    part_captions: Mapping[str, str] | None = None,
+    note: str = "",
 ) -> str:
     """A text table as CSV, Markdown (pipe table) or LaTeX (booktabs, with `caption` and
-    `label`, split into `parts` when given; see latex_tables). CSV and Markdown are one table
-    and carry no caption."""
+    `label`, split into `parts` when given, each with its own caption from `part_captions`;
+    see latex_tables). CSV and Markdown are one table and carry no caption. A `note` the
+    reader must not miss heads the file: a "#" comment line of the CSV, a quote above the
+    Markdown table, the end of every LaTeX caption."""
     if fmt == "csv":
-        return frame_csv(table)
+        return (f"# {note}{LINE_END}" if note else "") + frame_csv(table)
     if fmt == "markdown":
-        return _markdown(table)
+        return (f"> {note}\n\n" if note else "") + _markdown(table)
     if fmt == "latex":
-        return latex_tables(table, caption=caption, label=label, parts=parts)
+        if note:
+            own = part_captions or {}
+            part_captions = {p: f"{own.get(p, f'{caption}: {p}')}. {note}" for p in parts or {}}
+            caption = f"{caption}. {note}"
+        return latex_tables(
+            table, caption=caption, label=label, parts=parts, part_captions=part_captions
+        )
     raise ValueError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, not {fmt!r}")
 
 

@@ -10,7 +10,7 @@ CareJury study archive (format {name}, version {version})
 One clinician study, whole: what the annotators saw, what they scored, what the jury said,
 and the agreement tables the site computed when the archive was written. Re-open it on any
 CareJury site with `manage.py import_study <this file>` or the staff page "Import a
-study archive"; the imported study is locked and reproduces these tables.
+study archive"; the imported study is locked and reproduces these tables.{synthetic}
 
 manifest.json        format, version, when and by which site version this was written, the
                      study and its settings, rows per member and the sha256 of every member
@@ -72,8 +72,15 @@ tables/              the agreement tables as computed at export, default filters
 """
 
 
-def text(*, with_usernames: bool) -> str:
+SYNTHETIC = (
+    "This study holds work of synthetic clinicians (scripted simulated clinicians, not people):\n"
+    "their annotations say `synthetic: true` in data/assignments.jsonl."
+)
+
+
+def text(*, with_usernames: bool, synthetic: bool = False) -> str:
     return TEXT.format(
+        synthetic=f"\n\n{SYNTHETIC}" if synthetic else "",
         name=fmt.FORMAT_NAME,
         version=fmt.FORMAT_VERSION,
         usernames="; this archive also holds usernames" if with_usernames else "",

@@ -30,6 +30,8 @@ STAFF_ONLY = [
     ("jury:job_retry", {"pk": 1}),
     ("jury:report", {"pk": 1}),
     ("jury:report_export", {"pk": 1, "table": "models", "suffix": "csv"}),
+    ("jury:report_figure", {"pk": 1, "kind": "pass-rates", "fmt": "png"}),
+    ("jury:sensitivity_figure", {"pk": 1, "attribute": "severity", "fmt": "pdf"}),
     ("jury:sensitivity", {"pk": 1}),
     ("jury:comparison", {"pk": 1}),
     ("jury:judges", {"pk": 1}),
