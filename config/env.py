@@ -5,6 +5,7 @@ Kept apart from settings.py so every rule is testable on its own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import tempfile
@@ -131,12 +132,41 @@ def secret_key(environ: dict, *, production: bool, key_file: Path) -> str:
             "SECRET_KEY must be set in production (APP_ENV=production). "
             "Generate one with: python -c 'import secrets; print(secrets.token_urlsafe(50))'"
         )
-    if key_file.exists():
-        return key_file.read_text().strip()
-    key = secrets.token_urlsafe(50)
-    key_file.write_text(key)
-    key_file.chmod(0o600)
+    if not key_file.exists():
+        write_new_secret_key(key_file)
+    key = key_file.read_text().strip()
+    if not key:
+        raise SettingsError(
+            f"The secret key file {key_file} is empty (a disk that was full when it was "
+            "written?); delete it and a new key is made at the next start, or set SECRET_KEY."
+        )
     return key
+
+
+def write_new_secret_key(key_file: Path) -> None:
+    """Write a new key whole or not at all: written and flushed to a temporary file in the same
+    folder, then linked into place. A full disk leaves no empty key behind, and of processes
+    starting together the first to link wins and all read its key."""
+    temporary = None
+    try:
+        with tempfile.NamedTemporaryFile(  # created readable by this user only (0600)
+            "w", dir=key_file.parent, prefix=".secret_key-", delete=False
+        ) as file:
+            temporary = Path(file.name)
+            file.write(secrets.token_urlsafe(50))
+            file.flush()
+            os.fsync(file.fileno())
+        # Another process starting at the same time may have linked its key first: use that.
+        with contextlib.suppress(FileExistsError):
+            os.link(temporary, key_file)
+    except OSError as error:
+        raise SettingsError(
+            f"The secret key could not be written to {key_file} ({error.strerror}); "
+            "free space in DATA_DIR and start again, or set SECRET_KEY."
+        ) from None
+    finally:
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
 
 
 def production_mode(environ: dict) -> bool:
