@@ -9,6 +9,7 @@ import contextlib
 import os
 import secrets
 import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -21,6 +22,26 @@ REDIS_SCHEMES = {"redis", "rediss", "unix"}
 
 class SettingsError(ImproperlyConfigured):
     """A configuration problem a person can fix; printed without a traceback."""
+
+
+class SiteEnvironment(Mapping):
+    """The process environment as the settings read it, remembering the name of each variable
+    read: those are the site's own (its signing key, database, mail password, provider keys),
+    so none of them may be named as a model endpoint's key, which is sent to the endpoint."""
+
+    def __init__(self, environ: Mapping[str, str]):
+        self._environ = environ
+        self.names_read: set[str] = set()
+
+    def __getitem__(self, name: str) -> str:
+        self.names_read.add(name)
+        return self._environ[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._environ)
+
+    def __len__(self) -> int:
+        return len(self._environ)
 
 
 def env_bool(environ: dict, name: str, default: bool = False) -> bool:

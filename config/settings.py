@@ -6,7 +6,7 @@ from pathlib import Path
 from config import env, security
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-ENV = os.environ
+ENV = env.SiteEnvironment(os.environ)
 
 PRODUCTION = env.production_mode(ENV)
 DATA_DIR = env.data_dir(ENV, BASE_DIR / "var")
@@ -309,3 +309,8 @@ CACHES["api"] = (
     else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
           "LOCATION": str(DATA_DIR / "api-rate")}
 )  # fmt: skip
+
+# Every variable read above is the site's own: a named model endpoint may never take its key
+# from one of them (benchmark/engine/providers/endpoints.py), or an admin could send the
+# signing key or the database password to an address of their choosing. Keep this line last.
+SITE_VARIABLES = frozenset(ENV.names_read)
