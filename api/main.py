@@ -7,11 +7,22 @@ from __future__ import annotations
 from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
 from django.http import HttpRequest
 from ninja import NinjaAPI
+from ninja.errors import HttpError
 from ninja.errors import ValidationError as SchemaError
+from ninja.parser import Parser
 
 from accounts.access import STAFF, role_required
 from api.auth import TokenRateThrottle, staff
 from api.routes import benchmark, jury, studies
+from common import json_text
+
+
+class BoundedJsonParser(Parser):
+    """Request bodies read like every other JSON from outside (common.json_text)."""
+
+    def parse_body(self, request: HttpRequest):
+        return json_text.loads(request.body.decode("utf-8"))
+
 
 api = NinjaAPI(
     title="CareJury API",
@@ -21,6 +32,7 @@ api = NinjaAPI(
     docs_decorator=role_required(*STAFF),
     auth=staff(),
     throttle=[TokenRateThrottle()],
+    parser=BoundedJsonParser(),
     description="Case sets, runs, conversations, scoring jobs, report tables, studies, "
     "agreement tables and study archives. Staff only.",
 )
@@ -40,6 +52,15 @@ def bad_input(request: HttpRequest, error: SchemaError):
     """A body or parameter of the wrong shape: 400 with every problem in words."""
     problems = [_problem_text(problem) for problem in error.errors]
     return api.create_response(request, {"detail": "; ".join(problems)}, status=400)
+
+
+@api.exception_handler(HttpError)
+def http_error(request: HttpRequest, error: HttpError):
+    """django-ninja says only "Cannot parse request body" of any body it cannot read; one nested
+    too deep says so (the caller can fix it)."""
+    cause = error.__cause__
+    detail = f"{error}: {cause}" if isinstance(cause, json_text.TooDeep) else str(error)
+    return api.create_response(request, {"detail": detail}, status=error.status_code)
 
 
 @api.exception_handler(ValidationError)
