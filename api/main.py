@@ -4,15 +4,17 @@ calls, through the page's form, so there is one copy of every rule."""
 
 from __future__ import annotations
 
+import math
+
 from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
 from django.http import HttpRequest
 from ninja import NinjaAPI
-from ninja.errors import HttpError
+from ninja.errors import HttpError, Throttled
 from ninja.errors import ValidationError as SchemaError
 from ninja.parser import Parser
 
 from accounts.access import STAFF, role_required
-from api.auth import TokenRateThrottle, staff
+from api.auth import TokenRateThrottle, staff, token_writes_audited
 from api.routes import benchmark, jury, studies
 from common import json_text
 
@@ -36,6 +38,7 @@ api = NinjaAPI(
     description="Case sets, runs, conversations, scoring jobs, report tables, studies, "
     "agreement tables and study archives. Staff only.",
 )
+api.add_decorator(token_writes_audited)
 api.add_router("/", benchmark.router)
 api.add_router("/", jury.router)
 api.add_router("/", studies.router)
@@ -57,10 +60,14 @@ def bad_input(request: HttpRequest, error: SchemaError):
 @api.exception_handler(HttpError)
 def http_error(request: HttpRequest, error: HttpError):
     """django-ninja says only "Cannot parse request body" of any body it cannot read; one nested
-    too deep says so (the caller can fix it)."""
+    too deep says so (the caller can fix it). A 429 raised while authenticating (too many
+    refused tokens) says when to come back, as the rate limit's own 429 does."""
     cause = error.__cause__
     detail = f"{error}: {cause}" if isinstance(cause, json_text.TooDeep) else str(error)
-    return api.create_response(request, {"detail": detail}, status=error.status_code)
+    response = api.create_response(request, {"detail": detail}, status=error.status_code)
+    if isinstance(error, Throttled) and error.wait is not None:
+        response["Retry-After"] = str(math.ceil(error.wait))
+    return response
 
 
 @api.exception_handler(ValidationError)
