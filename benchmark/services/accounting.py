@@ -5,11 +5,15 @@ An unknown price stays unknown: sums report it as None (shown as "unknown"), nev
 
 from __future__ import annotations
 
+import logging
+import secrets
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 
+from django.db import Error as DatabaseFailure
+from django.db import transaction
 from django.db.models import Count, Q, QuerySet, Sum
 
 from benchmark.engine.chat import ChatRequest, ChatResponse, ProviderError
@@ -17,15 +21,28 @@ from benchmark.engine.structured import forget_answer
 from benchmark.models import ModelCall
 from benchmark.services.retries import retry_fields
 
+logger = logging.getLogger(__name__)
+
 
 class RecordingClient:
     """Wraps a chat client and remembers (purpose, response) for every call, thread-safely,
-    and the provider retries of every call, answered or failed."""
+    and the provider retries of every call, answered or failed.
 
-    def __init__(self, inner):
+    With an `owner` (ModelCall's run=, conversation=, benchmark_set=), every answer a model
+    gave is written down as its ModelCall row the moment it arrives, in a commit of its own,
+    with `also` (the unit's own running sums) in the same transaction: a worker killed before
+    its unit stores the outcome has still accounted for the money it spent, and the attempt
+    sent again adds its own calls. An answer replayed from the cache (it cost nothing) or one
+    the database could not take then is left to the unit's outcome: `unwritten`, saved by
+    `unwritten_save`. Each row carries a key of its own, so none is ever written twice."""
+
+    def __init__(self, inner, *, owner: dict | None = None, also: Also | None = None):
         self.inner = inner
+        self.owner = owner
+        self.also = also
         self.calls: list[tuple[str, ChatResponse]] = []
         self.retries: Counter[str] = Counter()
+        self._unwritten: list[tuple[str, ChatResponse, str]] = []
         self._lock = threading.Lock()
 
     def chat(self, request: ChatRequest) -> ChatResponse:
@@ -38,10 +55,45 @@ class RecordingClient:
         with self._lock:
             self.calls.append((request.purpose, response))
             self.retries.update(response.retries)
+        call = (request.purpose, response, secrets.token_hex(16))
+        if self.owner is not None and (response.cached or not self._written(call)):
+            with self._lock:
+                self._unwritten.append(call)
         return response
 
     def forget(self, request: ChatRequest) -> None:
         forget_answer(self.inner, request)
+
+    @property
+    def unwritten(self) -> list[tuple[str, ChatResponse, str]]:
+        """(purpose, response, key) of the calls not yet written down."""
+        with self._lock:
+            return list(self._unwritten)
+
+    def _written(self, call: tuple[str, ChatResponse, str]) -> bool:
+        try:
+            with transaction.atomic():
+                _model_call_row(*call, **self.owner).save()
+                if self.also is not None:
+                    self.also([call[1]])
+        except DatabaseFailure as error:  # written with the outcome (unwritten_save)
+            logger.warning("a %s answer is accounted later: %s", call[0], error)
+            return False
+        return True
+
+
+# A unit's running sums, added to in the transaction that writes a call's ModelCall row.
+Also = Callable[[list[ChatResponse]], None]
+
+
+def unwritten_save(recorder: RecordingClient) -> None:
+    """Write the calls `recorder` has not written yet (inside the unit's own transaction)."""
+    if recorder.owner is not None:
+        ModelCall.objects.bulk_create(unwritten_rows(recorder), ignore_conflicts=True)
+
+
+def unwritten_rows(recorder: RecordingClient) -> list[ModelCall]:
+    return [_model_call_row(*call, **recorder.owner) for call in recorder.unwritten]
 
 
 def model_calls_save(calls: Iterable[tuple[str, ChatResponse]], **owner) -> list[ModelCall]:
@@ -51,20 +103,22 @@ def model_calls_save(calls: Iterable[tuple[str, ChatResponse]], **owner) -> list
 
 def model_call_rows(calls: Iterable[tuple[str, ChatResponse]], **owner) -> list[ModelCall]:
     """Unsaved ModelCall rows for (purpose, response) pairs."""
-    return [
-        ModelCall(
-            purpose=purpose,
-            model=response.model,
-            input_tokens=response.usage.input_tokens,
-            output_tokens=response.usage.output_tokens,
-            cost_usd=response.cost_usd,
-            cached=response.cached,
-            latency_ms=response.latency_ms,
-            **retry_fields(response.retries),
-            **owner,
-        )
-        for purpose, response in calls
-    ]
+    return [_model_call_row(purpose, response, None, **owner) for purpose, response in calls]
+
+
+def _model_call_row(purpose: str, response: ChatResponse, key: str | None, **owner) -> ModelCall:
+    return ModelCall(
+        purpose=purpose,
+        model=response.model,
+        input_tokens=response.usage.input_tokens,
+        output_tokens=response.usage.output_tokens,
+        cost_usd=response.cost_usd,
+        cached=response.cached,
+        latency_ms=response.latency_ms,
+        answer_key=key,
+        **retry_fields(response.retries),
+        **owner,
+    )
 
 
 def totals(responses: Iterable[ChatResponse]) -> dict:

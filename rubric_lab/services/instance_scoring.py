@@ -292,7 +292,10 @@ def instance_score_run_here(*, rubric: InstanceRubric, conversation, judge: str,
 
 def _score(score: InstanceScore, client) -> None:
     conversation = score.conversation
-    recorder = accounting.RecordingClient(client or model_router(score.use_cache))
+    recorder = accounting.RecordingClient(
+        client or model_router(score.use_cache),
+        owner={"run": conversation.run, "conversation": conversation},
+    )
     result, status, reason = None, InstanceScoreStatus.VALID, ""
     try:
         result = instance_rubric_score_trace(
@@ -315,8 +318,7 @@ def _store(score: InstanceScore, result: TraceScore | None, recorder, *, status,
     sums = accounting.totals(response for _, response in recorder.calls)
     criteria = list(score.rubric.criteria.order_by("index"))
     with transaction.atomic():
-        conversation = score.conversation
-        accounting.model_calls_save(recorder.calls, run=conversation.run, conversation=conversation)
+        accounting.unwritten_save(recorder)
         if result is not None:
             CriterionDecision.objects.bulk_create(
                 _decision_row(score, criteria[d.index], d) for d in result.decisions

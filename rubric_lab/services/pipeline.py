@@ -282,7 +282,10 @@ def _generate(generation: RubricGeneration, client) -> None:
     conversation = Conversation.objects.select_related("entry", "run").get(
         pk=generation.conversation_id
     )
-    recorder = accounting.RecordingClient(client or model_router(job.use_cache))
+    recorder = accounting.RecordingClient(
+        client or model_router(job.use_cache),
+        owner={"run": conversation.run, "conversation": conversation},
+    )
     options = PipelineOptions(
         model=job.generator_model, top_k=job.top_k, method=job.method,
         skip_routing=job.skip_routing, skip_intent=job.skip_intent, skip_facts=job.skip_facts,
@@ -357,7 +360,7 @@ def _stage_save(generation: RubricGeneration, stage: StageRecord, method: str) -
 def _finish(generation, recorder, conversation, started, *, failed_stage="", reason="") -> None:
     responses = [response for _, response in recorder.calls]
     sums = accounting.totals(responses)
-    accounting.model_calls_save(recorder.calls, run=conversation.run, conversation=conversation)
+    accounting.unwritten_save(recorder)
     RubricGeneration.objects.filter(pk=generation.pk).update(
         status=GenerationStatus.FAILED if reason else GenerationStatus.FINISHED,
         failed_stage=failed_stage,
