@@ -6,8 +6,9 @@ queue and on Redis. The server answers; when the next call of the same unit arri
 answer before it received and not yet stored - the server SIGKILLs the worker instead of
 answering. A fresh worker finishes the job (its watch sends the lost unit again). Then the
 ModelCall rows the model answered (not the cache) are exactly the answers the server gave, and
-their cost is what those answers cost: a judge call with a repair, a conversation and a case
-enrichment.
+their cost is what those answers cost: a judge call with a repair, a conversation, a case
+enrichment, and a rubric-lab near-miss pair (its two verdicts; the lab's units sum their own
+spend).
 """
 
 import signal
@@ -21,6 +22,8 @@ from benchmark.services import cases, prices
 from config import env
 from jury.models import ScoreStatus, ScoringJob
 from jury.services import juries, scoring
+from rubric_lab.models import JudgeSetup, SensitivityStudy
+from rubric_lab.services import budgets, sensitivity
 from tests.fakes.llm_server import answer, running_fake_llm_server
 from tests.support.builders import enriched_set, launched_run, played
 from tests.support.workers import (
@@ -35,6 +38,7 @@ from tests.support.workers import (
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 LEASE_SECONDS = 5
 JUDGE_ANSWER = '{"score": 4, "explanation": "Checked availability before booking."}'
+PAIRWISE_ANSWER = '{"better": "A", "explanation": "The first reply kept the safety advice."}'
 # The fake server's usage for every answer: 11 tokens in, 7 out.
 PER_ANSWER = Decimal("11") * Decimal("0.001") + Decimal("7") * Decimal("0.002")
 
@@ -156,3 +160,25 @@ def test_an_enrichment_answer_before_the_kill_is_in_the_ledger(tmp_path, transpo
     assert rows.count() == killer.answered == 2 * 3 + 1
     assert sum(row.cost_usd for row in rows) == killer.answered * PER_ANSWER
     assert cases.benchmark_set_spent(benchmark_set) == killer.answered * PER_ANSWER
+
+
+def test_a_near_miss_verdict_before_the_kill_is_in_the_studys_spend(tmp_path, transport):
+    run = played(launched_run(enriched_set(name="spend study", size=1, sampler_seed=5)))
+    study = sensitivity.study_launch(
+        run=run, setup=JudgeSetup.PAIRWISE, judge_model=priced("openai-compatible/judge"),
+        perturber_model="offline/surgical", perturbations=["claim_without_tool_call"],
+        use_cache=False,
+    )  # fmt: skip
+    # A pair asks for two verdicts in turn: the kill lands on the second, the first held.
+    killer = KillingServer(reply=lambda r: answer(PAIRWISE_ANSWER),
+                           kill_at=lambda r: killer.answered == 1)  # fmt: skip
+    with running_fake_llm_server(responder=killer) as server:
+        killed_then_finished(
+            tmp_path, transport, server, killer, kind="sensitivity", job_id=study.pk,
+            done=lambda: SensitivityStudy.objects.get(pk=study.pk).status == JobStatus.FINISHED,
+        )  # fmt: skip
+    pairs = list(study.pairs.all())
+    calls = sum(row["calls"] for pair in pairs for row in pair.model_costs.values())
+    assert calls == killer.answered == 3
+    assert budgets.job_spent(study) == killer.answered * PER_ANSWER
+    assert [row["calls"] for row in budgets.job_model_costs(study)] == [killer.answered]
