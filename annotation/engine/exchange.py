@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from common import json_text
 from common.csv_export import restore_cell, rows_csv
 from common.text_files import NotText, decode_text
 
@@ -201,7 +202,7 @@ def _jsonl_rows(text: str) -> list[tuple[int, dict | str]]:
         if not content.strip():
             continue
         try:
-            value = json.loads(content)
+            value = json_text.loads(content)
         except json.JSONDecodeError as error:
             rows.append((line, f"not valid JSON ({error.msg}, column {error.colno})"))
             continue

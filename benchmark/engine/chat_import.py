@@ -31,6 +31,7 @@ from benchmark.engine.imports import (
     ImportedToolCall,
     conversation_problems,
 )
+from common import json_text
 
 
 class LineProblem(ValueError):
@@ -44,7 +45,7 @@ def read_jsonl(text: str) -> tuple[list[ImportedConversation], list[str]]:
         if not line.strip():
             continue
         try:
-            conversation = _conversation(json.loads(line), number)
+            conversation = _conversation(json_text.loads(line), number)
         except json.JSONDecodeError as error:
             problems.append(f"line {number}: not JSON ({error.msg}, column {error.colno})")
             continue
@@ -136,9 +137,11 @@ def _tool_call(call: Any, position: int) -> ImportedToolCall:
     arguments = function.get("arguments") or "{}"
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError:
-            raise LineProblem(f"{where}'s arguments are not JSON: {arguments[:80]!r}") from None
+            arguments = json_text.loads(arguments)
+        except json.JSONDecodeError as error:
+            raise LineProblem(
+                f"{where}'s arguments are not JSON ({error.msg}): {arguments[:80]!r}"
+            ) from None
     if not isinstance(arguments, dict):
         raise LineProblem(f"{where}'s arguments must be a JSON object")
     return ImportedToolCall(str(call.get("id") or ""), str(function.get("name") or ""), arguments)

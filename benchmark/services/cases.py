@@ -195,7 +195,9 @@ def entry_enrich(entry_id: int, token: str | None = None) -> None:
 
 def _enrich(entry_id: int) -> None:
     entry = BenchmarkEntry.objects.select_related("benchmark_set").get(pk=entry_id)
-    recorder = accounting.RecordingClient(model_router(True))
+    recorder = accounting.RecordingClient(
+        model_router(True), owner={"benchmark_set": entry.benchmark_set}
+    )
     try:
         result = enrich(
             recorder,
@@ -230,7 +232,7 @@ def _entry_fail(entry: BenchmarkEntry, reason: str, recorder) -> None:
 
 @transaction.atomic
 def _entry_save(entry: BenchmarkEntry, status: str, reason: str, recorder) -> None:
-    accounting.model_calls_save(recorder.calls, benchmark_set=entry.benchmark_set)
+    accounting.unwritten_save(recorder)
     # A task delivered twice may have enriched the entry meanwhile: keep the first result.
     if (
         not BenchmarkEntry.objects.select_for_update()

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmark.engine.imports import ImportedConversation, ImportedMessage
+from common import json_text
 
 SOURCE_LABEL = "HealthBench JSONL"
 RESPONDER = "imported/healthbench"
@@ -105,7 +106,7 @@ def parse(text: str) -> tuple[list[Row], list[str]]:
 
 def parse_line(line: str, number: int) -> tuple[Row | None, list[str]]:
     try:
-        data = json.loads(line)
+        data = json_text.loads(line)
     except json.JSONDecodeError as error:
         return None, [f"not valid JSON ({error.msg}, column {error.colno})"]
     if not isinstance(data, dict):

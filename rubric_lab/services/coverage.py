@@ -35,6 +35,7 @@ from benchmark.engine.providers.model_strings import check_model_string
 from benchmark.engine.structured import request_json
 from benchmark.models import BenchmarkSet, Conversation
 from benchmark.services.leases import LeasedTask
+from common import json_text
 from rubric_lab.engine import coverage, coverage_stats
 from rubric_lab.engine.axes import common_axis
 from rubric_lab.engine.rubric import MAX_WEIGHT, MIN_WEIGHT
@@ -74,7 +75,7 @@ def expert_rows(filename: str, content: str) -> list[dict[str, Any]]:
     """Rows of a CSV or JSON upload as dicts, each with its 1-based `row` number."""
     if filename.lower().endswith(".json"):
         try:
-            data = json.loads(content)
+            data = json_text.loads(content)
         except json.JSONDecodeError as error:
             message = f"the file is not valid JSON ({error.msg}, line {error.lineno})"
             raise UploadError([message]) from None
