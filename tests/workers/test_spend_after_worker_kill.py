@@ -147,14 +147,14 @@ def test_an_enrichment_answer_before_the_kill_is_in_the_ledger(tmp_path, transpo
         sampler_seed=3, generator_model=writer,
     )  # fmt: skip
     # No answer is a patient entry: each entry asks three times; the kill lands on the first
-    # entry's first repair, its first answer held.
+    # entry's first repair, its first answer held. With no entry ready the set ends failed.
     killer = KillingServer(reply=lambda r: answer("Not JSON."),
                            kill_at=lambda r: killer.answered == 1)  # fmt: skip
     with running_fake_llm_server(responder=killer) as server:
         killed_then_finished(
             tmp_path, transport, server, killer, kind="set", job_id=benchmark_set.pk,
             done=lambda: BenchmarkSet.objects.get(pk=benchmark_set.pk).status
-            == JobStatus.FINISHED,
+            == JobStatus.FAILED,
         )  # fmt: skip
     rows = answered_rows(benchmark_set=benchmark_set)
     assert rows.count() == killer.answered == 2 * 3 + 1
