@@ -24,6 +24,7 @@ from accounts.models import Role
 from annotation.engine.adjudication import Gap, adjudication_gaps
 from annotation.models import (
     Adjudication,
+    AdjudicationReason,
     Assignment,
     AssignmentStatus,
     ProjectMember,
@@ -211,6 +212,7 @@ def adjudication_context(adjudication: Adjudication, user) -> dict:
     jury = jury_means(study).get((item.pk, adjudication.rubric_id))
     return {
         "adjudication": adjudication,
+        "reason": _reason_shown(adjudication, study),
         "study": study,
         "rubric": rubric,
         "profile": redact.json(entry.profile or {}),
@@ -232,6 +234,14 @@ def adjudication_context(adjudication: Adjudication, user) -> dict:
         "jury": jury if study.adjudication_shows_jury else None,
         "shows_jury": study.adjudication_shows_jury,
     }
+
+
+def _reason_shown(adjudication: Adjudication, study: Study) -> str:
+    """Why the item is here, as a clinician may read it: nothing about the jury unless the
+    researcher shows the jury for this study."""
+    if adjudication.reason == AdjudicationReason.JURY and not study.adjudication_shows_jury:
+        return "A researcher asks for a senior clinician's score on this rubric"
+    return adjudication.get_reason_display()
 
 
 @transaction.atomic

@@ -3,6 +3,8 @@ clinician of the rubric's track, enrolled, without the item of their own, adjudi
 see every clinician's score and feedback, the jury only where the study allows, never a model.
 Through the services and the pages."""
 
+import re
+
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
@@ -146,6 +148,22 @@ def test_the_senior_sees_every_clinicians_score_and_feedback_and_no_model(
     study.adjudication_shows_jury = True
     study.save(update_fields=["adjudication_shows_jury"])
     assert adjudication_context(Adjudication.objects.get(pk=sent.pk), senior)["jury"] is not None
+
+
+def test_a_jury_gap_is_not_named_to_the_senior_unless_the_study_shows_the_jury(
+    client, study, sent, senior
+):
+    Adjudication.objects.filter(pk=sent.pk).update(reason=AdjudicationReason.JURY)
+    client.force_login(senior)
+    url = reverse("annotation:adjudication", args=[sent.public_id])
+    html = client.get(url).content.decode()
+    assert "A researcher asks for a senior clinician&#x27;s score on this rubric" in html
+    jury = re.compile(r"\bjury\b(?!/rubrics/)", re.IGNORECASE)  # the rubric catalogue's link
+    assert not jury.search(client.get(reverse("annotation:adjudications")).content.decode())
+    assert not jury.search(html)
+    study.adjudication_shows_jury = True
+    study.save(update_fields=["adjudication_shows_jury"])
+    assert "Jury and clinician mean differ by 2 or more" in client.get(url).content.decode()
 
 
 def test_the_first_senior_to_open_it_holds_it_and_is_never_served_the_item(

@@ -466,7 +466,7 @@ def test_a_calibration_round_reveals_jury_and_peers_after_submit(client, calibra
     assert "Next item" in html
 
 
-SYNTHETIC_BADGE = '<span class="badge scripted" title="scripted simulated clinician">synthetic'
+SYNTHETIC_BADGE = '<span class="badge scripted" title="not a person\'s scores">synthetic'
 PRACTICE_BADGE = '<span class="badge warn" title="unlicensed annotator: practice, kept apart">'
 
 
