@@ -1,7 +1,8 @@
 """Adjudication: a researcher sends a major disagreement to senior clinicians; only a senior
 clinician of the rubric's track, enrolled, without the item of their own, adjudicates it; they
-see every clinician's score and feedback, the jury only where the study allows, never a model.
-Through the services and the pages."""
+see every clinician's score and feedback, the jury only where the study allows, never a model;
+the seniors who may take an item up are told it waits, once per item. Through the services and
+the pages."""
 
 import re
 
@@ -9,8 +10,8 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
 
-from accounts.models import Role, Track
-from annotation.models import Adjudication, AdjudicationReason
+from accounts.models import NotificationKind, Role, Track
+from annotation.models import Adjudication, AdjudicationReason, Notification
 from annotation.services import queue
 from annotation.services.adjudication import (
     adjudication_candidates,
@@ -21,6 +22,7 @@ from annotation.services.adjudication import (
     adjudication_take_up,
 )
 from annotation.services.annotations import annotation_submit
+from annotation.services.notifications import notification_deliver
 from annotation.services.studies import study_lock
 from audit.models import AuditEvent
 from benchmark.models import RunAgent
@@ -235,3 +237,26 @@ def test_a_malformed_send_is_refused_with_a_message_not_a_server_error(researche
     response = researcher_client.post(url, {"item": "abc", "rubric": RUBRIC}, follow=True)
     assert response.status_code == 200 and "Pick an item and a rubric" in response.content.decode()
     assert not Adjudication.objects.exists()
+
+
+def test_an_item_sent_to_adjudication_tells_each_senior_who_may_take_it_up_once(
+    study, disputed, researcher, senior, clinicians, settings, mailoutbox
+):
+    settings.SITE_URL = "http://ward-pc.example:8123"
+    senior.email = "senior@example.org"
+    senior.save(update_fields=["email"])
+    (other_track,) = annotators(Track.OPERATIONAL, 1, prefix="senior-op")
+    outside = make_user("senior-outside", Role.ANNOTATOR, Track.CLINICAL)  # not enrolled
+    holder = clinicians[0]  # scored the item
+    for person in (other_track, outside, holder):
+        person.senior = True
+        person.save(update_fields=["senior"])
+    adjudication_send(study=study, item=disputed, rubric_id=RUBRIC, actor=researcher)
+    adjudication_send(study=study, item=disputed, rubric_id="triage_quality", actor=researcher)
+    (waiting,) = Notification.objects.filter(kind=NotificationKind.ADJUDICATION_WAITING)
+    assert waiting.recipient == senior  # once, though two rubrics of the item wait
+    assert notification_deliver(waiting.pk)
+    (message,) = mailoutbox
+    assert message.subject == f"An item waits for adjudication in {study.name}"
+    assert "http://ward-pc.example:8123/annotation/adjudication/" in message.body
+    assert not re.search(r"\bjury\b|\b[1-5]\b", message.body.split("You receive this")[0])

@@ -115,10 +115,10 @@ def annotator_work(job, annotator) -> dict:
             "adjudication": disputed}  # fmt: skip
 
 
-def major_disagreement(study, track):
+def major_disagreement(study, track, prefix="peer"):
     """Two clinicians of `track` 4 points apart on one item, sent to adjudication; the first is
     the demo's synthetic clinician, with the feedback it writes."""
-    first, second = annotators(track, 2, prefix="peer", project=study.project.name)
+    first, second = annotators(track, 2, prefix=prefix, project=study.project.name)
     pair = [queue.next_assignment(study=study, annotator=p) for p in (first, second)]
     assert pair[0].item_id == pair[1].item_id  # breadth-first: the same item
     Assignment.objects.filter(pk=pair[0].pk).update(synthetic=True)
@@ -383,6 +383,10 @@ def test_no_notification_names_a_model_or_shows_a_score(scored_world):
     staff_reopen(mine, actor=None, note="Compare with what offline/careless did")  # reopened
     study_deadline_set(study, deadline=timezone.now() + timedelta(days=1), actor=None)
     deadline_reminders_create()  # deadline soon
+    person.senior = True
+    person.save(update_fields=["senior"])
+    disputed = new_study(job, name="Disputed", size=1, project="Notices")
+    major_disagreement(disputed, Track.OPERATIONAL, prefix="notice-dispute")  # adjudication
     sent = Notification.objects.filter(recipient=person)
     assert set(sent.values_list("kind", flat=True)) == set(NotificationKind.values)
     texts = {n.kind: "\n".join(notification_message(n)) for n in sent}
