@@ -35,6 +35,9 @@
   const csrf = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"];
   const SAVE_PAUSE_MS = 800;
   const RETRY_MS = [2000, 4000, 8000, 15000, 30000]; // then every 30 s
+  // A save the server has not answered by then counts as not saved (sent again, it is merged
+  // with itself if it did arrive).
+  const SAVE_TIMEOUT_MS = 20000;
   const ACTIVE_MS = 120000;
   const WARN_MS = 60000;
   let current = 0;
@@ -261,7 +264,7 @@
   // differs from it is a change still to send.
   let confirmed = savedFields(document.getElementById("save-status")) || {};
   let saveTimer = null;
-  let saving = null; // the save on its way
+  let saving = null; // the save on its way, until its answer is shown
   let saveAgain = false; // a change came while it was on its way
   let keepaliveSent = null; // a keepalive save the page may still see answered
   let submitting = false;
@@ -313,12 +316,13 @@
       method: "POST",
       body,
       keepalive,
+      signal: keepalive ? undefined : AbortSignal.timeout(SAVE_TIMEOUT_MS),
       credentials: "same-origin",
       headers: { "X-CSRFToken": csrf, "HX-Request": "true", "HX-Current-URL": location.href },
     });
   }
 
-  async function saveNow() {
+  function saveNow() {
     window.clearTimeout(saveTimer);
     saveTimer = null;
     window.clearTimeout(retryTimer);
@@ -333,18 +337,16 @@
     const names = changedFields(fields);
     if (!names.length) return;
     const sent = Object.fromEntries(names.map((name) => [name, fields[name]]));
-    saving = postSave(saveBody(fields, names));
-    try {
-      await showAnswer(await saving, sent);
-    } catch {
-      saveFailed();
-    } finally {
-      saving = null;
-      if (saveAgain) {
-        saveAgain = false;
-        saveNow();
-      }
-    }
+    saving = postSave(saveBody(fields, names))
+      .then((response) => showAnswer(response, sent))
+      .catch(saveFailed)
+      .finally(() => {
+        saving = null;
+        if (saveAgain) {
+          saveAgain = false;
+          saveNow();
+        }
+      });
   }
 
   function saveSoon() {
@@ -686,10 +688,20 @@
   function submit() {
     const button = document.querySelector("[data-key-submit]");
     if (!button) return;
+    if (failures > 0) {
+      refuseSubmit();
+      return;
+    }
     // Submitting while an autosave is in flight would send a version about to be superseded.
     const pending = saving || keepaliveSent;
     if (pending) pending.finally(() => window.setTimeout(submit, 0));
     else button.click();
+  }
+
+  // The server does not answer: a submit would end on the browser's error page.
+  function refuseSubmit() {
+    announce("Not submitted: the server does not answer. Your changes stay here and are sent when it does.");
+    saveNow();
   }
 
   // The help takes the focus, so the keys that scroll scroll it; closing gives the focus back.
@@ -785,10 +797,8 @@
     });
     form.addEventListener("submit", (event) => {
       if (failures > 0) {
-        // The server does not answer: the submit would end on the browser's error page.
         event.preventDefault();
-        announce("Not submitted: the server does not answer. Your changes stay here and are sent when it does.");
-        saveNow();
+        refuseSubmit();
         return;
       }
       window.clearTimeout(saveTimer);

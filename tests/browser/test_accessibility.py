@@ -158,9 +158,11 @@ def test_no_serious_accessibility_violation_on_the_review_screen_at_each_size_an
     expect(page.locator("#shortcut-help")).to_be_focused()
     found["shortcut help"] = themed_violations(page, theme)
     page.keyboard.press("Escape")
+    expect(page.locator("#shortcut-help")).to_be_hidden()
     page.route("**/autosave/", lambda route: route.abort("connectionrefused"))
     page.keyboard.press("4")
-    expect(page.locator("#save-status.unsent")).to_be_visible(timeout=20_000)  # a shared machine
+    expect(page.locator("#rubric-triage_quality input[value='4']")).to_be_checked()
+    expect(page.locator("#save-status.unsent")).to_be_visible(timeout=25_000)  # a shared machine
     found["not saved"] = themed_violations(page, theme)
     page.unroute("**/autosave/")
     saved(page)

@@ -127,7 +127,7 @@ def test_a_keyboard_only_pass_scores_every_rubric_with_the_comment_box_in_view(
     assert page.console_errors == []
 
 
-@pytest.mark.parametrize("failure", ["network down", "server error"])
+@pytest.mark.parametrize("failure", ["network down", "server error", "server hangs"])
 def test_changes_made_while_the_server_is_unreachable_are_kept_retried_and_saved(
     page, login, target_study, live_server, failure
 ):
@@ -138,11 +138,15 @@ def test_changes_made_while_the_server_is_unreachable_are_kept_retried_and_saved
     saved(page)
     status = page.locator("#save-status")
 
+    hanging = []
+
     def refuse(route):
         if failure == "network down":
             route.abort("connectionrefused")
-        else:
+        elif failure == "server error":
             route.fulfill(status=503, body="Service unavailable")
+        else:
+            hanging.append(route)  # never answered: the page gives it up after 20 s
 
     page.route("**/autosave/", refuse)
     page.keyboard.press("j")
@@ -151,7 +155,7 @@ def test_changes_made_while_the_server_is_unreachable_are_kept_retried_and_saved
     typed = "Booked the slot without asking the patient when he is free."
     page.keyboard.type(typed)
     page.keyboard.press("Escape")
-    expect(status).to_contain_text("Not saved: 2 changes waiting")
+    expect(status).to_contain_text("Not saved: 2 changes waiting", timeout=DEADLINE_S * 2000)
     expect(status).to_contain_text("retrying")
     expect(status).not_to_contain_text("Saved")
     expect(page.locator("#announce")).to_contain_text("Not saved")
@@ -169,6 +173,7 @@ def test_changes_made_while_the_server_is_unreachable_are_kept_retried_and_saved
     assert done.feedback == {"triage_quality": typed}
     assert page.locator("textarea[name='feedback-triage_quality']").input_value() == typed
     assert page.evaluate("JSON.stringify(Object.assign({}, localStorage))").count(typed) == 0
+    assert item_id(page) == public_id  # the submit held back was not carried out later
 
 
 def test_two_tabs_that_change_different_fields_both_keep_their_work(
