@@ -114,6 +114,9 @@ def test_a_keyboard_only_pass_scores_every_rubric_with_the_comment_box_in_view(
     assert measured["tabs"] <= 5 * PANEL_SIZE  # the rubric, its score, clear, levels, feedback
     assert measured["comment"]["underBar"] == 0 and measured["comment"]["hidden"] == 0
     assert measured["typed"]["underBar"] == 0 and measured["typed"]["hidden"] == 0
+    if size == "tablet":  # the docked rubric shows what its chosen level means
+        chosen = page.locator("#rubric-conversation_realism .level:has(input:checked)")
+        expect(chosen.locator(".level-text")).to_be_visible()
     saved_item = stored(first, lambda a: a.overall_comment == COMMENT)
     assert saved_item.scores == measured["scored"]
 
