@@ -156,8 +156,9 @@ def _panel_rows(panel, assignment: Assignment, reveal: dict | None) -> list[dict
 @annotator_only
 @require_POST
 def autosave(request: HttpRequest, public_id: UUID) -> HttpResponse:
-    """The htmx save on every change: a status line, the new version and the link chips, or
-    a conflict / refusal answered with a 4xx the page still shows (review.js swaps it)."""
+    """The page's save of what changed (merged with another tab's save of other fields): a
+    status line with the server's values, the new version and the link chips, or a conflict /
+    refusal answered with a 4xx the page still shows (review.js swaps it)."""
     assignment = _own_assignment(request, public_id)
     panel = review.panel_rubrics(assignment.item.study, assignment.track)
     rubric_ids = [r.rubric_id for r in panel]

@@ -1,6 +1,6 @@
 // The review screen, keyboard first. The site's CSP forbids inline script and eval, so every
-// behaviour lives in this vendored file; saving is htmx's job (hx-post on the form, triggered
-// by "save-now" from here). This file:
+// behaviour lives in this vendored file; it posts the saves itself and has htmx swap the
+// answers in (the status, the version, the link chips, what is missing). This file:
 // - moves the focus between rubrics and through the conversation, scores with 1-5 (0 clears),
 //   links trace events to the highlighted rubric, scrolls the conversation with Page Down and
 //   Space while a rubric has the focus;
