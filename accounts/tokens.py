@@ -25,7 +25,12 @@ LAST_USED_EVERY = timedelta(minutes=1)
 
 
 class TokenRefused(Exception):
-    """The token cannot be used; the message says why (never which part was wrong)."""
+    """The token cannot be used; the message says why (never which part was wrong). `token`
+    is the stored token it matched (revoked, expired...), None for one not known here."""
+
+    def __init__(self, message: str, token: ApiToken | None = None):
+        super().__init__(message)
+        self.token = token
 
 
 def token_digest(raw: str) -> str:
@@ -75,22 +80,35 @@ def token_authenticate(raw: str) -> ApiToken:
         raise TokenRefused("This token is not known here.")
     now = timezone.now()
     if token.revoked_at is not None:
-        raise TokenRefused(f"Token {token.prefix}… was revoked.")
+        raise TokenRefused(f"Token {token.prefix}… was revoked.", token)
     if token.expires_at <= now:
-        raise TokenRefused(f"Token {token.prefix}… expired on {token.expires_at:%Y-%m-%d}.")
+        raise TokenRefused(f"Token {token.prefix}… expired on {token.expires_at:%Y-%m-%d}.", token)
     if not token.user.is_active or not token.user.has_role(*STAFF):
         # A person made an annotator (or deactivated) keeps no API access.
-        raise TokenRefused(f"Token {token.prefix}… belongs to an account without API access.")
+        raise TokenRefused(
+            f"Token {token.prefix}… belongs to an account without API access.", token
+        )
     if token.last_used_at is None or now - token.last_used_at >= LAST_USED_EVERY:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return token
 
 
-def token_write_record(*, token: ApiToken, method: str, path: str) -> None:
-    """Every use of a write scope is in the audit trail: who, which token, what was asked."""
+def token_write_record(*, token: ApiToken, method: str, path: str, status: int) -> None:
+    """Every write a token made is in the audit trail: who, which token, what was done."""
     audit_record(
         actor=token.user, action="token.write_used", target=token,
-        after={"method": method, "path": path},
+        after={"method": method, "path": path, "status": status},
+    )  # fmt: skip
+
+
+def token_refusal_record(*, refusal: TokenRefused, address: str, throttled: bool) -> None:
+    """A refused token (a guess, or one revoked or expired) in the audit trail, with the
+    address it came from and whether the answer was 429 (the address's limit was reached).
+    Never the text presented: a mistyped password may be in it."""
+    audit_record(
+        actor=refusal.token.user if refusal.token else None, action="token.refused",
+        target=refusal.token,
+        after={"address": address, "reason": str(refusal), "throttled": throttled},
     )  # fmt: skip
 
 

@@ -18,5 +18,9 @@ class AlignmentConfig(AppConfig):
         watch.register("archive", running=jobs.watched_job_ids, redispatch=jobs.archive_job_watch)
         # The jury report shows the clinician-corrected scores of the studies drawn from a job.
         corrections_register(
-            Corrections(rows=corrected.job_corrected, export=corrected.job_corrected_export)
+            Corrections(
+                rows=corrected.job_corrected,
+                export=corrected.job_corrected_export,
+                method=corrected.CORRECTED_METHOD,
+            )  # fmt: skip
         )

@@ -113,8 +113,9 @@ class Study(models.Model):
     drift_flag_points = models.FloatField(
         default=0.5, validators=[MinValueValidator(0.05), MaxValueValidator(4.0)]
     )
-    # What the stratified sampler achieved: cells with available / sampled / drawn counts and
-    # the population's jury scores, shortfalls (annotation.engine.sampling).
+    # What the stratified sampler achieved: cells with available / sampled / expected counts
+    # and the population's jury scores, the design's strata (absent for studies of the earlier
+    # greedy sampler), shortfalls (annotation.engine.sampling).
     coverage = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=20, choices=StudyStatus.choices, default=StudyStatus.OPEN)
     locked_at = models.DateTimeField(null=True, blank=True)
@@ -173,14 +174,16 @@ class StudyItem(models.Model):
         Conversation, on_delete=models.PROTECT, related_name="study_items"
     )
     position = models.PositiveIntegerField()  # sampling order: extremes first
-    stratum = models.JSONField(default=dict, blank=True)  # {"model", "rubric", "bin"}
+    # {"key": design stratum, "model", "rubric", "bin": the item's home cell}; items of studies
+    # drawn before the exact design hold the cell the greedy sampler drew them for, no key.
+    stratum = models.JSONField(default=dict, blank=True)
     # Recorded when the sample is drawn; empty / null on items drawn before they were.
     # The conversation's jury score bin per judged rubric: its cell of each rubric.
     jury_bins = models.JSONField(default=dict, blank=True)  # {rubric id: 1-5}
     cell_available = models.PositiveIntegerField(null=True, blank=True)  # N_h of `stratum`
-    cell_drawn = models.PositiveIntegerField(null=True, blank=True)  # n_h drawn for `stratum`
-    # The chance this conversation entered the sample through any of its cells (and, once a
-    # second phase was drawn, through either phase: annotation.engine.second_phase).
+    cell_drawn = models.PositiveIntegerField(null=True, blank=True)  # n_h drawn from `stratum`
+    # The chance this conversation entered the sample, n_h / N_h (and, once a second phase was
+    # drawn, its chance through either phase: annotation.engine.second_phase).
     inclusion_probability = models.FloatField(null=True, blank=True)
     # 1: the stratified first sample; 2: added where the judges disagree or the verdict is close.
     phase = models.PositiveSmallIntegerField(default=1)

@@ -6,20 +6,34 @@ keeps from them, so an annotator's session is refused with 403 on every route (t
 have a token; anonymous callers get 401). Routes that change state ask for the role their page
 asks for (`admins()`: only admins launch and control runs) and, with a token, its write scope
 - before the body is read, so the API never lets anyone do what the site would not. Every
-request a write scope allows is recorded in the audit trail.
+write a token made is recorded in the audit trail once done. A client address that presented
+API_TOKEN_FAILURES_PER_MINUTE refused tokens (unknown, revoked, expired) in a minute gets 429
+before its tokens are looked up; every refusal is audited. Tokens that work count for nothing
+there, so a script's parallel requests are never taken for guesses.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
+
+from axes.helpers import get_client_ip_address
+from django.conf import settings
 from django.core.cache import caches
 from django.http import HttpRequest
-from ninja.errors import AuthenticationError, AuthorizationError
+from ninja.errors import AuthenticationError, AuthorizationError, Throttled
 from ninja.security import HttpBearer, SessionAuth
-from ninja.throttling import SimpleRateThrottle
+from ninja.throttling import BaseThrottle
 
 from accounts.access import ADMIN_ONLY, STAFF
 from accounts.models import ApiToken, Role, TokenScope
-from accounts.tokens import TokenRefused, token_authenticate, token_write_record
+from accounts.tokens import (
+    TokenRefused,
+    token_authenticate,
+    token_refusal_record,
+    token_write_record,
+)
+from common.rate_limits import rate_full, rate_take
 
 ANNOTATOR_REFUSAL = "The API shows model identities and jury scores; annotators cannot use it."
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -42,19 +56,33 @@ class PersonalToken(HttpBearer):
         self.roles = roles
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken:
-        try:
-            found = token_authenticate(token)
-        except TokenRefused as refusal:
-            raise AuthenticationError(message=str(refusal)) from None
+        found = self._live_token(request, token)
         role_check(found.user, self.roles)
-        if request.method not in SAFE_METHODS:
-            if found.scope != TokenScope.WRITE:
-                raise AuthorizationError(
-                    message=f"Token {found.prefix}… may only read; this needs a read-write token."
-                )
-            token_write_record(token=found, method=request.method, path=request.get_full_path())
+        if request.method not in SAFE_METHODS and found.scope != TokenScope.WRITE:
+            raise AuthorizationError(
+                message=f"Token {found.prefix}… may only read; this needs a read-write token."
+            )
         request.user = found.user
         return found
+
+    @staticmethod
+    def _live_token(request: HttpRequest, token: str) -> ApiToken:
+        """The live token, unless the client's address presented too many refused tokens this
+        minute (429: not even looked up). A refusal is counted and audited; past the limit
+        one looked up while others were counted is answered 429 too."""
+        address = get_client_ip_address(request) or "unknown"
+        name, limit = f"api-token-refused:{address}", settings.API_TOKEN_FAILURES_PER_MINUTE
+        wait = rate_full(caches["api"], name, limit=limit)
+        if wait is not None:
+            raise Throttled(wait=wait)
+        try:
+            return token_authenticate(token)
+        except TokenRefused as refusal:
+            counted = rate_take(caches["api"], name, limit=limit)
+            token_refusal_record(refusal=refusal, address=address, throttled=not counted.allowed)
+            if not counted.allowed:
+                raise Throttled(wait=counted.wait) from None
+            raise AuthenticationError(message=str(refusal)) from None
 
 
 class StaffSession(SessionAuth):
@@ -72,26 +100,44 @@ class StaffSession(SessionAuth):
         return user
 
 
-class TokenRateThrottle(SimpleRateThrottle):
-    """Each token's own requests per minute (sessions are people at a browser: not limited).
-    The counts are in the shared "api" cache, so every web process counts alike."""
-
-    @property
-    def cache(self):  # looked up when used: tests swap the configured caches
-        return caches["api"]
+class TokenRateThrottle(BaseThrottle):
+    """Each token's own requests per minute (sessions are people at a browser: not limited),
+    counted atomically in the shared "api" cache (common.rate_limits), so the limit holds
+    across every web process and thread."""
 
     def __init__(self):
-        super().__init__(rate="1/m")  # replaced per request by the token's own rate
+        self._waits = threading.local()  # one instance serves every thread
 
     def allow_request(self, request: HttpRequest) -> bool:
         token = getattr(request, "auth", None)
         if not isinstance(token, ApiToken):
             return True
-        self.num_requests, self.duration = token.requests_per_minute, 60
-        return super().allow_request(request)
+        taken = rate_take(
+            caches["api"], f"api-token-rate:{token.pk}", limit=token.requests_per_minute
+        )
+        self._waits.last = taken.wait
+        return taken.allowed
 
-    def get_cache_key(self, request: HttpRequest) -> str:
-        return f"api-token-rate:{request.auth.pk}"
+    def wait(self) -> float | None:
+        return getattr(self._waits, "last", None)
+
+
+def token_writes_audited(view):
+    """Record each write a token made once its route has done it: a write the rate limit, the
+    route's own checks or its input refused did nothing, and is not in the trail as one."""
+
+    @functools.wraps(view)
+    def audited(request: HttpRequest, *args, **kwargs):
+        result = view(request, *args, **kwargs)
+        token = getattr(request, "auth", None)
+        status = getattr(result, "status_code", 200)
+        if isinstance(token, ApiToken) and request.method not in SAFE_METHODS and status < 400:
+            token_write_record(
+                token=token, method=request.method, path=request.get_full_path(), status=status
+            )
+        return result
+
+    return audited
 
 
 def staff() -> list:

@@ -4,14 +4,27 @@ calls, through the page's form, so there is one copy of every rule."""
 
 from __future__ import annotations
 
+import math
+
 from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
 from django.http import HttpRequest
 from ninja import NinjaAPI
+from ninja.errors import HttpError, Throttled
 from ninja.errors import ValidationError as SchemaError
+from ninja.parser import Parser
 
 from accounts.access import STAFF, role_required
-from api.auth import TokenRateThrottle, staff
+from api.auth import TokenRateThrottle, staff, token_writes_audited
 from api.routes import benchmark, jury, studies
+from common import json_text
+
+
+class BoundedJsonParser(Parser):
+    """Request bodies read like every other JSON from outside (common.json_text)."""
+
+    def parse_body(self, request: HttpRequest):
+        return json_text.loads(request.body.decode("utf-8"))
+
 
 api = NinjaAPI(
     title="CareJury API",
@@ -21,9 +34,11 @@ api = NinjaAPI(
     docs_decorator=role_required(*STAFF),
     auth=staff(),
     throttle=[TokenRateThrottle()],
+    parser=BoundedJsonParser(),
     description="Case sets, runs, conversations, scoring jobs, report tables, studies, "
     "agreement tables and study archives. Staff only.",
 )
+api.add_decorator(token_writes_audited)
 api.add_router("/", benchmark.router)
 api.add_router("/", jury.router)
 api.add_router("/", studies.router)
@@ -40,6 +55,19 @@ def bad_input(request: HttpRequest, error: SchemaError):
     """A body or parameter of the wrong shape: 400 with every problem in words."""
     problems = [_problem_text(problem) for problem in error.errors]
     return api.create_response(request, {"detail": "; ".join(problems)}, status=400)
+
+
+@api.exception_handler(HttpError)
+def http_error(request: HttpRequest, error: HttpError):
+    """django-ninja says only "Cannot parse request body" of any body it cannot read; one nested
+    too deep says so (the caller can fix it). A 429 raised while authenticating (too many
+    refused tokens) says when to come back, as the rate limit's own 429 does."""
+    cause = error.__cause__
+    detail = f"{error}: {cause}" if isinstance(cause, json_text.TooDeep) else str(error)
+    response = api.create_response(request, {"detail": detail}, status=error.status_code)
+    if isinstance(error, Throttled) and error.wait is not None:
+        response["Retry-After"] = str(math.ceil(error.wait))
+    return response
 
 
 @api.exception_handler(ValidationError)

@@ -14,6 +14,7 @@ from django.http import FileResponse, HttpRequest, HttpResponse, StreamingHttpRe
 from django.utils.http import content_disposition_header
 
 from audit.services import audit_record
+from common.synthetic import synthetic_file_name
 
 # What was downloaded; the audit action is "download.<kind>".
 KINDS = ("annotations", "table", "figure", "conversations", "archive", "audit_trail")
@@ -27,12 +28,16 @@ def download_response(
     content_type: str,
     kind: str,
     target: models.Model | None,
+    synthetic: bool = False,
 ) -> HttpResponse:
     """An attachment named `filename`: text or bytes, an iterator of text (streamed) or an
     open binary file. The audit event keeps the file name and the query string, which holds
-    the choices that shaped the file (filters, pseudonymised or not)."""
+    the choices that shaped the file (filters, pseudonymised or not). A file holding
+    synthetic clinicians' scores says so in its name (common.synthetic)."""
     if kind not in KINDS:
         raise ValueError(f"download kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    if synthetic:
+        filename = synthetic_file_name(filename)
     audit_record(
         actor=request.user,
         action=f"download.{kind}",

@@ -62,21 +62,6 @@ def _clip(label: str, limit: int = 34) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
-def histogram(counts: Sequence[tuple[str, int]], *, title: str, width: int = 260) -> str:
-    """Vertical bars of counts per bin (e.g. aggregate score bins)."""
-    height, top, bottom = 120, 14, 18
-    peak = max([c for _, c in counts] + [1])
-    slot = width / max(len(counts), 1)
-    body = []
-    for i, (label, count) in enumerate(counts):
-        bar = (height - top - bottom) * count / peak
-        x = i * slot + 2
-        body.append(_rect(x, height - bottom - bar, slot - 4, bar, REALISED_COLOUR))
-        body.append(_text(x + (slot - 4) / 2, height - bottom - bar - 3, str(count), "middle"))
-        body.append(_text(x + (slot - 4) / 2, height - 5, label, "middle"))
-    return _svg(width, height, body, title)
-
-
 @dataclass(frozen=True)
 class Interval:
     label: str
@@ -141,15 +126,3 @@ def _ticks(low: float, high: float) -> list[float]:
         ticks.append(round(value, 2))
         value += step
     return ticks
-
-
-def strip(rows: Sequence[tuple[str, float]], *, title: str) -> str:
-    """Pass rates (0-1) as short horizontal bars with percentages."""
-    body = []
-    for i, (label, rate) in enumerate(rows):
-        y = 4 + i * ROW
-        body.append(_text(LABEL_WIDTH - 6, y + 11, _clip(label), "end"))
-        body.append(_rect(LABEL_WIDTH, y + 3, BAR_WIDTH, 9, "#eef1f5"))
-        body.append(_rect(LABEL_WIDTH, y + 3, BAR_WIDTH * rate, 9, REALISED_COLOUR))
-        body.append(_text(LABEL_WIDTH + BAR_WIDTH + 6, y + 11, f"{100 * rate:.0f}%"))
-    return _svg(LABEL_WIDTH + BAR_WIDTH + 60, 8 + len(rows) * ROW, body, title)

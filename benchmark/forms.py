@@ -8,11 +8,12 @@ from django import forms
 
 from benchmark.engine.agents.agent_config import AgentConfigError
 from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.endpoints import EndpointError, parse_endpoints
+from benchmark.engine.providers.endpoints import EndpointError
 from benchmark.engine.providers.model_strings import check_model_string
 from benchmark.models import AgentConfig, BenchmarkSet, Distribution, JobStatus
 from benchmark.services import agents as agent_services
 from benchmark.services import prices
+from benchmark.services.endpoints import endpoint_list_check
 from benchmark.services.runs import AgentChoice
 from common.uploads import upload_size_check, uploaded_text
 
@@ -271,7 +272,7 @@ class EndpointListForm(forms.Form):
     def clean_yaml_text(self) -> str:
         text = self.cleaned_data["yaml_text"]
         try:
-            parse_endpoints(text)
+            endpoint_list_check(text)
         except EndpointError as error:
             raise forms.ValidationError(error.problems) from None
         return text

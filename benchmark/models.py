@@ -454,6 +454,10 @@ class ModelCall(ProviderRetries):
     cached = models.BooleanField(default=False)
     latency_ms = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
+    # One per answer (accounting.RecordingClient writes it as the answer arrives, or with its
+    # unit's outcome): an answer written twice is recognised, never counted twice. Blank on
+    # rows from before it existed.
+    answer_key = models.CharField(max_length=32, unique=True, null=True, blank=True)
 
     def __str__(self) -> str:
         return f"{self.purpose} {self.model}"

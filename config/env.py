@@ -5,9 +5,11 @@ Kept apart from settings.py so every rule is testable on its own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -20,6 +22,26 @@ REDIS_SCHEMES = {"redis", "rediss", "unix"}
 
 class SettingsError(ImproperlyConfigured):
     """A configuration problem a person can fix; printed without a traceback."""
+
+
+class SiteEnvironment(Mapping):
+    """The process environment as the settings read it, remembering the name of each variable
+    read: those are the site's own (its signing key, database, mail password, provider keys),
+    so none of them may be named as a model endpoint's key, which is sent to the endpoint."""
+
+    def __init__(self, environ: Mapping[str, str]):
+        self._environ = environ
+        self.names_read: set[str] = set()
+
+    def __getitem__(self, name: str) -> str:
+        self.names_read.add(name)
+        return self._environ[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._environ)
+
+    def __len__(self) -> int:
+        return len(self._environ)
 
 
 def env_bool(environ: dict, name: str, default: bool = False) -> bool:
@@ -131,12 +153,41 @@ def secret_key(environ: dict, *, production: bool, key_file: Path) -> str:
             "SECRET_KEY must be set in production (APP_ENV=production). "
             "Generate one with: python -c 'import secrets; print(secrets.token_urlsafe(50))'"
         )
-    if key_file.exists():
-        return key_file.read_text().strip()
-    key = secrets.token_urlsafe(50)
-    key_file.write_text(key)
-    key_file.chmod(0o600)
+    if not key_file.exists():
+        write_new_secret_key(key_file)
+    key = key_file.read_text().strip()
+    if not key:
+        raise SettingsError(
+            f"The secret key file {key_file} is empty (a disk that was full when it was "
+            "written?); delete it and a new key is made at the next start, or set SECRET_KEY."
+        )
     return key
+
+
+def write_new_secret_key(key_file: Path) -> None:
+    """Write a new key whole or not at all: written and flushed to a temporary file in the same
+    folder, then linked into place. A full disk leaves no empty key behind, and of processes
+    starting together the first to link wins and all read its key."""
+    temporary = None
+    try:
+        with tempfile.NamedTemporaryFile(  # created readable by this user only (0600)
+            "w", dir=key_file.parent, prefix=".secret_key-", delete=False
+        ) as file:
+            temporary = Path(file.name)
+            file.write(secrets.token_urlsafe(50))
+            file.flush()
+            os.fsync(file.fileno())
+        # Another process starting at the same time may have linked its key first: use that.
+        with contextlib.suppress(FileExistsError):
+            os.link(temporary, key_file)
+    except OSError as error:
+        raise SettingsError(
+            f"The secret key could not be written to {key_file} ({error.strerror}); "
+            "free space in DATA_DIR and start again, or set SECRET_KEY."
+        ) from None
+    finally:
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
 
 
 def production_mode(environ: dict) -> bool:

@@ -6,7 +6,7 @@ from pathlib import Path
 from config import env, security
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-ENV = os.environ
+ENV = env.SiteEnvironment(os.environ)
 
 PRODUCTION = env.production_mode(ENV)
 DATA_DIR = env.data_dir(ENV, BASE_DIR / "var")
@@ -38,6 +38,8 @@ INSTALLED_APPS = [
     # The JSON API (api/); "ninja" serves its docs page from the package's static files.
     "ninja",
     "api",
+    # Its validator's messages (AUTH_PASSWORD_VALIDATORS below).
+    "django_zxcvbn_password_validator",
 ]
 
 MIDDLEWARE = [
@@ -110,9 +112,10 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-# Every password set through Django (the admin's forms, createsuperuser, the demo people) is
-# checked: not like the username or name, at least 12 characters, not a common password, not
-# all digits.
+# Every password set through Django (the admin's forms, the People page, createsuperuser, the
+# demo people) is checked: not like the username or name, at least 12 characters, not a common
+# password, not all digits, and hard to guess by zxcvbn's estimate (repeats, sequences, keyboard
+# walks, dictionary words: "aaaaaaaaaaaa" is 12 characters and takes a handful of guesses).
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {
@@ -121,7 +124,12 @@ AUTH_PASSWORD_VALIDATORS = [
     },
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    {"NAME": "django_zxcvbn_password_validator.ZxcvbnPasswordValidator"},
 ]
+# zxcvbn's score 3 of 4: about 10^10 guesses, safe against an offline attack on a slow hash.
+PASSWORD_MINIMAL_STRENGTH = 3
+# Words a password here should not lean on.
+PASSWORD_EXTRA_DICTIONARY = ["carejury", "clinic", "patient"]
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -302,10 +310,20 @@ LOGGING = {
 # a cache every web process shares (Redis, or files in DATA_DIR), so the limit holds across
 # gunicorn workers.
 API_TOKEN_REQUESTS_PER_MINUTE = env.env_int(ENV, "API_TOKEN_REQUESTS_PER_MINUTE", 120)
+# Refused tokens one client address may present per minute before it gets 429 unlooked-up.
+API_TOKEN_FAILURES_PER_MINUTE = env.env_int(ENV, "API_TOKEN_FAILURES_PER_MINUTE", 10)
+# Counts are added to atomically: Redis INCR, or the file cache's add and incr under a lock.
 CACHES["api"] = (
     {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
      "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 5}}
     if REDIS_URL
-    else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-          "LOCATION": str(DATA_DIR / "api-rate")}
+    else {"BACKEND": "config.locked_file_cache.LockedFileBasedCache",
+          "LOCATION": str(DATA_DIR / "api-rate"),
+          # Culling at Django's default 300 entries would drop live counts at random.
+          "OPTIONS": {"MAX_ENTRIES": 100_000}}
 )  # fmt: skip
+
+# Every variable read above is the site's own: a named model endpoint may never take its key
+# from one of them (benchmark/engine/providers/endpoints.py), or an admin could send the
+# signing key or the database password to an address of their choosing. Keep this line last.
+SITE_VARIABLES = frozenset(ENV.names_read)

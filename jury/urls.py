@@ -18,7 +18,17 @@ urlpatterns = [
     path(
         "jobs/<int:pk>/report/<str:table>.<str:suffix>", views.report_export, name="report_export"
     ),
+    path(
+        "jobs/<int:pk>/report/figures/<slug:kind>.<str:fmt>",
+        views.report_figure_download,
+        name="report_figure",
+    ),
     path("jobs/<int:pk>/sensitivity/", views.sensitivity, name="sensitivity"),
+    path(
+        "jobs/<int:pk>/sensitivity/<slug:attribute>.<str:fmt>",
+        views.sensitivity_figure_download,
+        name="sensitivity_figure",
+    ),
     path("jobs/<int:pk>/comparison/", views.comparison, name="comparison"),
     path("jobs/<int:pk>/judges/", views.judges, name="judges"),
     path("jobs/<int:pk>/failures/", views.failures, name="failures"),

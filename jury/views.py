@@ -13,12 +13,15 @@ from audit.downloads import download_response
 from benchmark.forms import optional_decimal, unpriced_models, unpriced_warning
 from benchmark.models import Run
 from benchmark.services.queue import held_work_message
+from common.figures import FORMATS, inline_svg
+from common.figures import render as render_figure
 from common.query import query_choice, query_flag
 from jury import forms
 from jury.engine.rubrics import RubricError
 from jury.models import Jury, RubricVersion, ScoringJob
 from jury.services import juries, reports, rubrics, score_exports, scoring
-from jury.services.corrections import job_corrected, job_corrected_export
+from jury.services.corrections import corrected_method, job_corrected, job_corrected_export
+from jury.services.figures import FIGURES, report_figure, sensitivity_figure
 from jury.tasks import scoring_start
 
 # The clinician-corrected scores of the target studies drawn from a job (jury.services.corrections).
@@ -233,6 +236,7 @@ def report(request: HttpRequest, pk: int) -> HttpResponse:
         "pass_rates": query_flag(request.GET, "pass_rates", on="show", off="hide"),
         "show_corrected": query_flag(request.GET, "corrected", on="show", off="hide"),
         "corrected": corrected,
+        "corrected_method": corrected_method(),
     }
     fragment = query_choice(request.GET, "fragment", ["models"])
     if not data.empty:
@@ -244,10 +248,29 @@ def report(request: HttpRequest, pk: int) -> HttpResponse:
         context.update(
             {
                 "spread": reports.spread_table(data).to_dict("split"),
-                "distributions": reports.distribution_charts(data, table),
+                "figures": {
+                    kind: inline_svg(report_figure(data, kind), salt=f"job-{kind}")
+                    for kind in FIGURES
+                },
+                "formats": FORMATS,
             }
         )
     return render(request, "jury/report.html", context)
+
+
+@role_required(*STAFF)
+def report_figure_download(request: HttpRequest, pk: int, kind: str, fmt: str) -> HttpResponse:
+    """A figure of the report as SVG, PNG (300 dpi) or PDF, for a paper."""
+    if kind not in FIGURES or fmt not in FORMATS:
+        raise Http404("No such figure or format.")
+    data = _report(pk)
+    if data.empty:
+        raise Http404("No complete conversations to draw yet.")
+    body = render_figure(report_figure(data, kind), fmt, salt=f"job-{kind}")
+    return download_response(
+        request, body, filename=f"job-{pk}-{kind}.{fmt}", content_type=FORMATS[fmt],
+        kind="figure", target=data.job,
+    )  # fmt: skip
 
 
 @role_required(*STAFF)
@@ -310,8 +333,30 @@ def sensitivity(request: HttpRequest, pk: int) -> HttpResponse:
             "measures": measures,
             "measure": measure,
             "sections": sections,
+            "formats": FORMATS,
         },
     )
+
+
+@role_required(*STAFF)
+def sensitivity_figure_download(
+    request: HttpRequest, pk: int, attribute: str, fmt: str
+) -> HttpResponse:
+    """The subgroups of one attribute on the chosen score (`measure`), as on the sensitivity
+    tab, as SVG, PNG (300 dpi) or PDF."""
+    if attribute not in reports.ATTRIBUTES or fmt not in FORMATS:
+        raise Http404("No such figure or format.")
+    data = _report(pk)
+    measures = reports.measures(data)
+    measure = query_choice(request.GET, "measure", measures, default="aggregate")
+    if data.empty:
+        raise Http404("No complete conversations to draw yet.")
+    figure = sensitivity_figure(data, measure, attribute, measures[measure])
+    body = render_figure(figure, fmt, salt=f"sensitivity-{measure}-{attribute}")
+    return download_response(
+        request, body, filename=f"job-{pk}-sensitivity-{measure}-{attribute}.{fmt}",
+        content_type=FORMATS[fmt], kind="figure", target=data.job,
+    )  # fmt: skip
 
 
 @role_required(*STAFF)

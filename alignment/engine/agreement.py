@@ -26,8 +26,9 @@ them. Every interval resamples conversations (bootstrap.py).
 
 Population-weighted: given a design table (item weight and stratum), every figure is computed
 with each conversation counted by its weight and the interval from a bootstrap within the
-sampling cells (design.py); counts, the confusion matrix and the major disagreements stay those
-of the sample. The point estimates then come from the sums (the libraries take no weights).
+sampling strata (design.py; `pooled_strata` names the strata it had to pool, and why); counts,
+the confusion matrix and the major disagreements stay those of the sample. The point estimates
+then come from the sums (the libraries take no weights).
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ class RubricAgreement:
     resamples: int = 0
     seed: int = 0
     weighted: bool = False  # population-weighted (design.py) rather than the plain sample
+    pooled_strata: str = ""  # which single-conversation strata the intervals pooled, and why
 
 
 def _jury_columns(columns: ItemColumns, data: RubricItems) -> tuple[np.ndarray, np.ndarray]:
@@ -440,6 +442,7 @@ def rubric_agreement(
         resamples=resamples,
         seed=seed,
         weighted=batch.weighted,
+        pooled_strata=batch.pooled,
     )
 
 

@@ -19,15 +19,18 @@ For one rubric (its clinicians are those of the rubric's track):
 - Only clinicians with at least MIN_ITEMS such conversations are tested (as the authors'
   implementation does). Their p-values are adjusted by Benjamini-Yekutieli (valid under any
   dependence between clinicians) and H0 is rejected at q = 0.05. Winning rate omega: the share
-  of tested clinicians whose H0 is rejected; the jury passes when omega >= 0.5.
+  of tested clinicians whose H0 is rejected. The verdict is the authors': the jury passes (may
+  replace a clinician) when omega >= 0.5, fails below, and is not tested when no clinician
+  could be.
 - Average advantage probability rho: the mean over tested clinicians of rho_f(j), one figure
   to rank juries by (over every clinician with a conversation, marked provisional, when none
   is tested). rho_f, rho_h and rho carry 95% bootstrap intervals over conversations.
 
-Design: the authors ask for at least three annotators and a few dozen items with overlap. The
-verdict "may replace a clinician" is given only on a design that has them - at least
-MIN_CLINICIANS clinicians on the rubric, typically (median) MIN_CLINICIANS per conversation,
-and MIN_ITEMS conversations - and otherwise says what would be needed.
+Design: the authors ask for at least three annotators and a few dozen items with overlap. This
+project's conditions - at least MIN_CLINICIANS clinicians on the rubric, typically (median)
+MIN_CLINICIANS per conversation, and MIN_ITEMS conversations - do not change the verdict: a
+design short of them gets a separate warning beside it (`design_warning`, with what would be
+needed in `needs`), so a reader sees both the authors' verdict and how far to trust it.
 """
 
 from __future__ import annotations
@@ -53,7 +56,12 @@ ALIGNMENT = (
     "other clinician's score on the conversation"
 )
 MAY_REPLACE = "The jury may replace a clinician on this rubric"
-NOT_SHOWN = "Not shown"
+MAY_NOT_REPLACE = "The jury may not replace a clinician on this rubric"
+NOT_TESTED = "Not tested"
+DESIGN_CONDITIONS = (
+    f"this project's design conditions (at least {MIN_CLINICIANS} clinicians, "
+    f"{MIN_CLINICIANS} per conversation, {MIN_ITEMS} conversations)"
+)
 
 
 @dataclass(frozen=True)
@@ -80,10 +88,11 @@ class AltTest:
     n_rejected: int = 0
     advantage_probability: Estimate = field(default_factory=lambda: undefined("not computed"))
     provisional: bool = False  # rho rests on clinicians below MIN_ITEMS (none was tested)
-    passed: bool = False
-    verdict: str = NOT_SHOWN
+    passed: bool = False  # the authors' verdict: omega >= 0.5
+    verdict: str = NOT_TESTED
     reason: str = ""  # one sentence behind the verdict
     needs: list[str] = field(default_factory=list)  # what a design too small lacks
+    design_warning: str = ""  # the design is short of DESIGN_CONDITIONS ("" when it is not)
     n_items: int = 0  # conversations entering the test
     n_ratings: int = 0
     n_clinicians: int = 0
@@ -230,27 +239,27 @@ def _advantage(base: AltTest, sums: dict, raters: list) -> AltTest:
 
 
 def _verdict(base: AltTest, result: AltTest, *, min_items: int) -> AltTest:
+    """The authors' verdict from the winning rate; the project's design conditions beside it
+    as a warning, never in place of it."""
     tested = [t for t in result.clinicians if t.tested]
     rejected = sum(t.rejected for t in tested)
     omega = rejected / len(tested) if tested else None
-    needs = _needs(result, min_items=min_items)
-    passed = omega is not None and omega >= PASSING_WINNING_RATE and not needs
-    if passed:
-        reason = (f"The jury did at least as well as a clinician, within a margin of "
-                  f"{result.epsilon:g}, for {rejected} of {len(tested)} clinicians "
-                  f"(winning rate {omega:.2f} >= {PASSING_WINNING_RATE}).")  # fmt: skip
-    elif omega is None:
-        reason = "No clinician has enough conversations shared with another to be tested."
-    elif omega < PASSING_WINNING_RATE:
-        reason = (f"The jury did at least as well as a clinician, within a margin of "
-                  f"{result.epsilon:g}, for only {rejected} of {len(tested)} tested clinicians "
-                  f"(winning rate {omega:.2f} < {PASSING_WINNING_RATE}).")  # fmt: skip
+    passed = omega is not None and omega >= PASSING_WINNING_RATE
+    if omega is None:
+        verdict = NOT_TESTED
+        reason = (f"No clinician has the {min_items} conversations shared with another that the "
+                  "test needs, so there is no winning rate.")  # fmt: skip
     else:
-        reason = (f"The winning rate is {omega:.2f}, but the design is too small for the "
-                  "verdict to hold.")  # fmt: skip
+        verdict = MAY_REPLACE if passed else MAY_NOT_REPLACE
+        sign = ">=" if passed else "<"
+        reason = (f"The jury did at least as well as a clinician, within a margin of "
+                  f"{result.epsilon:g}, for {rejected} of {len(tested)} tested clinicians "
+                  f"(winning rate {omega:.2f} {sign} {PASSING_WINNING_RATE}).")  # fmt: skip
+    needs = _needs(result, min_items=min_items)
+    warning = f"The design is short of {DESIGN_CONDITIONS}" if needs else ""
     return _with(
         result, winning_rate=omega, n_tested=len(tested), n_rejected=rejected, passed=passed,
-        verdict=MAY_REPLACE if passed else NOT_SHOWN, reason=reason, needs=needs,
+        verdict=verdict, reason=reason, needs=needs, design_warning=warning,
     )  # fmt: skip
 
 

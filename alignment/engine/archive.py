@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO
 
+from common import json_text
+
 FORMAT_NAME = "carejury-study-archive"
 # The name archives had before the product was renamed (issue 20); they read as before.
 FORMER_FORMAT_NAMES = ("healthbench-lab-study-archive",)
@@ -167,7 +169,7 @@ def read_manifest(archive: zipfile.ZipFile) -> Manifest:
     if MANIFEST not in names:
         raise ArchiveError(f"{MANIFEST} is missing: this is not a study archive")
     try:
-        body = json.loads(_read_whole(archive, MANIFEST))
+        body = json_text.loads(_read_whole(archive, MANIFEST))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ArchiveError(f"{MANIFEST} is not valid JSON ({error})") from None
     if not isinstance(body, dict) or body.get("format") not in (FORMAT_NAME, *FORMER_FORMAT_NAMES):
@@ -233,8 +235,12 @@ def read_text(archive: zipfile.ZipFile, name: str) -> str:
 
 def _row(name: str, line: int, text: bytes) -> dict:
     try:
-        row = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        row = json_text.loads(text.decode("utf-8"))
+    except json.JSONDecodeError as error:
+        raise ArchiveError(
+            f"{name} line {line}: not a JSON object ({error.msg}, column {error.colno})"
+        ) from None
+    except UnicodeDecodeError as error:
         raise ArchiveError(f"{name} line {line}: not a JSON object ({error})") from None
     if not isinstance(row, dict):
         raise ArchiveError(f"{name} line {line}: not a JSON object")

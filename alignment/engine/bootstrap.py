@@ -5,9 +5,11 @@ tables, moments). A resample is therefore a vector of how many times each item w
 the sums of every resample at once are one matrix product: `weights @ per_item_columns`. That
 is how a 1,200-item rubric gets 1,000 resamples of every figure in a fraction of a second.
 
-Intervals are percentile intervals (2.5th and 97.5th percentiles of the resampled figure).
-A resample in which a figure is undefined (e.g. it drew no item with two ratings) is left out of
-that figure's interval, and the Estimate says on how many resamples the interval rests.
+Intervals are percentile intervals (2.5th and 97.5th percentiles of the resampled figure), so
+they stay on the figure's scale (a share on 0-100%, a coefficient at most 1). A resample in
+which a figure is undefined (e.g. it drew no item with two ratings) is left out of that
+figure's interval, and the Estimate says on how many resamples the interval rests. An interval
+of zero width says why (jury.engine.intervals): one conversation, or every conversation alike.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from jury.engine.intervals import interval_note
+
 RESAMPLES = 1000
 CONFIDENCE = 0.95
+SAME_IN_EVERY_RESAMPLE = "every resample of the conversations gives the same figure"
 
 
 @dataclass(frozen=True)
@@ -28,7 +33,9 @@ class Estimate:
     None when there is no interval (no resamples asked, or fewer than two resamples where the
     figure was defined). n_items: items (conversations) entering the figure; n_ratings: the
     ratings on those items (clinician ratings; judge scores for the judge-vs-judge figures).
-    resamples: bootstrap resamples the interval rests on."""
+    resamples: bootstrap resamples the interval rests on. note: what a reader must know about
+    the interval - why it is missing or of zero width, or that it was cut at the end of the
+    scale - shown beside it ("" when nothing)."""
 
     value: float | None
     low: float | None
@@ -37,6 +44,7 @@ class Estimate:
     n_ratings: int
     undefined: str = ""
     resamples: int = 0
+    note: str = ""
 
 
 def undefined(reason: str, *, n_items: int = 0, n_ratings: int = 0) -> Estimate:
@@ -74,11 +82,14 @@ def estimate(
     if not np.isfinite(point):
         return undefined(reason, n_items=n_items, n_ratings=n_ratings)
     replicates = values[1:][np.isfinite(values[1:])]
-    low = high = None
-    if replicates.size >= 2:
-        tail = (1 - confidence) / 2 * 100
-        low, high = (float(bound) for bound in np.percentile(replicates, [tail, 100 - tail]))
-    return Estimate(float(point), low, high, int(n_items), int(n_ratings), "", int(replicates.size))
+    if replicates.size < 2:
+        return Estimate(float(point), None, None, int(n_items), int(n_ratings), "",
+                        int(replicates.size))  # fmt: skip
+    tail = (1 - confidence) / 2 * 100
+    low, high = (float(bound) for bound in np.percentile(replicates, [tail, 100 - tail]))
+    note = interval_note(int(n_items), low, high, same=SAME_IN_EVERY_RESAMPLE)
+    return Estimate(float(point), low, high, int(n_items), int(n_ratings), "",
+                    int(replicates.size), note)  # fmt: skip
 
 
 def ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:

@@ -15,11 +15,14 @@ population it stands for.
   conversations actually annotated rather than the population's, so equal weights give the
   sample's figures exactly. With whole-number weights every share and mean (and kappa, AC2,
   Spearman) is the sample figure of the data with each conversation repeated w times.
-- Intervals: a stratified bootstrap. Each resample draws, within every cell, as many
-  conversations as the cell holds, with replacement, and keeps their weights; the cell of a
-  conversation for one rubric's figure is its cell of that rubric (model x that rubric's jury
-  bin). A cell holding a single conversation of the figure has nothing to resample within, so
-  such cells are pooled into one (and a lone pooled conversation joins the smallest other cell).
+- Intervals: a stratified bootstrap. Each resample draws, within every stratum, as many
+  conversations as the stratum holds, with replacement, and keeps their weights; the stratum
+  of a conversation is its design stratum (the sampler's, annotation.engine.sampling), or for
+  a study drawn before that design its cell of the figure's rubric (model x that rubric's jury
+  bin). A stratum holding a single conversation of the figure has nothing to resample within
+  and no spread to measure, so such strata are pooled into one (and a lone pooled
+  conversation joins the smallest other stratum); `Pooling.note` says which, and every
+  weighted figure carries that note to its table.
 
 As everywhere in the engine, a resample is a vector of draw counts and the sums of every
 resample are one matrix product; here the rows are draw counts times weights. Row 0 of a batch
@@ -37,7 +40,7 @@ import pandas as pd
 from alignment.engine.bootstrap import resample_weights
 from alignment.engine.frames import ITEM, STRATUM, WEIGHT
 
-POOLED = "pooled cells of one conversation"
+POOLING_REASON = "a stratum needs two conversations to resample within and show its spread"
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class Batch:
 
     matrix: np.ndarray
     weighted: bool
+    pooled: str = ""  # Pooling.note of the strata the bootstrap resampled within
 
     def split(self, sums: dict[str, np.ndarray]) -> tuple[dict, dict]:
         """(counts, figures): the counting row, and the point + replicate rows."""
@@ -68,10 +72,10 @@ def weighted_batch(weights: np.ndarray, strata: np.ndarray, resamples: int, seed
     strata, times the weights)."""
     weights = np.asarray(weights, dtype=float)
     weights = weights / weights.mean() if len(weights) else weights
-    codes = pooled_strata(strata)
-    counts = _stratified_draws(codes.tobytes(), len(codes), resamples, seed)
+    pooling = strata_pooling(strata)
+    counts = _stratified_draws(pooling.codes.tobytes(), len(pooling.codes), resamples, seed)
     matrix = np.vstack([np.ones((1, len(weights))), weights[None, :], counts * weights])
-    return Batch(matrix, weighted=True)
+    return Batch(matrix, weighted=True, pooled=pooling.note)
 
 
 # The same seed draws the same resamples for every rubric, judge pair and figure of a report
@@ -102,24 +106,52 @@ def _frozen(counts: np.ndarray) -> np.ndarray:
     return small
 
 
+@dataclass(frozen=True)
+class Pooling:
+    """A figure's strata as its interval uses them: codes per conversation, with the strata
+    that held a single conversation pooled."""
+
+    codes: np.ndarray
+    lone: tuple[str, ...] = ()  # the strata that held one conversation of the figure
+    joined: str = ""  # the stratum a single lone conversation joined ("" when pooled together)
+
+    @property
+    def note(self) -> str:
+        """Which strata were pooled and why, for the figure's table ("" when none were)."""
+        if not self.lone:
+            return ""
+        if self.joined:
+            return (f"stratum {self.lone[0]} held one conversation and was resampled with "
+                    f"stratum {self.joined} ({POOLING_REASON})")  # fmt: skip
+        return (f"{len(self.lone)} strata held one conversation each and were pooled into one "
+                f"({POOLING_REASON}): {'; '.join(self.lone)}")  # fmt: skip
+
+
 def pooled_strata(strata) -> np.ndarray:
+    """Stratum codes with the single-conversation strata pooled (`strata_pooling`)."""
+    return strata_pooling(strata).codes
+
+
+def strata_pooling(strata) -> Pooling:
     """Stratum codes with the single-conversation strata pooled into one; a pool that would
     still hold one conversation joins the smallest other stratum (when there is one)."""
-    codes, _ = pd.factorize(pd.Series([str(s) for s in strata], dtype=object), sort=True)
+    codes, labels = pd.factorize(pd.Series([str(s) for s in strata], dtype=object), sort=True)
     codes = codes.astype(int)
     sizes = np.bincount(codes) if len(codes) else np.zeros(0, dtype=int)
     lone = sizes[codes] == 1
     if lone.sum() == 0:
-        return codes
+        return Pooling(codes)
+    names = tuple(str(labels[code]) for code in np.flatnonzero(sizes == 1))
     pooled = codes.copy()
-    pool = len(sizes)
-    pooled[lone] = pool
-    if lone.sum() == 1:
-        others = sizes.copy()
-        others[sizes == 1] = np.iinfo(int).max
-        if (others != np.iinfo(int).max).any():
-            pooled[lone] = int(np.argmin(others))
-    return pooled
+    if lone.sum() > 1:
+        pooled[lone] = len(sizes)
+        return Pooling(pooled, names)
+    others = np.where(sizes == 1, np.iinfo(int).max, sizes)
+    if len(codes) == 1:  # one conversation in all: nothing to pool it with
+        return Pooling(codes)
+    target = int(np.argmin(others))
+    pooled[lone] = target
+    return Pooling(pooled, names, str(labels[target]))
 
 
 def stratified_resample_weights(
@@ -176,7 +208,8 @@ def design_variance(values: np.ndarray, weights: np.ndarray, strata) -> float:
     """The design variance of the Hajek mean by linearization, strata sampled with
     replacement (no finite-population correction, so it errs wide where a cell was taken
     whole): z_i = w_i (y_i - mean) / sum(w), v = sum_h n_h / (n_h - 1) sum_i (z_i - mean_h z)^2.
-    Strata as in the bootstrap (cells of one conversation pooled); NaN for one conversation.
+    Strata as in the bootstrap (strata of one conversation pooled: `strata_pooling`); NaN for
+    one conversation.
     The standard survey estimator: samplics' TaylorEstimator gives the same number."""
     values, weights = np.asarray(values, dtype=float), np.asarray(weights, dtype=float)
     if len(values) < 2:

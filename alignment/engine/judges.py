@@ -12,7 +12,7 @@ pairs where it is defined - the design effect of averaging K equally correlated 
 
 Every figure has a 95% bootstrap interval over conversations; n_ratings counts judge scores.
 With a design table (item, weight, stratum) the figures are population-weighted, with the
-bootstrap within sampling cells (design.py).
+bootstrap within sampling strata (design.py).
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ class JudgeAgreement:
     resamples: int = 0
     seed: int = 0
     weighted: bool = False
+    pooled_strata: str = ""  # which single-conversation strata the intervals pooled, and why
 
 
 def judge_agreement(
@@ -109,6 +110,7 @@ def judge_agreement(
         resamples=resamples,
         seed=seed,
         weighted=batch.weighted,
+        pooled_strata=batch.pooled,
     )
 
 

@@ -12,8 +12,10 @@ import numpy as np
 import pandas as pd
 from django.core.cache import cache
 
+from alignment.engine.design import strata_pooling
 from alignment.engine.frames import ITEM, JURY, RUBRIC, SCORE
 from alignment.engine.ppi import (
+    MIN_ANNOTATED,
     Annotated,
     CorrectedScore,
     corrected_score,
@@ -30,6 +32,10 @@ from jury.engine.stats import export_table
 from jury.models import ScoringJob
 
 CACHE_SECONDS = 24 * 3600
+CORRECTED_METHOD = (
+    "95% normal intervals cut at the ends of the scale (1-5, 0-100%), the jury's pass rate with "
+    f"its Wilson interval; no corrected figure below {MIN_ANNOTATED} annotated conversations"
+)
 
 
 @dataclass(frozen=True)
@@ -37,30 +43,41 @@ class CorrectedRow:
     model: str
     rubric: RubricInfo
     score: CorrectedScore
+    pooled_strata: str = ""  # which single-conversation strata the design variance pooled
 
 
 def corrected_rows(
-    frames: StudyFrames, design: StudyDesign, rubrics: list[RubricInfo], models: list[str]
+    frames: StudyFrames,
+    design: StudyDesign,
+    rubrics: list[RubricInfo],
+    models: list[str],
+    *,
+    min_annotated: int = MIN_ANNOTATED,
 ) -> list[CorrectedRow]:
-    """One row per model and judged rubric (models in the given order)."""
+    """One row per model and judged rubric (models in the given order); no corrected figure
+    for a model with fewer than `min_annotated` annotated conversations on the rubric."""
     thresholds = _thresholds(frames)
     means = _annotated_means(frames, thresholds)
-    return [
-        CorrectedRow(model, rubric, _score(model, rubric, means, design))
-        for model in models
-        for rubric in rubrics
-        if rubric.judged
-    ]
+    rows = []
+    for model in models:
+        for rubric in (rubric for rubric in rubrics if rubric.judged):
+            own = means[(means["model"] == model) & (means[RUBRIC] == rubric.rubric_id)]
+            pooled = strata_pooling([design.stratum(i, rubric) for i in own[ITEM]]).note
+            score = _score(model, rubric, own, design, min_annotated)
+            rows.append(CorrectedRow(model, rubric, score, pooled if design.weighted else ""))
+    return rows
 
 
-def _score(model: str, rubric: RubricInfo, means: pd.DataFrame, design: StudyDesign):
+def _score(
+    model: str, rubric: RubricInfo, own: pd.DataFrame, design: StudyDesign, min_annotated: int
+) -> CorrectedScore:
     population = design.population.get((model, rubric.rubric_id))
-    own = means[(means["model"] == model) & (means[RUBRIC] == rubric.rubric_id)]
     if population is None:
         reason = design.population_reason or "no conversation of this model was scored"
         return undefined_score(reason, n_annotated=len(own))
-    if own.empty:
-        return corrected_score(population, _annotated(own, design, rubric))
+    annotated = _annotated(own, design, rubric)
+    if len(own) < min_annotated or own.empty:  # too few to correct: the engine says so
+        return corrected_score(population, annotated, min_annotated=min_annotated)
     if not design.weighted:
         jury_mean, jury_pass = population_figures(population)
         return undefined_score(
@@ -68,7 +85,7 @@ def _score(model: str, rubric: RubricInfo, means: pd.DataFrame, design: StudyDes
             jury_mean=jury_mean, jury_pass=jury_pass, n_population=population.n,
             n_annotated=len(own),
         )  # fmt: skip
-    return corrected_score(population, _annotated(own, design, rubric))
+    return corrected_score(population, annotated, min_annotated=min_annotated)
 
 
 def _annotated(own: pd.DataFrame, design: StudyDesign, rubric: RubricInfo) -> Annotated:
@@ -125,7 +142,7 @@ def job_corrected_export(job: ScoringJob, fmt: str) -> str:
     caption = (f"Clinician-corrected model scores (prediction-powered inference) of the target "
                f"studies drawn from run {job.run.name}, jury {job.jury.name}: the jury over every "
                "conversation a study could draw, corrected by the design-weighted clinician - jury "
-               "difference; 95% normal intervals")  # fmt: skip
+               f"difference; {CORRECTED_METHOD}")  # fmt: skip
     return export_table(table, fmt, caption=caption, label=f"job {job.pk} corrected")
 
 
@@ -145,8 +162,16 @@ def corrected_table(rows, *, study_name: str = "") -> pd.DataFrame:
     out = []
     for row in rows:
         score = row.score
+        pooled = f"correction interval: {row.pooled_strata}" if row.pooled_strata else ""
         notes = dict.fromkeys(
-            n for n in (undefined_note(score.jury_mean), undefined_note(score.corrected_mean)) if n
+            note
+            for note in (
+                undefined_note(score.jury_mean),
+                undefined_note(score.corrected_mean),
+                score.method,
+                pooled,
+            )
+            if note
         )
         out.append({
             **({"Study": study_name} if study_name else {}),

@@ -1,18 +1,23 @@
 """A study's sampling design as the alignment engine reads it: each item's weight and its
-cell for every rubric, and the population's jury scores per model and rubric.
+stratum, and the population's jury scores per model and rubric.
 
 Where it comes from (`StudyDesign.source`):
-- recorded: a study drawn since the design was recorded - each item carries its inclusion
-  probability and its jury bin per rubric (annotation.models.StudyItem), the coverage the
-  draws and the population's jury sums per cell (annotation.engine.sampling);
-- reconstructed: an older study (or one imported from an archive written before) recorded
-  each cell's size N_h in its coverage and each item's drawn cell; the draws per cell are
-  counted from the items, each item's jury bins read back from the jury results the sample
-  was drawn from (annotation.services.studies.study_candidates) and the probability
-  recomputed with the sampler's own formula. The population's jury scores come from the same
-  candidates only if their count in every cell still equals the recorded N_h: otherwise the
-  pool has changed since (a later study holds conversations out, an archive holds only the
-  study's own conversations) and the clinician-corrected scores say so;
+- recorded, exact: a study drawn by the stratified sampler (annotation.engine.sampling; its
+  coverage holds the `design`): each item carries its inclusion probability n_h / N_h and its
+  design stratum, which is every figure's stratum for the bootstrap and the design variance;
+- recorded by the earlier greedy sampler: a study drawn before that design kept the
+  probabilities that sampler wrote down, which were not its real chances (it chose
+  conversations by how many short cells they filled). They are used as recorded - nothing can
+  recompute the real ones - and the source says they are approximate; each rubric's figure
+  uses the conversation's cell of that rubric as its stratum, as it did;
+- reconstructed: a study (or an archive) from before any design was recorded kept each cell's
+  size N_h in its coverage and each item's drawn cell; the draws per cell are counted from the
+  items, each item's jury bins read back from the jury results the sample was drawn from
+  (annotation.services.studies.study_candidates) and the greedy sampler's formula applied, as
+  approximate as above. The population's jury scores come from the same candidates only if
+  their count in every cell still equals the recorded N_h: otherwise the pool has changed since
+  (a later study holds conversations out, an archive holds only the study's own
+  conversations) and the clinician-corrected scores say so;
 - none: without coverage or drawn cells (items created outside the sampler) there are no
   weights, and every page shows the sample's figures only, with the reason.
 
@@ -30,12 +35,21 @@ import pandas as pd
 from alignment.engine.frames import ITEM, RUBRIC, STRATUM, WEIGHT
 from alignment.engine.ppi import Population
 from alignment.services.frames import RubricInfo
-from annotation.engine.sampling import inclusion_probability, item_weight
+from annotation.engine.sampling import (
+    cell_label,
+    greedy_inclusion_probability,
+    item_weight,
+)
 from annotation.models import Study
 from annotation.services.studies import study_candidates
 
-RECORDED = "recorded when the sample was drawn"
-RECONSTRUCTED = "reconstructed from the study's recorded coverage"
+RECORDED = "recorded when the sample was drawn (stratified random sampling: exact)"
+APPROXIMATE = (
+    "; approximate: the study was drawn by the earlier greedy sampler, whose recorded chances "
+    "were not the ones it drew with (draw a new study for exact weights)"
+)
+RECORDED_GREEDY = "recorded when the sample was drawn" + APPROXIMATE
+RECONSTRUCTED = "reconstructed from the study's recorded coverage" + APPROXIMATE
 
 
 @dataclass(frozen=True)
@@ -43,6 +57,7 @@ class StudyDesign:
     weights: dict[int, float] = field(default_factory=dict)  # conversation -> 1 / pi
     bins: dict[int, dict[str, int]] = field(default_factory=dict)  # conversation -> rubric bin
     drawn_cell: dict[int, str] = field(default_factory=dict)  # conversation -> its sampled cell
+    strata: dict[int, str] = field(default_factory=dict)  # conversation -> design stratum (exact)
     models: dict[int, str] = field(default_factory=dict)  # conversation -> model label
     source: str = ""
     reason: str = ""  # why there are no weights ("" when there are)
@@ -54,8 +69,11 @@ class StudyDesign:
         return bool(self.weights) and not self.reason
 
     def stratum(self, item: int, rubric: RubricInfo) -> str:
-        """The item's cell for this rubric's figures: model x that rubric's jury bin; for a
-        rubric the jury does not score (realism), the cell the item was drawn for."""
+        """The item's stratum for this rubric's figures: its design stratum in an exact design.
+        In an older study's: model x that rubric's jury bin; for a rubric the jury does not
+        score (realism), the cell the item was drawn for."""
+        if item in self.strata:
+            return self.strata[item]
         if rubric.judged and rubric.rubric_id in self.bins.get(item, {}):
             return f"{self.models[item]} | jury {self.bins[item][rubric.rubric_id]}"
         return self.drawn_cell.get(item, "")
@@ -86,7 +104,10 @@ def study_design(study: Study) -> StudyDesign:
         weights = {item: item_weight(p) for item, *_, p in items}
         bins = {item: dict(b) for item, _, _, b, _ in items}
         population, missing = _recorded_population(coverage)
-        return _checked(StudyDesign(weights, bins, drawn_cell, models, RECORDED, "",
+        exact = "design" in coverage
+        strata = {item: stratum["key"] for item, _, stratum, *_ in items} if exact else {}
+        source = RECORDED if exact else RECORDED_GREEDY
+        return _checked(StudyDesign(weights, bins, drawn_cell, strata, models, source, "",
                                     population, missing))  # fmt: skip
     return _reconstructed(study, items, coverage, models, drawn_cell)
 
@@ -101,7 +122,7 @@ def _checked(design: StudyDesign) -> StudyDesign:
 def _cell_label(stratum: dict) -> str:
     if not stratum:
         return ""
-    return f"{stratum.get('model')} | {stratum.get('rubric')} jury {stratum.get('bin')}"
+    return cell_label((stratum.get("model"), stratum.get("rubric"), stratum.get("bin")))
 
 
 def _recorded_population(coverage: dict) -> tuple[dict, str]:
@@ -146,10 +167,10 @@ def _reconstructed(study: Study, items, coverage: dict, models, drawn_cell) -> S
         candidate = candidates[item]
         bins[item] = candidate.bins()
         weights[item] = item_weight(
-            inclusion_probability(candidate.cells(), available=available, drawn=drawn)
+            greedy_inclusion_probability(candidate.cells(), available=available, drawn=drawn)
         )
     population, missing = _candidate_population(candidates.values(), available)
-    return _checked(StudyDesign(weights, bins, drawn_cell, models, RECONSTRUCTED, "",
+    return _checked(StudyDesign(weights, bins, drawn_cell, {}, models, RECONSTRUCTED, "",
                                 population, missing))  # fmt: skip
 
 

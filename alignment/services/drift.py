@@ -16,6 +16,7 @@ from alignment.services.formats import estimate_text
 from alignment.services.reports import ReportFilters, study_report
 from alignment.services.trend import project_rounds, round_label
 from annotation.models import Study
+from common.synthetic import COLUMN, NOTE, yes_no
 from jury.engine.stats import export_table
 
 MEASURE_NAMES = {"peer_bias": "bias vs the other clinicians", "jury_bias": "bias vs the jury"}
@@ -28,6 +29,7 @@ class Drift:
     figures: dict[str, dict[int, AnnotatorPeriod]]  # round label -> rater -> figures
     flags: list[DriftFlag]
     names: dict[int, str] = field(default_factory=dict)  # rater -> username
+    synthetic: set[int] = field(default_factory=set)  # raters who are synthetic clinicians
 
     def rows(self) -> list[tuple[str, list[AnnotatorPeriod | None]]]:
         """(username, [their figures in each round or None]) for every clinician."""
@@ -35,6 +37,11 @@ class Drift:
             (self.names[rater], [self.figures[label].get(rater) for label in self.labels])
             for rater in sorted(self.names, key=lambda r: self.names[r])
         ]
+
+    @property
+    def has_synthetic(self) -> bool:
+        """Whether any figure counts a synthetic clinician's ratings."""
+        return any(rater in self.synthetic for per in self.figures.values() for rater in per)
 
     def flag_sentences(self) -> list[str]:
         return [
@@ -46,16 +53,17 @@ class Drift:
 
 def annotator_drift(study: Study, filters: ReportFilters) -> Drift:
     rounds = project_rounds(study.project)
-    labels, figures, names = [], {}, {}
+    labels, figures, names, synthetic = [], {}, {}, set()
     for each in rounds:
         report = study_report(each, filters)
         label = round_label(each)
         labels.append(label)
         figures[label] = {figure.rater: figure for figure in report.annotator_quality}
         names |= {rater: info.username for rater, info in report.raters.items()}
+        synthetic |= {rater for rater, info in report.raters.items() if info.synthetic}
     flags = drift_flags([(label, figures[label]) for label in labels],
                         threshold=study.drift_flag_points)  # fmt: skip
-    return Drift(study.drift_flag_points, labels, figures, flags, names)
+    return Drift(study.drift_flag_points, labels, figures, flags, names, synthetic)
 
 
 def drift_table(drift: Drift, person: Person | None = None) -> pd.DataFrame:
@@ -69,6 +77,7 @@ def drift_table(drift: Drift, person: Person | None = None) -> pd.DataFrame:
             "Agreement with the jury": estimate_text(figure.jury_agreement, "share"),
             "Bias vs the jury": estimate_text(figure.jury_bias, "signed"),
             "Flag": "bias moved" if (rater, label) in flagged else "",
+            COLUMN: yes_no(rater in drift.synthetic),
         }
         for label in drift.labels
         for rater, figure in sorted(drift.figures[label].items(), key=lambda kv: name(kv[0]))
@@ -84,6 +93,7 @@ def drift_table(drift: Drift, person: Person | None = None) -> pd.DataFrame:
             "Agreement with the jury",
             "Bias vs the jury",
             "Flag",
+            COLUMN,
         ],
     )
 
@@ -92,4 +102,7 @@ def drift_export(drift: Drift, fmt: str, *, study: Study) -> str:
     caption = (f"Each clinician per round of {study.project.name}: agreement with the other "
                "clinicians and the jury, bias, and a flag where a bias moved by more than "
                f"{drift.threshold:g} points between rounds")  # fmt: skip
-    return export_table(drift_table(drift), fmt, caption=caption, label=f"study {study.pk} drift")
+    return export_table(
+        drift_table(drift), fmt, caption=caption, label=f"study {study.pk} drift",
+        note=NOTE if drift.has_synthetic else "",
+    )  # fmt: skip

@@ -11,10 +11,11 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from alignment.services.corrected import corrected_table
+from alignment.services.corrected import CORRECTED_METHOD, corrected_table
 from alignment.services.formats import estimate_text, undefined_note
 from alignment.services.reports import StudyReport
 from annotation.models import Study
+from common import synthetic
 from jury.engine.stats import export_table
 
 EXPORT_FORMATS = {  # URL suffix -> (jury.engine.stats format, content type)
@@ -68,9 +69,24 @@ def agreement_export(report: StudyReport, suffix: str, *, study: Study) -> str:
         "bootstrap interval over conversations"
     )
     return export_table(
-        agreement_rows(report), EXPORT_FORMATS[suffix][0], caption=caption,
-        label=f"study {study.pk} agreement",
+        synthetic_marked(agreement_rows(report), report, usernames(report)),
+        EXPORT_FORMATS[suffix][0], caption=caption, label=f"study {study.pk} agreement",
+        note=synthetic.NOTE if report.synthetic_ratings else "",
     )  # fmt: skip
+
+
+def synthetic_marked(table: pd.DataFrame, report: StudyReport, person: Person) -> pd.DataFrame:
+    """`table` with the column common.synthetic.COLUMN: on a row of one clinician (its
+    "Clinician" or "Row" cell names them), whether that clinician is synthetic; on any other
+    row, whether the report's figures count synthetic clinicians' ratings."""
+    clinicians = {person(rater.id): rater.synthetic for rater in report.raters.values()}
+    named = table[[c for c in ("Clinician", "Row") if c in table.columns]]
+    counted = bool(report.synthetic_ratings)
+    marks = [
+        next((clinicians[cell] for cell in cells if cell in clinicians), counted)
+        for cells in named.itertuples(index=False)
+    ]
+    return table.assign(**{synthetic.COLUMN: [synthetic.yes_no(mark) for mark in marks]})
 
 
 # --- the tables beyond the paper ---------------------------------------------------------------
@@ -119,6 +135,8 @@ def weighted_rows(report: StudyReport) -> pd.DataFrame:
                 notes.append(f"population: {report.design_reason}")
             elif population.value is None:
                 notes.append(f"population: {undefined_note(population)}")
+            elif weighted.pooled_strata:
+                notes.append(f"population interval: {weighted.pooled_strata}")
             rows.append({
                 "Rubric": rubric.name,
                 "Figure": label,
@@ -145,8 +163,9 @@ def _p_text(value: float | None) -> str:
 
 
 def alt_test_rows(report: StudyReport, person: Person) -> pd.DataFrame:
-    """Per rubric: the summary (winning rate, average advantage probability, verdict, what is
-    needed), then one row per clinician left out."""
+    """Per rubric: the summary (winning rate, average advantage probability, the authors'
+    verdict, the design warning beside it with what is needed), then one row per clinician
+    left out."""
     rows = []
     for section in report.sections:
         test = section.alt_test
@@ -159,7 +178,7 @@ def alt_test_rows(report: StudyReport, person: Person) -> pd.DataFrame:
             "Winning rate": f"{omega} ({test.n_rejected} of {test.n_tested})" if omega else "",
             "Average advantage probability": aap + (" provisional" if test.provisional else ""),
             "Epsilon": test.epsilon, "Verdict": test.verdict,
-            "Notes": "; ".join([test.reason, *(f"needs {need}" for need in test.needs)]),
+            "Design warning": design_warning_text(test), "Notes": test.reason,
         })  # fmt: skip
         for clinician in test.clinicians:
             rows.append({
@@ -171,14 +190,23 @@ def alt_test_rows(report: StudyReport, person: Person) -> pd.DataFrame:
                 "p": _p_text(clinician.p_value), "Adjusted p (BY)": _p_text(clinician.adjusted_p),
                 "Rejected": ("yes" if clinician.rejected else "no") if clinician.tested else "",
                 "Winning rate": "", "Average advantage probability": "", "Epsilon": test.epsilon,
-                "Verdict": "", "Notes": clinician.note,
+                "Verdict": "", "Design warning": "", "Notes": clinician.note,
             })  # fmt: skip
     return pd.DataFrame(rows, columns=ALT_TEST_COLUMNS)
 
 
 ALT_TEST_COLUMNS = ["Rubric", "Row", "Conversations", "Ratings", "Jury advantage",
                     "Clinician advantage", "p", "Adjusted p (BY)", "Rejected", "Winning rate",
-                    "Average advantage probability", "Epsilon", "Verdict", "Notes"]  # fmt: skip
+                    "Average advantage probability", "Epsilon", "Verdict", "Design warning",
+                    "Notes"]  # fmt: skip
+
+
+def design_warning_text(test) -> str:
+    """The alt-test's design warning with what would be needed ("" when the design meets the
+    project's conditions)."""
+    if not test.design_warning:
+        return ""
+    return f"{test.design_warning}: needs " + "; ".join(test.needs)
 
 
 def judge_bias_rows(report: StudyReport) -> pd.DataFrame:
@@ -248,7 +276,7 @@ STUDY_TABLES = {  # URL name -> (LaTeX caption, builder(report, person))
     "corrected": (
         "Clinician-corrected model scores (prediction-powered inference): the jury over every "
         "conversation the study could draw, corrected by the design-weighted clinician - jury "
-        "difference; 95% normal intervals",
+        f"difference; {CORRECTED_METHOD}",
         lambda report, person: corrected_table(report.corrected),
     ),
     "judge-bias": (
@@ -280,8 +308,9 @@ def study_table_export(
     if name not in STUDY_TABLES or suffix not in EXPORT_FORMATS:
         raise ValueError(f"unknown table {name!r} or format {suffix!r}")
     caption, build = STUDY_TABLES[name]
-    table = build(report, person or usernames(report))
+    person = person or usernames(report)
     return export_table(
-        table, EXPORT_FORMATS[suffix][0], caption=f"{caption}; {study.name}",
-        label=f"study {study.pk} {name}",
+        synthetic_marked(build(report, person), report, person), EXPORT_FORMATS[suffix][0],
+        caption=f"{caption}; {study.name}", label=f"study {study.pk} {name}",
+        note=synthetic.NOTE if report.synthetic_ratings else "",
     )  # fmt: skip

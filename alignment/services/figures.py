@@ -9,52 +9,37 @@
 - confusion: counts of (clinician mean rounded, jury mean rounded), halves up.
 - trend: adjacent agreement and major disagreements per round of a project.
 
-Text stays text in SVG (svg.fonttype "none"): small files, searchable, and fonts resolved by
-the reader; PNG and PDF embed the glyphs. Each SVG gets its own hash salt so the clip-path ids
-of several figures inline on one page never collide.
+Rendering (inline SVG, and SVG / PNG / PDF downloads) is common.figures, shared with the
+jury report.
 """
 
 from __future__ import annotations
 
-import io
-import logging
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
-matplotlib.use("Agg")
-# PDF font subsetting logs every table it touches at INFO.
-logging.getLogger("fontTools").setLevel(logging.WARNING)
+from common.figures import FORMATS, PALETTE, inline_svg, new_figure, render
+from jury.engine.score_gaps import ADJACENT_POINTS, MAJOR_POINTS
 
-import numpy as np  # noqa: E402 - after choosing the backend
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+# The alignment views render through this module, with the shared mechanism.
+__all__ = ["FORMATS", "bias_figure", "confusion_figure", "in_study_order", "inline_svg",
+           "render", "scatter_figure", "trend_figure"]  # fmt: skip
 
-from jury.engine.score_gaps import ADJACENT_POINTS, MAJOR_POINTS  # noqa: E402
-
-FORMATS = {"svg": "image/svg+xml", "png": "image/png", "pdf": "application/pdf"}
-# PNG is for print: 300 dpi (journals ask for 300 or more), stored in the file's pHYs chunk.
-# SVG and PDF are vector; their dpi only sizes the confusion map's embedded raster.
-DPI = {"png": 300, "svg": 150, "pdf": 150}
 LEVELS = np.arange(1, 6)
 JITTER = 0.06
+ORDER = "order"  # a point's place in a fixed order of the study's conversations
 NO_DATA = "no conversation with both a jury and a clinician score yet"
-PALETTE = ("#0969da", "#cf222e", "#1a7f37", "#8250df", "#bc4c00", "#57606a")
-STYLE = {
-    "svg.fonttype": "none",
-    "font.size": 9,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "pdf.fonttype": 42,  # TrueType glyphs embedded, editable in a paper's figure tools
-}
 
 
 def scatter_figure(
     points: pd.DataFrame, *, title: str, links: Sequence[str] | None = None, seed: int = 0
 ) -> Figure:
-    """`points`: clinician_mean, jury and model per conversation."""
+    """`points`: clinician_mean, jury and model per conversation, and optionally ORDER (see
+    `in_study_order`), which fixes each point's jitter."""
     figure, axes = _figure(5.0, 4.4)
     edge = np.array([0.5, 5.5])
     band = ADJACENT_POINTS
@@ -62,9 +47,9 @@ def scatter_figure(
         edge, edge - band, edge + band, color="#d8e6f7", alpha=0.6, lw=0, label=f"±{band}"
     )
     axes.plot(edge, edge, color="#57606a", lw=1, ls="--", label="jury = clinicians")
-    rng = np.random.default_rng(seed)
-    x = points["clinician_mean"].to_numpy(float) + rng.uniform(-JITTER, JITTER, len(points))
-    y = points["jury"].to_numpy(float) + rng.uniform(-JITTER, JITTER, len(points))
+    x_jitter, y_jitter = _jitter(points, seed)
+    x = points["clinician_mean"].to_numpy(float) + x_jitter
+    y = points["jury"].to_numpy(float) + y_jitter
     for colour, (model, rows) in zip(PALETTE * 10, _by_model(points), strict=False):
         dots = axes.scatter(
             x[rows], y[rows], s=26, color=colour, alpha=0.8, edgecolors="white", label=model
@@ -131,8 +116,7 @@ def trend_figure(
 ) -> Figure:
     """Per series (rubric or annotator): (value, low, high) per round, and major-disagreement
     counts per round. A round without a value leaves a gap."""
-    figure = Figure(figsize=(8.4, 3.6), layout="constrained")
-    left, right = figure.subplots(1, 2)
+    figure, (left, right) = new_figure(8.4, 3.6, panels=2)
     positions = np.arange(len(rounds))
     for colour, (name, values) in zip(PALETTE * 10, agreement.items(), strict=False):
         value = np.array([np.nan if v[0] is None else v[0] for v in values], dtype=float)
@@ -159,41 +143,27 @@ def trend_figure(
     return figure
 
 
-def render(figure: Figure, fmt: str, *, salt: str) -> bytes:
-    """The figure as SVG (text as text, no XML prolog), PNG (300 dpi) or PDF."""
-    if fmt not in FORMATS:
-        raise ValueError(f"figure format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    buffer = io.BytesIO()
-    metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(fmt)
-    with matplotlib.rc_context(STYLE | {"svg.hashsalt": salt}):
-        figure.savefig(buffer, format=fmt, dpi=DPI[fmt], metadata=metadata)
-    data = buffer.getvalue()
-    if fmt == "svg":
-        data = _bare_svg(data.decode()).encode()
-    return data
-
-
-def inline_svg(figure: Figure, *, salt: str) -> str:
-    """SVG markup for a page: scales with its container. Every label in it comes from our own
-    data and matplotlib escapes text it writes, so the markup can be embedded as is."""
-    markup = render(figure, "svg", salt=salt).decode()
-    return re.sub(
-        r'<svg([^>]*?) width="[^"]+" height="[^"]+"',
-        r'<svg\1 style="width:100%;max-width:36rem;height:auto"',
-        markup,
-        count=1,
-    )
-
-
-def _bare_svg(markup: str) -> str:
-    return markup[markup.index("<svg") :]
-
-
 def _figure(width: float, height: float):
-    with matplotlib.rc_context(STYLE):
-        figure = Figure(figsize=(width, height), layout="constrained")
-        axes = figure.subplots()
+    figure, (axes,) = new_figure(width, height)
     return figure, axes
+
+
+def in_study_order(points: pd.DataFrame, conversation_ids: Iterable[int]) -> pd.DataFrame:
+    """The points sorted by their conversation's place among the study's conversations (by
+    id), that place as ORDER. An archive import gives every conversation a new id but keeps
+    their order, so the points are drawn in the same order and jittered alike: a figure of
+    the imported study is the original's, byte for byte."""
+    rank = {pk: place for place, pk in enumerate(sorted(conversation_ids))}
+    ordered = points.assign(**{ORDER: points["item"].map(rank)})
+    return ordered.sort_values(ORDER, kind="stable").reset_index(drop=True)
+
+
+def _jitter(points: pd.DataFrame, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each point's (x, y) offset, drawn for its ORDER (else its row) from `seed`: a point
+    keeps its offset whichever other points a filter leaves out."""
+    keys = points[ORDER].to_numpy(int) if ORDER in points else np.arange(len(points))
+    offsets = np.random.default_rng(seed).uniform(-JITTER, JITTER, (keys.max(initial=-1) + 1, 2))
+    return offsets[keys, 0], offsets[keys, 1]
 
 
 def _note_if_empty(axes, points: pd.DataFrame) -> None:

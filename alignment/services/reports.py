@@ -135,6 +135,8 @@ class StudyReport:
     # the clinician value of its conversation, and how many conversations that replaced.
     adjudicated: dict[str, RubricAgreement] = field(default_factory=dict)
     adjudicated_items: dict[str, int] = field(default_factory=dict)
+    # Synthetic clinicians' ratings counted (only when the filters include them).
+    synthetic_ratings: int = 0
 
     @property
     def deactivated_raters(self) -> list[str]:
@@ -247,6 +249,7 @@ def compute_report(
         annotator_weeks=_quality(frames, jury, resamples, seed, weekly=True),
         adjudicated=settled,
         adjudicated_items=counts,
+        synthetic_ratings=int(clinicians["synthetic"].sum()),
     )
 
 

@@ -403,7 +403,7 @@ CSV_COLUMNS = [
       for part in ("", "_low", "_high", "_n_items")),
     "advantage_rank", "advantage_probability", "advantage_probability_low",
     "advantage_probability_high", "advantage_provisional", "winning_rate", "clinicians_tested",
-    "alt_test_epsilon", "alt_test_verdict", "alt_test_needs",
+    "alt_test_epsilon", "alt_test_verdict", "alt_test_needs", "alt_test_design_warning",
     "undefined",
 ]  # fmt: skip
 
@@ -462,8 +462,9 @@ def _alt_test_cells(row: ComparisonRow) -> list:
         _blank(test.winning_rate),
         test.n_tested,
         test.epsilon,
-        test.verdict,
+        test.verdict,  # the authors' verdict (omega >= 0.5), whatever the design
         "; ".join(test.needs),
+        test.design_warning,  # the design is short of the project's conditions
     ]
 
 

@@ -21,6 +21,13 @@ CHART_TITLES = {
     "annotators": ("Each annotator against the jury", "ratings within 1 of the jury"),
 }
 
+CHART_GAPS = {
+    "rubrics": "No chart of the rubrics yet: no round has a conversation with both a jury score "
+    "and a counted clinician score under these filters.",
+    "annotators": "No chart of the annotators yet: no counted rating has a jury score to "
+    "compare with under these filters.",
+}
+
 
 @dataclass
 class Trend:
@@ -100,6 +107,18 @@ def _annotator_row(report: StudyReport, username: str):
         return None
     own = rows[rows["username"] == username]
     return None if own.empty else next(own.itertuples(index=False))
+
+
+def chart_gap(data: Trend, kind: str) -> str:
+    """Why the chart of `kind` would be empty ("" when it has something to plot): a chart
+    without a single point is not offered, as a figure or a download."""
+    if not data.rounds:
+        return "This project has no study yet."
+    agreement, majors = _series(data, kind)
+    plotted = any(value is not None for series in agreement.values() for value, _, _ in series)
+    if plotted or any(count for counts in majors.values() for count in counts):
+        return ""
+    return CHART_GAPS[kind]
 
 
 def trend_chart(data: Trend, kind: str) -> Figure:

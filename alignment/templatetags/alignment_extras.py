@@ -62,8 +62,8 @@ def figure(result, name: str):
 
 @register.filter
 def corrected(estimate, fmt: str = "number"):
-    """A clinician-corrected (or jury-only) figure with its interval and n: the value, the
-    normal interval, and the conversations it rests on; an undefined one with its reason."""
+    """A clinician-corrected (or jury-only) figure with its interval (and the interval's note):
+    pass rates with one decimal; an undefined one with its reason."""
     if estimate is None:
         return ""
     if estimate.value is None:
@@ -73,16 +73,9 @@ def corrected(estimate, fmt: str = "number"):
         )
     return format_html(
         '<span class="value">{}</span> <span class="ci">{}</span>',
-        value_text_fine(estimate.value, fmt),
-        ""
-        if estimate.low is None
-        else f"[{value_text_fine(estimate.low, fmt)}, {value_text_fine(estimate.high, fmt)}]",
+        value_text(estimate.value, fmt, fine=True),
+        interval_text(estimate, fmt, fine=True),
     )
-
-
-def value_text_fine(value: float, fmt: str) -> str:
-    """Pass rates with one decimal (they move by less than a point); other figures as usual."""
-    return f"{100 * value:.1f}%" if fmt == "share" else value_text(value, fmt)
 
 
 @register.filter

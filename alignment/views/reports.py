@@ -5,6 +5,7 @@ track, include synthetic) travel in the query string so each page and export is 
 
 from __future__ import annotations
 
+import zlib
 from urllib.parse import urlencode
 
 from django.core.exceptions import ValidationError
@@ -24,6 +25,7 @@ from alignment.engine.alt_test import ALIGNMENT, MIN_CLINICIANS, MIN_ITEMS
 from alignment.engine.judges import ERROR_DEFINITION
 from alignment.models import ItemTheme
 from alignment.services import disagreements, exports, figures, themes, trend
+from alignment.services.corrected import CORRECTED_METHOD
 from alignment.services.drift import annotator_drift
 from alignment.services.drift import drift_export as drift_text
 from alignment.services.frames import EXCLUSION_REASONS, study_rubrics
@@ -99,6 +101,7 @@ def _common(study: Study, report: StudyReport) -> dict:
             "alt_alignment": ALIGNMENT,
             "alt_min_items": MIN_ITEMS,
             "alt_min_clinicians": MIN_CLINICIANS,
+            "corrected_method": CORRECTED_METHOD,
         },
         "figure_labels": exports.FIGURE_LABELS,
         "study_tables": list(exports.STUDY_TABLES),
@@ -158,8 +161,9 @@ def export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     if fmt not in exports.EXPORT_FORMATS:
         raise Http404("No such export format.")
     study = _study(pk)
-    text = exports.agreement_export(_filtered_report(request, study), fmt, study=study)
-    return _table_download(request, study, text, name="agreement", fmt=fmt)
+    report = _filtered_report(request, study)
+    text = exports.agreement_export(report, fmt, study=study)
+    return _table_download(request, study, text, name="agreement", fmt=fmt, report=report)
 
 
 @role_required(*STAFF)
@@ -171,15 +175,15 @@ def table_export(request: HttpRequest, pk: int, table: str, fmt: str) -> HttpRes
     study = _study(pk)
     report = _filtered_report(request, study)
     text = exports.study_table_export(report, table, fmt, study=study)
-    return _table_download(request, study, text, name=table, fmt=fmt)
+    return _table_download(request, study, text, name=table, fmt=fmt, report=report)
 
 
-def _table_download(request, study, text: str, *, name: str, fmt: str) -> HttpResponse:
+def _table_download(request, study, text: str, *, name: str, fmt: str, report) -> HttpResponse:
     """A table of the study's report, downloaded through the trail."""
     return download_response(
         request, text, filename=f"study-{study.pk}-{name}.{fmt}",
         content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8", kind="table",
-        target=study,
+        target=study, synthetic=bool(report.synthetic_ratings),
     )  # fmt: skip
 
 
@@ -207,7 +211,7 @@ def drift_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     return download_response(
         request, text, filename=f"study-{pk}-drift.{fmt}",
         content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8", kind="table",
-        target=study,
+        target=study, synthetic=data.has_synthetic,
     )  # fmt: skip
 
 
@@ -221,17 +225,25 @@ def _section(study: Study, data: StudyReport, rubric_id: str):
     return section
 
 
-def _figure(kind: str, section, study: Study):
+def _figure(kind: str, section, study: Study, *, linked: bool):
+    """A figure of one rubric. Only the page's figure links its points to the disagreement
+    report: a download holds no address of this site, so it is the same figure wherever the
+    study's archive is imported."""
+    rubric_id = section.rubric.rubric_id
     title = f"{section.rubric.name} (n = {len(section.points)} conversations)"
+    points = figures.in_study_order(
+        section.points, study.items.values_list("conversation_id", flat=True)
+    )
     if kind == "scatter":
-        links = [
-            reverse("alignment:disagreements", args=[study.pk])
-            + f"?rubric={section.rubric.rubric_id}&limit=500#item-{item}-{section.rubric.rubric_id}"
-            for item in section.points["item"]
-        ]
-        return figures.scatter_figure(section.points, title=title, links=links, seed=study.pk)
+        links = None
+        if linked:
+            page = reverse("alignment:disagreements", args=[study.pk])
+            links = [f"{page}?rubric={rubric_id}&limit=500#item-{item}-{rubric_id}"
+                     for item in points["item"]]  # fmt: skip
+        seed = zlib.crc32(rubric_id.encode())  # the rubric's, not an id an import renumbers
+        return figures.scatter_figure(points, title=title, links=links, seed=seed)
     if kind == "bias":
-        return figures.bias_figure(section.points, title=title)
+        return figures.bias_figure(points, title=title)
     return figures.confusion_figure(section.agreement.confusion, title=title)
 
 
@@ -244,7 +256,7 @@ def rubric(request: HttpRequest, pk: int, rubric_id: str) -> HttpResponse:
     if not section.points.empty:
         charts = {
             kind: figures.inline_svg(
-                _figure(kind, section, study), salt=f"{study.pk}-{rubric_id}-{kind}"
+                _figure(kind, section, study, linked=True), salt=f"{rubric_id}-{kind}"
             )
             for kind in FIGURE_KINDS
         }
@@ -263,12 +275,14 @@ def figure(request: HttpRequest, pk: int, rubric_id: str, kind: str, fmt: str) -
     if kind not in FIGURE_KINDS or fmt not in figures.FORMATS:
         raise Http404("No such figure or format.")
     study = _study(pk)
-    section = _section(study, _filtered_report(request, study), rubric_id)
-    salt = f"{study.pk}-{rubric_id}-{kind}"
-    body = figures.render(_figure(kind, section, study), fmt, salt=salt)
+    report = _filtered_report(request, study)
+    section = _section(study, report, rubric_id)
+    salt = f"{rubric_id}-{kind}"  # nothing an import renumbers
+    body = figures.render(_figure(kind, section, study, linked=False), fmt, salt=salt)
     return download_response(
         request, body, filename=f"study-{pk}-{rubric_id}-{kind}.{fmt}",
         content_type=figures.FORMATS[fmt], kind="figure", target=study,
+        synthetic=bool(report.synthetic_ratings),
     )  # fmt: skip
 
 
@@ -373,12 +387,12 @@ def trend_page(request: HttpRequest, pk: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=pk)
     filters = _filters(request, project)
     data = trend.calibration_trend(project, filters)
-    charts = {}
-    if data.rounds:
-        charts = {
-            kind: trend.trend_chart_svg(data, kind, salt=f"trend-{pk}-{kind}")
-            for kind in TREND_KINDS
-        }
+    gaps = {kind: trend.chart_gap(data, kind) for kind in TREND_KINDS}
+    charts = {
+        kind: trend.trend_chart_svg(data, kind, salt=f"trend-{kind}")
+        for kind in TREND_KINDS
+        if not gaps[kind]
+    }
     context = {
         "project": project,
         "trend": data,
@@ -386,6 +400,7 @@ def trend_page(request: HttpRequest, pk: int) -> HttpResponse:
         "annotator_cells": data.annotator_cells(),
         "models": sorted({m for report in data.reports for m in report.models}),
         "charts": charts,
+        "gaps": list(dict.fromkeys(gap for gap in gaps.values() if gap)),  # each reason once
         "filters": filters,
         "query": _query(filters),
         "tracks": Track.choices,
@@ -402,11 +417,12 @@ def trend_figure(request: HttpRequest, pk: int, kind: str, fmt: str) -> HttpResp
         raise Http404("No such figure or format.")
     project = get_object_or_404(Project, pk=pk)
     data = trend.calibration_trend(project, _filters(request, project))
-    if not data.rounds:
-        raise Http404("This project has no study yet.")
-    salt = f"trend-{pk}-{kind}"
+    if gap := trend.chart_gap(data, kind):
+        raise Http404(gap)
+    salt = f"trend-{kind}"
     body = figures.render(trend.trend_chart(data, kind), fmt, salt=salt)
     return download_response(
         request, body, filename=f"project-{pk}-trend-{kind}.{fmt}",
         content_type=figures.FORMATS[fmt], kind="figure", target=project,
+        synthetic=any(report.synthetic_ratings for report in data.reports),
     )  # fmt: skip

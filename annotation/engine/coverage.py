@@ -1,8 +1,8 @@
 """The study page's view of what the stratified sampler achieved: a table and a heat map.
 
 Input is the coverage JSON `study_create` stores (models, rubrics, wanted_per_cell, cells with
-available / sampled counts, shortfalls). Pure functions; the heat map is SVG markup with every
-label escaped, so the template may embed it as is.
+available / sampled / expected counts, the design's strata, shortfalls). Pure functions; the
+heat map is SVG markup with every label escaped, so the template may embed it as is.
 """
 
 from __future__ import annotations
@@ -27,6 +27,19 @@ class CoverageCell:
     available: int
     sampled: int
     short: bool
+    expected: float | None = None  # the sum of its conversations' chances (exact designs)
+
+
+@dataclass(frozen=True)
+class StratumRow:
+    key: str
+    cells: int  # home cells it holds: one, or the common cells pooled
+    size: int  # N_h
+    drawn: int  # n_h
+
+    @property
+    def probability(self) -> float:
+        return self.drawn / self.size
 
 
 @dataclass(frozen=True)
@@ -47,11 +60,17 @@ def coverage_rows(coverage: Mapping, labels: Mapping[str, str]) -> list[Coverage
             cells = []
             for bin_ in BINS:
                 cell = by_key.get((model, rubric, bin_), {"available": 0, "sampled": 0})
-                cells.append(
-                    CoverageCell(bin_, cell["available"], cell["sampled"], cell["sampled"] < wanted)
-                )
+                short = cell["sampled"] < wanted
+                cells.append(CoverageCell(bin_, cell["available"], cell["sampled"], short,
+                                          cell.get("expected")))  # fmt: skip
             rows.append(CoverageRow(model, rubric, labels.get(rubric, rubric), tuple(cells)))
     return rows
+
+
+def strata_rows(coverage: Mapping) -> list[StratumRow]:
+    """The design's strata in the sampler's order (none for a study drawn before it)."""
+    strata = (coverage.get("design") or {}).get("strata", [])
+    return [StratumRow(s["key"], len(s["cells"]), s["size"], s["drawn"]) for s in strata]
 
 
 def shortfall_sentences(coverage: Mapping, labels: Mapping[str, str]) -> list[str]:

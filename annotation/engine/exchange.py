@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from common import json_text
 from common.csv_export import restore_cell, rows_csv
 from common.text_files import NotText, decode_text
 
@@ -37,6 +38,12 @@ COLUMN_KINDS = {  # columns that are not text, for typed formats (Parquet)
     "seconds_on_task": "int", "invalidated": "bool",
 }  # fmt: skip
 REQUIRED = ("conversation", "annotator", "track", "rubric_id", "score")
+# A line starting with this before the header is a comment (no column name starts with it).
+COMMENT = "#"
+SYNTHETIC_NOTE = (
+    "Includes the work of synthetic clinicians (scripted simulated clinicians, not people): "
+    "see the column synthetic."
+)
 TRUE_WORDS, FALSE_WORDS = {"true", "1", "yes", "y"}, {"false", "0", "no", "n", ""}
 TEXT_LIMIT = 5000
 
@@ -72,10 +79,12 @@ class Upload:
 # --- writing -----------------------------------------------------------------------------------
 
 
-def write_csv(rows: Iterable[Mapping]) -> str:
-    return rows_csv(
+def write_csv(rows: Iterable[Mapping], *, note: str = "") -> str:
+    """The rows as CSV; a `note` goes first, as a COMMENT line the import skips."""
+    text = rows_csv(
         ([_csv_cell(row.get(name)) for name in COLUMNS] for row in rows), header=COLUMNS
     )
+    return f"{COMMENT} {note}\r\n{text}" if note else text
 
 
 def _csv_cell(value):
@@ -149,22 +158,36 @@ def _is_jsonl(text: str, filename: str) -> bool:
 
 
 def _csv_rows(text: str) -> list[tuple[int, dict | str]]:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    comments = _leading_comments(text)
+    stream = io.StringIO(text, newline="")
+    for _ in range(comments):
+        stream.readline()
+    reader = csv.DictReader(stream)
     header = [name.strip() for name in reader.fieldnames or []]
     missing = [name for name in REQUIRED if name not in header]
     if missing:
-        raise UploadError([f"line 1: missing column(s) {', '.join(missing)}"])
+        raise UploadError([f"line {comments + 1}: missing column(s) {', '.join(missing)}"])
     reader.fieldnames = header
     rows = []
     try:
         for raw in reader:
             if None in raw:
-                rows.append((reader.line_num, "more cells than the header has columns"))
+                rows.append((comments + reader.line_num, "more cells than the header has columns"))
             elif any((value or "").strip() for value in raw.values()):
-                rows.append((reader.line_num, _restored(raw)))
+                rows.append((comments + reader.line_num, _restored(raw)))
     except csv.Error as error:
-        rows.append((reader.line_num, f"not readable as CSV ({error})"))
+        rows.append((comments + reader.line_num, f"not readable as CSV ({error})"))
     return rows
+
+
+def _leading_comments(text: str) -> int:
+    """How many lines before the header are COMMENT lines (the export's synthetic note)."""
+    count = 0
+    for line in io.StringIO(text, newline=""):
+        if not line.startswith(COMMENT):
+            break
+        count += 1
+    return count
 
 
 def _restored(raw: dict) -> dict:
@@ -179,7 +202,7 @@ def _jsonl_rows(text: str) -> list[tuple[int, dict | str]]:
         if not content.strip():
             continue
         try:
-            value = json.loads(content)
+            value = json_text.loads(content)
         except json.JSONDecodeError as error:
             rows.append((line, f"not valid JSON ({error.msg}, column {error.colno})"))
             continue

@@ -11,11 +11,14 @@ probabilities are exactly n * size / total, with sizes that would reach 1 taken 
 (probability 1) and the rest of the draws spread over the others. The floor keeps every
 conversation's chance above zero, so none of the population is left without a weight.
 
-A conversation can enter the study through either phase. As the first phase combines its cells
-(annotation.engine.sampling), the two phases combine as independent chances:
-pi = 1 - (1 - pi_1) (1 - pi_2), where pi_2 is the chance the second phase's design gives the
-conversation's size (also for conversations the first phase already took, which could not be
-drawn twice). Each item's weight stays 1 / pi.
+The second phase is drawn over the whole population the first phase drew from - the
+conversations already in the study included - with its own seed, so its chances pi_2 do not
+depend on which conversations the first phase took. A draw that lands on a conversation already
+in the study adds nothing. The two phases are then independent, and a conversation's chance of
+being in the study is exactly pi = 1 - (1 - pi_1) (1 - pi_2) (`combined_probability`), for the
+conversations either phase took. (Drawing only among the conversations the first phase left
+would make pi_2 depend on the first sample, and that union formula would no longer hold.)
+Each item's weight stays 1 / pi.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 # The widest spread of scores on a 1-5 scale (half 1s, half 5s) has a population standard
 # deviation of 2; the threshold's neighbourhood is two points wide on either side.
@@ -73,13 +76,24 @@ class SecondPhase:
     chosen: list[int]  # the drawn ids, in the order the systematic walk met them
     scale: float  # pi_2 = min(1, scale * size) for sizes below `certain_from`
     certain_from: float  # sizes at or above this are taken with certainty
+    added: list[int] = field(default_factory=list)  # drawn and not in the study yet
 
     def probability(self, size: float) -> float:
-        """pi_2 of a conversation of this size under this design (drawn or not, eligible or
-        already in the study)."""
+        """pi_2 of a conversation of this size under this design (drawn or not, already in
+        the study or not)."""
         if size >= self.certain_from:
             return 1.0
         return min(1.0, self.scale * size)
+
+
+def second_phase_draw(
+    sizes: Mapping[int, float], *, taken: Collection[int], draws: int, seed: int
+) -> SecondPhase:
+    """The second phase over the whole population (`sizes` holds every conversation the first
+    phase could draw, `taken` those in the study): see the module docstring."""
+    design = pps_systematic(sizes, draws=draws, seed=seed)
+    added = [key for key in design.chosen if key not in taken]
+    return replace(design, added=added)
 
 
 def pps_systematic(sizes: Mapping[int, float], *, draws: int, seed: int) -> SecondPhase:
@@ -94,7 +108,9 @@ def pps_systematic(sizes: Mapping[int, float], *, draws: int, seed: int) -> Seco
     if draws <= 0:
         return SecondPhase(chosen=[], scale=0.0, certain_from=math.inf)
     certain, scale, certain_from = _certain_units(sizes, draws)
-    rng = random.Random(seed)
+    # A stream of its own: the same seed number as the first phase's must not tie the two
+    # phases' draws together, or they would not be independent.
+    rng = random.Random(f"second phase {seed}")
     order = sorted(set(sizes) - certain)
     rng.shuffle(order)
     chosen = sorted(certain)
@@ -126,5 +142,5 @@ def _certain_units(sizes: Mapping[int, float], draws: int) -> tuple[set[int], fl
 
 
 def combined_probability(first: float | None, second: float) -> float:
-    """The chance of entering the study through either phase, taken as independent."""
+    """The chance of entering the study through either of two independent phases."""
     return 1.0 - (1.0 - (first or 0.0)) * (1.0 - second)

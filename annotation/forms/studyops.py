@@ -86,10 +86,11 @@ class AdjudicationSendForm(forms.Form):
 
 class SecondPhaseForm(forms.Form):
     draws = forms.IntegerField(
-        min_value=1, max_value=2000, label="Conversations to add",
-        help_text="Drawn with probability proportional to how much each would teach; every "
-        "item keeps a known chance of being in the study, so the population-weighted figures "
-        "stay valid.",
+        min_value=1, max_value=2000, label="Conversations to draw",
+        help_text="Drawn with probability proportional to how much each would teach, over "
+        "every conversation the study draws from (a draw of one already in the study adds "
+        "nothing); every item keeps an exact chance of being in the study, so the "
+        "population-weighted figures stay valid.",
     )  # fmt: skip
     spread_weight = forms.FloatField(
         min_value=0, max_value=10, initial=1.0, label="Weight of judge disagreement",

@@ -15,7 +15,12 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from accounts.models import Track
-from annotation.engine.coverage import coverage_heatmaps, coverage_rows, shortfall_sentences
+from annotation.engine.coverage import (
+    coverage_heatmaps,
+    coverage_rows,
+    shortfall_sentences,
+    strata_rows,
+)
 from annotation.engine.pace import BEHIND, OVERDUE, annotator_target, pace
 from annotation.models import Assignment, AssignmentStatus, ProjectMember, Study
 
@@ -190,6 +195,7 @@ def study_coverage(study: Study) -> dict:
         "empty_strata": sum(1 for s in coverage.get("shortfalls", []) if s["available"] == 0),
         "wanted": coverage.get("wanted_per_cell", 1),
         "candidates": coverage.get("candidates", 0),
+        "strata": strata_rows(coverage),
     }
 
 

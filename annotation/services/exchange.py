@@ -110,10 +110,12 @@ def _row(assignment: Assignment, version, annotator: str) -> dict:
 
 def export_file(study: Study, fmt: str, *, pseudonymise: bool = False):
     """The annotation export in `fmt` (csv, jsonl or parquet, streamed a row group at a time)
-    and its content type."""
+    and its content type. Synthetic clinicians' work is marked in every row (`synthetic`)
+    and, when the study has any, at the top: a CSV comment line, Parquet metadata."""
     if fmt == "parquet":
         rows = export_rows(study, pseudonymise=pseudonymise)
-        return parquet_chunks(rows, PARQUET_COLUMNS), PARQUET
+        metadata = {"synthetic": exchange.SYNTHETIC_NOTE} if has_synthetic_work(study) else None
+        return parquet_chunks(rows, PARQUET_COLUMNS, metadata=metadata), PARQUET
     if fmt not in FORMATS:
         raise ValueError(f"export formats: {', '.join(EXPORT_FORMATS)}")
     return export_text(study, fmt, pseudonymise=pseudonymise), f"{FORMATS[fmt]}; charset=utf-8"
@@ -121,7 +123,17 @@ def export_file(study: Study, fmt: str, *, pseudonymise: bool = False):
 
 def export_text(study: Study, fmt: str, *, pseudonymise: bool = False) -> str:
     rows = export_rows(study, pseudonymise=pseudonymise)
-    return exchange.write_csv(rows) if fmt == "csv" else exchange.to_jsonl(rows)
+    if fmt != "csv":
+        return exchange.to_jsonl(rows)  # JSON lines hold no comment: each row says it
+    note = exchange.SYNTHETIC_NOTE if has_synthetic_work(study) else ""
+    return exchange.write_csv(rows, note=note)
+
+
+def has_synthetic_work(study: Study) -> bool:
+    """Whether the export holds a synthetic clinician's submitted work."""
+    return Assignment.objects.filter(
+        item__study=study, status=AssignmentStatus.SUBMITTED, synthetic=True
+    ).exists()
 
 
 # --- import ------------------------------------------------------------------------------------

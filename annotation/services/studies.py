@@ -146,18 +146,25 @@ def _draw_sample(study: Study, jobs, versions) -> None:
 
 
 def _item(study: Study, position: int, pick: Pick, candidate: Candidate, sample) -> StudyItem:
-    """A study item with its design: the cell it was drawn for and that cell's size and
-    draws, its cell of every rubric (jury bins) and its inclusion probability."""
+    """A study item with its design: its stratum (key and home cell) with the stratum's size
+    and draws, its cell of every rubric (jury bins) and its inclusion probability."""
+    stratum = sample.design.stratum_of(candidate)
     return StudyItem(
         study=study,
         conversation_id=pick.conversation_id,
         position=position,
-        stratum={"model": pick.cell[0], "rubric": pick.cell[1], "bin": pick.cell[2]},
+        stratum=item_stratum(pick.stratum, pick.cell),
         jury_bins=candidate.bins(),
-        cell_available=sample.available[pick.cell],
-        cell_drawn=sample.drawn[pick.cell],
-        inclusion_probability=sample.inclusion_probability(candidate),
+        cell_available=stratum.size,
+        cell_drawn=stratum.drawn,
+        inclusion_probability=stratum.probability,
     )
+
+
+def item_stratum(key: str, home: tuple[str, str, int]) -> dict:
+    """What an item records of its place in the design: the design stratum's key and its own
+    home cell (the rarest of its cells)."""
+    return {"key": key, "model": home[0], "rubric": home[1], "bin": home[2]}
 
 
 def study_candidates(study: Study, jobs, rubric_ids: Sequence[str]) -> list[Candidate]:

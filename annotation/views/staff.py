@@ -202,6 +202,7 @@ def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     return download_response(
         request, content, filename=f"study-{pk}-annotations{suffix}.{fmt}",
         content_type=content_type, kind="annotations", target=study,
+        synthetic=exchange.has_synthetic_work(study),
     )  # fmt: skip
 
 

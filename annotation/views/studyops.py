@@ -125,7 +125,10 @@ def study_second_phase_add(request: HttpRequest, pk: int) -> HttpResponse:
     except ValidationError as error:
         _refused(request, error)
     else:
-        messages.success(request, f"Added {len(added)} conversations to the study (second phase).")
+        many = "" if len(added) == 1 else "s"
+        messages.success(
+            request, f"Added {len(added)} conversation{many} to the study (second phase)."
+        )
     return redirect("annotation:staff_study", pk)
 
 

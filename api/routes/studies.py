@@ -16,7 +16,7 @@ from alignment.forms.archive import ArchiveImportForm
 from alignment.models import ArchiveJob, ArchiveJobKind, ArchiveJobStatus
 from alignment.services.archive import ArchiveError
 from alignment.services.archive.jobs import archive_export_request, archive_import_request
-from alignment.services.exports import agreement_rows
+from alignment.services.exports import agreement_rows, synthetic_marked, usernames
 from alignment.services.reports import study_report
 from alignment.views.reports import _filters as report_filters
 from annotation.forms.staff import StudyForm
@@ -109,6 +109,7 @@ def study_annotations(request: HttpRequest, study_id: int, fmt: str):
     return download_response(
         request, content, filename=f"study-{study_id}-annotations{suffix}.{fmt}",
         content_type=content_type, kind="annotations", target=study,
+        synthetic=exchange.has_synthetic_work(study),
     )  # fmt: skip
 
 
@@ -127,8 +128,9 @@ def study_agreement(request: HttpRequest, study_id: int):
         "conversations": report.n_items,
         "ratings": report.n_ratings,
         "excluded": report.excluded,
+        "synthetic_ratings": report.synthetic_ratings,  # synthetic clinicians' ratings counted
         "design": {"source": report.design_source, "missing_because": report.design_reason},
-        "table": frame_rows(agreement_rows(report)),
+        "table": frame_rows(synthetic_marked(agreement_rows(report), report, usernames(report))),
         "rubrics": [
             {
                 "rubric": plain_tree(section.rubric),

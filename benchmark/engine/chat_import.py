@@ -8,9 +8,12 @@ A line is either
   patient -, `assistant` with its text and `tool_calls`, `tool` with `tool_call_id` and the
   tool's result), and optionally `id`, `model` (who wrote the replies; one agent per model in
   the imported run), `patient_record` (the patient's record, an object), `scenario` (what the
-  judges read beside the trace: text), `scenario_complexity`, `tags`, `case` (case columns);
+  judges read beside the trace: text), `scenario_complexity`, `tags`, `case` (case columns),
+  `case_id` (the case it plays: lines sharing one are one case, so several models' replies
+  to it are paired);
 - or **a line of this site's run export** (`conversation_id`, `agent`, `case`, `events`): the
-  trace is kept event for event, so an exported run imports back to the same traces.
+  trace is kept event for event, so an exported run imports back to the same traces, the
+  conversations of one case (`case.entry_index`) still one case.
 
 Pure Python: no Django.
 """
@@ -28,6 +31,7 @@ from benchmark.engine.imports import (
     ImportedToolCall,
     conversation_problems,
 )
+from common import json_text
 
 
 class LineProblem(ValueError):
@@ -41,7 +45,7 @@ def read_jsonl(text: str) -> tuple[list[ImportedConversation], list[str]]:
         if not line.strip():
             continue
         try:
-            conversation = _conversation(json.loads(line), number)
+            conversation = _conversation(json_text.loads(line), number)
         except json.JSONDecodeError as error:
             problems.append(f"line {number}: not JSON ({error.msg}, column {error.colno})")
             continue
@@ -101,6 +105,7 @@ def _openai(row: dict, number: int) -> ImportedConversation:
         complexity=_optional_text(row, "scenario_complexity"),
         model=model,
         label=model,
+        case_key=_identifier(row, "case_id"),
     )
 
 
@@ -120,6 +125,7 @@ def _exported(row: dict, number: int) -> ImportedConversation:
         complexity=str(case.get("complexity") or ""),
         model=str(agent.get("model") or ""),
         label=str(agent.get("label") or agent.get("model") or ""),
+        case_key="" if case.get("entry_index") is None else f"entry {case['entry_index']}",
     )
 
 
@@ -131,9 +137,11 @@ def _tool_call(call: Any, position: int) -> ImportedToolCall:
     arguments = function.get("arguments") or "{}"
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError:
-            raise LineProblem(f"{where}'s arguments are not JSON: {arguments[:80]!r}") from None
+            arguments = json_text.loads(arguments)
+        except json.JSONDecodeError as error:
+            raise LineProblem(
+                f"{where}'s arguments are not JSON ({error.msg}): {arguments[:80]!r}"
+            ) from None
     if not isinstance(arguments, dict):
         raise LineProblem(f"{where}'s arguments must be a JSON object")
     return ImportedToolCall(str(call.get("id") or ""), str(function.get("name") or ""), arguments)
@@ -155,6 +163,13 @@ def _optional_text(row: dict, name: str) -> str:
     if value is not None and not isinstance(value, str):
         raise LineProblem(f"{name} must be text")
     return value or ""
+
+
+def _identifier(row: dict, name: str) -> str:
+    value = row.get(name)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, str | int)):
+        raise LineProblem(f"{name} must be text or a whole number")
+    return "" if value is None else str(value).strip()
 
 
 def _mapping(row: dict, name: str) -> Mapping:

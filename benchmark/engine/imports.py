@@ -10,6 +10,9 @@ given (a system message) are kept apart from the messages, since no event of a t
 them. A conversation exported by this site brings its trace instead (`events`, as the run's
 JSONL export writes them), stored event for event so the export imports back to the same trace.
 `model` / `label` say who wrote the replies (one agent of the imported run per model).
+`case_key` names the case a conversation plays: conversations of one import that share it are
+one case (one benchmark entry), so the replies of several models to the same case are paired in
+reports; they must then agree on what the case is (`case_problems`).
 Pure Python: no Django.
 """
 
@@ -70,6 +73,7 @@ class ImportedConversation:
     model: str = ""  # the model (or person) that wrote the replies; "" for the import's own
     label: str = ""  # how reports name that agent ("" : the model)
     events: tuple[Mapping[str, Any], ...] = ()  # this site's own trace, instead of messages
+    case_key: str = ""  # the case it plays, shared with other models' replies ("": its own)
 
     @property
     def assistant_turns(self) -> int:
@@ -85,6 +89,8 @@ def conversation_problems(conversation: ImportedConversation) -> list[str]:
         problems += _event_problems(conversation.events)
     else:
         problems += _message_problems(conversation.messages)
+    if len(conversation.case_key) > MAX_KEY_CHARS:
+        problems.append(f"its case id must be at most {MAX_KEY_CHARS} characters")
     unknown = sorted(set(conversation.case) - set(CASE_COLUMNS))
     if unknown:
         problems.append(f"unknown case columns: {', '.join(unknown)}")
@@ -147,6 +153,34 @@ def duplicate_keys(conversations: Sequence[ImportedConversation]) -> list[str]:
             duplicates.append(conversation.key)
         seen.add(conversation.key)
     return duplicates
+
+
+# What a case is: conversations sharing a case key must agree on each of these.
+CASE_FIELDS = {
+    "instructions": "the assistant's instructions", "profile": "the patient record",
+    "story": "the scenario", "complexity": "the scenario complexity", "case": "the case columns",
+}  # fmt: skip
+
+
+def case_problems(conversations: Sequence[ImportedConversation]) -> list[str]:
+    """Conversations sharing a case key that describe different cases, each named."""
+    first: dict[str, ImportedConversation] = {}
+    problems = []
+    for conversation in conversations:
+        if not conversation.case_key:
+            continue
+        model = first.setdefault(conversation.case_key, conversation)
+        differ = [
+            words
+            for name, words in CASE_FIELDS.items()
+            if getattr(conversation, name) != getattr(model, name)
+        ]
+        if differ:
+            problems.append(
+                f"{conversation.key!r}: it plays case {conversation.case_key!r} like "
+                f"{model.key!r} but differs from it on {', '.join(differ)}"
+            )
+    return problems
 
 
 def trace_events(conversation: ImportedConversation) -> list[dict[str, Any]]:

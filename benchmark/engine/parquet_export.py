@@ -43,10 +43,17 @@ def schema_of(columns: Sequence[Column]) -> pa.Schema:
 
 
 def parquet_chunks(
-    rows: Iterable[Mapping], columns: Sequence[Column], *, row_group: int = ROW_GROUP
+    rows: Iterable[Mapping],
+    columns: Sequence[Column],
+    *,
+    row_group: int = ROW_GROUP,
+    metadata: Mapping[str, str] | None = None,
 ) -> Iterator[bytes]:
-    """The Parquet file of `rows` (mappings with the columns' names) as a stream of bytes."""
+    """The Parquet file of `rows` (mappings with the columns' names) as a stream of bytes;
+    `metadata` goes into the file's key-value metadata."""
     schema = schema_of(columns)
+    if metadata:
+        schema = schema.with_metadata(dict(metadata))
     sink = _Sink()
     writer = pq.ParquetWriter(sink, schema, compression="zstd")
     rows = iter(rows)

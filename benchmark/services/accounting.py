@@ -5,11 +5,16 @@ An unknown price stays unknown: sums report it as None (shown as "unknown"), nev
 
 from __future__ import annotations
 
+import logging
+import secrets
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 
+from django.core.exceptions import ObjectDoesNotExist
+from django.db import Error as DatabaseFailure
+from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet, Sum
 
 from benchmark.engine.chat import ChatRequest, ChatResponse, ProviderError
@@ -17,16 +22,35 @@ from benchmark.engine.structured import forget_answer
 from benchmark.models import ModelCall
 from benchmark.services.retries import retry_fields
 
+logger = logging.getLogger(__name__)
+
 
 class RecordingClient:
     """Wraps a chat client and remembers (purpose, response) for every call, thread-safely,
-    and the provider retries of every call, answered or failed."""
+    and the provider retries of every call, answered or failed.
 
-    def __init__(self, inner):
+    With an `owner` (ModelCall's run=, conversation=, benchmark_set=), every answer a model
+    gave is written down as its ModelCall row the moment it arrives, in a commit of its own,
+    with `also` (the unit's own running sums, e.g. `spend_added`) in the same transaction; a
+    unit without ModelCall rows gives `also` alone. A worker killed before its unit stores the
+    outcome has still accounted for the money it spent, and the attempt sent again adds its
+    own calls. An answer replayed from the cache (it cost nothing) or one the database could
+    not take then is left to the unit's outcome: `unwritten`, saved by `unwritten_save`. Each
+    row carries a key of its own, so none is ever written twice."""
+
+    def __init__(self, inner, *, owner: dict | None = None, also: Also | None = None):
         self.inner = inner
+        self.owner = owner
+        self.also = also
         self.calls: list[tuple[str, ChatResponse]] = []
         self.retries: Counter[str] = Counter()
+        self._unwritten: list[tuple[str, ChatResponse, str]] = []
         self._lock = threading.Lock()
+        # Made inside a transaction (a command's, a test's), the unit's rows are not committed:
+        # a thread of its own connection would wait on them, or not see them. Answers that
+        # arrive on other threads are then written with the outcome.
+        self._creator = threading.get_ident()
+        self._creator_in_transaction = connection.in_atomic_block
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         try:
@@ -38,33 +62,95 @@ class RecordingClient:
         with self._lock:
             self.calls.append((request.purpose, response))
             self.retries.update(response.retries)
+        if self.owner is None and self.also is None:
+            return response
+        call = (request.purpose, response, secrets.token_hex(16))
+        if response.cached or not self._writable_here() or not self._written(call):
+            with self._lock:
+                self._unwritten.append(call)
         return response
 
     def forget(self, request: ChatRequest) -> None:
         forget_answer(self.inner, request)
 
+    @property
+    def unwritten(self) -> list[tuple[str, ChatResponse, str]]:
+        """(purpose, response, key) of the calls not yet written down."""
+        with self._lock:
+            return list(self._unwritten)
 
-def model_calls_save(calls: Iterable[tuple[str, ChatResponse]], **owner) -> list[ModelCall]:
-    """Persist calls; `owner` is run=, benchmark_set= and/or conversation=."""
-    return ModelCall.objects.bulk_create(model_call_rows(calls, **owner))
+    def _writable_here(self) -> bool:
+        return not self._creator_in_transaction or threading.get_ident() == self._creator
+
+    def _written(self, call: tuple[str, ChatResponse, str]) -> bool:
+        try:
+            with transaction.atomic():
+                if self.owner is not None:
+                    _model_call_row(*call, **self.owner).save()
+                if self.also is not None:
+                    self.also([call[1]])
+        except (DatabaseFailure, ObjectDoesNotExist) as error:  # written with the outcome
+            logger.warning("a %s answer is accounted later: %s", call[0], error)
+            return False
+        return True
 
 
-def model_call_rows(calls: Iterable[tuple[str, ChatResponse]], **owner) -> list[ModelCall]:
-    """Unsaved ModelCall rows for (purpose, response) pairs."""
-    return [
-        ModelCall(
-            purpose=purpose,
-            model=response.model,
-            input_tokens=response.usage.input_tokens,
-            output_tokens=response.usage.output_tokens,
-            cost_usd=response.cost_usd,
-            cached=response.cached,
-            latency_ms=response.latency_ms,
-            **retry_fields(response.retries),
-            **owner,
+# A unit's running sums, added to in the transaction that writes a call's ModelCall row.
+Also = Callable[[list[ChatResponse]], None]
+
+
+def unwritten_save(recorder: RecordingClient) -> None:
+    """Write the calls `recorder` has not written yet (inside the unit's own transaction)."""
+    if recorder.owner is not None:
+        ModelCall.objects.bulk_create(unwritten_rows(recorder), ignore_conflicts=True)
+
+
+def unwritten_rows(recorder: RecordingClient) -> list[ModelCall]:
+    return [_model_call_row(*call, **recorder.owner) for call in recorder.unwritten]
+
+
+def _model_call_row(purpose: str, response: ChatResponse, key: str, **owner) -> ModelCall:
+    return ModelCall(
+        purpose=purpose,
+        model=response.model,
+        input_tokens=response.usage.input_tokens,
+        output_tokens=response.usage.output_tokens,
+        cost_usd=response.cost_usd,
+        cached=response.cached,
+        latency_ms=response.latency_ms,
+        answer_key=key,
+        **retry_fields(response.retries),
+        **owner,
+    )
+
+
+# The running spend of a unit that sums its own (the rubric lab's units).
+SPEND = ("input_tokens", "output_tokens", "cost_usd", "cost_known", "model_costs")
+
+
+def spend_added(model, pk: int, calls: list[tuple[str, ChatResponse]]) -> None:
+    """Add answered calls to row `pk`'s running spend (its SPEND columns), over every attempt:
+    called as each answer arrives (RecordingClient's `also`) and with the outcome for the
+    calls not written then. The row is locked for the read and the write."""
+    if not calls:
+        return
+    with transaction.atomic():
+        row = model.objects.select_for_update().only("pk", *SPEND).get(pk=pk)
+        sums = totals(response for _, response in calls)
+        first = not row.model_costs
+        known = (first or row.cost_known) and sums["cost_usd"] is not None
+        model.objects.filter(pk=pk).update(
+            input_tokens=row.input_tokens + sums["input_tokens"],
+            output_tokens=row.output_tokens + sums["output_tokens"],
+            cost_usd=(row.cost_usd or Decimal(0)) + sums["cost_usd"] if known else None,
+            cost_known=known,
+            model_costs=model_costs_added(row.model_costs, calls),
         )
-        for purpose, response in calls
-    ]
+
+
+def spend_ledger(model, pk: int) -> Also:
+    """RecordingClient's `also` for a unit row that sums its own spend."""
+    return lambda responses: spend_added(model, pk, [("", r) for r in responses])
 
 
 def totals(responses: Iterable[ChatResponse]) -> dict:
@@ -128,6 +214,15 @@ def model_costs(calls: Iterable[tuple[str, ChatResponse]]) -> dict[str, dict]:
     return {
         model: {**row, "cost": None if row["cost"] is None else str(row["cost"])}
         for model, row in summary.items()
+    }
+
+
+def model_costs_added(stored: dict, calls: Iterable[tuple[str, ChatResponse]]) -> dict:
+    """A stored per-model summary (`model_costs`) with more calls added, in the same form."""
+    rows = model_cost_rows([stored, model_costs(calls)])
+    return {
+        row.pop("model"): {**row, "cost": None if row["cost"] is None else str(row["cost"])}
+        for row in rows
     }
 
 

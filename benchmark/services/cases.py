@@ -8,6 +8,7 @@ from decimal import Decimal
 from functools import lru_cache
 
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from audit.services import audit_record, fields_of
@@ -194,7 +195,9 @@ def entry_enrich(entry_id: int, token: str | None = None) -> None:
 
 def _enrich(entry_id: int) -> None:
     entry = BenchmarkEntry.objects.select_related("benchmark_set").get(pk=entry_id)
-    recorder = accounting.RecordingClient(model_router(True))
+    recorder = accounting.RecordingClient(
+        model_router(True), owner={"benchmark_set": entry.benchmark_set}
+    )
     try:
         result = enrich(
             recorder,
@@ -229,7 +232,7 @@ def _entry_fail(entry: BenchmarkEntry, reason: str, recorder) -> None:
 
 @transaction.atomic
 def _entry_save(entry: BenchmarkEntry, status: str, reason: str, recorder) -> None:
-    accounting.model_calls_save(recorder.calls, benchmark_set=entry.benchmark_set)
+    accounting.unwritten_save(recorder)
     # A task delivered twice may have enriched the entry meanwhile: keep the first result.
     if (
         not BenchmarkEntry.objects.select_for_update()
@@ -250,10 +253,26 @@ def _entry_save(entry: BenchmarkEntry, status: str, reason: str, recorder) -> No
 
 
 def benchmark_set_finish_if_done(benchmark_set: BenchmarkSet) -> None:
-    if not any_pending(benchmark_set.entries.filter(status=EntryStatus.PENDING)):
-        BenchmarkSet.objects.filter(pk=benchmark_set.pk, status=JobStatus.RUNNING).update(
-            status=JobStatus.FINISHED
-        )
+    """Once no entry is pending: finished, or failed with the reason when no case came out
+    ready (a set with no case to run is no finished set)."""
+    if any_pending(benchmark_set.entries.filter(status=EntryStatus.PENDING)):
+        return
+    error = _every_case_failed(benchmark_set)
+    BenchmarkSet.objects.filter(pk=benchmark_set.pk, status=JobStatus.RUNNING).update(
+        status=JobStatus.FAILED if error else JobStatus.FINISHED, error=error
+    )
+
+
+def _every_case_failed(benchmark_set: BenchmarkSet) -> str:
+    """Why every case failed (their commonest reason), or "" when one came out ready."""
+    entries = benchmark_set.entries.all()
+    if entries.filter(status=EntryStatus.READY).exists():
+        return ""
+    failed = entries.filter(status=EntryStatus.FAILED)
+    commonest = failed.values_list("failure_reason").annotate(n=Count("id")).order_by("-n").first()
+    if commonest is None:
+        return ""
+    return f"All {failed.count()} cases failed; commonest reason: {commonest[0]}"
 
 
 def benchmark_set_retry_failed(benchmark_set: BenchmarkSet) -> int:
@@ -267,6 +286,6 @@ def benchmark_set_retry_failed(benchmark_set: BenchmarkSet) -> int:
     )  # fmt: skip
     if count or benchmark_set.entries.filter(status=EntryStatus.PENDING).exists():
         BenchmarkSet.objects.filter(pk=benchmark_set.pk).update(
-            status=JobStatus.RUNNING, stop_reason=""
+            status=JobStatus.RUNNING, stop_reason="", error=""
         )
     return count

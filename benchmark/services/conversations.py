@@ -82,7 +82,10 @@ def conversation_execute(conversation_id: int) -> bool:
     conversation = Conversation.objects.select_related(
         "run", "run_agent__agent_config", "entry"
     ).get(pk=conversation_id)
-    recorder = accounting.RecordingClient(model_router(conversation.run.use_cache))
+    recorder = accounting.RecordingClient(
+        model_router(conversation.run.use_cache),
+        owner={"run": conversation.run, "conversation": conversation},
+    )
     with Heartbeat(partial(_refresh_heartbeat, conversation), label=str(conversation.public_id)):
         try:
             outcome, initial = _play(conversation, recorder)
@@ -197,9 +200,7 @@ def _save_outcome(conversation, outcome: ConversationOutcome, initial: dict, rec
         usage=_json_usage(outcome.usage),
         recorder=recorder,
     )
-    calls = accounting.model_call_rows(
-        recorder.calls, run=conversation.run, conversation=conversation
-    )
+    calls = accounting.unwritten_rows(recorder)
     _store(conversation, events, calls)
 
 
@@ -218,9 +219,7 @@ def _save_failure(conversation, termination: str, message: str, recorder) -> Non
         usage={},
         recorder=recorder,
     )
-    calls = accounting.model_call_rows(
-        recorder.calls, run=conversation.run, conversation=conversation
-    )
+    calls = accounting.unwritten_rows(recorder)
     _store(conversation, [], calls)
 
 
@@ -229,11 +228,11 @@ def _store(conversation: Conversation, events: list[TraceEvent], calls: list[Mod
 
     A superseded attempt (its lease expired and the conversation was handed out again) keeps
     only its model-call accounting: the money was spent, but its trace must not overwrite the
-    attempt that now owns the row.
+    attempt that now owns the row. `calls` are those not written as they were answered.
     """
     connection_checked()  # minutes may have passed since the connection was last used
     with transaction.atomic():
-        ModelCall.objects.bulk_create(calls)
+        ModelCall.objects.bulk_create(calls, ignore_conflicts=True)
         if not _this_attempt(conversation).select_for_update().exists():
             logger.warning(
                 "attempt %s of %s was superseded; outcome discarded",

@@ -14,9 +14,16 @@ from __future__ import annotations
 import threading
 import time
 
+from django.conf import settings
+
 from audit.services import audit_record
 from benchmark.engine.providers import endpoints as named
-from benchmark.engine.providers.endpoints import EndpointSet, parse_endpoints
+from benchmark.engine.providers.endpoints import (
+    Endpoint,
+    EndpointError,
+    EndpointSet,
+    parse_endpoints,
+)
 from benchmark.models import ModelEndpointList
 
 REFRESH_SECONDS = 5.0
@@ -57,9 +64,19 @@ def endpoints_text() -> str:
     return newest.yaml_text if newest else named.shipped_text()
 
 
+def endpoint_list_check(yaml_text: str) -> EndpointSet:
+    """The list of a text, or EndpointError naming every problem - among them each key variable
+    that may not be sent to an endpoint (one of the site's own settings, or no model key)."""
+    endpoint_set = parse_endpoints(yaml_text)
+    problems = named.key_variable_problems(endpoint_set, settings.SITE_VARIABLES)
+    if problems:
+        raise EndpointError(problems)
+    return endpoint_set
+
+
 def endpoint_list_save(*, yaml_text: str, note: str = "", user=None) -> ModelEndpointList:
     """Check and store a new list (EndpointError names every problem; nothing is saved)."""
-    parse_endpoints(yaml_text)
+    endpoint_list_check(yaml_text)
     before = endpoints_text()
     row = ModelEndpointList(yaml_text=yaml_text, note=note, created_by=user)
     row.full_clean()
@@ -75,11 +92,17 @@ def endpoint_list_save(*, yaml_text: str, note: str = "", user=None) -> ModelEnd
 def endpoint_rows(environment) -> list[dict]:
     """The page's table: each endpoint in force and whether its key variable is set."""
     return [
-        {"endpoint": endpoint,
-         "key_state": ("not needed" if not endpoint.api_key_env
-                       else "set" if environment.get(endpoint.api_key_env) else "not set")}
+        {"endpoint": endpoint, "key_state": _key_state(endpoint, environment)}
         for endpoint in endpoints_in_force()
-    ]  # fmt: skip
+    ]
+
+
+def _key_state(endpoint: Endpoint, environment) -> str:
+    if not endpoint.api_key_env:
+        return "not needed"
+    if named.key_variable_refusal(endpoint.api_key_env, settings.SITE_VARIABLES):
+        return "refused: never sent to an endpoint"
+    return "set" if environment.get(endpoint.api_key_env) else "not set"
 
 
 def endpoint_history() -> list[ModelEndpointList]:

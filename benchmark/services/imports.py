@@ -11,9 +11,10 @@ Contract:
   saved. The caller runs it inside its own transaction when it saves more with it (the lab
   saves the expert criteria in the same one), so a later failure leaves nothing either.
 - What it stores, in one transaction: a benchmark set named `name` with `imported_from =
-  source` and no distribution, one ready entry per conversation (index in file order; the
-  patient record as given, possibly empty; `seed` holds the source, its id and tags; the case
-  columns the importer filled), a finished run with one agent per model the rows name (the
+  source` and no distribution, one ready entry per case (index in file order; conversations
+  sharing a `case_key` are one case, every other conversation its own; the patient record as
+  given, possibly empty; `seed` holds the source, the case's id and tags; the case columns the
+  importer filled), a finished run with one agent per model the rows name (the
   conversation's `model` and `label`; rows naming none get `responder`, a label for who wrote
   the replies, e.g. "imported/healthbench"; no agent configuration), and per conversation a
   finished Conversation (termination `imported`, no sandbox) with its trace events.
@@ -26,6 +27,7 @@ lack is a sandbox: there is nothing to resume, and a run cannot be launched on a
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,6 +38,7 @@ from benchmark.engine.chat_import import read_jsonl
 from benchmark.engine.imports import (
     CASE_COLUMNS,
     ImportedConversation,
+    case_problems,
     conversation_problems,
     duplicate_keys,
     trace_events,
@@ -83,7 +86,7 @@ def import_problems(conversations: Sequence[ImportedConversation], *, name: str)
     for conversation in conversations:
         problems += [f"{conversation.key!r}: {p}" for p in conversation_problems(conversation)]
     problems += [f"{key!r}: the id is used twice" for key in duplicate_keys(conversations)]
-    return problems
+    return problems + case_problems(conversations)
 
 
 @transaction.atomic
@@ -99,14 +102,21 @@ def conversations_import(
     if problems := import_problems(conversations, name=name):
         raise ImportRefused(problems)
     now = timezone.now()
+    cases = _cases(conversations)
     benchmark_set = BenchmarkSet.objects.create(
-        name=name, distribution=None, sampler_seed=0, size=len(conversations),
+        name=name, distribution=None, sampler_seed=0, size=len(cases),
         generator_model="", status=JobStatus.FINISHED, imported_from=source[:300],
         created_by=user,
     )  # fmt: skip
-    entries = BenchmarkEntry.objects.bulk_create(
-        _entry(benchmark_set, index, conversation, source)
-        for index, conversation in enumerate(conversations)
+    entries = dict(
+        zip(
+            cases,
+            BenchmarkEntry.objects.bulk_create(
+                _entry(benchmark_set, index, members, source)
+                for index, members in enumerate(cases.values())
+            ),
+            strict=True,
+        )
     )
     config = {"benchmark_set": benchmark_set.pk, "imported_from": source, "responder": responder}
     run = Run.objects.create(
@@ -118,12 +128,15 @@ def conversations_import(
     agents = _agents(run, conversations, responder)
     stored = Conversation.objects.bulk_create(
         Conversation(
-            run=run, run_agent=agents[_agent_key(conversation, responder)], entry=entry, seed=0,
+            run=run, run_agent=agents[_agent_key(conversation, responder)],
+            entry=entries[_case_of(conversation)], seed=0, repetition=repetition,
             status=ConversationStatus.FINISHED,
             termination_reason=Termination.IMPORTED,
             assistant_turns=conversation.assistant_turns, started_at=now, finished_at=now,
         )
-        for entry, conversation in zip(entries, conversations, strict=True)
+        for conversation, repetition in zip(
+            conversations, _repetitions(conversations, responder), strict=True
+        )
     )  # fmt: skip
     TraceEvent.objects.bulk_create(
         TraceEvent(conversation=row, **event)
@@ -168,8 +181,35 @@ def conversations_file_import(*, name: str, filename: str, data: bytes, user=Non
     )  # fmt: skip
 
 
-def _entry(benchmark_set, index: int, conversation: ImportedConversation, source: str):
-    seed = {"imported_from": source, "source_id": conversation.key, "tags": list(conversation.tags)}
+def _repetitions(conversations, responder: str) -> list[int]:
+    """A model's second conversation on one case is its repetition 1, and so on."""
+    seen: Counter = Counter()
+    repetitions = []
+    for conversation in conversations:
+        unit = (_agent_key(conversation, responder), _case_of(conversation))
+        repetitions.append(seen[unit])
+        seen[unit] += 1
+    return repetitions
+
+
+def _case_of(conversation: ImportedConversation) -> tuple[str, str]:
+    return ("case", conversation.case_key) if conversation.case_key else ("", conversation.key)
+
+
+def _cases(conversations) -> dict[tuple[str, str], list[ImportedConversation]]:
+    """The conversations of each case, cases in the order they first appear."""
+    cases: dict[tuple[str, str], list[ImportedConversation]] = {}
+    for conversation in conversations:
+        cases.setdefault(_case_of(conversation), []).append(conversation)
+    return cases
+
+
+def _entry(benchmark_set, index: int, members: list[ImportedConversation], source: str):
+    """The case of `members` (they agree on it: import_problems checked), tags of them all."""
+    conversation = members[0]
+    tags = list(dict.fromkeys(tag for member in members for tag in member.tags))
+    source_id = conversation.case_key or conversation.key
+    seed = {"imported_from": source, "source_id": source_id, "tags": tags}
     if conversation.instructions:
         seed["assistant_instructions"] = conversation.instructions
     columns = {

@@ -9,8 +9,10 @@ and `\label{tab:...}`. Fitting the page, in two steps:
 - every tabular sits in a shrink-only box, `\resizebox{\ifdim\width>\linewidth\linewidth\else
   \width\fi}{!}{...}` (package graphicx): a table already narrower than the text is left at
   its natural size, a wider one is scaled down to the text width, so none runs off the page.
+A float cannot break across pages: a table with more rows than a page holds (PAGE_ROWS) is
+cut into consecutive floats, each with the header and a caption saying which part it is.
 A table may also be split into parts (`parts`: caption suffix -> its columns, the first column
-repeated in each part is up to the caller): the jury's model table (15 columns with six
+repeated in each part is up to the caller): the jury's model table (17 columns with six
 rubrics) is written as one table of mean scores and one of pass rates rather than shrunk to
 an unreadable size. The first lines are comments naming the packages the tables need.
 Pure: no Django.
@@ -25,6 +27,10 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 PORTRAIT_CHARACTERS = 90
+# Rows of `\small` type a float holds on one page, below its caption: a portrait text block,
+# and a landscape page, whose height is only the text block's width. A float cannot break
+# across pages, so a longer table is cut into floats of at most this many rows.
+PAGE_ROWS = {"table": 40, "sidewaystable": 25}
 DECIMALS = 4
 COLUMN_GAP_CHARACTERS = 3  # \tabcolsep on both sides, in characters of \small type
 
@@ -58,15 +64,21 @@ def latex_tables(
     caption: str,
     label: str,
     parts: Mapping[str, Sequence[str]] | None = None,
+    part_captions: Mapping[str, str] | None = None,
 ) -> str:
-    """The table (or each of its parts) as a float; the package comment first."""
+    """The table (or each of its parts) as a float; the package comment first. A part's
+    caption is its own from `part_captions`, else `caption` followed by the part's name."""
     if parts:
+        captions = part_captions or {}
         floats = [
-            _float(table[list(columns)], f"{caption}: {part}", f"{label} {part}")
+            text
             for part, columns in parts.items()
+            for text in _page_floats(
+                table[list(columns)], captions.get(part, f"{caption}: {part}"), f"{label} {part}"
+            )
         ]
     else:
-        floats = [_float(table, caption, label)]
+        floats = _page_floats(table, caption, label)
     packages = r"\usepackage{booktabs} and \usepackage{graphicx}"
     if any(r"\begin{sidewaystable}" in text for text in floats):
         packages = r"\usepackage{booktabs}, \usepackage{graphicx} and \usepackage{rotating}"
@@ -74,8 +86,27 @@ def latex_tables(
     return header + "\n".join(floats)
 
 
-def _float(table: pd.DataFrame, caption: str, label: str) -> str:
+def _page_floats(table: pd.DataFrame, caption: str, label: str) -> list[str]:
+    """The table as one float, or, when it has more rows than a page holds, as floats of
+    PAGE_ROWS rows each on the same kind of page, numbered in their captions; the first keeps
+    the label, so a paper's reference points at the start of the table."""
     environment = "sidewaystable" if _wide(table) else "table"
+    size = PAGE_ROWS[environment]
+    if len(table) <= size:
+        return [_float(table, caption, label, environment)]
+    count = math.ceil(len(table) / size)
+    return [
+        _float(
+            table.iloc[index * size : (index + 1) * size],
+            f"{caption} (part {index + 1} of {count})",
+            label if index == 0 else f"{label} part {index + 1}",
+            environment,
+        )
+        for index in range(count)
+    ]
+
+
+def _float(table: pd.DataFrame, caption: str, label: str, environment: str) -> str:
     placement = "" if environment == "sidewaystable" else "[htbp]"
     lines = [
         rf"\begin{{{environment}}}{placement}",

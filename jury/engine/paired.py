@@ -20,7 +20,7 @@ For every pair (first model minus second, in the order given: best aggregate fir
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -83,7 +83,11 @@ def paired_comparisons(
             differences, resamples=resamples, seed=seed, confidence=confidence
         )
         result = result.assign(ci_low=low, ci_high=high)
-    result["note"] = [_note(n, ties) for n, ties in zip(result["n"], result["ties"], strict=True)]
+    constant = _constant_columns(differences)
+    result["note"] = [
+        _note(n, ties, same)
+        for n, ties, same in zip(result["n"], result["ties"], constant, strict=True)
+    ]
     return result[COLUMNS]
 
 
@@ -150,15 +154,28 @@ def holm_adjust(pvalues: Sequence[float]) -> np.ndarray:
     return adjusted
 
 
-def versus_best(comparisons: pd.DataFrame, models: Sequence[str], alpha: float = ALPHA) -> dict:
-    """Each model's standing against models[0] on the aggregate: "best" for models[0] itself,
-    "indistinguishable" when the Holm-adjusted p of the pair is >= alpha, "different" when it
-    is below, "untested" when the pair has no p (fewer than two shared cases)."""
+def versus_best(
+    comparisons: pd.DataFrame,
+    models: Sequence[str],
+    alpha: float = ALPHA,
+    *,
+    shown: Mapping[str, str] | None = None,
+) -> dict:
+    """Each model's standing against models[0] (the highest aggregate) on the aggregate:
+    "best" for models[0] and for every model whose aggregate as the table prints it
+    (`shown`: model -> its printed figure) is the same: a reader who sees two identical
+    figures must see the same standing. The others: "indistinguishable" when the
+    Holm-adjusted p of their pair with models[0] is >= alpha, "different" when it is below,
+    "untested" when the pair has no p (fewer than two shared cases)."""
     best = models[0]
     rows = comparisons[(comparisons["measure"] == "aggregate") & (comparisons["model_a"] == best)]
     adjusted = dict(zip(rows["model_b"], rows["p_holm"], strict=True))
+    shown = shown or {}
     return {best: "best"} | {
-        model: _standing(adjusted.get(model, np.nan), alpha) for model in models[1:]
+        model: "best"
+        if model in shown and shown[model] == shown.get(best)
+        else _standing(adjusted.get(model, np.nan), alpha)
+        for model in models[1:]
     }
 
 
@@ -207,13 +224,24 @@ def _resample_counts(n: int, resamples: int, seed: int):
         yield np.bincount(draws.ravel(), minlength=size * n).reshape(size, n).astype(float)
 
 
-def _note(n: int, ties: int) -> str:
+def _constant_columns(differences: np.ndarray) -> np.ndarray:
+    """Whether every paired case of a column has the same difference (its bootstrap interval
+    then has zero width)."""
+    paired = ~np.isnan(differences)
+    high = np.where(paired, differences, -np.inf).max(axis=0, initial=-np.inf)
+    low = np.where(paired, differences, np.inf).min(axis=0, initial=np.inf)
+    return paired.any(axis=0) & (high - low <= TIE_TOLERANCE)
+
+
+def _note(n: int, ties: int, same: bool) -> str:
     if n == 0:
         return "no case completed by both"
     if n == 1:
         return "one shared case: no interval or test"
     if ties == n:
         return "identical on every case"
+    if same:
+        return "the same difference on every case: an interval of zero width"
     if n < MIN_CASES_TO_DETECT:
         return f"fewer than {MIN_CASES_TO_DETECT} shared cases: the test cannot reach p < 0.05"
     return ""

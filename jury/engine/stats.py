@@ -18,14 +18,18 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from common.csv_export import frame_csv
+from common.csv_export import LINE_END, frame_csv
 from jury.engine.aggregate import PASS_THRESHOLD
+from jury.engine.intervals import SCORE, Scale, interval_note
 from jury.engine.latex_tables import latex_tables
 from jury.engine.score_gaps import is_adjacent
 
 CONFIDENCE = 0.95
 EXPORT_FORMATS = ("csv", "markdown", "latex")
 MODEL_COLUMN, AGGREGATE_COLUMN = "Model", "Aggregate (95% CI)"
+MEAN_DECIMALS = 2  # of every mean in the model table (page and exports)
+# The model table's n: complete conversations, and the cases (benchmark entries) they cover.
+COUNT_COLUMNS = ("Conversations", "Cases")
 
 
 @dataclass(frozen=True)
@@ -37,14 +41,17 @@ class MeanCI:
     n: int
 
 
-def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> MeanCI:
-    """Mean with a Student-t confidence interval; the bounds are NaN below two values."""
+def mean_ci(
+    values: Sequence[float], confidence: float = CONFIDENCE, *, scale: Scale = SCORE
+) -> MeanCI:
+    """Mean with a Student-t confidence interval cut at the ends of the scale (scores: 1-5;
+    see jury.engine.intervals); the bounds are NaN below two values."""
     array = np.asarray(values, dtype=float)
     array = array[~np.isnan(array)]
     n = len(array)
     mean = float(array.mean()) if n else math.nan
     sd = float(array.std(ddof=1)) if n > 1 else math.nan
-    low, high = _t_bounds(np.array([mean]), np.array([sd]), np.array([n]), confidence)
+    low, high = _t_bounds(np.array([mean]), np.array([sd]), np.array([n]), confidence, scale)
     return MeanCI(mean=mean, low=float(low[0]), high=float(high[0]), sd=sd, n=n)
 
 
@@ -58,7 +65,8 @@ def wilson_interval(successes, n, confidence: float = CONFIDENCE):
         denominator = 1 + z**2 / n
         centre = (p + z**2 / (2 * n)) / denominator
         half = z / denominator * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))
-    low, high = centre - half, centre + half
+    # Exact arithmetic keeps it in [0, 1]; floats put 0 successes a hair below 0.
+    low, high = np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
     if low.ndim == 0:
         return float(low), float(high)
     return low, high
@@ -158,7 +166,11 @@ def format_model_table(table: pd.DataFrame, codes: Mapping[str, str]) -> pd.Data
     columns = {
         MODEL_COLUMN: table.index.astype(str),
         AGGREGATE_COLUMN: _with_interval(
-            table["aggregate_mean"], table["aggregate_low"], table["aggregate_high"], 2
+            table["aggregate_mean"],
+            table["aggregate_low"],
+            table["aggregate_high"],
+            MEAN_DECIMALS,
+            n=table["n"],
         ),
     }
     for rubric, code in codes.items():
@@ -172,15 +184,25 @@ def format_model_table(table: pd.DataFrame, codes: Mapping[str, str]) -> pd.Data
     return pd.DataFrame(columns).reset_index(drop=True)
 
 
+def shown_mean(value: float) -> str:
+    """A mean as the model table prints it: two models whose means print alike are tied."""
+    return f"{value:.{MEAN_DECIMALS}f}"
+
+
 def model_table_parts(text: pd.DataFrame, codes: Mapping[str, str]) -> dict[str, list[str]]:
-    """The columns of `format_model_table` (15 with six rubrics and the standing against the
-    best) as two tables that each fit a page: the aggregate, the rubric means and any further
-    column; then the pass rates."""
+    """The columns of the model export (17 with six rubrics, the counts and the standing
+    against the best) as two tables that each fit a page: the aggregate, the rubric means and
+    any further column; then the pass rates. The counts (COUNT_COLUMNS, when present) follow
+    the model in both."""
     means = [_mean_column(code) for code in codes.values()]
     passes = [_pass_column(code) for code in codes.values()]
-    first = [MODEL_COLUMN, AGGREGATE_COLUMN]
+    counts = [column for column in COUNT_COLUMNS if column in text.columns]
+    first = [MODEL_COLUMN, *counts, AGGREGATE_COLUMN]
     further = [column for column in text.columns if column not in {*first, *means, *passes}]
-    return {"mean scores": [*first, *means, *further], "pass rates": [MODEL_COLUMN, *passes]}
+    return {
+        "mean scores": [*first, *means, *further],
+        "pass rates": [MODEL_COLUMN, *counts, *passes],
+    }
 
 
 def _mean_column(code: str) -> str:
@@ -209,16 +231,26 @@ def export_table(
     caption: str,
     label: str,
     parts: Mapping[str, Sequence[str]] | None = None,
+    part_captions: Mapping[str, str] | None = None,
+    note: str = "",
 ) -> str:
     """A text table as CSV, Markdown (pipe table) or LaTeX (booktabs, with `caption` and
-    `label`, split into `parts` when given; see latex_tables). CSV and Markdown are one table
-    and carry no caption."""
+    `label`, split into `parts` when given, each with its own caption from `part_captions`;
+    see latex_tables). CSV and Markdown are one table and carry no caption. A `note` the
+    reader must not miss heads the file: a "#" comment line of the CSV, a quote above the
+    Markdown table, the end of every LaTeX caption."""
     if fmt == "csv":
-        return frame_csv(table)
+        return (f"# {note}{LINE_END}" if note else "") + frame_csv(table)
     if fmt == "markdown":
-        return _markdown(table)
+        return (f"> {note}\n\n" if note else "") + _markdown(table)
     if fmt == "latex":
-        return latex_tables(table, caption=caption, label=label, parts=parts)
+        if note:
+            own = part_captions or {}
+            part_captions = {p: f"{own.get(p, f'{caption}: {p}')}. {note}" for p in parts or {}}
+            caption = f"{caption}. {note}"
+        return latex_tables(
+            table, caption=caption, label=label, parts=parts, part_captions=part_captions
+        )
     raise ValueError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, not {fmt!r}")
 
 
@@ -230,17 +262,20 @@ def _aggregate_summary(conversations: pd.DataFrame, confidence: float) -> pd.Dat
 
 
 def _mean_ci_frame(grouped, confidence: float) -> pd.DataFrame:
+    """Per group of 1-5 scores: n, mean and its t interval on the scale."""
     frame = grouped.agg(["mean", "std", "count"]).rename(columns={"count": "n"})
-    low, high = _t_bounds(frame["mean"], frame["std"], frame["n"], confidence)
+    low, high = _t_bounds(frame["mean"], frame["std"], frame["n"], confidence, SCORE)
     return frame.assign(low=low, high=high)[["n", "mean", "low", "high"]]
 
 
-def _t_bounds(mean, sd, n, confidence: float):
+def _t_bounds(mean, sd, n, confidence: float, scale: Scale):
+    """mean +/- t * sd / sqrt(n), cut at the ends of the scale (NaN stays NaN)."""
     n = np.asarray(n, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         degrees = np.where(n > 1, n - 1, np.nan)
         half = scipy_stats.t.ppf(1 - (1 - confidence) / 2, degrees) * np.asarray(sd) / np.sqrt(n)
-    return np.asarray(mean) - half, np.asarray(mean) + half
+    low, high = np.asarray(mean) - half, np.asarray(mean) + half
+    return np.clip(low, scale.low, scale.high), np.clip(high, scale.low, scale.high)
 
 
 def _widen(per_rubric: pd.DataFrame, measures: list[str], order: Sequence[str] | None):
@@ -253,12 +288,16 @@ def _widen(per_rubric: pd.DataFrame, measures: list[str], order: Sequence[str] |
     return wide
 
 
-def _with_interval(estimate, low, high, digits: int) -> pd.Series:
-    pattern = f"{{:.{digits}f}} [{{:.{digits}f}}, {{:.{digits}f}}]"
-    return pd.Series(
-        [pattern.format(*values) for values in zip(estimate, low, high, strict=True)],
-        index=estimate.index,
-    )
+def _with_interval(estimate, low, high, digits: int, n=None) -> pd.Series:
+    """ "4.21 [3.98, 4.44]"; with the counts `n`, an interval that is missing or of zero width
+    prints why instead ("4.50 (zero width: every conversation has the same value)")."""
+    counts = n if n is not None else [None] * len(estimate)
+    cells = []
+    for value, lower, upper, count in zip(estimate, low, high, counts, strict=True):
+        note = "" if count is None else interval_note(int(count), lower, upper)
+        bounds = f"({note})" if note else f"[{lower:.{digits}f}, {upper:.{digits}f}]"
+        cells.append(f"{value:.{digits}f} {bounds}")
+    return pd.Series(cells, index=estimate.index)
 
 
 def _with_sd(mean, sd) -> pd.Series:

@@ -20,6 +20,7 @@ from benchmark import charts
 from benchmark.models import BenchmarkEntry, RunAgent
 from jury.engine import paired, stats
 from jury.engine.aggregate import judge_aggregate_frame
+from jury.engine.intervals import interval_note
 from jury.models import ConversationResult, JudgeScore, RubricResult, ScoreStatus, ScoringJob
 from jury.services.scoring import job_conversations
 
@@ -35,7 +36,7 @@ SCRIPTED_NOTE = "scripted, not a model"
 EXPORT_TABLES = ("models", "spread", "outcomes", "sensitivity", "agreement", "comparison")
 EXPORT_CAPTIONS = {  # what each table shows, for the LaTeX caption
     "models": "Scores per model: the aggregate with its 95% CI; per rubric the jury mean and the "
-    "pass rate with its 95% Wilson interval",
+    "pass rate with its 95% Wilson interval; n complete conversations and the cases they cover",
     "spread": "Mean (sd) per model of the aggregate and of each rubric's jury mean",
     "outcomes": "Objective outcome checks per model, from the sandbox's write actions",
     "sensitivity": "Subgroup means with 95% CI against each model's overall 95% CI band",
@@ -43,12 +44,20 @@ EXPORT_CAPTIONS = {  # what each table shows, for the LaTeX caption
     "comparison": "Paired comparisons of agents on shared cases: mean difference with its "
     "paired bootstrap 95% CI, Wilcoxon signed-rank and Holm-adjusted p",
 }
+# In LaTeX the model table is two tables (stats.model_table_parts), each saying what it shows.
+MODEL_PART_CAPTIONS = {
+    "mean scores": "Mean scores per model (1-5): the aggregate with its 95% CI, each rubric's "
+    "jury mean and the paired standing against the best model; n complete conversations and "
+    "the cases they cover",
+    "pass rates": "Pass rates per model: per rubric the share of conversations the jury "
+    "passed, in percent with its 95% Wilson interval; n complete conversations and the cases "
+    "they cover",
+}
 EXPORT_FORMATS = {  # URL suffix -> (stats format, content type)
     "csv": ("csv", "text/csv"),
     "md": ("markdown", "text/markdown"),
     "tex": ("latex", "application/x-tex"),
 }
-HISTOGRAM_EDGES = np.arange(1.0, 5.01, 0.5)
 # What the paired comparison page's legend states about the method.
 COMPARISON_METHOD = {
     "resamples": paired.RESAMPLES,
@@ -164,6 +173,9 @@ def model_rows(report: Report, table: pd.DataFrame, marks: dict[str, str]) -> li
                 "mean": row["aggregate_mean"],
                 "low": row["aggregate_low"],
                 "high": row["aggregate_high"],
+                "interval_note": interval_note(
+                    int(row["n"]), row["aggregate_low"], row["aggregate_high"]
+                ),
                 "versus_best": marks.get(model, ""),
                 "rubrics": rubrics,
             }
@@ -173,7 +185,8 @@ def model_rows(report: Report, table: pd.DataFrame, marks: dict[str, str]) -> li
 
 def best_marks(report: Report, table: pd.DataFrame) -> dict[str, str]:
     """Model -> "best", "indistinguishable", "different" or "untested": the paired aggregate
-    test against the top model of `table` (Holm-adjusted over all pairs); empty for one model."""
+    test against the top model of `table` (Holm-adjusted over all pairs); every model whose
+    aggregate prints as the top one's is "best" too. Empty for one model."""
     models = list(table.index)
     if len(models) < 2:
         return {}
@@ -183,7 +196,8 @@ def best_marks(report: Report, table: pd.DataFrame) -> dict[str, str]:
         measures=["aggregate"],
         intervals=False,
     )
-    return paired.versus_best(comparisons, models)
+    shown = {model: stats.shown_mean(mean) for model, mean in table["aggregate_mean"].items()}
+    return paired.versus_best(comparisons, models, shown=shown)
 
 
 def spread_table(report: Report) -> pd.DataFrame:
@@ -259,14 +273,17 @@ def _format_percent(value: float | None) -> str:
 
 def export_text(report: Report, table_name: str, suffix: str) -> str:
     """One report table as CSV, Markdown or LaTeX (jury.engine.stats.export_table); in LaTeX
-    the model table (up to 15 columns) is split into mean scores and pass rates."""
+    the model table (up to 17 columns) is split into mean scores and pass rates."""
     table = export_frame(report, table_name)
+    if table_name == "sensitivity" and suffix != "csv":
+        table = sensitivity_text(table)  # CSV keeps the figures as numbers for analysis
     parts = stats.model_table_parts(table, report.rubrics) if table_name == "models" else None
     job = report.job
-    caption = f"{EXPORT_CAPTIONS[table_name]}; run {job.run.name}, jury {job.jury.name}"
+    source = f"run {job.run.name}, jury {job.jury.name}"
+    part_captions = {part: f"{text}; {source}" for part, text in MODEL_PART_CAPTIONS.items()}
     return stats.export_table(
-        table, EXPORT_FORMATS[suffix][0], caption=caption, label=f"job {job.pk} {table_name}",
-        parts=parts,
+        table, EXPORT_FORMATS[suffix][0], caption=f"{EXPORT_CAPTIONS[table_name]}; {source}",
+        label=f"job {job.pk} {table_name}", parts=parts, part_captions=part_captions,
     )  # fmt: skip
 
 
@@ -289,9 +306,15 @@ def export_frame(report: Report, table_name: str) -> pd.DataFrame:
 
 
 def model_export_table(report: Report) -> pd.DataFrame:
-    """Table 4 as text, with the paired standing against the best model as a last column."""
+    """Table 4 as text: the n of each model (complete conversations, and the cases they
+    cover) after the rubrics, then the paired standing against the best model as the last
+    column."""
     table = model_table(report)
     text = stats.format_model_table(table.rename(index=report.label), report.rubrics)
+    cases = report.conversations.groupby("model")["case"].nunique()
+    conversations_column, cases_column = stats.COUNT_COLUMNS
+    text[conversations_column] = table["n"].astype(int).to_numpy()
+    text[cases_column] = cases.reindex(table.index).astype(int).to_numpy()
     marks = best_marks(report, table)
     if marks:
         text["Versus best (paired)"] = [marks[model] for model in table.index]
@@ -391,36 +414,6 @@ def _signed_pair(low: float, high: float) -> str:
     return f"[{low:+.2f}, {high:+.2f}]" if _finite(low) and _finite(high) else ""
 
 
-# --- score distributions ------------------------------------------------------------------
-
-
-def distribution_charts(report: Report, table: pd.DataFrame) -> list[dict]:
-    """Per model: a histogram of conversation aggregates and a pass-rate strip per rubric."""
-    bins = pd.cut(
-        report.conversations["aggregate"], HISTOGRAM_EDGES, include_lowest=True, right=False
-    )
-    counts = report.conversations.groupby(["model", bins], observed=False).size().unstack()
-    labels = [f"{edge:g}" for edge in HISTOGRAM_EDGES[:-1]]
-    charts_by_model = []
-    for model in table.index:
-        histogram = list(zip(labels, counts.loc[model].astype(int).tolist(), strict=True))
-        strip = [
-            (report.rubric_names[rubric], float(table.loc[model, f"{rubric}_pass_rate"]))
-            for rubric in report.rubrics
-        ]
-        charts_by_model.append(
-            {
-                "model": model,
-                "scripted": model in report.scripted,
-                "histogram": charts.histogram(
-                    histogram, title=f"{model}: aggregate scores", width=320
-                ),
-                "strip": charts.strip(strip, title=f"{model}: pass rate per rubric"),
-            }
-        )
-    return charts_by_model
-
-
 # --- subgroup sensitivity ----------------------------------------------------------------
 
 
@@ -431,29 +424,21 @@ def measures(report: Report) -> dict[str, str]:
 def sensitivity_sections(report: Report, measure: str) -> list[dict]:
     """Per attribute and model: subgroup means with 95% CI against the model's overall band.
     Every chart of the page shares one x range, so panels can be compared by eye."""
-    frame = report.conversations
-    if measure != "aggregate":
-        scores = report.rubric_scores.pivot(
-            index="conversation_id", columns="rubric", values="score"
-        )
-        frame = frame.join(scores[[measure]], on="conversation_id")
-    results = {
-        attribute: stats.subgroup_sensitivity(frame, attribute=attribute, value=measure)
-        for attribute in ATTRIBUTES
-    }
-    domain = _sensitivity_domain(pd.concat(results.values()))
+    results = sensitivity_results(report, measure)
+    domain = sensitivity_domain(results)
     sections = []
     for attribute, title in ATTRIBUTES.items():
         result = results[attribute]
         sections.append(
             {
+                "attribute": attribute,
                 "title": title,
                 "models": [
                     _sensitivity_chart(model, rows, title, domain)
                     for model, rows in result.groupby("model", sort=True)
                 ],
                 "flagged": [
-                    {**row, "subgroup": _readable(row["subgroup"])}
+                    {**row, "subgroup": readable(row["subgroup"])}
                     for row in result[result["flagged"]].to_dict("records")
                 ],
             }
@@ -478,11 +463,58 @@ def sensitivity_table(report: Report) -> pd.DataFrame:
     return table[leading + [c for c in table.columns if c not in leading]]
 
 
-def _sensitivity_domain(results: pd.DataFrame) -> tuple[float, float]:
+def sensitivity_text(table: pd.DataFrame) -> pd.DataFrame:
+    """`sensitivity_table` as a paper prints it: means and intervals to two decimals, the
+    attribute and subgroup in words, and whether the subgroup lies outside its model's band
+    ("above", "below" or "no") in place of the raw flag and direction."""
+    return pd.DataFrame(
+        {
+            "Measure": table["measure"],
+            "Attribute": table["attribute"].map(ATTRIBUTES),
+            "Model": table["model"],
+            "Subgroup": table["subgroup"].map(readable),
+            "n": table["n"].astype(int),
+            "Mean (95% CI)": [
+                _mean_interval(*values)
+                for values in zip(table["mean"], table["ci_low"], table["ci_high"], strict=True)
+            ],
+            "Model band (95% CI)": [
+                _pair(low, high) or "n/a"
+                for low, high in zip(table["band_low"], table["band_high"], strict=True)
+            ],
+            "Outside the band": table["direction"].where(table["flagged"], "no"),
+        }
+    )
+
+
+def _mean_interval(mean: float, low: float, high: float) -> str:
+    interval = _pair(low, high)
+    return f"{mean:.2f} {interval}" if interval else f"{mean:.2f}"
+
+
+def _pair(low: float, high: float) -> str:
+    return f"[{low:.2f}, {high:.2f}]" if _finite(low) and _finite(high) else ""
+
+
+def sensitivity_results(report: Report, measure: str) -> dict[str, pd.DataFrame]:
+    """Attribute -> `stats.subgroup_sensitivity` of `measure` (the aggregate or a rubric)."""
+    frame = report.conversations
+    if measure != "aggregate":
+        scores = report.rubric_scores.pivot(
+            index="conversation_id", columns="rubric", values="score"
+        )
+        frame = frame.join(scores[[measure]], on="conversation_id")
+    return {
+        attribute: stats.subgroup_sensitivity(frame, attribute=attribute, value=measure)
+        for attribute in ATTRIBUTES
+    }
+
+
+def sensitivity_domain(results: dict[str, pd.DataFrame]) -> tuple[float, float]:
     """The x range of every chart: the means, intervals and bands of all of them, widened to
     half points and held within the 1-5 scale (an interval reaching past it is cut there)."""
     columns = ["mean", "ci_low", "ci_high", "band_low", "band_high"]
-    values = results[columns].to_numpy(dtype=float).ravel()
+    values = pd.concat(results.values())[columns].to_numpy(dtype=float).ravel()
     values = values[np.isfinite(values)]
     if not len(values):
         return (1.0, 5.0)
@@ -495,7 +527,7 @@ def _sensitivity_chart(model: str, rows: pd.DataFrame, title: str, domain) -> di
     band = (float(rows["band_low"].iloc[0]), float(rows["band_high"].iloc[0]))
     intervals = [
         charts.Interval(
-            label=_readable(row.subgroup),
+            label=readable(row.subgroup),
             mean=row.mean,
             low=_or(row.ci_low, row.mean),
             high=_or(row.ci_high, row.mean),
@@ -511,7 +543,7 @@ def _sensitivity_chart(model: str, rows: pd.DataFrame, title: str, domain) -> di
     return {"model": model, "chart": chart}
 
 
-def _readable(value) -> str:
+def readable(value) -> str:
     """A seed attribute value as a label: "young_adult" -> "young adult"."""
     return str(value).replace("_", " ") or "(blank)"
 

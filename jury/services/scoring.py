@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from django.db import transaction
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Case, Count, DecimalField, F, Q, QuerySet, Sum, Value, When
 from django.utils import timezone
 
 from audit.services import audit_record
@@ -389,11 +389,11 @@ class JudgeRun:
     next_sent: bool = False  # the freed place went to the job's next call (`send_next`)
 
 
-# The columns a judge call's outcome writes (see _record).
+# The columns a judge call's outcome writes (see _record); its spend is added as each answer
+# arrives (_spend_added).
 RECORDED = (
     "status", "prompt_hash", "score", "explanation", "raw_output", "invalid_reason", "error",
-    "attempts", "input_tokens", "output_tokens", "cost_usd", "cached", "calls", "cached_calls",
-    "claimed_until", "lease_token", "updated_at", *retry_fields({}),
+    "attempts", "cached", "claimed_until", "lease_token", "updated_at", *retry_fields({}),
 )  # fmt: skip
 # Never read by a judge: the conversation's sandboxes (two compressed snapshots), its usage
 # and error text, and the trace's parts in judge_inputs.
@@ -437,7 +437,11 @@ def _judge(score: JudgeScore, mine: str, send_next) -> bool:
         template=job_judge_template(score.job),
     )
     overrides = prices.price_overrides_as_of(score.newest_price)
-    recorder = accounting.RecordingClient(model_router(score.job.use_cache, overrides=overrides))
+    recorder = accounting.RecordingClient(
+        model_router(score.job.use_cache, overrides=overrides),
+        owner={"run_id": score.job.run_id, "conversation_id": score.conversation_id},
+        also=partial(_spend_added, score.pk),
+    )
     asked = time.monotonic()
     try:
         result = request_json(recorder, request, validate_judge_answer, max_repairs=JUDGE_REPAIRS)
@@ -491,15 +495,14 @@ def _record(
     **fields,
 ) -> tuple[bool, bool]:
     """Store this attempt's outcome; returns (stored, next call sent). Tokens, cost and raw
-    answers add up over relaunches; the money spent is accounted (ModelCall) either way.
+    answers add up over relaunches; every answer's spend was added as it arrived (a killed
+    attempt's too), those replayed from the cache are added here.
 
-    The row was read after this worker took its lease, so the sums start from what it held
-    then; the UPDATE lands only while this lease still holds it and it is pending: a valid
-    score stored meanwhile is never replaced, nor is the work of a worker the row was sent
-    to again after this one's lease ran out."""
+    The row was read after this worker took its lease, so the retry counts start from what it
+    held then; the UPDATE lands only while this lease still holds it and it is pending: a
+    valid score stored meanwhile is never replaced, nor is the work of a worker the row was
+    sent to again after this one's lease ran out."""
     responses = [response for _, response in recorder.calls]
-    sums = accounting.totals(responses)
-    first_attempt = not row.attempts
     row.status = status
     row.prompt_hash = prompt
     row.score = fields.get("score")
@@ -508,23 +511,18 @@ def _record(
     row.invalid_reason = fields.get("invalid_reason", "")
     row.error = fields.get("error", "")
     row.attempts = [*row.attempts, *(_attempt(response) for response in responses)]
-    row.input_tokens += sums["input_tokens"]
-    row.output_tokens += sums["output_tokens"]
     retries_added(row, recorder.retries)
-    row.cost_usd = _add_cost(row.cost_usd, sums["cost_usd"], first=first_attempt)
     row.cached = bool(responses) and all(response.cached for response in responses)
-    row.calls += len(responses)
-    row.cached_calls += sum(response.cached for response in responses)
     row.updated_at = timezone.now()
     for field, value in lease_release_fields().items():
         setattr(row, field, value)
+    unwritten = [response for _, response, _ in recorder.unwritten]
     connection_checked(idle_seconds=idle)  # the call may have outlived the connection
     with transaction.atomic():
-        accounting.model_calls_save(
-            recorder.calls, run_id=row.job.run_id, conversation_id=row.conversation_id
-        )
+        accounting.unwritten_save(recorder)
         held = JudgeScore.objects.filter(pk=row.pk, status=ScoreStatus.PENDING, lease_token=mine)
-        stored = bool(held.update(**{name: getattr(row, name) for name in RECORDED}))
+        recorded = {name: getattr(row, name) for name in RECORDED}
+        stored = bool(held.update(**recorded, **_spend_fields(unwritten)))
         next_sent = stored and send_next is not None and _hand_off(row.job, send_next)
     return stored, next_sent
 
@@ -545,11 +543,31 @@ def _attempt(response: ChatResponse) -> dict:
     }
 
 
-def _add_cost(previous: Decimal | None, new: Decimal | None, *, first: bool) -> Decimal | None:
-    # An unknown price anywhere makes the total unknown, never a smaller known number.
-    if new is None or (previous is None and not first):
-        return None
-    return (previous or Decimal(0)) + new
+def _spend_added(score_id: int, responses: list[ChatResponse]) -> None:
+    """Add answers' calls, tokens and cost to the score's sums, whoever holds it now: the
+    money was spent either way (RecordingClient's `also`)."""
+    JudgeScore.objects.filter(pk=score_id).update(**_spend_fields(responses))
+
+
+def _spend_fields(responses: list[ChatResponse]) -> dict:
+    """UPDATE expressions adding `responses` to a score's sums. An unknown price anywhere makes
+    the cost unknown, never a smaller known number; the first answers start it (a score that
+    had none holds no cost yet)."""
+    sums = accounting.totals(responses)
+    new = sums["cost_usd"]
+    cost = (
+        Value(None, output_field=DecimalField())
+        if new is None
+        else Case(When(calls=0, then=Value(new)), default=F("cost_usd") + Value(new),
+                  output_field=DecimalField())
+    )  # fmt: skip
+    return {
+        "calls": F("calls") + len(responses),
+        "cached_calls": F("cached_calls") + sum(response.cached for response in responses),
+        "input_tokens": F("input_tokens") + sums["input_tokens"],
+        "output_tokens": F("output_tokens") + sums["output_tokens"],
+        "cost_usd": cost,
+    }
 
 
 # --- merging --------------------------------------------------------------------------------

@@ -6,13 +6,19 @@ One JSON object per line:
      "prompt": [{"role": "user", "content": "..."}, {"role": "assistant", ...}, ...],
      "completion": "the reply to score" (optional; or {"role": "assistant", "content": ...},
                    or a list holding that one message),
+     "ideal_completions_data": {"ideal_completion": "a physician's reply", ...} (optional, or
+                   null),
      "rubrics": [{"criterion": "...", "points": 5, "tags": ["axis:accuracy", "level:example"]}],
      "example_tags": ["theme:emergency_referrals", ...]}
 
 Single-turn rows hold one user message, multi-turn rows the whole exchange so far; the prompt
-ends with the patient's message, which the completion (when given) answers. System or developer
-messages may open the prompt: they are the assistant's instructions, kept apart. Other keys
-(HealthBench files carry a few more) are ignored.
+ends with the patient's message, which the reply answers. The reply is the row's `completion`
+when it has one, else the physicians' ideal completion (HealthBench's own files give no
+completion, and an ideal completion for part of their rows); a row with neither is imported
+with no reply. Which reply a conversation holds is its agent: `RESPONDER` for a completion,
+`IDEAL_RESPONDER` for an ideal completion. System or developer messages may open the prompt:
+they are the assistant's instructions, kept apart. Other keys (HealthBench files carry a few
+more, such as the reference completions physicians were shown) are ignored.
 
 Every line is checked and every problem reported with its line number, so a file is fixed in
 one pass; blank lines are skipped. Points are HealthBench's clinical weights: integers in
@@ -27,9 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmark.engine.imports import ImportedConversation, ImportedMessage
+from common import json_text
 
 SOURCE_LABEL = "HealthBench JSONL"
 RESPONDER = "imported/healthbench"
+IDEAL_RESPONDER = "imported/healthbench-ideal"
+IDEAL_LABEL = "physicians' ideal completion (HealthBench)"
+# Which reply a row's conversation ends with.
+COMPLETION, IDEAL_COMPLETION = "completion", "ideal_completion"
 INSTRUCTION_ROLES = ("system", "developer")
 MESSAGE_ROLES = ("user", "assistant")
 MIN_POINTS, MAX_POINTS = -10, 10
@@ -56,7 +67,11 @@ class Row:
     line: int
     conversation: ImportedConversation
     criteria: tuple[Criterion, ...]
-    has_completion: bool
+    reply: str  # COMPLETION, IDEAL_COMPLETION or "" (no reply to score)
+
+    @property
+    def has_completion(self) -> bool:
+        return bool(self.reply)
 
     @property
     def prompt_id(self) -> str:
@@ -91,7 +106,7 @@ def parse(text: str) -> tuple[list[Row], list[str]]:
 
 def parse_line(line: str, number: int) -> tuple[Row | None, list[str]]:
     try:
-        data = json.loads(line)
+        data = json_text.loads(line)
     except json.JSONDecodeError as error:
         return None, [f"not valid JSON ({error.msg}, column {error.colno})"]
     if not isinstance(data, dict):
@@ -99,7 +114,7 @@ def parse_line(line: str, number: int) -> tuple[Row | None, list[str]]:
     problems: list[str] = []
     key = _prompt_id(data.get("prompt_id"), problems)
     instructions, messages = _prompt(data.get("prompt"), problems)
-    completion = _completion(data.get("completion"), problems)
+    completion, reply = _reply(data, problems)
     if completion and messages and messages[-1].role != "user":
         problems.append("a completion answers the patient's last message: the prompt must end "
                         "with a user message")  # fmt: skip
@@ -107,14 +122,16 @@ def parse_line(line: str, number: int) -> tuple[Row | None, list[str]]:
     tags = _tags(data.get("example_tags", []), "example_tags", problems)
     if key is None:
         return None, problems
+    writer = {"model": IDEAL_RESPONDER, "label": IDEAL_LABEL} if reply == IDEAL_COMPLETION else {}
     conversation = ImportedConversation(
         key=key,
         messages=(*messages, *([ImportedMessage("assistant", completion)] if completion else [])),
         instructions=instructions,
         tags=tuple(tags),
         case=_case(tags),
+        **writer,
     )
-    return Row(number, conversation, tuple(criteria), bool(completion)), problems
+    return Row(number, conversation, tuple(criteria), reply), problems
 
 
 def source_subset(rows: Sequence[Row]) -> list[Row]:
@@ -163,9 +180,17 @@ def _message(item: Any, label: str, problems: list[str]) -> tuple[str, str]:
     return role, content
 
 
+def _reply(data: dict, problems: list[str]) -> tuple[str, str]:
+    """The reply to score and which one it is: the row's completion, else the physicians'
+    ideal completion, else none ("", "")."""
+    if data.get("completion") is not None:
+        completion = _completion(data["completion"], problems)
+        return completion, COMPLETION if completion else ""
+    ideal = _ideal(data.get("ideal_completions_data"), problems)
+    return ideal, IDEAL_COMPLETION if ideal else ""
+
+
 def _completion(value: Any, problems: list[str]) -> str:
-    if value is None:
-        return ""
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
     if isinstance(value, dict):
@@ -177,6 +202,18 @@ def _completion(value: Any, problems: list[str]) -> str:
         problems.append("completion must be non-empty text or one assistant message")
         return ""
     return value
+
+
+def _ideal(value: Any, problems: list[str]) -> str:
+    """The physicians' ideal completion of `ideal_completions_data` ("" when it is null)."""
+    if value is None:
+        return ""
+    text = value.get("ideal_completion") if isinstance(value, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        problems.append("ideal_completions_data must be null or an object whose "
+                        "ideal_completion is non-empty text")  # fmt: skip
+        return ""
+    return text
 
 
 def _criteria(value: Any, problems: list[str]) -> list[Criterion]:

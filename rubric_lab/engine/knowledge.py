@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from benchmark.engine import safe_yaml
+from common import json_text
 
 CORPUS_DIR = Path(__file__).resolve().parent.parent / "data" / "knowledge"
 FIELDS = ("passage_id", "topic", "title", "text", "source", "source_version", "tags")
@@ -129,7 +130,7 @@ def parse_upload(filename: str, content: bytes) -> list[Passage]:
 
 def _records_from_structured(filename: str, text: str, suffix: str) -> list[Any]:
     try:
-        data = json.loads(text) if suffix == ".json" else safe_yaml.safe_load(text)
+        data = json_text.loads(text) if suffix == ".json" else safe_yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as error:
         raise CorpusError([f"{filename}: cannot be read ({error})"]) from None
     if isinstance(data, dict) and isinstance(data.get("passages"), list):

@@ -8,9 +8,12 @@ JSON: `case` (the entry's index in the set) or `conversation` (a conversation's 
 and nothing is saved unless the whole file is good. An upload replaces the criteria of every
 case and conversation it names. A coverage run judges each instance rubric of a generation job
 whose conversation has expert criteria: decompose (one call), entail (one call), then recall /
-precision / F1, overall and per axis. The decomposition's sample names the conversation, not
-the run, so with the response cache every arm judged against the same criteria gets the same
-constraints and two runs compare constraint by constraint (McNemar, `coverage_compare`).
+precision / F1, overall and per axis (both sides' axes put into HealthBench's names,
+rubric_lab.engine.axes), each with a conversation bootstrap interval. The decomposition's
+sample names the conversation, not the run, so with the response cache every arm judged against
+the same criteria gets the same constraints and two runs compare constraint by constraint
+(`coverage_compare`: McNemar's test adjusted for the conversations the constraints share, and
+the difference in recall with its interval; rubric_lab.engine.coverage_stats).
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ from benchmark.engine.providers.model_strings import check_model_string
 from benchmark.engine.structured import request_json
 from benchmark.models import BenchmarkSet, Conversation
 from benchmark.services.leases import LeasedTask
-from rubric_lab.engine import coverage
+from common import json_text
+from rubric_lab.engine import coverage, coverage_stats
+from rubric_lab.engine.axes import common_axis
 from rubric_lab.engine.rubric import MAX_WEIGHT, MIN_WEIGHT
 from rubric_lab.models import (
     CoverageCase,
@@ -70,7 +75,7 @@ def expert_rows(filename: str, content: str) -> list[dict[str, Any]]:
     """Rows of a CSV or JSON upload as dicts, each with its 1-based `row` number."""
     if filename.lower().endswith(".json"):
         try:
-            data = json.loads(content)
+            data = json_text.loads(content)
         except json.JSONDecodeError as error:
             message = f"the file is not valid JSON ({error.msg}, line {error.lineno})"
             raise UploadError([message]) from None
@@ -312,17 +317,18 @@ def _perform(row: CoverageCase, client) -> dict:
     }  # fmt: skip
 
 
-def case_coverage(row: CoverageCase) -> coverage.Coverage:
-    return coverage.Coverage(row.constraint_count, row.entailed, row.generated, row.matched)
+def case_coverage(row: CoverageCase) -> coverage_stats.Coverage:
+    return coverage_stats.Coverage(row.constraint_count, row.entailed, row.generated, row.matched)
 
 
 def coverage_results(run: CoverageRun) -> dict:
-    """Per-case rows (done cases), the overall figures (micro and macro) and per axis."""
+    """Per-case rows (done cases), the overall figures (micro and macro) and per axis, the
+    pooled ones with their conversation bootstrap intervals."""
     rows = _done_cases(run)
     return {
         "cases": [(row, case_coverage(row)) for row in rows],
-        "overall": coverage.overall([case_coverage(row) for row in rows]) if rows else None,
-        "axes": coverage.axis_coverage(*_axis_pairs(rows)) if rows else [],
+        "overall": coverage_stats.overall([case_coverage(row) for row in rows]) if rows else None,
+        "axes": coverage_stats.axis_coverage(*_axis_counts(rows)) if rows else [],
     }
 
 
@@ -335,25 +341,27 @@ def _done_cases(run: CoverageRun) -> list[CoverageCase]:
     )
 
 
-def _axis_pairs(rows: list[CoverageCase]):
-    """(expert axis, entailed) per constraint and (generated axis, matched) per criterion."""
+def _axis_counts(rows: list[CoverageCase]):
+    """(case, expert axis, entailed) per constraint and (case, generated axis, matched) per
+    criterion, every axis in the common vocabulary."""
     entailed, matched = [], []
     for row in rows:
         entailed += [
-            (_constraint_axis(row, number), judgement["entailed"])
+            (row.pk, _constraint_axis(row, number), judgement["entailed"])
             for number, judgement in enumerate(row.judgements, start=1)
         ]
         hits = {i for j in row.judgements if j["entailed"] for i in j["criteria"]}
         criteria = sorted(row.rubric.criteria.all(), key=lambda c: c.index)
-        matched += [(c.axis, c.index + 1 in hits) for c in criteria]
+        matched += [(row.pk, common_axis(c.axis), c.index + 1 in hits) for c in criteria]
     return entailed, matched
 
 
 def _constraint_axis(row: CoverageCase, number: int) -> str:
-    """The axis of the expert criterion constraint `number` came from ("" if none given)."""
+    """The axis of the expert criterion constraint `number` came from ("" if none given), in
+    the common vocabulary."""
     source = row.constraints[number - 1]["criterion"]
     axes = row.expert_axes
-    return axes[source - 1] if source <= len(axes) else ""
+    return common_axis(axes[source - 1]) if source <= len(axes) else ""
 
 
 # --- comparing two arms on the same expert criteria ----------------------------------------
@@ -361,21 +369,23 @@ def _constraint_axis(row: CoverageCase, number: int) -> str:
 
 @dataclass(frozen=True)
 class Comparison:
-    overall: coverage.McNemar
-    axes: list[tuple[str, coverage.McNemar]]
+    overall: coverage_stats.ArmComparison
+    axes: list[tuple[str, coverage_stats.ArmComparison]]
     conversations: int  # judged by both runs
     unpaired: int  # constraints of those conversations the two runs did not share
 
 
 def coverage_compare(run_a: CoverageRun, run_b: CoverageRun) -> Comparison:
-    """McNemar's test for the difference in recall between two runs, per constraint of the
-    conversations both judged: a constraint is paired when both runs hold it (same expert
-    criterion, same text), whatever its position."""
+    """The difference in recall between two runs on the constraints of the conversations both
+    judged, tested and bounded conversation by conversation (a conversation's constraints are
+    judged against one rubric, so they are not independent): a constraint is paired when both
+    runs hold it (same expert criterion, same text), whatever its position."""
     cases_b = {row.rubric.conversation_id: row for row in _done_cases(run_b)}
-    by_axis: dict[str, list[tuple[bool, bool]]] = {}
+    pairs, clusters, axes = [], [], []  # per paired constraint
     conversations = unpaired = 0
     for row_a in _done_cases(run_a):
-        row_b = cases_b.get(row_a.rubric.conversation_id)
+        conversation = row_a.rubric.conversation_id
+        row_b = cases_b.get(conversation)
         if row_b is None:
             continue
         conversations += 1
@@ -384,15 +394,20 @@ def coverage_compare(run_a: CoverageRun, run_b: CoverageRun) -> Comparison:
             if key not in b_entailed:
                 unpaired += 1
                 continue
-            by_axis.setdefault(_constraint_axis(row_a, number), []).append(
-                (entailed, b_entailed.pop(key))
-            )
+            pairs.append((entailed, b_entailed.pop(key)))
+            clusters.append(conversation)
+            axes.append(_constraint_axis(row_a, number))
         unpaired += len(b_entailed)
-    pairs = [pair for axis_pairs in by_axis.values() for pair in axis_pairs]
-    axes = sorted(by_axis, key=lambda axis: (axis == "", axis))
+
+    def on(axis: str) -> coverage_stats.ArmComparison:
+        chosen = [i for i, of in enumerate(axes) if of == axis]
+        return coverage_stats.compare_arms(
+            [pairs[i] for i in chosen], [clusters[i] for i in chosen]
+        )
+
     return Comparison(
-        overall=coverage.mcnemar(pairs),
-        axes=[(axis, coverage.mcnemar(by_axis[axis])) for axis in axes],
+        overall=coverage_stats.compare_arms(pairs, clusters),
+        axes=[(axis, on(axis)) for axis in sorted(set(axes), key=lambda a: (a == "", a))],
         conversations=conversations, unpaired=unpaired,
     )  # fmt: skip
 
@@ -413,14 +428,30 @@ def comparison_table(run_a: CoverageRun, run_b: CoverageRun) -> pd.DataFrame:
     rows = [("all", comparison.overall), *comparison.axes]
     return pd.DataFrame.from_records(
         [
-            {"axis": axis or "(none)", "constraints": test.pairs, "recall_a": test.recall_a,
-             "recall_b": test.recall_b, "both": test.both, "only_a": test.only_a,
-             "only_b": test.only_b, "neither": test.neither, "statistic": test.statistic,
-             "p_value": test.p_value, "test": "exact binomial" if test.exact else
-             "chi-square, continuity corrected"}
-            for axis, test in rows
+            {"axis": axis or "(none)", "conversations": row.test.clusters,
+             "constraints": row.test.pairs, **_estimate_columns("recall_a", row.recall_a),
+             **_estimate_columns("recall_b", row.recall_b),
+             **_estimate_columns("difference", row.difference), "both": row.test.both,
+             "only_a": row.test.only_a, "only_b": row.test.only_b, "neither": row.test.neither,
+             "statistic": row.test.statistic, "p_value": row.test.p_value,
+             "test": comparison_method(row.test)}
+            for axis, row in rows
         ]
     )  # fmt: skip
+
+
+def comparison_method(test: coverage_stats.McNemar) -> str:
+    """How the p value of a comparison was found, in words (pages, exports, the command)."""
+    if test.exact:
+        return "McNemar adjusted for conversations, exact sign-flip p"
+    return "McNemar adjusted for conversations (Durkalski), chi-square 1 df"
+
+
+def _estimate_columns(name: str, estimate) -> dict[str, float | None]:
+    """`name`, `name_low`, `name_high` of an Estimate (blank when undefined)."""
+    if estimate is None:
+        return {name: None, f"{name}_low": None, f"{name}_high": None}
+    return {name: estimate.value, f"{name}_low": estimate.low, f"{name}_high": estimate.high}
 
 
 def coverage_table(run: CoverageRun) -> pd.DataFrame:
@@ -428,42 +459,56 @@ def coverage_table(run: CoverageRun) -> pd.DataFrame:
     per axis, for export."""
     results = coverage_results(run)
     records = [
-        {"case": row.rubric.conversation.entry.index, "rubric": row.rubric_id,
-         "condition": row.rubric.conversation.entry.condition, **_figures(figures)}
+        {"case": row.rubric.conversation.entry.index, **case_description(row),
+         "rubric": row.rubric_id, **_figures(figures)}
         for row, figures in results["cases"]
     ]  # fmt: skip
     overall = results["overall"]
     if overall is not None:
-        records.append({"case": "all (micro)", "rubric": "", "condition": "",
-                        **_figures(overall.micro)})  # fmt: skip
+        records.append({"case": "all (micro)", **_figures(overall.micro, overall.intervals)})
         macro = {"recall": overall.macro_recall, "precision": overall.macro_precision,
                  "f1": overall.macro_f1}  # fmt: skip
-        blank = dict.fromkeys(EXPORT_COLUMNS, "")
-        records.append({**blank, "case": f"mean of {overall.cases} cases (macro)", **macro})
+        records.append({"case": f"mean of {overall.cases} cases (macro)", **macro})
     for axis in results["axes"]:
-        records.append(
-            {"case": f"axis: {axis.axis or '(none)'}", "rubric": "", "condition": "",
-             "constraints": axis.constraints, "entailed": axis.entailed,
-             "generated": axis.generated, "matched": axis.matched, "recall": axis.recall,
-             "precision": axis.precision, "f1": coverage.f1(axis.recall, axis.precision)}
-        )  # fmt: skip
-    return pd.DataFrame.from_records(records, columns=EXPORT_COLUMNS)
+        records.append({"case": f"axis: {axis.axis or '(none)'}", **_figures(axis, axis.intervals)})
+    blank = dict.fromkeys(EXPORT_COLUMNS, "")
+    return pd.DataFrame.from_records([blank | record for record in records], columns=EXPORT_COLUMNS)
 
 
-EXPORT_COLUMNS = ("case", "rubric", "condition", "constraints", "entailed", "generated",
-                  "matched", "recall", "precision", "f1")  # fmt: skip
+EXPORT_COLUMNS = ("case", "prompt_id", "condition", "theme", "rubric", "constraints",
+                  "entailed", "generated", "matched", "recall", "recall_low", "recall_high",
+                  "precision", "precision_low", "precision_high", "f1", "f1_low",
+                  "f1_high")  # fmt: skip
 
 
-def _figures(figures: coverage.Coverage) -> dict[str, Any]:
-    return {
+def case_description(row: CoverageCase) -> dict[str, str]:
+    """What the case is: its source id (a HealthBench prompt_id), condition and theme (a
+    HealthBench row's theme; a generated case's task category)."""
+    entry = row.rubric.conversation.entry
+    return {"prompt_id": entry.seed.get("source_id", ""), "condition": entry.condition,
+            "theme": entry.task_category}  # fmt: skip
+
+
+def _figures(
+    figures: coverage_stats.Coverage, intervals: coverage_stats.Intervals | None = None
+) -> dict[str, Any]:
+    row = {
         "constraints": figures.constraints, "entailed": figures.entailed,
         "generated": figures.generated, "matched": figures.matched, "recall": figures.recall,
         "precision": figures.precision, "f1": figures.f1,
     }  # fmt: skip
+    for name in ("recall", "precision", "f1") if intervals else ():
+        estimate = getattr(intervals, name)
+        row |= {k: v for k, v in _estimate_columns(name, estimate).items() if k != name}
+    return row
 
 
 def comparison_export(run_a: CoverageRun, run_b: CoverageRun, suffix: str) -> str:
-    caption = f"Coverage recall, {run_a.name} (A) against {run_b.name} (B): McNemar's test"
+    caption = (
+        f"Coverage recall, {run_a.name} (A) against {run_b.name} (B): McNemar's test adjusted "
+        "for conversations, recalls and their difference with conversation bootstrap 95% "
+        "intervals"
+    )
     return exports.table_export(
         comparison_table(run_a, run_b), suffix, caption=caption,
         label=f"coverage {run_a.pk} versus {run_b.pk}",
@@ -471,7 +516,10 @@ def comparison_export(run_a: CoverageRun, run_b: CoverageRun, suffix: str) -> st
 
 
 def coverage_export(run: CoverageRun, suffix: str) -> str:
-    caption = f"Coverage of expert criteria (CIA) per case: {run.name}"
+    caption = (
+        f"Coverage of expert criteria (CIA) per case: {run.name}; pooled figures with "
+        "conversation bootstrap 95% intervals"
+    )
     return exports.table_export(
         coverage_table(run), suffix, caption=caption, label=f"coverage {run.pk}"
     )

@@ -75,7 +75,9 @@ def work_execute(
     if mine is None:
         return False
     row = model.objects.get(pk=pk)
-    recorder = accounting.RecordingClient(model_router(use_cache(row)))
+    recorder = accounting.RecordingClient(
+        model_router(use_cache(row)), also=accounting.spend_ledger(model, pk)
+    )
     with Heartbeat(lease_extender(rows, mine), label=f"{model.__name__} {pk}"):
         try:
             outcome = perform(row, recorder)
@@ -94,19 +96,12 @@ def work_execute(
 
 
 def _record(model, pk: int, token: str, recorder, outcome: dict[str, Any]) -> None:
-    sums = accounting.totals(response for _, response in recorder.calls)
-    fields = {
-        **outcome,
-        "input_tokens": sums["input_tokens"],
-        "output_tokens": sums["output_tokens"],
-        "cost_usd": sums["cost_usd"],
-        "cost_known": sums["cost_usd"] is not None,
-        "model_costs": accounting.model_costs(recorder.calls),
-        "finished_at": timezone.now(),
-        **lease_release_fields(),
-    }
-    # Only the worker holding the lease stores: a duplicate that lost it changes nothing.
-    model.objects.filter(pk=pk, lease_token=token, status=PENDING).update(**fields)
+    fields = {**outcome, "finished_at": timezone.now(), **lease_release_fields()}
+    with transaction.atomic():
+        # The spend of answers not written as they came (cached replays): paid either way.
+        accounting.spend_added(model, pk, [(p, r) for p, r, _ in recorder.unwritten])
+        # Only the worker holding the lease stores: a duplicate that lost it changes nothing.
+        model.objects.filter(pk=pk, lease_token=token, status=PENDING).update(**fields)
 
 
 def work_dispatch(

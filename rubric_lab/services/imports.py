@@ -33,7 +33,8 @@ class HealthBenchImport:
     run: Run
     upload: ExpertCriteriaUpload
     conversations: int
-    with_completion: int
+    with_completion: int  # conversations with a reply to score, of either kind
+    with_ideal: int  # ... whose reply is the physicians' ideal completion
     left_out: int  # rows outside the source's subset, when only that subset was imported
 
 
@@ -76,6 +77,7 @@ def healthbench_import(
     return HealthBenchImport(
         run=imported.run, upload=upload, conversations=len(chosen),
         with_completion=sum(row.has_completion for row in chosen),
+        with_ideal=sum(row.reply == healthbench.IDEAL_COMPLETION for row in chosen),
         left_out=len(rows) - len(chosen),
     )  # fmt: skip
 
@@ -103,8 +105,13 @@ def import_summary(imported: HealthBenchImport) -> str:
         f"; {imported.left_out} rows outside the source's subset were left out"
         if imported.left_out else ""
     )  # fmt: skip
+    own = imported.with_completion - imported.with_ideal
+    replies = (
+        f": {own} the row's completion, {imported.with_ideal} the physicians' ideal completion"
+        if imported.with_ideal else ""
+    )  # fmt: skip
     return (
         f"Imported {imported.conversations} conversations ({imported.with_completion} with a "
-        f"reply to score) and {imported.upload.criterion_count} physician criteria as run "
-        f"{imported.run.name!r} (id {imported.run.pk}){left_out}."
+        f"reply to score{replies}) and {imported.upload.criterion_count} physician criteria as "
+        f"run {imported.run.name!r} (id {imported.run.pk}){left_out}."
     )

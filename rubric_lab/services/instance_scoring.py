@@ -292,7 +292,11 @@ def instance_score_run_here(*, rubric: InstanceRubric, conversation, judge: str,
 
 def _score(score: InstanceScore, client) -> None:
     conversation = score.conversation
-    recorder = accounting.RecordingClient(client or model_router(score.use_cache))
+    recorder = accounting.RecordingClient(
+        client or model_router(score.use_cache),
+        owner={"run": conversation.run, "conversation": conversation},
+        also=accounting.spend_ledger(InstanceScore, score.pk),
+    )
     result, status, reason = None, InstanceScoreStatus.VALID, ""
     try:
         result = instance_rubric_score_trace(
@@ -312,11 +316,11 @@ def _score(score: InstanceScore, client) -> None:
 
 
 def _store(score: InstanceScore, result: TraceScore | None, recorder, *, status, reason) -> None:
-    sums = accounting.totals(response for _, response in recorder.calls)
     criteria = list(score.rubric.criteria.order_by("index"))
+    unwritten = [(purpose, response) for purpose, response, _ in recorder.unwritten]
     with transaction.atomic():
-        conversation = score.conversation
-        accounting.model_calls_save(recorder.calls, run=conversation.run, conversation=conversation)
+        accounting.unwritten_save(recorder)
+        accounting.spend_added(InstanceScore, score.pk, unwritten)  # the rest as they came
         if result is not None:
             CriterionDecision.objects.bulk_create(
                 _decision_row(score, criteria[d.index], d) for d in result.decisions
@@ -327,11 +331,6 @@ def _store(score: InstanceScore, result: TraceScore | None, recorder, *, status,
             positive_total=result.positive_total if result else 0,
             normalised=result.normalised if result else None,
             failure_reason=reason,
-            input_tokens=sums["input_tokens"],
-            output_tokens=sums["output_tokens"],
-            cost_usd=sums["cost_usd"],
-            cost_known=sums["cost_usd"] is not None,
-            model_costs=accounting.model_costs(recorder.calls),
             finished_at=timezone.now(),
             **lease_release_fields(),
         )

@@ -282,7 +282,11 @@ def _generate(generation: RubricGeneration, client) -> None:
     conversation = Conversation.objects.select_related("entry", "run").get(
         pk=generation.conversation_id
     )
-    recorder = accounting.RecordingClient(client or model_router(job.use_cache))
+    recorder = accounting.RecordingClient(
+        client or model_router(job.use_cache),
+        owner={"run": conversation.run, "conversation": conversation},
+        also=accounting.spend_ledger(RubricGeneration, generation.pk),
+    )
     options = PipelineOptions(
         model=job.generator_model, top_k=job.top_k, method=job.method,
         skip_routing=job.skip_routing, skip_intent=job.skip_intent, skip_facts=job.skip_facts,
@@ -355,19 +359,14 @@ def _stage_save(generation: RubricGeneration, stage: StageRecord, method: str) -
 
 
 def _finish(generation, recorder, conversation, started, *, failed_stage="", reason="") -> None:
-    responses = [response for _, response in recorder.calls]
-    sums = accounting.totals(responses)
-    accounting.model_calls_save(recorder.calls, run=conversation.run, conversation=conversation)
+    accounting.unwritten_save(recorder)
+    unwritten = [(purpose, response) for purpose, response, _ in recorder.unwritten]
+    accounting.spend_added(RubricGeneration, generation.pk, unwritten)  # the rest as they came
     RubricGeneration.objects.filter(pk=generation.pk).update(
         status=GenerationStatus.FAILED if reason else GenerationStatus.FINISHED,
         failed_stage=failed_stage,
         failure_reason=reason,
         current_stage="",
-        input_tokens=sums["input_tokens"],
-        output_tokens=sums["output_tokens"],
-        cost_usd=sums["cost_usd"] if sums["cost_usd"] is not None else None,
-        cost_known=sums["cost_usd"] is not None,
-        model_costs=accounting.model_costs(recorder.calls),
         elapsed_ms=(time.perf_counter() - started) * 1000,
         finished_at=timezone.now(),
         **lease_release_fields(),

@@ -17,8 +17,10 @@ from django.utils import timezone
 
 from accounts.models import AccountOrigin, Role
 from alignment.engine import archive as fmt
+from alignment.engine.bootstrap import SAME_IN_EVERY_RESAMPLE
 from alignment.services.archive import ArchiveError, study_tables
 from alignment.services.archive.tables import CHANGED_BY_IMPORT, RENEWED_WHEN_TAKEN
+from alignment.services.design import RECONSTRUCTED, RECORDED
 from annotation.models import (
     Assignment,
     AssignmentHistory,
@@ -79,7 +81,8 @@ def test_the_archive_holds_the_tables_the_site_computes(world_study, archive):
     stored = members(archive)
     tables = study_tables(world_study)
     assert {name: stored[name].decode() for name in tables} == tables
-    assert "100% [100%, 100%]" in tables["tables/agreement.csv"]  # real figures, not blanks
+    # Real figures, not blanks; an interval of zero width says why.
+    assert f"100% (zero width: {SAME_IN_EVERY_RESAMPLE})" in tables["tables/agreement.csv"]
 
 
 def test_an_empty_site_reproduces_the_tables_to_the_last_digit(world_study, archive):
@@ -446,7 +449,7 @@ def test_the_tables_beyond_the_paper_are_archived_with_pseudonyms(world_study, a
         assert not any(f",{username}," in text or f'"{username}"' in text for username in usernames)
     assert "\r\nA1," in stored["tables/annotators.csv"].decode()
     report = json.loads(stored["tables/report.json"])
-    assert report["population_weights"] == "recorded when the sample was drawn"
+    assert report["population_weights"] == RECORDED
     first = report["rubrics"][0]
     assert first["agreement_population_weighted"]["weighted"] is True
     assert first["alt_test"]["clinicians"][0]["rater"].startswith("A")
@@ -455,12 +458,24 @@ def test_the_tables_beyond_the_paper_are_archived_with_pseudonyms(world_study, a
 
 def test_an_archive_written_before_the_design_was_recorded_is_weighted_from_its_coverage(
     world_study,
-    archive,
 ):
     from alignment.services.reports import ReportFilters, compute_report
 
+    # A study drawn before the sampler recorded any design: items without their place in it,
+    # coverage cells with sizes and counts only.
+    for item in world_study.items.all():
+        item.stratum = {k: item.stratum[k] for k in ("model", "rubric", "bin")}
+        item.jury_bins, item.inclusion_probability = {}, None
+        item.cell_available = item.cell_drawn = None
+        item.save()
+    keep = ("model", "rubric", "bin", "available", "sampled")
+    world_study.coverage = {
+        **{k: v for k, v in world_study.coverage.items() if k != "design"},
+        "cells": [{k: cell[k] for k in keep} for cell in world_study.coverage["cells"]],
+    }
+    world_study.save(update_fields=["coverage"])
     original = study_tables(world_study)
-    contents = members(archive)
+    contents = members(archive_bytes(world_study))
     items = [json.loads(line) for line in contents["data/study_items.jsonl"].splitlines()]
     for row in items:
         for name in ("jury_bins", "cell_available", "cell_drawn", "inclusion_probability"):
@@ -469,17 +484,13 @@ def test_an_archive_written_before_the_design_was_recorded_is_weighted_from_its_
     (study_row,) = [json.loads(line) for line in contents["data/studies.jsonl"].splitlines()]
     study_row.pop("alt_test_epsilon")
     study_row.pop("drift_flag_points")
-    keep = ("model", "rubric", "bin", "available", "sampled")
-    study_row["coverage"]["cells"] = [
-        {k: cell[k] for k in keep} for cell in study_row["coverage"]["cells"]
-    ]
     contents["data/studies.jsonl"] = fmt.json_line(study_row)
     wipe_site()
     study = import_bytes(resigned(contents)).study
     assert study.alt_test_epsilon == 0.2 and study.drift_flag_points == 0.5
     assert not study.items.filter(inclusion_probability__isnull=False).exists()
     report = compute_report(study, ReportFilters(), resamples=20)
-    assert report.weighted and report.design_source.startswith("reconstructed")
+    assert report.weighted and report.design_source == RECONSTRUCTED
     # This study drew every conversation its jobs scored, so the archive holds its whole
     # population: weights and corrected scores come back as the site computed them.
     again = study_tables(study)

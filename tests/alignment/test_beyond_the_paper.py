@@ -2,20 +2,31 @@
 design recorded or reconstructed (or missing, said so), clinician-corrected scores by hand,
 the alternative annotator test, judge bias and each clinician's drift over rounds."""
 
+import csv
+import html
+import io
 import re
+from collections import Counter
 
 import numpy as np
 import pytest
 from django.core.cache import cache
 from django.urls import reverse
+from django.utils.html import escape
 
 from accounts.models import Track
+from alignment.engine.alt_test import DESIGN_CONDITIONS, MAY_REPLACE, NOT_TESTED
 from alignment.engine.design import design_variance, hajek_mean
-from alignment.services.design import RECONSTRUCTED, RECORDED, study_design
+from alignment.engine.ppi import MIN_ANNOTATED
+from alignment.services import reports as reports_service
+from alignment.services.corrected import corrected_rows
+from alignment.services.design import RECONSTRUCTED, RECORDED, RECORDED_GREEDY, study_design
+from alignment.services.frames import study_frames
 from alignment.services.reports import ReportFilters, compute_report, study_report
 from annotation.models import Assignment, StudyItem
 from jury.models import RubricResult
 from tests.alignment.conftest import annotate_study
+from tests.alignment.engine.test_alt_test import published_style, run
 from tests.annotation.conftest import annotators, new_study
 
 pytestmark = pytest.mark.django_db
@@ -83,6 +94,7 @@ def test_an_older_study_gets_its_weights_and_population_back_from_its_coverage(a
     annotated_study.coverage["cells"] = [
         {k: cell[k] for k in keep} for cell in annotated_study.coverage["cells"]
     ]
+    annotated_study.coverage.pop("design")
     annotated_study.save(update_fields=["coverage"])
     rebuilt = study_design(annotated_study)
     assert rebuilt.source == RECONSTRUCTED and rebuilt.weighted
@@ -102,8 +114,9 @@ def test_an_older_study_whose_pool_has_changed_keeps_its_weights_but_not_its_pop
     StudyItem.objects.filter(study=annotated_study).update(jury_bins={}, inclusion_probability=None)
     cells = annotated_study.coverage["cells"]
     for cell in cells:
-        for name in ("drawn", "jury_sum", "jury_squares", "passed"):
+        for name in ("expected", "jury_sum", "jury_squares", "passed"):
             cell.pop(name)
+    annotated_study.coverage.pop("design")
     grown = next(cell for cell in cells if cell["available"])
     grown["available"] += 10  # the pool the study drew from held more than today's
     annotated_study.save(update_fields=["coverage"])
@@ -135,11 +148,19 @@ def test_the_corrected_score_is_the_populations_jury_mean_plus_the_weighted_diff
     annotated_study, scored_job
 ):
     items = list(annotated_study.items.order_by("position").select_related("conversation"))
-    _rescore(annotated_study, items[0], RUBRIC, 1)
-    _rescore(annotated_study, items[1], RUBRIC, 2)
+    for item in items[:2]:  # the clinicians move away from the jury on two conversations
+        _rescore(annotated_study, item, RUBRIC, 1 if _jury_mean(scored_job, item) >= 3 else 5)
     report = _report(annotated_study)
     model = items[0].conversation.run_agent.label
-    row = next(r for r in report.corrected if r.model == model and r.rubric.rubric_id == RUBRIC)
+    shown = next(r for r in report.corrected if r.model == model and r.rubric.rubric_id == RUBRIC)
+    assert shown.score.corrected_mean.value is None  # a few conversations: below the minimum
+    assert f"needs at least {MIN_ANNOTATED}" in shown.score.corrected_mean.undefined
+    # The same figure with the minimum lowered to one conversation, by hand.
+    frames = study_frames(annotated_study)
+    rows = corrected_rows(
+        frames, study_design(annotated_study), frames.judged_rubrics, [model], min_annotated=1
+    )
+    row = next(r for r in rows if r.rubric.rubric_id == RUBRIC)
     # By hand: the population is every feasible conversation of the model the job scored.
     population = RubricResult.objects.filter(
         job=scored_job, rubric_id=RUBRIC, conversation__run_agent__label=model,
@@ -182,12 +203,40 @@ def test_the_alt_test_and_judge_bias_come_with_every_rubric(annotated_study):
     report = _report(annotated_study)
     for section in report.sections:
         test = section.alt_test
-        assert test.verdict == "Not shown" and test.needs  # 2 clinicians, 8 conversations
+        # 2 clinicians with 8 conversations: nobody tested, and the design is short.
+        assert test.verdict == NOT_TESTED and test.needs and test.design_warning
         assert test.epsilon == annotated_study.alt_test_epsilon
         rows = {bias.judge for bias in section.bias}
         assert rows == {*section.judge_models, "jury"}
         scripted = next(b for b in section.bias if b.judge != "jury")
         assert "offline script" in scripted.family_note
+
+
+def test_the_authors_verdict_shows_with_the_design_warning_beside_it(
+    annotated_study, researcher_client, monkeypatch
+):
+    # The independent check's case: a winning rate of at least 0.5 on a design short of this
+    # project's conditions (two clinicians per conversation) read "not passed".
+    rows, jury = published_style(n_items=80, n_clinicians=4, per_item=2, jury_noise=0.2, seed=6)
+    result = run(rows, jury, epsilon=0.2)
+    assert result.winning_rate >= 0.5 and result.needs
+    monkeypatch.setattr(reports_service, "alt_test", lambda *args, **options: result)
+    page = researcher_client.get(reverse("alignment:report", args=[annotated_study.pk]))
+    table = page.content.decode().split('id="alt-test-table"')[1].split("</table>")[0]
+    assert table.count(f'<span class="badge ok">{MAY_REPLACE}</span>') == 6
+    warning = f"The design is short of {DESIGN_CONDITIONS}"
+    assert table.count(f'<span class="badge warn">{escape(warning)}</span>') == 6
+    rubric = researcher_client.get(
+        reverse("alignment:rubric", args=[annotated_study.pk, RUBRIC])
+    ).content.decode()
+    assert f'<span class="badge ok">{MAY_REPLACE}</span>' in rubric and escape(warning) in rubric
+    export = researcher_client.get(
+        reverse("alignment:table_export", args=[annotated_study.pk, "alt-test", "csv"])
+    ).content.decode()
+    summary = [r for r in csv.DictReader(io.StringIO(export)) if r["Row"] == "rubric"]
+    assert {r["Verdict"] for r in summary} == {MAY_REPLACE}
+    assert all(r["Design warning"].startswith(f"{warning}: needs ") for r in summary)
+    assert all("overlap to 3" in r["Design warning"] for r in summary)
 
 
 def test_each_clinicians_leave_one_out_agreement_is_on_the_report(
@@ -250,3 +299,64 @@ def test_study_study_report_is_cached_with_every_new_figure(annotated_study):
     first = study_report(annotated_study, resamples=30)
     again = study_report(annotated_study, resamples=30)
     assert again.corrected == first.corrected and again.sections[0].alt_test is not None
+
+
+def test_an_exact_design_gives_every_rubric_the_items_design_stratum(annotated_study):
+    design = study_design(annotated_study)
+    report = _report(annotated_study)
+    rubrics = [s.rubric for s in report.sections] + [s.rubric for s in report.realism]
+    for item in annotated_study.items.all():
+        assert item.stratum["key"]
+        assert {design.stratum(item.conversation_id, r) for r in rubrics} == {item.stratum["key"]}
+
+
+def test_a_study_of_the_greedy_sampler_keeps_its_weights_and_says_they_are_approximate(
+    annotated_study, researcher_client
+):
+    StudyItem.objects.filter(study=annotated_study).update(inclusion_probability=0.5)
+    annotated_study.coverage.pop("design")
+    annotated_study.save(update_fields=["coverage"])
+    design = study_design(annotated_study)
+    assert design.source == RECORDED_GREEDY and design.weighted
+    assert set(design.weights.values()) == {2.0}
+    item = annotated_study.items.select_related("conversation__run_agent").first()
+    rubric = _section(_report(annotated_study)).rubric
+    model = item.conversation.run_agent.label  # its cell of this rubric, as the study had it
+    assert design.stratum(item.conversation_id, rubric) == (
+        f"{model} | jury {item.jury_bins[RUBRIC]}"
+    )
+    page = researcher_client.get(reverse("alignment:report", args=[annotated_study.pk]))
+    assert "approximate: the study was drawn by the earlier greedy sampler" in (
+        page.content.decode()
+    )
+
+
+def test_the_tables_say_which_strata_the_intervals_pooled_and_why(
+    annotated_study, researcher_client
+):
+    report = _report(annotated_study)
+    design = study_design(annotated_study)
+    section = _section(report)
+    rated = annotated_study.items.values_list("conversation_id", flat=True)
+    strata = Counter(design.stratum(item, section.rubric) for item in rated)
+    lone = sorted(stratum for stratum, count in strata.items() if count == 1)
+    assert len(lone) >= 2, "the fixture's design has strata holding one conversation"
+    note = section.weighted.pooled_strata
+    assert f"{len(lone)} strata held one conversation each" in note
+    assert all(stratum in note for stratum in lone)
+    assert "needs two conversations" in note
+
+    cache.clear()
+    page = researcher_client.get(reverse("alignment:report", args=[annotated_study.pk]))
+    text = html.unescape(page.content.decode())
+    assert f"Population-weighted intervals: {note}." in text
+    export = researcher_client.get(
+        reverse("alignment:table_export", args=[annotated_study.pk, "weighted", "csv"])
+    ).content.decode()
+    assert f"population interval: {note}" in export
+    corrected = next(row for row in report.corrected if row.pooled_strata)
+    assert f"Correction interval: {corrected.pooled_strata}." in text
+    table = researcher_client.get(
+        reverse("alignment:table_export", args=[annotated_study.pk, "corrected", "csv"])
+    ).content.decode()
+    assert f"correction interval: {corrected.pooled_strata}" in table

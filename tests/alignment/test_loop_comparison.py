@@ -7,6 +7,7 @@ import io
 import pytest
 from django.core.cache import cache
 
+from alignment.engine.alt_test import NOT_TESTED
 from alignment.services import rescoring as loop
 from annotation.models import Assignment
 from annotation.services.studies import StudySpec, study_create
@@ -217,8 +218,10 @@ def test_configurations_are_ranked_by_average_advantage_probability_beside_agree
         )
         assert (best.advantage_rank, worst.advantage_rank) == (1, 2)
         assert best.alt_test.epsilon == study.alt_test_epsilon
-        assert best.alt_test.verdict == "Not shown" and best.alt_test.needs  # a small study
+        # A small study: nobody tested, and a design warning beside the verdict.
+        assert best.alt_test.verdict == NOT_TESTED and best.alt_test.design_warning
     text = loop.comparison_csv(comparison)
     rows = list(csv.DictReader(io.StringIO(text)))
     assert {row["advantage_rank"] for row in rows} == {"1", "2"}
     assert all(row["advantage_probability"] and row["alt_test_verdict"] for row in rows)
+    assert all(row["alt_test_design_warning"].startswith("The design is short") for row in rows)

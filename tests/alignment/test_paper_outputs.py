@@ -49,4 +49,4 @@ def test_the_agreement_table_in_latex_is_captioned_labelled_and_fits_the_page(
     (table,) = latex_floats(researcher_client.get(url).content.decode())
     assert annotated_study.name in table.caption and "95\\% bootstrap" in table.caption
     assert table.label == f"tab:study-{annotated_study.pk}-agreement"
-    assert table.environment == "sidewaystable" and table.columns == 13 and table.rows == 6
+    assert table.environment == "sidewaystable" and table.columns == 14 and table.rows == 6

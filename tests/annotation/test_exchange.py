@@ -4,6 +4,7 @@ import csv
 import io
 import json
 
+import pyarrow.parquet as pq
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -48,7 +49,9 @@ def annotated(study, clinicians, operators):
 
 
 def csv_rows(text: str) -> list[dict]:
-    return list(csv.DictReader(io.StringIO(text)))
+    """The rows of an exported CSV, past the comment line that notes synthetic work."""
+    lines = text.splitlines(keepends=True)
+    return list(csv.DictReader(io.StringIO("".join(lines[text.startswith("#") :]))))
 
 
 # --- export --------------------------------------------------------------------------------
@@ -110,9 +113,40 @@ def test_the_export_download_is_an_attachment(researcher_client, annotated):
     url = reverse("annotation:staff_study_export", args=[study.pk, "jsonl"])
     response = researcher_client.get(url, {"pseudonymise": "1"})
     assert response["Content-Type"].startswith("application/x-ndjson")
-    assert "pseudonymised.jsonl" in response["Content-Disposition"]
+    assert "pseudonymised-synthetic.jsonl" in response["Content-Disposition"]
     assert researcher_client.get(reverse("annotation:staff_study_export",
                                          args=[study.pk, "xlsx"])).status_code == 404  # fmt: skip
+
+
+def download(client, study, fmt: str):
+    response = client.get(reverse("annotation:staff_study_export", args=[study.pk, fmt]))
+    assert response.status_code == 200
+    name = response["Content-Disposition"].split('filename="')[1].rstrip('"')
+    content = b"".join(response.streaming_content) if response.streaming else response.content
+    return name, content
+
+
+def test_an_export_holding_synthetic_work_says_so_in_its_name_its_top_and_its_rows(
+    researcher_client, annotated
+):
+    study, _ = annotated
+    names = {fmt: download(researcher_client, study, fmt) for fmt in ("csv", "jsonl", "parquet")}
+    for fmt, (name, _) in names.items():
+        assert name == f"study-{study.pk}-annotations-synthetic.{fmt}"
+    text = names["csv"][1].decode()
+    assert text.startswith("# Includes the work of synthetic clinicians")
+    assert {row["synthetic"] for row in csv_rows(text)} == {"true", "false"}
+    schema = pq.read_schema(io.BytesIO(names["parquet"][1]))
+    assert schema.metadata[b"synthetic"].startswith(b"Includes the work of synthetic")
+    jsonl = [json.loads(line) for line in names["jsonl"][1].decode().splitlines()]
+    assert {row["synthetic"] for row in jsonl} == {True, False}
+
+
+def test_an_export_without_synthetic_work_carries_no_mark(researcher_client, study, clinicians):
+    annotate(study.items.first(), clinicians[0])
+    name, content = download(researcher_client, study, "csv")
+    assert name == f"study-{study.pk}-annotations.csv"
+    assert content.decode().startswith("study,project,")
 
 
 # --- import: a good file -------------------------------------------------------------------

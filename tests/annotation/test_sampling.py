@@ -8,7 +8,9 @@ import pytest
 from annotation.engine.sampling import (
     BINS,
     Candidate,
-    inclusion_probability,
+    Design,
+    greedy_inclusion_probability,
+    home_cell,
     item_weight,
     score_bin,
     stratified_sample,
@@ -93,63 +95,94 @@ def test_the_stratified_sample_spreads_scores_wider_than_a_random_one():
 # --- the design recorded for weighting (inclusion probabilities) ---------------------------
 
 
-def _by_id(candidates):
-    return {c.conversation_id: c for c in candidates}
-
-
-def test_draws_are_counted_for_the_cell_each_conversation_was_drawn_for():
-    sample = stratified_sample(pool(), size=24, seed=1)
-    assert sum(sample.drawn.values()) == 24
-    assert sample.drawn == Counter(pick.cell for pick in sample.picks)
-    assert all(sample.drawn[cell] <= sample.sampled[cell] for cell in sample.drawn)
-
-
-def test_the_inclusion_probability_is_the_chance_of_entering_through_any_of_its_cells():
+def test_every_conversation_belongs_to_one_stratum_and_its_chance_is_n_over_N():
     candidates = pool()
     sample = stratified_sample(candidates, size=24, seed=1)
-    for pick in sample.picks[:10]:
-        candidate = _by_id(candidates)[pick.conversation_id]
-        missed = 1.0
-        for cell in candidate.cells():  # one cell per rubric
-            missed *= 1 - sample.drawn[cell] / sample.available[cell]
-        assert sample.inclusion_probability(candidate) == pytest.approx(1 - missed, abs=1e-15)
-        assert 0 < sample.inclusion_probability(candidate) <= 1
+    strata = sample.design.strata
+    assert sum(s.size for s in strata) == len(candidates)
+    assert sum(s.drawn for s in strata) == len(sample.picks) == 24
+    homes = [cell for s in strata for cell in s.cells]
+    assert len(homes) == len(set(homes)), "a home cell lies in one stratum"
+    taken = Counter(pick.stratum for pick in sample.picks)
+    assert taken == {s.key: s.drawn for s in strata}
+    for candidate in candidates:
+        stratum = sample.design.stratum_of(candidate)
+        assert sample.inclusion_probability(candidate) == stratum.drawn / stratum.size
+    assert sum(map(sample.inclusion_probability, candidates)) == pytest.approx(24)
 
 
-def test_a_conversation_drawn_from_a_cell_taken_whole_stands_for_itself_only():
+def test_a_conversations_home_is_its_rarest_cell_extremes_first_on_ties():
+    available = {("m", "safety", 3): 40, ("m", "triage", 1): 6, ("m", "workflow", 5): 6}
+    assert home_cell(available, available) == ("m", "triage", 1)
+    available[("m", "safety", 3)] = 2
+    assert home_cell(available, available) == ("m", "safety", 3)
+
+
+def test_every_extreme_cell_of_the_data_gets_a_draw_of_its_own_stratum():
+    candidates = pool(per_model=200)
+    sample = stratified_sample(candidates, size=60, seed=5)
+    own = {s.cells[0]: s for s in sample.design.strata if len(s.cells) == 1}
+    extremes = {cell for c in candidates for cell in c.cells() if cell[2] in (1, 5)}
+    assert extremes <= set(own) and all(own[cell].drawn >= 1 for cell in extremes)
+    assert all(sample.sampled[cell] >= 1 for cell in extremes)
+
+
+def test_a_sample_smaller_than_the_strata_pools_the_common_cells_and_leaves_nobody_out():
+    candidates = pool(per_model=200)
+    sample = stratified_sample(candidates, size=8, seed=1)
+    strata = sample.design.strata
+    assert len(strata) <= 8 and sum(s.drawn for s in strata) == 8
+    assert any(len(s.cells) > 1 and "other cells" in s.key for s in strata)
+    assert strata[0].cells[0][2] == 1, "the rarest extremes keep a stratum of their own"
+    assert all(sample.inclusion_probability(c) > 0 for c in candidates)
+    assert sum(map(sample.inclusion_probability, candidates)) == pytest.approx(8)
+
+
+def test_a_sample_of_the_whole_pool_takes_every_conversation_for_certain():
     candidates = pool(per_model=5)
     sample = stratified_sample(candidates, size=50, seed=1)  # everything is taken
+    assert all(sample.inclusion_probability(c) == 1.0 for c in candidates)
+    assert all(item_weight(sample.inclusion_probability(c)) == 1.0 for c in candidates)
+
+
+def test_the_recorded_design_gives_back_every_conversations_chance():
+    candidates = pool()
+    sample = stratified_sample(candidates, size=30, seed=2)
+    design = Design.from_coverage(sample.coverage())
+    assert design.strata == sample.design.strata
     for candidate in candidates:
-        probability = sample.inclusion_probability(candidate)
-        assert any(sample.drawn[cell] == sample.available[cell] for cell in candidate.cells()) \
-            == (probability == 1.0)  # fmt: skip
-    whole = [c for c in candidates if sample.inclusion_probability(c) == 1.0]
-    assert whole and all(item_weight(sample.inclusion_probability(c)) == 1.0 for c in whole)
+        assert design.probability(candidate) == sample.inclusion_probability(candidate)
+    assert Design.from_coverage({"cells": []}) is None  # a study drawn before the design
 
 
-def test_the_formula_multiplies_the_misses_of_each_cell():
+def test_the_greedy_samplers_formula_is_kept_for_the_studies_it_drew():
     cells = [("m", "safety", 1), ("m", "triage", 3)]
     available = {cells[0]: 4, cells[1]: 10}
     drawn = {cells[0]: 1, cells[1]: 2}
-    # Missed through both: (3/4) * (8/10) = 0.6, so entered with probability 0.4.
-    assert inclusion_probability(cells, available=available, drawn=drawn) == pytest.approx(0.4)
+    # Missed through both: (3/4) * (8/10) = 0.6, so recorded as 0.4.
+    assert greedy_inclusion_probability(cells, available=available, drawn=drawn) == (
+        pytest.approx(0.4)
+    )
     assert item_weight(0.4) == pytest.approx(2.5)
-    assert inclusion_probability(cells, available=available, drawn={}) == 0.0
+    assert greedy_inclusion_probability(cells, available=available, drawn={}) == 0.0
     assert item_weight(0.0) is None and item_weight(None) is None
 
 
-def test_coverage_records_draws_and_the_populations_jury_scores_per_cell():
+def test_coverage_records_what_each_cell_got_and_expected_and_the_populations_jury_scores():
     candidates = [
         Candidate(c.conversation_id, c.model, c.scores, {r: s >= 3 for r, s in c.scores.items()})
         for c in pool()
     ]
-    coverage = stratified_sample(candidates, size=20, seed=4).coverage()
+    sample = stratified_sample(candidates, size=20, seed=4)
+    coverage = sample.coverage()
     for cell in coverage["cells"][:12]:
         key = (cell["model"], cell["rubric"], cell["bin"])
         inside = [c for c in candidates if key in c.cells()]
         scores = [c.scores[cell["rubric"]] for c in inside]
         assert cell["available"] == len(inside)
+        assert cell["expected"] == pytest.approx(sum(map(sample.inclusion_probability, inside)))
         assert cell["jury_sum"] == pytest.approx(sum(scores))
         assert cell["jury_squares"] == pytest.approx(sum(s * s for s in scores))
         assert cell["passed"] == sum(c.passes[cell["rubric"]] for c in inside)
-    assert sum(cell["drawn"] for cell in coverage["cells"]) == 20
+    assert sum(cell["expected"] for cell in coverage["cells"]) == pytest.approx(20 * len(RUBRICS))
+    assert sum(s["drawn"] for s in coverage["design"]["strata"]) == 20

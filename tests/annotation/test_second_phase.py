@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from alignment.services.design import study_design
+from annotation.engine.sampling import Design
 from annotation.engine.second_phase import (
     combined_probability,
     pps_systematic,
@@ -60,25 +61,32 @@ def test_two_phases_combine_as_independent_chances():
 
 
 @pytest.mark.django_db
-def test_a_second_phase_adds_conversations_with_known_chances_and_reweighs_the_first(
+def test_a_second_phase_draws_over_the_whole_population_and_reweighs_the_first(
     scored_job, researcher
 ):
     study = new_study(scored_job, size=4)
+    first = Design.from_coverage(study.coverage)
     before = dict(study.items.values_list("conversation_id", "inclusion_probability"))
 
-    added = study_second_phase(study, spec=SecondPhaseSpec(draws=2, seed=3), actor=researcher)
+    added = study_second_phase(study, spec=SecondPhaseSpec(draws=3, seed=3), actor=researcher)
 
-    assert len(added) == 2 and study.items.count() == 6
-    assert {item.phase for item in added} == {2}
+    study.refresh_from_db()
+    record = study.coverage["second_phase"]
+    # Drawn over every conversation the study draws from, its own four included, so the
+    # second phase's chances do not depend on which four the first phase took.
+    assert record["pool"] == study.coverage["candidates"] > 4
+    assert record["draws"] == 3 and record["added"] + record["already_in"] == 3
+    assert len(added) == record["added"] and study.items.count() == 4 + len(added)
+    assert {item.phase for item in added} <= {2}
     assert not set(before) & {item.conversation_id for item in added}
-    assert all(0 < item.inclusion_probability <= 1 for item in added)
-    assert all(item.jury_bins and item.stratum["phase"] == 2 for item in added)
+    for item in added:
+        stratum = next(s for s in first.strata if s.key == item.stratum["key"])
+        assert stratum.probability <= item.inclusion_probability <= 1
+        assert item.jury_bins and item.stratum["phase"] == 2
     for item in study.items.filter(phase=1):
         assert item.inclusion_probability >= before[item.conversation_id]
-    study.refresh_from_db()
-    assert study.coverage["second_phase"]["added"] == 2
     event = AuditEvent.objects.get(action="study.second_phase")
-    assert event.actor == researcher and event.after["added"] == 2
+    assert event.actor == researcher and event.after["added"] == len(added)
 
 
 @pytest.mark.django_db
@@ -106,11 +114,11 @@ def test_a_second_phase_is_refused_where_it_would_break_the_design(scored_job):
     study_second_phase(study, spec=SecondPhaseSpec(draws=1))
     with pytest.raises(ValidationError, match="already"):
         study_second_phase(study, spec=SecondPhaseSpec(draws=1))
-    study.items.update(inclusion_probability=None)
     study.refresh_from_db()
     study.coverage.pop("second_phase")
+    study.coverage.pop("design")  # a study the greedy sampler drew
     study.save(update_fields=["coverage"])
-    with pytest.raises(ValidationError, match="before inclusion probabilities"):
+    with pytest.raises(ValidationError, match="before the sampler recorded an exact design"):
         study_second_phase(study, spec=SecondPhaseSpec(draws=1))
     study.status = StudyStatus.LOCKED
     study.save(update_fields=["status"])
@@ -131,11 +139,23 @@ def test_the_study_page_adds_a_second_phase_and_then_says_what_it_added(
     answer = researcher_client.post(url, form, follow=True)
 
     text = answer.content.decode()
-    assert "Added 2 conversations to the study (second phase)." in text
-    assert "2 conversations added" in text and 'id="second-phase-form"' not in text
-    assert study.items.filter(phase=2).count() == 2
+    added = study.items.filter(phase=2).count()
+    assert f"Added {added} conversation" in text and "to the study (second phase)." in text
+    pool = study.coverage["candidates"]
+    assert f"2 drawn over all {pool} conversations the study draws from" in text
+    assert 'id="second-phase-form"' not in text
     again = researcher_client.post(url, form, follow=True).content.decode()
-    assert "second phase already" in again and study.items.count() == 6
+    assert "second phase already" in again and study.items.count() == 4 + added
+
+
+@pytest.mark.django_db
+def test_a_second_phase_is_refused_once_the_studys_population_has_changed(scored_job):
+    study = new_study(scored_job, size=4)
+    # A calibration round of the project now holds out conversations the study drew from.
+    new_study(scored_job, name="Round 1", kind="calibration", size=2)
+    with pytest.raises(ValidationError, match="have changed since its sample was drawn"):
+        study_second_phase(study, spec=SecondPhaseSpec(draws=1))
+    assert study.items.count() == 4
 
 
 @pytest.mark.django_db

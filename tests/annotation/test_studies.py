@@ -97,14 +97,15 @@ def test_a_target_study_with_nothing_left_to_sample_is_refused(scored_job):
         new_study(scored_job, name="Main study", size=8)
 
 
-def test_each_item_records_its_place_in_the_sampling_design(study, scored_job):
-    from annotation.engine.sampling import inclusion_probability, score_bin
+def test_each_item_records_its_place_in_the_sampling_design(scored_job):
+    from annotation.engine.sampling import Candidate, Design, home_cell, score_bin
     from jury.models import RubricResult
 
-    cells = {(c["model"], c["rubric"], c["bin"]): c for c in study.coverage["cells"]}
-    available = {cell: c["available"] for cell, c in cells.items()}
-    drawn = {cell: c["drawn"] for cell, c in cells.items()}
-    assert sum(drawn.values()) == study.items.count()
+    study = new_study(scored_job, size=4)  # fewer than the conversations: chances below 1
+    design = Design.from_coverage(study.coverage)
+    strata = {s.key: s for s in design.strata}
+    assert sum(s.drawn for s in design.strata) == study.items.count() == 4
+    assert sum(s.size for s in design.strata) == study.coverage["candidates"]
     for item in study.items.select_related("conversation__run_agent"):
         means = dict(
             RubricResult.objects.filter(job=scored_job, conversation=item.conversation)
@@ -112,13 +113,15 @@ def test_each_item_records_its_place_in_the_sampling_design(study, scored_job):
         )  # fmt: skip
         assert item.jury_bins == {rubric: score_bin(means[rubric]) for rubric in item.jury_bins}
         assert set(item.jury_bins) == set(study.coverage["rubrics"])
-        drawn_for = (item.stratum["model"], item.stratum["rubric"], item.stratum["bin"])
-        assert (item.cell_available, item.cell_drawn) == (available[drawn_for], drawn[drawn_for])
-        model = item.conversation.run_agent.label
-        own = [(model, rubric, bin_) for rubric, bin_ in item.jury_bins.items()]
-        expected = inclusion_probability(own, available=available, drawn=drawn)
-        assert item.inclusion_probability == pytest.approx(expected)
-        assert item.weight == pytest.approx(1 / expected)
+        candidate = Candidate(item.conversation_id, item.conversation.run_agent.label, means)
+        home = home_cell(candidate.cells(), design.available)
+        assert (item.stratum["model"], item.stratum["rubric"], item.stratum["bin"]) == home
+        stratum = strata[item.stratum["key"]]
+        assert home in stratum.cells
+        assert (item.cell_available, item.cell_drawn) == (stratum.size, stratum.drawn)
+        assert item.inclusion_probability == stratum.drawn / stratum.size
+        assert item.weight == pytest.approx(stratum.size / stratum.drawn)
+    assert any(item.inclusion_probability < 1 for item in study.items.all())
 
 
 def test_coverage_records_the_populations_jury_scores_per_cell(study, scored_job):

@@ -1,8 +1,11 @@
 """The researcher's study pages: list, create form, dashboard, lock, one annotation."""
 
+from html import unescape
+
 import pytest
 from django.urls import reverse
 
+from annotation.engine.sampling import Design
 from annotation.models import Assignment, AssignmentHistory, HistoryKind, Study, StudyStatus
 from annotation.services import queue
 from annotation.services.annotations import (
@@ -132,6 +135,19 @@ def test_the_study_page_shows_coverage_as_table_and_heat_map_and_names_shortfall
     first = coverage["shortfalls"][0]
     assert f"jury score {first['bin']}: {first['sampled']} of {first['wanted']} wanted" in html
     assert "offline/careful" in html  # staff pages may name the models
+
+
+def test_the_study_page_lists_the_sampling_strata_with_each_ones_chance(
+    researcher_client, scored_job
+):
+    study = new_study(scored_job, size=4)
+    page = researcher_client.get(reverse("annotation:staff_study", args=[study.pk]))
+    text = unescape(page.content.decode())
+    assert 'id="sampling-strata"' in text
+    for stratum in Design.from_coverage(study.coverage).strata:
+        assert (f"<td>{stratum.key}</td>" in text
+                and f"{stratum.drawn / stratum.size:.3f}" in text)  # fmt: skip
+    assert "exactly drawn / size of its stratum" in text
 
 
 def test_the_progress_region_is_polled_alone_while_the_study_is_open(researcher_client, study):

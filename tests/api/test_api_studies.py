@@ -54,6 +54,19 @@ def test_the_agreement_table_has_every_figure_with_its_interval(
     assert refused.status_code == 400 and "track" in refused.json()["detail"]
 
 
+def test_the_agreement_table_says_when_it_counts_synthetic_clinicians(
+    researcher_client,
+    annotated_study,  # noqa: F811
+):
+    annotated_study.items.first().assignments.update(synthetic=True)
+    url = f"{API}/studies/{annotated_study.pk}/agreement"
+    left_out, included = (researcher_client.get(url, query).json()
+                          for query in ({}, {"synthetic": "1"}))  # fmt: skip
+    assert left_out["synthetic_ratings"] == 0 < included["synthetic_ratings"]
+    assert {row["Synthetic clinicians"] for row in left_out["table"]} == {"no"}
+    assert {row["Synthetic clinicians"] for row in included["table"]} == {"yes"}
+
+
 def test_the_annotation_export_is_a_recorded_download(researcher_client, annotated_study):  # noqa: F811
     response = researcher_client.get(
         f"{API}/studies/{annotated_study.pk}/annotations.csv", {"pseudonymise": "1"}

@@ -72,7 +72,7 @@ def test_every_use_of_a_write_scope_is_audited_and_acts_as_the_owner(client, res
     assert response.status_code == 201, response.content
     used = AuditEvent.objects.get(action="token.write_used")
     assert used.actor == researcher and used.object_id == str(token.pk)
-    assert used.after == {"method": "POST", "path": "/api/v1/case-sets"}
+    assert used.after == {"method": "POST", "path": "/api/v1/case-sets", "status": 201}
     created = AuditEvent.objects.get(action="set.created")
     assert created.actor == researcher
 

@@ -22,7 +22,7 @@ DOWNLOADS = {
     "rubric_lab:coverage_export": "table", "rubric_lab:coverage_compare_export": "table",
     "rubric_lab:refine_export": "table",
     "annotation:staff_study_export": "annotations", "alignment:archive_download": "archive",
-    "alignment:export": "table", "alignment:figure": "figure", "alignment:trend_figure": "figure",
+    "alignment:export": "table", "alignment:figure": "figure",
     "alignment:loop_comparison_csv": "table", "alignment:table_export": "table",
     "alignment:drift_export": "table",
     "api:study_annotations": "annotations", "api:archive_download": "archive",

@@ -110,7 +110,7 @@ def test_invalid_output_marks_the_entry_failed_with_the_reason(distribution, mon
     # Never half-saved: a failed entry keeps no profile, story or complexity.
     assert (entry.profile, entry.story, entry.complexity) == (None, "", "")
     assert ModelCall.objects.filter(benchmark_set=benchmark_set).count() == 3
-    assert benchmark_set.status == JobStatus.FINISHED
+    assert benchmark_set.status == JobStatus.FAILED  # its only case failed
 
 
 def test_a_provider_error_marks_the_entry_failed_and_names_the_kind(distribution, monkeypatch):
@@ -130,7 +130,28 @@ def test_an_unexpected_error_fails_the_entry_instead_of_leaving_it_pending(
     assert entry.status == EntryStatus.FAILED
     # A bug of ours: people read a plain sentence, the traceback is in the log.
     assert entry.failure_reason == UNEXPECTED_FAILURE
-    assert benchmark_set.status == JobStatus.FINISHED
+    assert benchmark_set.status == JobStatus.FAILED
+
+
+def test_a_set_whose_every_case_failed_fails_with_the_commonest_reason(distribution, monkeypatch):
+    use_router(monkeypatch, provider_down("enrichment"))
+    benchmark_set = enrich_all(make_set(distribution, size=3))
+
+    assert benchmark_set.status == JobStatus.FAILED
+    reason = entry_of(benchmark_set).failure_reason
+    assert benchmark_set.error == f"All 3 cases failed; commonest reason: {reason}"
+
+
+def test_a_set_with_one_case_ready_finishes(distribution, monkeypatch):
+    benchmark_set = make_set(distribution, size=2)
+    offline = cases.model_router
+    use_router(monkeypatch, provider_down("enrichment"))
+    cases.entry_enrich(entry_of(benchmark_set, 1).pk)
+    monkeypatch.setattr(cases, "model_router", offline)
+    benchmark_set = enrich_all(benchmark_set)
+
+    assert [e.status for e in benchmark_set.entries.order_by("index")] == ["ready", "failed"]
+    assert (benchmark_set.status, benchmark_set.error) == (JobStatus.FINISHED, "")
 
 
 def test_retrying_failed_entries_puts_them_back_to_pending(distribution, monkeypatch):
@@ -138,7 +159,7 @@ def test_retrying_failed_entries_puts_them_back_to_pending(distribution, monkeyp
     benchmark_set = enrich_all(make_set(distribution, size=2))
     assert cases.benchmark_set_retry_failed(benchmark_set) == 2
     benchmark_set.refresh_from_db()
-    assert benchmark_set.status == JobStatus.RUNNING
+    assert (benchmark_set.status, benchmark_set.error) == (JobStatus.RUNNING, "")
     assert set(benchmark_set.entries.values_list("status", "failure_reason")) == {
         (EntryStatus.PENDING, "")
     }

@@ -11,7 +11,7 @@ from django.urls import reverse
 from benchmark.engine.distribution import DEFAULT_DISTRIBUTION_PATH
 from benchmark.models import AgentConfig, BenchmarkEntry, BenchmarkSet, Distribution, EntryStatus
 from benchmark.services import cases
-from tests.benchmark.conftest import SET_SIZE, enrich_all, make_set
+from tests.benchmark.conftest import SET_SIZE, enrich_all, make_set, provider_down, use_router
 from tests.support.regions import region
 
 pytestmark = pytest.mark.django_db
@@ -464,3 +464,15 @@ def test_an_upload_with_a_faulty_eligibility_rule_is_refused_naming_its_line(res
     assert f"line {line}, eligibility.Benign prostatic hyperplasia.sex" in page
     assert "unknown value(s) &#x27;man&#x27;" in page
     assert not Distribution.objects.filter(name="Edited").exists()
+
+
+def test_a_set_whose_every_case_failed_reads_failed_with_the_reason(
+    researcher_client, distribution, monkeypatch
+):
+    use_router(monkeypatch, provider_down("enrichment"))
+    benchmark_set = enrich_all(make_set(distribution, size=2))
+
+    progress = region(poll_set(researcher_client, benchmark_set), "set-progress").text
+    assert "Generation failed" in progress and "All 2 cases failed; commonest reason:" in progress
+    listed = researcher_client.get(reverse("benchmark:sets")).content.decode()
+    assert "All 2 cases failed" in listed

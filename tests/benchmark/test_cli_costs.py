@@ -13,7 +13,7 @@ from audit.models import AuditEvent
 from benchmark.models import BenchmarkSet, JobStatus, ModelPrice, Run
 from benchmark.services import prices, runs
 from benchmark.services.cli import cost_text
-from tests.benchmark.conftest import FakeRouter, use_router
+from tests.benchmark.conftest import FakeRouter, provider_down, use_router
 from tests.support.builders import enriched_set
 
 UNPRICED = "openai-compatible/agent-under-test"
@@ -108,3 +108,13 @@ def test_generate_set_takes_a_cost_limit_and_stops_at_it(capsys, fresh_cache):
     assert benchmark_set.status == JobStatus.PAUSED
     assert "1 ready, 0 failed, 2 pending; cost $" in out and "Cost limit reached" in out
     assert prices.catalog_in_force().price_for("offline/standard").input_per_million == 1000
+
+
+@pytest.mark.django_db
+def test_generate_set_fails_saying_why_when_every_case_failed(monkeypatch):
+    use_router(monkeypatch, provider_down("enrichment"))
+
+    with pytest.raises(CommandError, match="0 ready, 2 failed, 0 pending.*All 2 cases failed"):
+        call_command("generate_set", "--name", "broken", "--size", "2", "--inline")
+
+    assert BenchmarkSet.objects.get(name="broken").status == JobStatus.FAILED

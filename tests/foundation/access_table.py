@@ -21,6 +21,9 @@ class Page:
     args: tuple = field(default_factory=tuple)  # (kwarg name, object key, attribute)
     api: bool = False  # a JSON API route: anonymous callers get 401, not the login page
     method: str = "get"  # how the role tests ask (an API write answers GET with 405 first)
+    # A figure of data the access world lacks: past the access check it answers 404 saying
+    # why, as an empty figure is never offered.
+    nothing_to_draw: bool = False
 
     def kwargs(self, objects: dict) -> dict:
         return {kwarg: getattr(objects[key], attr) for kwarg, key, attr in self.args}
@@ -112,7 +115,19 @@ PAGES += [
         STAFF,
         (*_JOB, ("table", "export", "table"), ("suffix", "export", "suffix")),
     ),
+    Page(
+        "jury:report_figure",
+        STAFF,
+        (*_JOB, ("kind", "figure", "kind"), ("fmt", "figure", "fmt")),
+        nothing_to_draw=True,
+    ),
     Page("jury:sensitivity", STAFF, _JOB),
+    Page(
+        "jury:sensitivity_figure",
+        STAFF,
+        (*_JOB, ("attribute", "figure", "attribute"), ("fmt", "figure", "fmt")),
+        nothing_to_draw=True,
+    ),
     Page("jury:comparison", STAFF, _JOB),
     Page("jury:judges", STAFF, _JOB),
     Page("jury:failures", STAFF, _JOB),
@@ -163,6 +178,7 @@ def jury_objects(run) -> dict:
         "clinical_rubric": RubricVersion.objects.get(rubric_id="clinical_safety"),
         "export": SimpleNamespace(table="outcomes", suffix="csv"),
         "score_export": SimpleNamespace(fmt="parquet"),
+        "figure": SimpleNamespace(kind="pass-rates", attribute="severity", fmt="png"),
     }
 
 
@@ -465,6 +481,7 @@ PAGES += [
         "alignment:trend_figure",
         STAFF,
         (*_PROJECT, ("kind", "trend_figure", "kind"), ("fmt", "trend_figure", "fmt")),
+        nothing_to_draw=True,
     ),
 ]
 

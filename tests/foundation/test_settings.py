@@ -1,6 +1,9 @@
 """Configuration is read from the environment and bad values name the setting."""
 
+import errno
 import os
+import resource
+import signal
 import stat
 import subprocess
 import sys
@@ -82,6 +85,50 @@ def test_development_generates_and_keeps_a_secret_key(tmp_path):
     assert stat.S_IMODE(os.stat(tmp_path / "k").st_mode) == 0o600
 
 
+def test_an_empty_secret_key_file_is_refused_naming_the_file(tmp_path):
+    (tmp_path / "secret_key").write_text("  \n")
+    with pytest.raises(env.SettingsError, match="secret key file .*secret_key is empty"):
+        env.secret_key({}, production=False, key_file=tmp_path / "secret_key")
+
+
+def test_a_full_disk_leaves_no_key_file_behind(tmp_path, monkeypatch):
+    def disk_full(_descriptor):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    key_file = tmp_path / "secret_key"
+    with monkeypatch.context() as patch:
+        patch.setattr(env.os, "fsync", disk_full)
+        with pytest.raises(env.SettingsError, match="could not be written to .*secret_key"):
+            env.secret_key({}, production=False, key_file=key_file)
+    assert list(tmp_path.iterdir()) == []
+    # Space freed: the next start makes and keeps a key.
+    assert env.secret_key({}, production=False, key_file=key_file) == key_file.read_text()
+
+
+def test_processes_starting_together_all_keep_the_same_secret_key(tmp_path):
+    key_file = tmp_path / "secret_key"
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        keys = set(
+            pool.map(lambda _: env.secret_key({}, production=False, key_file=key_file), range(6))
+        )
+    assert keys == {key_file.read_text()}
+
+
+def limit_file_size() -> None:
+    """Run in the child: any write past a few bytes fails, as on a full disk."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (8, 8))
+
+
+def test_manage_on_a_full_disk_names_the_key_file_and_works_once_space_is_freed(tmp_path):
+    full = run_manage(tmp_path, preexec_fn=limit_file_size)
+    assert full.returncode == 2, full.stderr
+    assert full.stderr.startswith("Configuration error: The secret key could not be written")
+    assert "Traceback" not in full.stderr
+    assert not (tmp_path / "secret_key").exists()
+    assert run_manage(tmp_path).returncode == 0
+
+
 def test_production_requires_allowed_hosts():
     with pytest.raises(env.SettingsError, match="ALLOWED_HOSTS"):
         env.allowed_hosts({}, production=True)
@@ -127,7 +174,7 @@ def test_processes_starting_together_all_accept_the_same_data_dir(tmp_path):
         assert not [error for error in pool.map(check, range(6)) if error]
 
 
-def run_manage(tmp_path, **overrides) -> subprocess.CompletedProcess:
+def run_manage(tmp_path, preexec_fn=None, **overrides) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
     environment.update({"DATA_DIR": str(tmp_path), **overrides})
     return subprocess.run(
@@ -137,6 +184,7 @@ def run_manage(tmp_path, **overrides) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         timeout=60,
+        preexec_fn=preexec_fn,
     )
 
 

@@ -70,3 +70,31 @@ PROMPT_ONLY = {
 
 def jsonl(*rows) -> str:
     return "\n".join(row if isinstance(row, str) else json.dumps(row) for row in rows) + "\n"
+
+
+HEALTHBENCH_AXES = ("accuracy", "completeness", "context_awareness", "communication_quality",
+                    "instruction_following")  # fmt: skip
+
+# As HealthBench's own files give a row: no completion, the physicians' ideal completion (and
+# the reference completions they were shown) under ideal_completions_data.
+IDEAL_ONLY = {
+    "prompt_id": "hb-ideal-1",
+    "prompt": [
+        {
+            "role": "user",
+            "content": "I rolled my ankle yesterday. It's swollen but I can walk on "
+            "it. Do I need an x-ray?",
+        }
+    ],  # fmt: skip
+    "ideal_completions_data": {
+        "ideal_completion": "Being able to walk on it is a good sign. Rest it, keep it raised "
+        "and use ice for the swelling. Have it checked within a day or two if you cannot put "
+        "weight on it, the bone itself is tender, or it is not better in a week.",
+        "ideal_completions_group": "Group 2",
+        "ideal_completions_ref_completions": ["A reference reply.", "Another reference reply."],
+    },
+    "rubrics": criteria(9, axes=HEALTHBENCH_AXES),
+    "example_tags": ["theme:context_seeking", "physician_agreed_category:not-enough-context"],
+}
+
+NO_IDEAL = {**IDEAL_ONLY, "prompt_id": "hb-no-ideal", "ideal_completions_data": None}

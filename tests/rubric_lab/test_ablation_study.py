@@ -4,6 +4,7 @@ then coverage (tested against the full pipeline's) and sensitivity for each."""
 import json
 
 import pytest
+from django.urls import reverse
 
 from benchmark.models import JobStatus
 from rubric_lab.models import AblationVariant
@@ -22,7 +23,9 @@ def run_coverage(run):
         coverage.coverage_case_execute(case_id, token or None)
 
 
-def test_the_six_variants_end_side_by_side_with_coverage_and_sensitivity(played_run):
+def test_the_six_variants_end_side_by_side_with_coverage_and_sensitivity(
+    played_run, researcher_client
+):
     study = ablations.ablation_launch(
         run=played_run, generator_model="offline/standard", judge_model="offline/standard",
         perturber_model="offline/surgical", reference_model="offline/careful", max_cases=1,
@@ -57,4 +60,6 @@ def test_the_six_variants_end_side_by_side_with_coverage_and_sensitivity(played_
         if row["arm"].variant == AblationVariant.FULL:
             assert row["versus_full"] is None
         else:  # the same expert criteria, one shared decomposition: every constraint paired
-            assert row["versus_full"].pairs == row["coverage"].micro.constraints
+            assert row["versus_full"].test.pairs == row["coverage"].micro.constraints
+    page = researcher_client.get(reverse("rubric_lab:ablation", args=[study.pk])).content
+    assert page.decode().count("full − variant") == 5  # each variant against the full one

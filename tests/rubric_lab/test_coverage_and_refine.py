@@ -5,7 +5,7 @@ import json
 import pytest
 
 from benchmark.models import JobStatus
-from rubric_lab.engine import coverage, refine
+from rubric_lab.engine import coverage, coverage_stats, refine
 from rubric_lab.models import ExpertCriterion, RefineArm, WorkStatus
 from rubric_lab.services import coverage as coverage_service
 from rubric_lab.services import pipeline
@@ -35,7 +35,7 @@ def test_coverage_figures_are_recall_precision_and_f1():
     result = coverage.coverage_of(judgements, generated=5)
     assert (result.recall, result.precision) == (0.5, 0.4)
     assert result.f1 == pytest.approx(2 * 0.5 * 0.4 / 0.9)
-    overall = coverage.overall([result, coverage.Coverage(2, 2, 2, 2)])
+    overall = coverage_stats.overall([result, coverage_stats.Coverage(2, 2, 2, 2)])
     assert overall.micro.recall == 4 / 6 and overall.macro_recall == 0.75
 
 

@@ -13,6 +13,7 @@ from django.urls import reverse
 from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers.offline import OfflineProvider
 from jury.services import juries
+from rubric_lab.engine.axes import common_axis
 from rubric_lab.models import (
     AblationStudy,
     CoverageRun,
@@ -207,9 +208,9 @@ def test_coverage_results_export_per_case_and_overall(played_run, rubric_job):
         coverage.coverage_case_execute(case_id)
 
     table = coverage.coverage_table(run)
-    # Then one row per axis: the lab's axes of the generated criteria, and the expert
-    # criterion's (it named none) last.
-    axes = [*sorted({c.axis for c in rubric.criteria.all()}), "(none)"]
+    # Then one row per axis: the generated criteria's axes in HealthBench's names, and the
+    # expert criterion's (it named none) last.
+    axes = [*sorted({common_axis(c.axis) for c in rubric.criteria.all()}), "(none)"]
     assert list(table["case"]) == [
         rubric.conversation.entry.index, "all (micro)", "mean of 1 cases (macro)",
         *(f"axis: {axis}" for axis in axes),
@@ -218,11 +219,13 @@ def test_coverage_results_export_per_case_and_overall(played_run, rubric_job):
     assert case["recall"] == case["entailed"] / case["constraints"]
     assert micro["f1"] == pytest.approx(case["f1"])
     csv = coverage.coverage_export(run, "csv")
-    assert csv.splitlines()[0] == "case,rubric,condition,constraints,entailed,generated," \
-        "matched,recall,precision,f1"  # fmt: skip
+    assert csv.splitlines()[0] == (
+        "case,prompt_id,condition,theme,rubric,constraints,entailed,generated,matched,recall,"
+        "recall_low,recall_high,precision,precision_low,precision_high,f1,f1_low,f1_high"
+    )
     (latex,) = latex_floats(coverage.coverage_export(run, "tex"))
     assert latex.label == f"tab:coverage-{run.pk}" and run.name in latex.caption
-    assert "nan" not in csv and csv.splitlines()[3].startswith("mean of 1 cases (macro),,,,,,,")
+    assert "nan" not in csv and csv.splitlines()[3].startswith("mean of 1 cases (macro),,,,,,,,,")
 
 
 def test_refine_results_export_each_arm_and_the_paired_difference(researcher_client, rubric_job):

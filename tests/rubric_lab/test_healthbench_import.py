@@ -14,7 +14,15 @@ from jury.services import juries, scoring
 from rubric_lab.engine import healthbench
 from rubric_lab.models import ExpertCriterion, JudgeSetup, NearMissStatus
 from rubric_lab.services import coverage, imports, instance_scoring, pipeline, sensitivity
-from tests.rubric_lab.healthbench_rows import MULTI_TURN, PROMPT_ONLY, SINGLE_TURN, jsonl
+from tests.rubric_lab.healthbench_rows import (
+    HEALTHBENCH_AXES,
+    IDEAL_ONLY,
+    MULTI_TURN,
+    NO_IDEAL,
+    PROMPT_ONLY,
+    SINGLE_TURN,
+    jsonl,
+)
 from tests.support.builders import shipped_agent
 
 pytestmark = pytest.mark.django_db
@@ -197,6 +205,99 @@ def test_imported_conversations_get_rubrics_scores_near_misses_and_coverage():
     assert results["overall"].cases == 2
     axes = {row.axis for row in results["axes"] if row.constraints}
     assert {"accuracy", "completeness", "communication_quality"} <= axes
+
+
+def test_a_row_without_a_completion_is_scored_on_the_physicians_ideal_completion():
+    result = imported(IDEAL_ONLY, NO_IDEAL, SINGLE_TURN)
+
+    assert imports.import_summary(result).startswith(
+        "Imported 3 conversations (2 with a reply to score: 1 the row's completion, 1 the "
+        "physicians' ideal completion) and 26 physician criteria"
+    )
+    ideal = result.run.conversations.get(entry__seed__source_id="hb-ideal-1")
+    reply = ideal.events.get(kind="assistant_message").content
+    assert reply == IDEAL_ONLY["ideal_completions_data"]["ideal_completion"]
+    # Who wrote the reply is the conversation's agent, so reports keep the two kinds apart.
+    assert ideal.run_agent.label == healthbench.IDEAL_LABEL
+    own = result.run.conversations.get(entry__seed__source_id="hb-single-1")
+    assert own.run_agent.model == healthbench.RESPONDER
+    bare = result.run.conversations.get(entry__seed__source_id="hb-no-ideal")
+    assert bare.assistant_turns == 0 and bare.run_agent.model == healthbench.RESPONDER
+
+
+def test_ideal_completions_data_that_holds_no_reply_is_named():
+    broken = {**IDEAL_ONLY, "ideal_completions_data": {"ideal_completions_group": "Group 1"}}
+
+    _, problems = healthbench.parse(jsonl(broken))
+
+    assert problems == [
+        "line 1: ideal_completions_data must be null or an object whose ideal_completion is "
+        "non-empty text"
+    ]
+
+
+def coverage_of_job(job, judge="offline/standard"):
+    run = coverage.coverage_launch(generation_job=job, judge_model=judge)
+    for case_id in run.cases.values_list("pk", flat=True):
+        coverage.coverage_case_execute(case_id)
+    return run
+
+
+def generated(run, **options):
+    job = pipeline.generation_job_launch(
+        conversations=list(run.conversations.order_by("pk")), generator_model="offline/standard",
+        run=run, **options,
+    )  # fmt: skip
+    for generation_id in job.generations.values_list("pk", flat=True):
+        pipeline.generation_execute(generation_id)
+    return job
+
+
+def test_coverage_of_healthbench_rows_is_reported_on_healthbench_axes_with_intervals():
+    run = imported(IDEAL_ONLY, SINGLE_TURN, MULTI_TURN).run
+    cia = coverage_of_job(generated(run))
+
+    results = coverage.coverage_results(cia)
+    # The generated criteria's axes are put into HealthBench's names: each axis a generated
+    # criterion sits on is one the physicians' criteria use too, with all three figures.
+    axes = {row.axis: row for row in results["axes"]}
+    assert set(axes) <= set(HEALTHBENCH_AXES)
+    assert "communication_quality" in axes and axes["communication_quality"].generated
+    for row in axes.values():
+        if row.generated:
+            assert row.recall is not None and row.intervals.f1 is not None
+    bounds = results["overall"].intervals
+    assert bounds.recall.low <= results["overall"].micro.recall <= bounds.recall.high
+
+    table = coverage.coverage_table(cia)
+    cases = table[table["rubric"] != ""]
+    assert set(cases["prompt_id"]) == {"hb-ideal-1", "hb-single-1", "hb-multi-1"}
+    assert set(cases["theme"]) == {"context_seeking", "emergency_referrals"}
+    pooled = table[table["case"] == "all (micro)"].iloc[0]
+    assert pooled["recall_low"] <= pooled["recall"] <= pooled["recall_high"]
+
+
+def test_two_arms_are_compared_conversation_by_conversation_with_a_recall_difference(
+    researcher_client,
+):
+    run = imported(IDEAL_ONLY, SINGLE_TURN, MULTI_TURN).run
+    full = coverage_of_job(generated(run))
+    direct = coverage_of_job(generated(run, method="direct"))
+
+    comparison = coverage.coverage_compare(full, direct)
+
+    overall = comparison.overall
+    assert overall.test.clusters == comparison.conversations == 3
+    assert overall.difference.low <= overall.difference.value <= overall.difference.high
+    assert overall.difference.value == pytest.approx(overall.test.recall_a - overall.test.recall_b)
+    table = coverage.comparison_table(full, direct)
+    assert {"conversations", "difference", "difference_low", "difference_high"} <= set(table)
+    assert table.loc[0, "test"] == "McNemar adjusted for conversations, exact sign-flip p"
+    page = researcher_client.get(
+        reverse("rubric_lab:coverage", args=[full.pk]), {"compare": direct.pk}
+    ).content.decode()
+    low, high = overall.difference.low, overall.difference.high
+    assert f"[{low:.3f}, {high:.3f}]" in page and "exact sign-flip over 3 conversations" in page
 
 
 def test_the_csv_upload_still_keys_by_case_and_now_also_by_conversation(played_run):

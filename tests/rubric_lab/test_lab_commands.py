@@ -75,7 +75,8 @@ def test_a_study_from_import_to_export_runs_from_the_command_line(
         "--compare", str(first.pk),
     )  # fmt: skip
     assert "Recall " in out and f"Against coverage run {first.pk}: recall" in out
-    assert "McNemar p = " in out and "(exact binomial)" in out
+    assert "p = " in out and "(McNemar adjusted for conversations, exact sign-flip p)" in out
+    assert "difference " in out
 
     table, _ = command("lab_export", "sensitivity", str(study.pk))
     header = next(csv.reader(io.StringIO(table)))

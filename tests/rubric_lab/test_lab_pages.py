@@ -168,3 +168,9 @@ def test_the_pipeline_page_shows_each_audit_round_and_sampling_not_sent(
     page = body.decode()
     assert "Round 1: <strong>revise</strong>" in page and "Round 2: <strong>pass</strong>" in page
     assert "temperature 0.7, top-p 0.9" in page and "not sent" in page  # offline: ignored
+
+
+def test_the_lab_landing_page_links_every_part_of_the_lab(researcher_client):
+    page = researcher_client.get(reverse("rubric_lab:pipelines")).content.decode()
+    for name in ("sensitivity_list", "coverage_list", "refine_list", "ablation_list"):
+        assert f'href="{reverse(f"rubric_lab:{name}")}"' in page

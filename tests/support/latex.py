@@ -1,12 +1,15 @@
 """A structural check of the LaTeX tables the site writes, for machines without TeX: every
 environment closed in order, braces balanced, each float with one caption and one label, every
 row of a tabular with as many cells as its column spec, and the package comment naming what
-the text uses."""
+the text uses, and no float longer than a page holds."""
 
 import re
 from dataclasses import dataclass
 
 FLOATS = ("table", "sidewaystable")
+# Rows of \small type a float can hold below its caption: a portrait text block, and a
+# landscape page (its height is the block's width). A float cannot break across pages.
+PAGE_ROWS = {"table": 45, "sidewaystable": 30}
 
 
 @dataclass
@@ -64,4 +67,5 @@ def _float(environment: str, content: str) -> LatexFloat:
     for rule in (r"\toprule", r"\midrule", r"\bottomrule"):
         assert content.count(rule) == 1, rule
     assert r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%" in content
+    assert len(rows) - 1 <= PAGE_ROWS[environment], f"{len(rows) - 1} rows run off the page"
     return LatexFloat(environment, captions[0], labels[0], len(spec), len(rows) - 1)

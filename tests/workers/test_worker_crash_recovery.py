@@ -86,7 +86,8 @@ def test_judge_calls_lost_with_a_killed_worker_are_judged_by_the_next_one(tmp_pa
 
 def test_enrichment_lost_with_a_killed_worker_is_finished_by_the_next_one(tmp_path, transport):
     # The fake server's answers are not patient entries: every entry fails after its repair
-    # turns, which is a final state; what matters is that none stays pending for good.
+    # turns, which is a final state (the set fails with them); what matters is that none stays
+    # pending for good.
     benchmark_set = cases.benchmark_set_create(
         name="crash enrichment", distribution=cases.distribution_default_ensure(), size=4,
         sampler_seed=3, generator_model="openai-compatible/slow-writer",
@@ -102,7 +103,7 @@ def test_enrichment_lost_with_a_killed_worker_is_finished_by_the_next_one(tmp_pa
         kill_mid_job_then_restart(
             tmp_path, transport, environment, kind="set", job_id=benchmark_set.pk,
             started=lambda: entries.exclude(status=EntryStatus.PENDING).exists(),
-            done=lambda: set_status() == JobStatus.FINISHED,
+            done=lambda: set_status() == JobStatus.FAILED,
         )  # fmt: skip
     assert entries.filter(status=EntryStatus.FAILED).count() == 4
     assert all(entry.attempts == 3 for entry in entries)

@@ -50,6 +50,8 @@ from alignment.services.archive.tables import (
 )
 from alignment.services.rescoring import rescore_jobs
 from annotation.models import CalibrationGuide, Study, StudyItem
+from annotation.services.exchange import has_synthetic_work
+from common.synthetic import synthetic_file_name
 from jury.models import RubricVersion
 
 Progress = Callable[[int, int], None]
@@ -81,7 +83,9 @@ def study_archive_write(
                 records.append(_sandbox_member(archive, selection[table.name], keys))
         tables = report_tables(study, conversation_ids=keys["conversations"], people=people)
         tables |= _rubric_texts(selection["rubric_versions"])
-        tables[fmt.README] = readme.text(with_usernames=with_usernames)
+        tables[fmt.README] = readme.text(
+            with_usernames=with_usernames, synthetic=has_synthetic_work(study)
+        )
         records += [_text_member(archive, name, text) for name, text in tables.items()]
         manifest.members = {record.name: record for record in records}
         manifest.counts = {r.name: r.rows for r in records if r.rows is not None}
@@ -192,7 +196,9 @@ def app_version() -> str:
 
 
 def archive_file_name(study: Study) -> str:
-    return f"study-{fmt.file_stem(study.name)}-{timezone.now():%Y%m%d-%H%M%S}.zip"
+    """The archive's name; it says when the study holds synthetic clinicians' work."""
+    name = f"study-{fmt.file_stem(study.name)}-{timezone.now():%Y%m%d-%H%M%S}.zip"
+    return synthetic_file_name(name) if has_synthetic_work(study) else name
 
 
 # --- members -----------------------------------------------------------------------------------

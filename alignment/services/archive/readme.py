@@ -10,7 +10,7 @@ CareJury study archive (format {name}, version {version})
 One clinician study, whole: what the annotators saw, what they scored, what the jury said,
 and the agreement tables the site computed when the archive was written. Re-open it on any
 CareJury site with `manage.py import_study <this file>` or the staff page "Import a
-study archive"; the imported study is locked and reproduces these tables.
+study archive"; the imported study is locked and reproduces these tables.{synthetic}
 
 manifest.json        format, version, when and by which site version this was written, the
                      study and its settings, rows per member and the sha256 of every member
@@ -35,8 +35,11 @@ data/*.jsonl         one JSON object per line; `id` is the row's number in this 
                        judge seat and model, raw output
   rubric_results,      the jury's merged results per conversation and rubric, and per
   conversation_results conversation
-  projects, studies    the study, its settings and sample coverage
-  study_items          the sampled conversations with their stratum
+  projects, studies    the study, its settings and sample coverage (with the sampling
+                       design: each stratum's size N and draws n)
+  study_items          the sampled conversations with their stratum and inclusion
+                       probability (n / N of the stratum; either phase's after a second
+                       phase; approximate for studies of the earlier greedy sampler)
   assignments          annotations: scores, feedback, linked trace events, comment,
                        realism, time on task, practice / synthetic, skips, invalidation
   assignment_history   every change of every annotation (old and new values)
@@ -55,7 +58,8 @@ tables/              the agreement tables as computed at export, default filters
                      is the archive id), and as CSV and Markdown:
   weighted             every agreement figure on the sample and weighted back to the
                        population of scored conversations (weights from study_items'
-                       inclusion_probability), with intervals, n and whether they differ
+                       inclusion_probability), with intervals, n, whether they differ and
+                       which single-conversation strata the intervals pooled
   alt-test             the alternative annotator test per rubric (advantage probabilities per
                        clinician, p, Benjamini-Yekutieli p, winning rate, verdict, needs)
   corrected            clinician-corrected model scores (prediction-powered inference; the
@@ -68,8 +72,15 @@ tables/              the agreement tables as computed at export, default filters
 """
 
 
-def text(*, with_usernames: bool) -> str:
+SYNTHETIC = (
+    "This study holds work of synthetic clinicians (scripted simulated clinicians, not people):\n"
+    "their annotations say `synthetic: true` in data/assignments.jsonl."
+)
+
+
+def text(*, with_usernames: bool, synthetic: bool = False) -> str:
     return TEXT.format(
+        synthetic=f"\n\n{SYNTHETIC}" if synthetic else "",
         name=fmt.FORMAT_NAME,
         version=fmt.FORMAT_VERSION,
         usernames="; this archive also holds usernames" if with_usernames else "",

@@ -255,6 +255,9 @@ def sends_sampling(model_string: str) -> bool:
 def _endpoint_key(endpoint: Endpoint, settings: ProviderSettings, model: ModelString) -> str:
     if not endpoint.api_key_env:
         return _NO_KEY_NEEDED
+    refusal = endpoints.key_variable_refusal(endpoint.api_key_env, settings.site_variables)
+    if refusal is not None:
+        raise ProviderError(f"endpoint {endpoint.name!r}: api_key_env {refusal}", kind="config")
     key = settings.endpoint_keys.get(endpoint.name, "")
     if not key:
         raise ProviderError(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -25,6 +25,8 @@ from benchmark.engine.safe_yaml import safe_load
 ENDPOINTS_PATH = Path(__file__).resolve().parents[2] / "data" / "endpoints.yaml"
 NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
+# An endpoint's key is sent to the endpoint's address: only a variable meant as a model key.
+MODEL_KEY_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,91}_API_KEY$")
 BUILT_IN = ("openai", "anthropic", "openai-compatible", "offline")  # model_strings.PROVIDERS
 FIELDS = ("name", "base_url", "api_key_env", "requests_per_minute", "tokens_per_minute",
           "concurrency")  # fmt: skip
@@ -117,6 +119,32 @@ def _endpoint(position: int, raw, problems: list[str]) -> Endpoint | None:
     if len(problems) > before:
         return None
     return Endpoint(name=name, base_url=base_url.rstrip("/"), api_key_env=key_env, **numbers)
+
+
+def key_variable_refusal(name: str, site_variables: Collection[str]) -> str | None:
+    """Why the variable `name` may not hold an endpoint's key (None: it may). Checked when a
+    list is saved and again before each call, so a list stored before the rule sends nothing."""
+    if name in site_variables:
+        return (
+            f"{name} is one of the site's own settings and is never sent to an endpoint; "
+            "name a variable of the endpoint's own, e.g. VLLM_A_API_KEY"
+        )
+    if not MODEL_KEY_NAME.match(name):
+        return (
+            f"{name} does not end in _API_KEY; only a variable meant as a model key is sent "
+            "to an endpoint (e.g. VLLM_A_API_KEY)"
+        )
+    return None
+
+
+def key_variable_problems(endpoint_set: EndpointSet, site_variables: Collection[str]) -> list[str]:
+    """Each endpoint whose api_key_env may not hold its key, named with the reason."""
+    return [
+        f"{endpoint.name}: api_key_env {refusal}"
+        for endpoint in endpoint_set
+        if endpoint.api_key_env
+        and (refusal := key_variable_refusal(endpoint.api_key_env, site_variables))
+    ]
 
 
 def _positive(value, label: str, problems: list[str]) -> int | None:

@@ -30,6 +30,8 @@ class ProviderSettings:
     # variables hold, by endpoint name.
     endpoints: named.EndpointSet | None = None
     endpoint_keys: dict[str, str] = field(default_factory=dict, repr=False)
+    # The variables the site reads for itself: never an endpoint's key (key_variable_refusal).
+    site_variables: frozenset[str] = frozenset()
 
     def secrets(self) -> tuple[str, ...]:
         """The configured keys, for redaction: removed from any text that quotes them."""
@@ -47,6 +49,8 @@ class ProviderSettings:
         def text(name: str) -> str:
             return getattr(settings, name, "") or ""
 
+        site_variables = frozenset(settings.SITE_VARIABLES)
+
         return cls(
             openai_api_key=text("OPENAI_API_KEY"),
             openai_base_url=text("OPENAI_BASE_URL"),
@@ -59,10 +63,18 @@ class ProviderSettings:
             offline_latency_seconds=int(getattr(settings, "OFFLINE_LATENCY_MS", 0)) / 1000,
             redis_url=text("REDIS_URL"),
             endpoints=(endpoint_set := named.in_force()),
-            endpoint_keys=endpoint_keys(endpoint_set, os.environ),
+            endpoint_keys=endpoint_keys(endpoint_set, os.environ, site_variables),
+            site_variables=site_variables,
         )
 
 
-def endpoint_keys(endpoint_set: named.EndpointSet, environment) -> dict[str, str]:
-    """Each endpoint's key, from the environment variable it names ("" when unset)."""
-    return {e.name: environment.get(e.api_key_env, "") for e in endpoint_set if e.api_key_env}
+def endpoint_keys(
+    endpoint_set: named.EndpointSet, environment, site_variables: frozenset[str]
+) -> dict[str, str]:
+    """Each endpoint's key, from the environment variable it names ("" when unset). A variable
+    an endpoint may not name is never read (its calls fail, client._endpoint_key)."""
+    return {
+        e.name: environment.get(e.api_key_env, "")
+        for e in endpoint_set
+        if e.api_key_env and named.key_variable_refusal(e.api_key_env, site_variables) is None
+    }

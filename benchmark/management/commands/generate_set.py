@@ -69,13 +69,13 @@ class Command(BaseCommand):
         progress = benchmark_set.progress()
         cost = cost_text(**accounting.cost_summary(benchmark_set.model_calls.all()))
         stopped = f" {benchmark_set.stop_reason}" if benchmark_set.stop_reason else ""
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"Set {benchmark_set.pk} {name!r}: {progress['done']} ready, "
-                f"{progress['failed']} failed, {progress['pending']} pending; cost {cost}."
-                f"{stopped}"
-            )
+        summary = (
+            f"Set {benchmark_set.pk} {name!r}: {progress['done']} ready, "
+            f"{progress['failed']} failed, {progress['pending']} pending; cost {cost}.{stopped}"
         )
+        if benchmark_set.status == JobStatus.FAILED:
+            raise CommandError(f"{summary} {benchmark_set.error}")
+        self.stdout.write(self.style.SUCCESS(summary))
 
     def _enrich_here(self, benchmark_set: BenchmarkSet) -> None:
         """Enrich in this process, one entry after another, checking the cost limit before

@@ -18,7 +18,8 @@ class Command(BaseCommand):
     help = (
         "Judge how much of the expert criteria each rubric of a generation job entails "
         "(recall, precision, F1, overall and per axis), with a progress bar; --compare tests "
-        "the difference in recall against another coverage run (McNemar)."
+        "the difference in recall against another coverage run (McNemar's test adjusted for "
+        "conversations, with a bootstrap interval)."
     )
 
     def add_arguments(self, parser) -> None:
@@ -50,23 +51,27 @@ class Command(BaseCommand):
         play(self, run, "coverage", inline=opts["inline"], wait=not opts["no_wait"])
         overall = coverage.coverage_results(run)["overall"]
         if overall is not None:
-            micro = overall.micro
+            micro, bounds = overall.micro, overall.intervals
             self.stdout.write(
-                f"Recall {_figure(micro.recall)}, precision {_figure(micro.precision)}, "
-                f"F1 {_figure(micro.f1)} (pooled over {micro.constraints} constraints)."
+                f"Recall {_figure(bounds.recall)}, precision {_figure(bounds.precision)}, "
+                f"F1 {_figure(bounds.f1)} (pooled over {micro.constraints} constraints of "
+                f"{overall.cases} conversations; 95% intervals resampling conversations)."
             )
         if other is not None and opts["no_wait"] and not opts["inline"]:
             self.stdout.write("Not compared: the run is still with the workers (--no-wait).")
         elif other is not None:
-            test = coverage.coverage_compare(run, other).overall
-            kind = "exact binomial" if test.exact else "chi-square, continuity corrected"
+            compared = coverage.coverage_compare(run, other).overall
+            test = compared.test
             self.stdout.write(
-                f"Against coverage run {other.pk}: recall {_figure(test.recall_a)} vs "
-                f"{_figure(test.recall_b)} on {test.pairs} paired constraints ({test.only_a} "
-                f"entailed only here, {test.only_b} only there); McNemar p = "
-                f"{test.p_value:.4g} ({kind})."
+                f"Against coverage run {other.pk}: recall {_figure(compared.recall_a)} vs "
+                f"{_figure(compared.recall_b)}, difference {_figure(compared.difference)} on "
+                f"{test.pairs} paired constraints of {test.clusters} conversations "
+                f"({test.only_a} entailed only here, {test.only_b} only there); p = "
+                f"{test.p_value:.4g} ({coverage.comparison_method(test)})."
             )
 
 
-def _figure(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
+def _figure(estimate) -> str:
+    if estimate is None:
+        return "-"
+    return f"{estimate.value:.3f} [{estimate.low:.3f}, {estimate.high:.3f}]"

@@ -8,12 +8,20 @@ from dataclasses import fields
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
 from alignment.engine import agreement, coefficients, design
 from alignment.engine.agreement import agreement_table, rubric_agreement
-from alignment.engine.bootstrap import Estimate
+from alignment.engine.bootstrap import (
+    SAME_IN_EVERY_RESAMPLE,
+    Estimate,
+    estimate,
+    resample_weights,
+    with_point,
+)
 
 from .conftest import synthetic
 
@@ -122,3 +130,22 @@ def test_no_resamples_gives_points_without_intervals(study):
     assert result.jury_adjacent.value is not None
     assert (result.jury_adjacent.low, result.jury_adjacent.high) == (None, None)
     assert isinstance(result.jury_adjacent, Estimate)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    hits=st.lists(st.booleans(), min_size=1, max_size=15),
+    seed=st.integers(0, 2**16),
+)
+def test_a_share_and_its_interval_stay_in_zero_to_one_and_a_zero_width_says_why(hits, seed):
+    # Any sample, one conversation included: the percentile interval of a share is a share.
+    values = np.asarray(hits, dtype=float)
+    counts = resample_weights(len(values), 200, np.random.default_rng(seed))
+    shares = with_point(counts) @ values / with_point(counts).sum(axis=1)
+    figure = estimate(shares, n_items=len(values), n_ratings=len(values), reason="")
+    assert 0 <= figure.value <= 1 and 0 <= figure.low <= figure.high <= 1
+    if figure.high == figure.low:
+        expected = "one conversation" if len(values) == 1 else SAME_IN_EVERY_RESAMPLE
+        assert figure.note == f"zero width: {expected}"
+    else:
+        assert figure.note == ""

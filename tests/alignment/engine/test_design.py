@@ -18,6 +18,7 @@ from alignment.engine.agreement import rubric_agreement
 from alignment.engine.design import (
     intervals_disjoint,
     pooled_strata,
+    strata_pooling,
     stratified_resample_weights,
 )
 from alignment.engine.frames import ITEM, RATER, SCORE, STRATUM, WEIGHT
@@ -224,3 +225,29 @@ def test_judge_figures_weighted_by_whole_numbers_equal_the_repeated_judges():
             assert getattr(ours, name).value == pytest.approx(getattr(theirs, name).value), name
     assert weighted.judges[0].adjacent.value == pytest.approx(repeated.judges[0].adjacent.value)
     assert weighted.n_items == 30 and weighted.judges[0].adjacent.n_items == 30
+
+
+def test_the_pooling_names_each_stratum_of_one_conversation_and_says_why():
+    pooling = strata_pooling(["a", "a", "b", "c", "d", "d"])
+    assert pooling.lone == ("b", "c") and not pooling.joined
+    assert pooling.codes[2] == pooling.codes[3] != pooling.codes[0]
+    assert pooling.note == (
+        "2 strata held one conversation each and were pooled into one (a stratum needs two "
+        "conversations to resample within and show its spread): b; c"
+    )
+    single = strata_pooling(["a", "a", "b", "c", "c", "c"])
+    assert single.joined == "a" and single.codes[2] == single.codes[0]
+    assert single.note.startswith("stratum b held one conversation and was resampled with "
+                                  "stratum a")  # fmt: skip
+    assert strata_pooling(["a", "a", "b", "b"]).note == ""
+
+
+def test_a_weighted_figure_carries_the_note_of_the_strata_its_interval_pooled():
+    clinicians, jury = _study(n_items=12)
+    items = np.sort(clinicians[ITEM].unique())
+    strata = ["big"] * 10 + ["lone one", "lone two"]
+    weighted = rubric_agreement(clinicians, jury, resamples=20, design=_design(items, 2, strata))
+    assert weighted.pooled_strata == strata_pooling(strata).note
+    assert "lone one; lone two" in weighted.pooled_strata
+    whole = rubric_agreement(clinicians, jury, resamples=20, design=_design(items, 2))
+    assert whole.pooled_strata == "" and rubric_agreement(clinicians, jury).pooled_strata == ""

@@ -6,11 +6,13 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from scipy import stats
 
 from alignment.engine.design import design_variance
-from alignment.engine.ppi import Annotated, Population, corrected_score
+from alignment.engine.ppi import MIN_ANNOTATED, Annotated, Population, corrected_score
 
 Z = stats.norm.ppf(0.975)
 
@@ -146,8 +148,84 @@ def test_without_an_annotated_conversation_the_correction_says_why():
     assert empty.jury_mean.value is None and empty.corrected_pass.value is None
 
 
-def test_one_annotated_conversation_gives_a_value_without_an_interval():
-    jury = np.array([3.0, 4.0, 5.0])
-    result = corrected_score(_population(jury, jury >= 3), _annotated([2.0], [4.0]))
-    assert result.corrected_mean.value == pytest.approx(2.0)
-    assert result.corrected_mean.low is None
+def test_one_annotated_conversation_gives_no_corrected_figure_and_names_the_minimum():
+    # The independent check's case: the jury passes 59 of 60 conversations; on the one the
+    # clinicians annotated the jury failed it and they passed it (197% before).
+    jury = np.array([4.0] * 59 + [2.0])
+    result = corrected_score(_population(jury, jury >= 3), _annotated([4.0], [2.0]))
+    for figure in (result.corrected_mean, result.corrected_pass, result.correction):
+        assert figure.value is None and figure.low is None
+        assert f"at least {MIN_ANNOTATED}" in figure.undefined and "1 annotated" in figure.undefined
+    assert f"at least {MIN_ANNOTATED}" in result.method
+    # The jury's own figures stay, inside their scales: the pass rate a count with its Wilson
+    # interval (it read 98.3% [95.1%, 101.6%]).
+    wilson = stats.binomtest(59, 60).proportion_ci(method="wilson")
+    assert result.jury_pass.value == pytest.approx(59 / 60)
+    assert (result.jury_pass.low, result.jury_pass.high) == (
+        pytest.approx(wilson.low),
+        pytest.approx(wilson.high),
+    )
+    assert 1 <= result.jury_mean.low <= result.jury_mean.high <= 5
+
+
+def test_a_corrected_figure_past_the_scale_is_cut_at_its_end_and_says_so():
+    jury = np.full(400, 4.8)
+    jury[:40] = 4.0
+    # Ten annotated conversations the jury scored 4 and clinicians 4.6 on average: the jury's
+    # 4.72 over the population plus 0.6 lies past 5, and so does most of its interval.
+    sample = np.arange(10)
+    clinician = np.array([5.0, 5.0, 5.0, 3.0, 5.0, 5.0, 5.0, 5.0, 3.0, 5.0])
+    result = corrected_score(_population(jury, jury >= 3), _annotated(clinician, jury[sample]))
+    mean = result.corrected_mean
+    assert mean.value == 5.0 and mean.high == 5.0 and 1 <= mean.low < 5
+    assert "lies outside the 1-5 scale and is shown at its end" in mean.note
+    assert "interval cut at the end of the 1-5 scale" in mean.note
+    assert "N = 400" in result.method and "n = 10" in result.method
+    assert f"shown from n = {MIN_ANNOTATED}" in result.method
+
+
+def test_every_score_equal_gives_a_zero_width_interval_that_says_why():
+    jury = np.full(50, 4.5)
+    result = corrected_score(
+        _population(jury, jury >= 3), _annotated(np.full(12, 4.5), np.full(12, 4.5))
+    )
+    for figure in (result.jury_mean, result.corrected_mean):
+        assert figure.value == pytest.approx(4.5)
+        assert figure.note == "zero width: every conversation has the same value"
+
+
+SCORES = st.floats(1, 5, allow_nan=False).map(lambda x: round(3 * x) / 3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    population=st.lists(SCORES, min_size=1, max_size=40),
+    pairs=st.lists(st.tuples(SCORES, SCORES, st.floats(1, 50)), min_size=0, max_size=30),
+    strata=st.integers(1, 3),
+)
+def test_every_figure_and_bound_stays_on_its_scale(population, pairs, strata):
+    jury = np.array(population)
+    clinician = [c for c, _, _ in pairs]
+    sampled = [j for _, j, _ in pairs]
+    weights = [w for _, _, w in pairs]
+    cells = [str(i % strata) for i in range(len(pairs))]
+    result = corrected_score(
+        _population(jury, jury >= 3),
+        _annotated(clinician, sampled, weights=weights, strata=np.array(cells, dtype=object)),
+    )
+    scales = {
+        "jury_mean": (1, 5), "corrected_mean": (1, 5), "correction": (-4, 4),
+        "jury_pass": (0, 1), "corrected_pass": (0, 1),
+    }  # fmt: skip
+    for name, (low, high) in scales.items():
+        figure = getattr(result, name)
+        if figure.value is None:
+            assert figure.undefined
+            continue
+        assert low <= figure.value <= high
+        if figure.low is not None:
+            assert low <= figure.low <= figure.high <= high
+            if figure.high - figure.low < 1e-9:
+                assert figure.note  # a zero-width interval always says why
+    if len(pairs) < MIN_ANNOTATED:
+        assert result.corrected_mean.value is None and result.corrected_pass.value is None

@@ -12,6 +12,7 @@ from benchmark.engine.chat import ProviderError
 from benchmark.engine.providers import ModelClient, ModelRouter, ProviderSettings, endpoints
 from benchmark.engine.providers.endpoints import Endpoint, EndpointError, EndpointSet
 from benchmark.engine.providers.model_strings import check_model_string, parse_model_string
+from benchmark.engine.providers.settings import endpoint_keys
 from tests.fakes.llm_server import answer, running_fake_llm_server
 
 
@@ -58,12 +59,12 @@ def test_two_endpoints_answer_in_one_router_each_with_its_own_key(
 
 
 def test_a_missing_key_variable_names_the_endpoint_and_the_variable(in_force):
-    hosted = Endpoint("hosted", "https://llm.example.org/v1", api_key_env="HOSTED_KEY")
+    hosted = Endpoint("hosted", "https://llm.example.org/v1", api_key_env="HOSTED_API_KEY")
     in_force(hosted)
     with pytest.raises(ProviderError) as refused:
         ModelClient("hosted/big-model", settings=endpoint_settings(hosted))
     message = str(refused.value)
-    assert "'hosted'" in message and "HOSTED_KEY" in message and "hosted/big-model" in message
+    assert "'hosted'" in message and "HOSTED_API_KEY" in message and "hosted/big-model" in message
 
 
 def test_model_strings_are_checked_against_the_endpoints_in_force(in_force):
@@ -124,3 +125,33 @@ def test_a_bad_endpoint_list_names_its_problem(text, problem):
 
 def test_the_shipped_list_is_valid():
     assert "ollama" in endpoints.parse_endpoints(endpoints.shipped_text()).names
+
+
+@pytest.mark.parametrize("variable", ["SECRET_KEY", "DATABASE_URL", "AWS_SECRET_ACCESS_KEY"])
+def test_an_endpoint_never_sends_a_variable_that_is_no_model_key(variable, in_force, monkeypatch):
+    """A list stored before the rule (or written past the save check) still sends nothing."""
+    monkeypatch.setenv(variable, "the-site-secret")
+    with running_fake_llm_server() as server:
+        thief = Endpoint("thief", server.openai_base_url, api_key_env=variable)
+        in_force(thief)
+        keys = {"thief": "the-site-secret"}
+        with pytest.raises(ProviderError) as refused:
+            ModelClient("thief/m", settings=endpoint_settings(thief, **keys), use_cache=False)
+    assert f"api_key_env {variable} does not end in _API_KEY" in str(refused.value)
+    assert server.requests == []
+
+
+def test_an_endpoint_never_sends_a_variable_the_site_reads_for_itself(in_force):
+    site_variables = frozenset({"OPENAI_API_KEY"})
+    with running_fake_llm_server() as server:
+        thief = Endpoint("thief", server.openai_base_url, api_key_env="OPENAI_API_KEY")
+        in_force(thief)
+        endpoint_set = EndpointSet((thief,))
+        keys = endpoint_keys(endpoint_set, {"OPENAI_API_KEY": "sk-site"}, site_variables)
+        assert keys == {}
+        settings = ProviderSettings(
+            endpoints=endpoint_set, endpoint_keys=keys, site_variables=site_variables
+        )
+        with pytest.raises(ProviderError, match="OPENAI_API_KEY is one of the site's own"):
+            ModelClient("thief/m", settings=settings, use_cache=False)
+    assert server.requests == []

@@ -3,6 +3,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
 from jury.engine.stats import (
@@ -28,6 +30,46 @@ def test_mean_ci_matches_scipys_t_interval():
     )
     assert (result.low, result.high) == (pytest.approx(low), pytest.approx(high))
     assert result.sd == pytest.approx(np.std(VALUES, ddof=1)) and result.n == 8
+
+
+def test_mean_ci_is_cut_at_the_ends_of_the_score_scale():
+    # t(2) * 0.58 / sqrt(3) = 1.43 above 4.67: the interval reached 6.1 on a 1-5 scale.
+    result = mean_ci([5.0, 5.0, 4.0])
+    assert result.high == 5.0 and 1.0 <= result.low < result.mean
+    assert mean_ci([1.0, 1.0, 2.0]).low == 1.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(1, 5), min_size=1, max_size=12))
+def test_mean_ci_stays_on_the_scale_for_any_scores(values):
+    result = mean_ci(values)
+    assert 1 <= result.mean <= 5
+    if len(values) == 1:
+        assert math.isnan(result.low) and math.isnan(result.high)
+    else:
+        assert 1 <= result.low <= result.mean + 1e-9 and result.mean - 1e-9 <= result.high <= 5
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 500).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+def test_the_wilson_interval_stays_in_zero_to_one_with_a_width(counts):
+    low, high = wilson_interval(*counts)
+    assert 0 <= low < high <= 1
+
+
+def test_the_model_table_says_why_an_aggregate_interval_is_missing_or_of_zero_width():
+    conversations = pd.DataFrame(
+        {"model": ["same", "same", "same", "alone"], "aggregate": [4.5, 4.5, 4.5, 3.0]}
+    )
+    rubric_scores = pd.DataFrame(
+        [{"model": m, "rubric": "clinical_safety", "score": a, "passed": a >= 3}
+         for m, a in zip(conversations["model"], conversations["aggregate"], strict=True)]
+    )  # fmt: skip
+    text = format_model_table(model_table(rubric_scores, conversations), {"clinical_safety": "CS"})
+    cells = dict(zip(text["Model"], text["Aggregate (95% CI)"], strict=True))
+    # They read "4.50 [4.50, 4.50]" and "3.00 [nan, nan]".
+    assert cells["same"] == "4.50 (zero width: every conversation has the same value)"
+    assert cells["alone"] == "3.00 (no interval: one conversation)"
 
 
 def test_mean_ci_of_a_single_value_has_no_bounds():

@@ -50,3 +50,14 @@ def test_a_table_split_into_parts_gives_one_float_per_part():
         ("Scores: pass rates", "tab:job-3-pass-rates", 7),
     ]
     assert [f.environment for f in floats] == ["table", "sidewaystable"]
+
+
+def test_a_table_longer_than_a_page_is_cut_into_numbered_floats_that_each_fit():
+    frame = pd.DataFrame({"Subgroup": [f"group {n}" for n in range(197)], "n": range(197)})
+    floats = latex_floats(latex_tables(frame, caption="Subgroups", label="job 3 sensitivity"))
+    assert len(floats) > 1 and sum(f.rows for f in floats) == 197
+    assert [f.caption for f in floats] == [
+        f"Subgroups (part {n} of {len(floats)})" for n in range(1, len(floats) + 1)
+    ]
+    assert floats[0].label == "tab:job-3-sensitivity"  # a reference finds the table's start
+    assert len({f.label for f in floats}) == len(floats)

@@ -14,6 +14,7 @@ from jury.engine.paired import (
     signed_rank_pvalues,
     versus_best,
 )
+from jury.engine.stats import shown_mean
 
 # Two agents on 16 cases; rubric-like scores, so there are ties and zero differences.
 A = [4.5, 4.0, 3.5, 5.0, 4.0, 3.0, 4.5, 4.0, 2.5, 4.0, 3.5, 5.0, 4.5, 3.0, 4.0, 4.5]
@@ -174,6 +175,13 @@ def test_agents_identical_on_every_case_get_p_one():
     assert signed_rank_pvalues(np.zeros((4, 1)))[0] == 1.0
 
 
+def test_the_same_difference_on_every_case_says_why_its_interval_has_zero_width():
+    a = [5.0, 4.5, 3.0, 4.0, 5.0, 4.0]
+    row = compare({"a": a, "b": [score - 1 for score in a]}).iloc[0]
+    assert (row["ci_low"], row["ci_high"]) == (1.0, 1.0)
+    assert row["note"] == "the same difference on every case: an interval of zero width"
+
+
 def test_models_indistinguishable_from_the_best_are_marked():
     rng = np.random.default_rng(2)
     base = rng.normal(3.5, 0.5, size=40)
@@ -190,6 +198,16 @@ def test_models_indistinguishable_from_the_best_are_marked():
         "weak": "different",
         "lonely": "untested",
     }
+
+
+def test_models_whose_aggregate_prints_alike_are_all_best():
+    """Two agents with the same scores show the same "2.66 [2.25, 3.06]": one standing."""
+    scores = {"twin": A, "copy": list(A), "other": [value - 1 for value in A]}
+    shown = {model: shown_mean(float(np.mean(values))) for model, values in scores.items()}
+    marks = versus_best(compare(scores, intervals=False), list(scores), shown=shown)
+    assert marks == {"twin": "best", "copy": "best", "other": "different"}
+    assert versus_best(compare(scores, intervals=False), ["copy", "twin", "other"],
+                       shown=shown) == marks  # whichever of the two sorts first  # fmt: skip
 
 
 def test_without_intervals_the_bootstrap_is_skipped():

@@ -1,7 +1,9 @@
 """What one judge call costs the database, as a worker runs it: the judge task takes its row,
-reads what it needs once, stores the outcome and hands its place in the window to the job's
-next call - at most six queries, never the conversation's sandboxes, and the trace read once
-per conversation however many rubrics and judges score it."""
+reads what it needs once, writes the answer's spend down the moment it arrives (a worker killed
+before the outcome is stored has still accounted for it), stores the outcome and hands its
+place in the window to the job's next call - at most seven queries, never the conversation's
+sandboxes, and the trace read once per conversation however many rubrics and judges score
+it."""
 
 import pytest
 from django.db import connection
@@ -14,7 +16,7 @@ from jury.services.judge_inputs import judge_inputs
 
 pytestmark = pytest.mark.django_db
 
-QUERIES_PER_CALL = 6
+QUERIES_PER_CALL = 7
 TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
 
 
@@ -50,7 +52,7 @@ def job_started(played_run, offline_jury, worker_queue, django_capture_on_commit
     return job
 
 
-def test_a_judge_call_in_a_running_job_takes_at_most_six_queries(
+def test_a_judge_call_in_a_running_job_takes_at_most_seven_queries(
     job_started, worker_queue, django_capture_on_commit_callbacks
 ):
     run_next(worker_queue, django_capture_on_commit_callbacks)  # the conversation's first

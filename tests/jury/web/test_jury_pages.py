@@ -30,6 +30,8 @@ STAFF_ONLY = [
     ("jury:job_retry", {"pk": 1}),
     ("jury:report", {"pk": 1}),
     ("jury:report_export", {"pk": 1, "table": "models", "suffix": "csv"}),
+    ("jury:report_figure", {"pk": 1, "kind": "pass-rates", "fmt": "png"}),
+    ("jury:sensitivity_figure", {"pk": 1, "attribute": "severity", "fmt": "pdf"}),
     ("jury:sensitivity", {"pk": 1}),
     ("jury:comparison", {"pk": 1}),
     ("jury:judges", {"pk": 1}),
@@ -396,3 +398,19 @@ def test_sensitivity_charts_share_the_width_and_label_subgroups_in_words(
     labels = set(re.findall(r'text-anchor="end"[^>]*>([^<]+)</text>', text))
     assert {identity.replace("_", " ") for identity in identities} <= labels
     assert not [label for label in labels if "_" in label]
+
+
+def test_the_model_table_says_why_an_aggregate_interval_has_zero_width(
+    researcher_client, scored_job
+):
+    # Every conversation of the first agent with the same aggregate: "4.50 [4.50, 4.50]" read
+    # as certainty; the cell says why the interval has no width instead, and the export too.
+    results = ConversationResult.objects.filter(job=scored_job, complete=True)
+    results.filter(conversation__run_agent__label=LABELS[0]).update(aggregate=4.5)
+    text = researcher_client.get(reverse("jury:report", args=[scored_job.pk])).content.decode()
+    table = text[text.index('id="model-table"') : text.index("</table>")]
+    notes = re.findall(r'<span class="ci">\(([^)]*)\)</span>', table)
+    assert notes == ["zero width: every conversation has the same value"]
+    assert not re.search(r"\[([\d.]+), \1\]", table)
+    exported = _export(researcher_client, scored_job.pk, "models").content.decode()
+    assert "4.50 (zero width: every conversation has the same value)" in exported
