@@ -2,24 +2,45 @@
 
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from urllib.parse import urlencode, urlparse
 
 from django.conf import settings
+from django.contrib.auth import logout
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import resolve_url
 
 from accounts.models import Role
 
-_REFRESHED = "idle_refreshed_at"
+_ACTED = "idle_acted_at"  # when the person last did something (kept to the minute)
+_DEADLINE = "idle_deadline"  # when the session ends if they do nothing more
 SECONDS_LEFT_HEADER = "X-Session-Expires-In"
-ENDED = ("session", "ended")  # the login page's query parameter for "your session ended"
+# A request the page sends by itself says how long ago the person last acted in it.
+IDLE_SECONDS_HEADER = "X-Idle-Seconds"
+# The session's end, kept in the browser past the session itself: once the session is gone,
+# it tells an idle logout from a session ended on the server.
+DEADLINE_COOKIE = "session_deadline"
+SESSION = "session"  # the login page's query parameter for why the session ended
+IDLE, ENDED = "idle", "ended"
+
+
+def sent_by_the_page(view: Callable) -> Callable:
+    """Mark a view the page calls on its own (a heartbeat): its requests are not the person's
+    activity, so they do not restart the idle wait (see IdleTimeoutMiddleware)."""
+    view.sent_by_the_page = True
+    return view
 
 
 class IdleTimeoutMiddleware:
-    """A session ends after a while without a request: ANNOTATOR_IDLE_MINUTES for annotators
-    (a shared ward computer must not stay logged in), STAFF_IDLE_MINUTES, longer, for
-    researchers and admins (their pages launch runs and export data). Each request starts the
-    wait again.
+    """A session ends after a while without the person doing anything: ANNOTATOR_IDLE_MINUTES
+    for annotators (a shared ward computer must not stay logged in), STAFF_IDLE_MINUTES, longer,
+    for researchers and admins (their pages launch runs and export data).
+
+    Only a person's activity restarts the wait: a request they caused (a page, a click, a save).
+    A request the page sends by itself (a view marked `sent_by_the_page`, the review screen's
+    heartbeat) restarts it only as of the person's last keystroke or click in the page, which
+    it reports in `X-Idle-Seconds`; without that header it restarts nothing. So a page left
+    open logs out on time, however often it calls the server.
 
     When an htmx request (an autosave, a heartbeat) arrives after the session ended, following
     the login redirect inside the request would swap the login form into a page fragment.
@@ -27,10 +48,13 @@ class IdleTimeoutMiddleware:
     their work up to the last autosave is on the server and reappears there (and the review
     screen keeps what was typed after that in the browser and puts it back).
 
-    Every response to a logged-in request says in `X-Session-Expires-In` how many seconds the
-    session has left, so the review screen can warn a minute before it ends. A request that
-    still carries the cookie of a session that ended is sent to the login page with
-    `session=ended`, and the login page says what happened.
+    The session ends at that time by this middleware's clock (the session store's own expiry
+    says the same, to the minute). Every response to a logged-in request says in
+    `X-Session-Expires-In` how many seconds the session has left, so the review screen can warn
+    a minute before it ends. A request after the session ended is sent to the login page with
+    `session=idle` when it ended for lack of activity, `session=ended` when it was ended
+    otherwise (deleted on the server, a logout in another window), and the login page says
+    which.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
@@ -38,14 +62,29 @@ class IdleTimeoutMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         user = getattr(request, "user", None)
-        if user is not None and user.is_authenticated:
-            _keep_alive(request.session, idle_minutes(user) * 60)
+        logged_in = user is not None and user.is_authenticated
+        if logged_in and session_seconds_left(request.session) <= 0:
+            # Past its idle end by this clock, whatever the session store keeps.
+            logout(request)
         response = self.get_response(request)
         if _is_login_redirect(response):
-            return _to_login(request, response)
-        if request.user.is_authenticated:
+            response = _to_login(request, response)
+            response.delete_cookie(DEADLINE_COOKIE)  # said once
+        elif request.user.is_authenticated:
             response[SECONDS_LEFT_HEADER] = str(session_seconds_left(request.session))
+            if getattr(request, "idle_deadline_moved", False):
+                _set_deadline_cookie(response, request.session[_DEADLINE])
+        elif logged_in:  # logged out by this request: nothing to report next time
+            response.delete_cookie(DEADLINE_COOKIE)
         return response
+
+    def process_view(self, request: HttpRequest, view, view_args, view_kwargs) -> None:
+        user = request.user
+        if user.is_authenticated:
+            acted_at = _person_acted_at(request, view)
+            request.idle_deadline_moved = _keep_alive(
+                request.session, idle_minutes(user) * 60, acted_at
+            )
 
 
 def idle_minutes(user) -> int:
@@ -54,21 +93,45 @@ def idle_minutes(user) -> int:
     return settings.STAFF_IDLE_MINUTES
 
 
-def _keep_alive(session, seconds: int) -> None:
-    """Make the session end `seconds` after this request. Saving it is a database write, so
-    it is saved at most once a minute (the idle time is kept to the minute): a page polling
-    every two seconds must not write on every poll."""
+def _person_acted_at(request: HttpRequest, view) -> float | None:
+    """When the person last acted, as far as this request tells: now for a request they
+    caused; for one the page sent by itself, what it reports (None: nothing)."""
+    now = time.time()
+    if not getattr(view, "sent_by_the_page", False):
+        return now
+    reported = request.headers.get(IDLE_SECONDS_HEADER, "")
+    if not reported.isdigit():
+        return None
+    return now - int(reported)
+
+
+def _keep_alive(session, seconds: int, acted_at: float | None) -> bool:
+    """Make the session end `seconds` after the person's last action; whether its end moved.
+    Saving the session is a database write, so the action's time is kept to the minute: a
+    page polling every two seconds must not write on every poll."""
     now = int(time.time())
-    if session.get_expiry_age() != seconds or now - session.get(_REFRESHED, 0) >= 60:
-        session.set_expiry(seconds)
-        session[_REFRESHED] = now
+    acted = session.get(_ACTED, now)
+    if acted_at is not None and acted_at - acted >= 60:
+        acted = int(acted_at)
+    deadline = acted + seconds
+    if session.get(_ACTED) == acted and session.get(_DEADLINE) == deadline:
+        return False
+    session[_ACTED], session[_DEADLINE] = acted, deadline
+    session.set_expiry(datetime.fromtimestamp(deadline, UTC))
+    return True
 
 
 def session_seconds_left(session) -> int:
-    """Seconds until the session ends: the expiry is set (and saved) at most once a minute,
-    so it runs from that moment, not from this request."""
+    """Seconds until the session ends: `seconds` after the person's last action."""
     now = int(time.time())
-    return max(0, session.get(_REFRESHED, now) + session.get_expiry_age() - now)
+    return max(0, session.get(_DEADLINE, now + session.get_expiry_age()) - now)
+
+
+def _set_deadline_cookie(response: HttpResponse, deadline: int) -> None:
+    response.set_cookie(
+        DEADLINE_COOKIE, str(deadline), max_age=settings.SESSION_COOKIE_AGE,
+        secure=settings.SESSION_COOKIE_SECURE, httponly=True, samesite="Lax",
+    )  # fmt: skip
 
 
 def _is_login_redirect(response: HttpResponse) -> bool:
@@ -78,9 +141,10 @@ def _is_login_redirect(response: HttpResponse) -> bool:
 
 
 def _to_login(request: HttpRequest, redirect: HttpResponse) -> HttpResponse:
-    """The login redirect, marked when a session ended; for htmx, a redirect of the whole page
+    """The login redirect, saying why a session ended; for htmx, a redirect of the whole page
     back to the page the request came from."""
-    ended = dict([ENDED]) if _session_ended(request) else {}
+    reason = _why_it_ended(request)
+    ended = {SESSION: reason} if reason else {}
     if not getattr(request, "htmx", False):
         if ended:
             location = redirect["Location"]
@@ -93,9 +157,12 @@ def _to_login(request: HttpRequest, redirect: HttpResponse) -> HttpResponse:
     return response
 
 
-def _session_ended(request: HttpRequest) -> bool:
-    """The browser sent a session cookie, but no session goes with it any more: it expired or
-    was ended on the server (an explicit logout deletes the cookie)."""
-    return bool(request.COOKIES.get(settings.SESSION_COOKIE_NAME)) and (
-        request.session.session_key is None
-    )
+def _why_it_ended(request: HttpRequest) -> str:
+    """IDLE when the session this browser had has passed its idle end, ENDED when it sent the
+    cookie of a session that is gone before its end (deleted on the server), else ""."""
+    if request.session.session_key is not None:
+        return ""
+    deadline = request.COOKIES.get(DEADLINE_COOKIE, "")
+    if deadline.isdigit() and int(deadline) <= time.time():
+        return IDLE
+    return ENDED if request.COOKIES.get(settings.SESSION_COOKIE_NAME) else ""

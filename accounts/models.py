@@ -43,6 +43,7 @@ class NotificationKind(models.TextChoices):
     ITEM_REOPENED = "item_reopened", "A researcher reopened one of your items"
     ITEM_REASSIGNED = "item_reassigned", "An item was reassigned to you"
     DEADLINE_SOON = "deadline_soon", "A study's deadline is two days away"
+    ADJUDICATION_WAITING = "adjudication_waiting", "An item waits for adjudication (seniors)"
 
 
 class User(AbstractUser):

@@ -8,19 +8,19 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import ADMIN_ONLY, EVERYONE, role_required
 from accounts.forms import DisplayForm, NotificationSettingsForm, PersonForm
-from accounts.middleware import ENDED
+from accounts.middleware import ENDED, IDLE, SESSION
 from accounts.models import AccountOrigin, NotificationKind, Role, User
 from accounts.services import display_preferences_set, notification_settings_save, person_save
-from common.query import query_flag
+from common.query import query_choice
 
 
 class LoginPage(auth_views.LoginView):
-    """Django's login, saying so when the person arrives because their session ended."""
+    """Django's login, saying so, and why, when the person arrives because their session
+    ended."""
 
     def get_context_data(self, **kwargs) -> dict:
-        name, value = ENDED
-        ended = query_flag(self.request.GET, name, on=value)
-        return super().get_context_data(**kwargs) | {"session_ended": ended}
+        reason = query_choice(self.request.GET, SESSION, [IDLE, ENDED])
+        return super().get_context_data(**kwargs) | {"session_ended": reason}
 
 
 @role_required(*ADMIN_ONLY)

@@ -20,16 +20,18 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from accounts.models import Role
+from accounts.models import NotificationKind, Role, User
 from annotation.engine.adjudication import Gap, adjudication_gaps
 from annotation.models import (
     Adjudication,
+    AdjudicationReason,
     Assignment,
     AssignmentStatus,
     ProjectMember,
     Study,
     StudyItem,
 )
+from annotation.services.notifications import notify
 from annotation.services.review import (
     SCENARIO_FIELDS,
     panel_rubrics,
@@ -101,7 +103,24 @@ def adjudication_send(*, study: Study, item: StudyItem, rubric_id: str, actor) -
     audit_record(actor=actor, action="adjudication.sent", target=adjudication,
                  after={"item": item.pk, "rubric": rubric_id, "reason": gap.reason,
                         "gap": gap.gap})  # fmt: skip
+    # Once per item (not per rubric): a senior opening the queue sees all of the item's.
+    notify(
+        kind=NotificationKind.ADJUDICATION_WAITING,
+        recipients=_seniors_for(adjudication),
+        key=f"adjudication-item:{item.pk}",
+        context={"adjudication": adjudication.pk},
+    )
     return adjudication
+
+
+def _seniors_for(adjudication: Adjudication) -> list:
+    """The senior clinicians who may take this adjudication up: enrolled in its project, of its
+    rubric's track, without the item of their own."""
+    members = ProjectMember.objects.active().filter(project_id=adjudication.item.study.project_id)
+    seniors = User.objects.filter(
+        pk__in=members.values("annotator_id"), senior=True, is_active=True
+    ).order_by("pk")
+    return [person for person in seniors if not adjudication_refusal(adjudication, person)]
 
 
 @transaction.atomic
@@ -211,6 +230,7 @@ def adjudication_context(adjudication: Adjudication, user) -> dict:
     jury = jury_means(study).get((item.pk, adjudication.rubric_id))
     return {
         "adjudication": adjudication,
+        "reason": _reason_shown(adjudication, study),
         "study": study,
         "rubric": rubric,
         "profile": redact.json(entry.profile or {}),
@@ -232,6 +252,14 @@ def adjudication_context(adjudication: Adjudication, user) -> dict:
         "jury": jury if study.adjudication_shows_jury else None,
         "shows_jury": study.adjudication_shows_jury,
     }
+
+
+def _reason_shown(adjudication: Adjudication, study: Study) -> str:
+    """Why the item is here, as a clinician may read it: nothing about the jury unless the
+    researcher shows the jury for this study."""
+    if adjudication.reason == AdjudicationReason.JURY and not study.adjudication_shows_jury:
+        return "A researcher asks for a senior clinician's score on this rubric"
+    return adjudication.get_reason_display()
 
 
 @transaction.atomic

@@ -1,7 +1,10 @@
 """Writing an annotation: autosave, submit, reopen, invalidate, time on task.
 
-Every write carries the version the writer last saw. A save from a stale tab is refused (and
-what it tried to save is kept in the history), so two tabs never silently overwrite each other.
+Every write carries the version the writer last saw. A save from a stale tab that says what
+each field it changes held before (`seen`) is merged when nobody else changed those fields
+since (annotation.engine.merge): two tabs scoring different rubrics both keep their work.
+Otherwise it is refused (and what it tried to save is kept in the history), so two tabs never
+silently overwrite each other.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import NotificationKind
+from annotation.engine.merge import clashing_fields
 from annotation.models import Assignment, AssignmentHistory, AssignmentStatus, HistoryKind
 from annotation.services.history import annotation_snapshot, history_add
 from annotation.services.notifications import notify
@@ -63,10 +67,17 @@ def _editable(assignment: Assignment) -> None:
 
 
 def annotation_autosave(
-    assignment: Assignment, *, draft: Draft, version: int, actor, now=None
+    assignment: Assignment,
+    *,
+    draft: Draft,
+    version: int,
+    actor,
+    seen: Draft | None = None,
+    now=None,
 ) -> Assignment:
-    """Store the draft if `version` is the one saved last; raise EditConflict otherwise (after
-    committing what the stale writer sent to the history, so it is not lost)."""
+    """Store the draft if `version` is the one saved last, or if none of the fields it sends
+    changed since the values the writer `seen`; raise EditConflict otherwise (after committing
+    what the stale writer sent to the history, so it is not lost)."""
     now = now or timezone.now()
     with transaction.atomic():
         locked = (
@@ -75,13 +86,32 @@ def annotation_autosave(
             .get(pk=assignment.pk)
         )
         _editable(locked)
-        if version == locked.version:
+        if version == locked.version or _merges(locked, draft, seen):
             return _store_draft(locked, draft, now)
         history_add(
             locked, HistoryKind.CONFLICT, actor=actor, new=draft_sent(draft),
             note=f"sent version {version}, saved version {locked.version}",
         )  # fmt: skip
     raise EditConflict(locked)
+
+
+def _merges(saved: Assignment, draft: Draft, seen: Draft | None) -> bool:
+    if seen is None:
+        return False
+    held = Draft(saved.scores, saved.feedback, saved.event_links, saved.overall_comment)
+    return not clashing_fields(draft_fields(draft), draft_fields(seen), draft_fields(held))
+
+
+def draft_fields(draft: Draft) -> dict[tuple[str, str], object]:
+    """The draft as one value per field sent, named (kind, rubric id); an empty value is None."""
+    fields = {}
+    for kind, values in (
+        ("score", draft.scores), ("feedback", draft.feedback), ("links", draft.event_links)
+    ):  # fmt: skip
+        fields |= {(kind, rubric): value or None for rubric, value in values.items()}
+    if draft.overall_comment is not None:
+        fields[("overall_comment", "")] = draft.overall_comment or None
+    return fields
 
 
 def _store_draft(locked: Assignment, draft: Draft, now) -> Assignment:
@@ -156,9 +186,9 @@ def _check_draft(assignment: Assignment, draft: Draft) -> None:
 
 
 def missing_parts(assignment: Assignment) -> list[str]:
-    """What a submission still lacks, in the order of the panel."""
+    """The rubrics a submission still lacks a score for, by name, in the order of the panel."""
     versions = panel_versions(assignment.item.study, assignment.track)
-    return [f"a score for {v.name}" for v in versions if v.rubric_id not in assignment.scores]
+    return [v.name for v in versions if v.rubric_id not in assignment.scores]
 
 
 def annotation_submit(

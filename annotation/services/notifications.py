@@ -15,8 +15,8 @@ server's refusal is retried with a growing pause, MAX_ATTEMPTS times in all.
 
 Texts are rendered at sending time from the templates in `templates/annotation/email/` (first
 line: the subject) and go through the redactor of the study's runs. They name studies,
-projects, guides and the recipient's own item numbers; never a model, an agent, a run or a
-score.
+projects, guides and the recipient's own item numbers; never a model, an agent, a run, a score
+or the jury. Their links start with SITE_URL (`manage.py demo` sets it from `--addr`).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from django.utils import timezone
 from accounts.models import NotificationKind
 from annotation.engine.blinding import Redactor, identity_words
 from annotation.models import (
+    Adjudication,
     Assignment,
     CalibrationGuide,
     Notification,
@@ -175,6 +176,13 @@ def _message_context(notification: Notification) -> tuple[dict, Redactor]:
     context = {"person": person, "site": settings.SITE_URL,
                "settings_url": settings.SITE_URL + reverse("notification_settings"),
                "note": ids.get("note", "")}  # fmt: skip
+    if "adjudication" in ids:
+        adjudication = Adjudication.objects.select_related("item__study__project").get(
+            pk=ids["adjudication"]
+        )
+        study = adjudication.item.study
+        context |= {"study": study, "url": _url("annotation:adjudications")}
+        return context, project_redactor(study.project_id)
     if "assignment" in ids:
         assignment = Assignment.objects.select_related("item__study__project").get(
             pk=ids["assignment"]

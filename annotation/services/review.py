@@ -16,6 +16,7 @@ from annotation.services.guides import study_guide
 from annotation.services.studies import panel_versions
 from benchmark.engine.sandbox.specs import WRITE_TOOLS
 from benchmark.models import RunAgent, TraceEvent
+from jury.engine.offline_judge import behaviour_note_removed
 from jury.models import JudgeScore, RubricResult
 from jury.services.rubrics import rubric_of
 
@@ -113,16 +114,21 @@ def _panel_rubric(version) -> PanelRubric:
     )
 
 
+def _judge_words(explanation: str, redact: Redactor) -> str:
+    """A judge's explanation as a clinician reads it: no model, no persona of the judge."""
+    return redact.text(behaviour_note_removed(explanation))
+
+
 def can_reveal(assignment: Assignment) -> bool:
     """Jury and peer scores after submitting, in calibration rounds only."""
     return assignment.item.study.is_calibration and assignment.is_submitted
 
 
 def calibration_reveal(assignment: Assignment) -> dict:
-    """The jury's scores with each judge's explanation and the other annotators' scores for
-    this item, for the rubrics of the annotator's panel; each peer's score says whether it is
-    synthetic (the demo's scripted simulated clinician), practice or imported, as every page
-    marks them.
+    """The jury's scores with each judge's explanation (never a judge's model or persona) and the
+    other annotators' scores for this item, for the rubrics of the annotator's panel; each
+    peer's score says whether it is synthetic (the demo's scripted simulated clinician),
+    practice or imported, as every page marks them.
     Refuses outside the rule above."""
     if not can_reveal(assignment):
         raise PermissionError("Scores are revealed only after submitting in a calibration round.")
@@ -150,7 +156,7 @@ def calibration_reveal(assignment: Assignment) -> dict:
                 "mine": assignment.scores.get(rid),
                 "jury": means.get(rid),
                 "judges": [
-                    {"seat": seat + 1, "score": score, "explanation": redact.text(text)}
+                    {"seat": seat + 1, "score": score, "explanation": _judge_words(text, redact)}
                     for r, seat, score, text in judges
                     if r == rid
                 ],

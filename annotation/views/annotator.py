@@ -18,7 +18,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import role_required
-from accounts.middleware import session_seconds_left
+from accounts.middleware import sent_by_the_page, session_seconds_left
 from accounts.models import Role
 from annotation.forms import annotator as forms
 from annotation.models import Assignment, Study
@@ -131,6 +131,7 @@ def _review_context(request: HttpRequest, assignment: Assignment, **extra) -> di
             "progress": queue.queue_progress(assignment.item.study, request.user),
             "skip_form": forms.SkipForm(),
             "session_seconds": session_seconds_left(request.session),
+            "saved_fields": forms.page_fields(assignment, [r.rubric_id for r in context["panel"]]),
             **extra,
         }
     )
@@ -155,13 +156,18 @@ def _panel_rows(panel, assignment: Assignment, reveal: dict | None) -> list[dict
 @annotator_only
 @require_POST
 def autosave(request: HttpRequest, public_id: UUID) -> HttpResponse:
-    """The htmx save on every change: a status line, the new version and the link chips, or
-    a conflict / refusal answered with a 4xx the page still shows (review.js swaps it)."""
+    """The page's save of what changed (merged with another tab's save of other fields): a
+    status line with the server's values, the new version and the link chips, or a conflict /
+    refusal answered with a 4xx the page still shows (review.js swaps it)."""
     assignment = _own_assignment(request, public_id)
     panel = review.panel_rubrics(assignment.item.study, assignment.track)
+    rubric_ids = [r.rubric_id for r in panel]
     try:
-        draft, version = forms.draft_from_post(request.POST, [r.rubric_id for r in panel])
-        saved = annotation_autosave(assignment, draft=draft, version=version, actor=request.user)
+        draft, version = forms.draft_from_post(request.POST, rubric_ids)
+        seen = forms.seen_from_post(request.POST, rubric_ids)
+        saved = annotation_autosave(
+            assignment, draft=draft, version=version, seen=seen, actor=request.user
+        )
     except EditConflict as conflict:
         return _status(request, assignment, conflict=_conflict(draft, conflict.saved, panel))
     except ValidationError as error:
@@ -174,6 +180,8 @@ def autosave(request: HttpRequest, public_id: UUID) -> HttpResponse:
         "missing": missing_parts(saved),
         "editable": True,
         "oob": True,
+        "merged": saved.version != version + 1,  # another tab had saved other fields first
+        "saved_fields": forms.page_fields(saved, rubric_ids),
     }
     return render(request, f"{REVIEW}#autosave-result", context)
 
@@ -262,9 +270,11 @@ def reopen(request: HttpRequest, public_id: UUID) -> HttpResponse:
     return redirect("annotation:review", assignment.public_id)
 
 
+@sent_by_the_page
 @annotator_only
 @require_POST
 def heartbeat(request: HttpRequest, public_id: UUID) -> HttpResponse:
-    """A sign of life while the page is visible: time on task, counted once."""
+    """A sign of life while the page is visible: time on task, counted once. The page sends it
+    by itself, so it keeps the session only as of the person's last action it reports."""
     time_touch(_own_assignment(request, public_id))
     return HttpResponse(status=204)

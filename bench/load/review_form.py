@@ -1,9 +1,11 @@
 """The review screen as the load script's annotators see it: read from the page's HTML, changed
-like a clinician would, and posted exactly as htmx posts the form (no Django imports).
+like a clinician would, and posted as the whole form (no Django imports).
 
-htmx serialises `#annotation-form` in document order: the CSRF field, `version`, then per
-rubric the checked `score-<id>` radio (absent while unscored), `feedback-<id>` and `links-<id>`,
-then `overall_comment`. Every request also carries the CSRF token from `<body hx-headers>`.
+The whole form in document order, as the browser submits `#annotation-form`: the CSRF field,
+`version`, then per rubric the checked `score-<id>` radio (absent while unscored),
+`feedback-<id>` and `links-<id>`, then `overall_comment`. The page's own autosave sends only the
+fields it changed; the whole form at the current version is a save the server takes the same
+way, and the heavier one. Every request also carries the CSRF token from `<body hx-headers>`.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ class ReviewForm:
         return replace(self, version=version)
 
     def post_data(self) -> list[tuple[str, str]]:
-        """The form fields in the order htmx sends them."""
+        """The form fields in the order the browser sends them."""
         data = [("csrfmiddlewaretoken", self.csrf_token), ("version", str(self.version))]
         for rubric_id in self.rubric_ids:
             if rubric_id in self.scores:
@@ -124,8 +126,8 @@ def saved_version(autosave_answer: str) -> int:
 
 
 class _FormParser(HTMLParser):
-    """Collects #annotation-form's fields in document order, as htmx would serialise them,
-    plus the URLs and the CSRF header the page's htmx attributes name."""
+    """Collects #annotation-form's fields in document order, as the browser serialises them,
+    plus the URLs and the CSRF header the page's attributes name."""
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
@@ -143,7 +145,7 @@ class _FormParser(HTMLParser):
             self.attributes["heartbeat_url"] = attr.get("hx-post", "")
         elif tag == "form" and (self._depth or attr.get("id") == FORM_ID):
             if self._depth == 0:
-                self.attributes["autosave_url"] = attr.get("hx-post", "")
+                self.attributes["autosave_url"] = attr.get("data-autosave", "")
                 self.attributes["submit_url"] = attr.get("action", "")
             self._depth += 1
         elif self._depth and tag == "input":

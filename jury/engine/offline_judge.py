@@ -365,12 +365,23 @@ RULES: dict[str, Callable[[list, dict, dict], tuple[int, str]]] = {
 }
 
 
+# The note a lenient or strict judge adds to its explanation: its configuration, which the
+# researcher's pages show and a clinician's never do (see `behaviour_note_removed`).
+BEHAVIOUR_NOTES = {"lenient": "Lenient judge: +1.", "strict": "Strict judge: -1."}
+_BEHAVIOUR_NOTE = re.compile("|".join(rf"\s*{re.escape(n)}" for n in BEHAVIOUR_NOTES.values()))
+
+
 def _apply_behaviour(score: int, explanation: str, behaviour: str) -> tuple[int, str]:
     if behaviour == "lenient" and score < 5:
-        return score + 1, f"{explanation} Lenient judge: +1."
+        return score + 1, f"{explanation} {BEHAVIOUR_NOTES['lenient']}"
     if behaviour == "strict" and score > 1:
-        return score - 1, f"{explanation} Strict judge: -1."
+        return score - 1, f"{explanation} {BEHAVIOUR_NOTES['strict']}"
     return score, explanation
+
+
+def behaviour_note_removed(explanation: str) -> str:
+    """The explanation without the scripted judge's behaviour note (what a clinician reads)."""
+    return _BEHAVIOUR_NOTE.sub("", explanation)
 
 
 def _response(request: ChatRequest, text: str) -> ChatResponse:

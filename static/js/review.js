@@ -1,22 +1,27 @@
 // The review screen, keyboard first. The site's CSP forbids inline script and eval, so every
-// behaviour lives in this vendored file; saving is htmx's job (hx-post on the form, triggered
-// by "save-now" from here). This file:
+// behaviour lives in this vendored file; it posts the saves itself and has htmx swap the
+// answers in (the status, the version, the link chips, what is missing). This file:
 // - moves the focus between rubrics and through the conversation, scores with 1-5 (0 clears),
 //   links trace events to the highlighted rubric, scrolls the conversation with Page Down and
 //   Space while a rubric has the focus;
-// - saves a choice at once and text after a pause, sends what is still unsent with a keepalive
-//   request when the page is hidden or closed, and keeps text not yet saved in localStorage
-//   (keyed by user and item; only the annotator's own text) until the server has it, putting
-//   it back after a re-login;
-// - warns a minute before the idle logout and counts the time on the item;
-// - lets htmx show 4xx answers from the autosave and keeps the heartbeat to visible pages.
+// - saves a choice at once and text after a pause, sending only the fields changed since the
+//   server last confirmed them (each with the value it started from, so the server can merge a
+//   save from a tab another tab has overtaken); when a save does not reach the server it says
+//   so in the header, retries with a growing pause and says when all is saved again;
+// - sends what is still unsent with a keepalive request when the page is hidden or closed, and
+//   keeps text not yet saved in localStorage (keyed by user and item; only the annotator's own
+//   text) until the server has it, putting it back after a re-login;
+// - warns a minute before the idle logout, counts the time on the item, and tells the server
+//   how long ago the person last pressed a key or clicked (its heartbeat is not activity);
+// - puts the focus on the rubric to score (or the item's heading) when the item opens, and
+//   lets Tab reach every rubric.
 (function () {
   "use strict";
   const root = document.getElementById("review");
   if (!root) return;
   const form = document.getElementById("annotation-form");
   const editable = root.hasAttribute("data-editable");
-  const autosaveUrl = editable ? form.getAttribute("hx-post") : null;
+  const autosaveUrl = editable ? form.dataset.autosave : null;
   const rubrics = Array.from(document.querySelectorAll(".rubric[data-rubric]"));
   const events = Array.from(document.querySelectorAll("[data-event]"));
   const head = document.getElementById("review-head");
@@ -28,9 +33,11 @@
   const announcer = document.getElementById("announce");
   const warning = document.getElementById("session-warning");
   const csrf = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"];
-  const docked = window.matchMedia("(max-width: 960px)");
-  const wide = window.matchMedia("(min-width: 1280px)");
   const SAVE_PAUSE_MS = 800;
+  const RETRY_MS = [2000, 4000, 8000, 15000, 30000]; // then every 30 s
+  // A save the server has not answered by then counts as not saved (sent again, it is merged
+  // with itself if it did arrive).
+  const SAVE_TIMEOUT_MS = 20000;
   const ACTIVE_MS = 120000;
   const WARN_MS = 60000;
   let current = 0;
@@ -51,17 +58,34 @@
     return Math.max(0, head.getBoundingClientRect().bottom);
   }
 
-  // The sticky header's height, for the sticky columns and the events' scroll margin.
+  // The sticky header's height, for the sticky columns and the events' scroll margin; the
+  // submit bar's, so the panel scrolls a field into view above it (its scroll-padding).
   new ResizeObserver(() => {
     root.style.setProperty("--head-h", `${head.offsetHeight}px`);
   }).observe(head);
+  const submitBar = panel?.querySelector(".submit-bar");
+  if (submitBar) {
+    new ResizeObserver(() => {
+      root.style.setProperty("--bar-h", `${submitBar.offsetHeight}px`);
+    }).observe(submitBar);
+  }
+
+  // The layout follows the page's width in rem (CSS container queries), so it changes with
+  // the text size too: read it from the columns themselves rather than from the window.
+  function docked() {
+    return Boolean(panel) && getComputedStyle(panel).position === "fixed";
+  }
+
+  function wide() {
+    return getComputedStyle(casePanel).position === "sticky";
+  }
 
   // The sticky columns end at the window's bottom wherever they start (below the site's bar at
   // the top of the page, below the header once scrolled).
   function fitColumns() {
     for (const column of [panel, casePanel]) {
       if (!column) continue;
-      const stuck = docked.matches || (column === casePanel && !wide.matches);
+      const stuck = docked() || (column === casePanel && !wide());
       column.style.maxHeight = stuck
         ? ""
         : `${window.innerHeight - Math.max(column.getBoundingClientRect().top, 0) - 8}px`;
@@ -73,16 +97,20 @@
     fitting = true;
     window.requestAnimationFrame(() => { fitting = false; fitColumns(); });
   }, { passive: true });
-  window.addEventListener("resize", fitColumns);
 
   // The record and scenario: open in the side column of a wide screen, folded above the
   // conversation otherwise.
+  let wasWide = null;
   function layoutCase() {
-    if (caseDetails) caseDetails.open = wide.matches;
+    if (caseDetails && wide() !== wasWide) caseDetails.open = wide();
+    wasWide = wide();
     fitColumns();
   }
-  wide.addEventListener("change", layoutCase);
-  docked.addEventListener("change", fitColumns);
+  window.addEventListener("resize", layoutCase);
+  new MutationObserver(layoutCase).observe(document.documentElement, {
+    attributes: true,
+    attributeFilter: ["data-text-size"],
+  });
 
   // --- rubrics ---------------------------------------------------------------------------------
 
@@ -113,10 +141,24 @@
     }
   }
 
+  function scored(rubric) {
+    return Boolean(rubric.querySelector(".scores input:checked"));
+  }
+
+  // Only the highlighted rubric shows its buttons; another one shows its chosen score (a Tab
+  // stop) or, unscored, nothing to Tab to: the rubric itself is the Tab stop then.
+  function setTabStops() {
+    if (!editable) return;
+    rubrics.forEach((rubric, i) => {
+      rubric.tabIndex = i !== current && !scored(rubric) ? 0 : -1;
+    });
+  }
+
   function focusRubric(index, moveFocus) {
     if (!rubrics.length) return;
     current = Math.max(0, Math.min(rubrics.length - 1, index));
     rubrics.forEach((rubric, i) => rubric.classList.toggle("focused", i === current));
+    setTabStops();
     const rubric = rubrics[current];
     if (moveFocus) rubric.focus({ preventScroll: true });
     revealInPanel(rubric);
@@ -196,7 +238,7 @@
   }
 
   function scrollConversation(direction) {
-    const bottom = docked.matches ? panel.getBoundingClientRect().top : window.innerHeight;
+    const bottom = docked() ? panel.getBoundingClientRect().top : window.innerHeight;
     const seen = Math.max(120, bottom - headBottom());
     window.scrollBy({ top: direction * (seen - 48), behavior: "instant" });
   }
@@ -205,7 +247,7 @@
   function toggleCase() {
     if (!caseDetails) return;
     caseDetails.open = !caseDetails.open;
-    if (wide.matches) return;
+    if (wide()) return;
     if (caseDetails.open) {
       caseReturn = window.scrollY;
       casePanel.scrollIntoView({ block: "start" });
@@ -218,14 +260,93 @@
 
   // --- saving ----------------------------------------------------------------------------------
 
+  // What the server holds, as it last said (the status's data-saved): a field whose value
+  // differs from it is a change still to send.
+  let confirmed = savedFields(document.getElementById("save-status")) || {};
   let saveTimer = null;
+  let saving = null; // the save on its way, until its answer is shown
+  let saveAgain = false; // a change came while it was on its way
   let keepaliveSent = null; // a keepalive save the page may still see answered
   let submitting = false;
+  let failures = 0; // saves in a row that did not reach the server
+  let retryTimer = null;
+
+  function savedFields(status) {
+    try {
+      return JSON.parse(status?.dataset.saved || "null");
+    } catch {
+      return null;
+    }
+  }
+
+  // The form's fields as the server reads them: a rubric's score ("" for none), its feedback,
+  // its linked events, the overall comment; text without the spaces around it.
+  function formFields() {
+    const fields = {};
+    if (!form) return fields;
+    for (const element of form.elements) {
+      const name = element.name;
+      if (!(name in confirmed) || element.matches("[data-no-score]")) continue;
+      if (element.type === "radio") {
+        fields[name] ??= "";
+        if (element.checked) fields[name] = element.value;
+      } else {
+        fields[name] = element.value.trim();
+      }
+    }
+    return fields;
+  }
+
+  function changedFields(fields = formFields()) {
+    return Object.keys(fields).filter((name) => fields[name] !== confirmed[name]);
+  }
+
+  // Only the changed fields, each with the value it started from (base-<name>).
+  function saveBody(fields, names) {
+    const body = new URLSearchParams({ version: versionShown() });
+    for (const name of names) {
+      body.set(name, fields[name]);
+      body.set(`base-${name}`, confirmed[name]);
+    }
+    return body;
+  }
+
+  function postSave(body, keepalive = false) {
+    return fetch(autosaveUrl, {
+      method: "POST",
+      body,
+      keepalive,
+      signal: keepalive ? undefined : AbortSignal.timeout(SAVE_TIMEOUT_MS),
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrf, "HX-Request": "true", "HX-Current-URL": location.href },
+    });
+  }
 
   function saveNow() {
     window.clearTimeout(saveTimer);
     saveTimer = null;
-    if (editable && !submitting) form.dispatchEvent(new Event("save-now"));
+    window.clearTimeout(retryTimer);
+    retryTimer = null;
+    if (!editable || submitting) return;
+    if (saving || keepaliveSent) {
+      // Its answer brings the version this save must carry: send after it.
+      saveAgain = true;
+      return;
+    }
+    const fields = formFields();
+    const names = changedFields(fields);
+    if (!names.length) return;
+    const sent = Object.fromEntries(names.map((name) => [name, fields[name]]));
+    saving = postSave(saveBody(fields, names))
+      .then((response) => showAnswer(response, sent))
+      .catch(saveFailed)
+      .finally(() => {
+        saving = null;
+        if (saveAgain) {
+          saveAgain = false;
+          saveNow();
+        }
+      });
   }
 
   function saveSoon() {
@@ -233,44 +354,107 @@
     saveTimer = window.setTimeout(saveNow, SAVE_PAUSE_MS);
   }
 
-  function textFields() {
-    return Array.from(form.querySelectorAll("textarea[data-label]"));
-  }
-
-  function textValues() {
-    return Object.fromEntries(textFields().map((field) => [field.name, field.value]));
-  }
-
-  // What was typed and not yet sent goes out as the page is hidden or closed: a keepalive
-  // request outlives the page, and the server checks its CSRF token and version like any save.
-  function sendUnsaved() {
-    if (!saveTimer || submitting) return;
-    window.clearTimeout(saveTimer);
-    saveTimer = null;
-    const sent = textValues();
-    keepaliveSent = fetch(autosaveUrl, {
-      method: "POST",
-      body: new URLSearchParams(new FormData(form)),
-      keepalive: true,
-      credentials: "same-origin",
-      headers: { "X-CSRFToken": csrf, "HX-Request": "true", "HX-Current-URL": location.href },
-    })
-      .then((response) => showKeepaliveAnswer(response, sent))
-      .catch(() => saveSoon()) // too big for keepalive, or offline: the local copy keeps it
-      .finally(() => { keepaliveSent = null; });
-  }
-
-  // Only reached when the page lived on (hidden, not closed).
-  async function showKeepaliveAnswer(response, sent) {
+  // 200: saved (the status, the version, the link chips and what is missing come back); 400,
+  // 403, 409: refused or a conflict, shown in the status; anything else did not save.
+  async function showAnswer(response, sent) {
     noteSession(response.headers.get("X-Session-Expires-In"));
     const redirect = response.headers.get("HX-Redirect");
     if (redirect) {
-      location.href = redirect;
+      location.href = redirect; // the session ended: log in, come back, the text is put back
       return;
     }
-    if (![200, 400, 403, 409].includes(response.status)) return;
-    window.htmx.swap("#save-status", await response.text(), { swapStyle: "outerHTML" });
-    if (response.status === 200) forgetSaved(sent);
+    if (![200, 400, 403, 409].includes(response.status)) throw new Error(`${response.status}`);
+    const html = await response.text();
+    window.htmx.swap("#save-status", html, { swapStyle: "outerHTML" });
+    const recovered = failures > 0;
+    failures = 0;
+    if (response.status !== 200) return;
+    Object.assign(confirmed, sent);
+    takeSavedFields(savedFields(document.getElementById("save-status")));
+    forgetSaved(sent);
+    if (recovered) {
+      const time = document.querySelector("#save-status .saved")?.textContent.replace("✓", "").trim();
+      announce(`Reached the server again. ${time}: nothing is waiting.`);
+    }
+  }
+
+  // After a save merged with another tab's, that tab's changes show here too; a field changed
+  // here meanwhile keeps its text (and what the server last confirmed, so sending it again is
+  // checked against the other tab's change).
+  function takeSavedFields(saved) {
+    if (!saved) return;
+    const fields = formFields();
+    for (const [name, value] of Object.entries(saved)) {
+      if (fields[name] !== confirmed[name] || value === confirmed[name]) continue;
+      confirmed[name] = value;
+      setField(name, value);
+    }
+    markLinks();
+    setTabStops();
+  }
+
+  function setField(name, value) {
+    const radios = form.querySelectorAll(`input[type=radio][name="${name}"]`);
+    if (radios.length) {
+      for (const radio of radios) radio.checked = radio.value === value;
+      form.querySelector(`input[data-no-score][name="${name}"]`).disabled = value !== "";
+    } else {
+      form.elements[name].value = value;
+    }
+  }
+
+  // The server did not answer (network down) or failed (5xx): the change stays here, the
+  // header says so, and the save is tried again after 2, 4, 8, 15, then every 30 seconds.
+  function saveFailed() {
+    failures += 1;
+    const pause = RETRY_MS[Math.min(failures, RETRY_MS.length) - 1];
+    showWaiting();
+    retryTimer = window.setTimeout(saveNow, pause);
+  }
+
+  function showWaiting() {
+    const waiting = changedFields().length;
+    const status = document.getElementById("save-status");
+    const line = document.createElement("span");
+    const retry = document.createElement("button");
+    line.innerHTML = "<strong>Not saved</strong>: ";
+    line.append(`${waiting} change${waiting === 1 ? "" : "s"} waiting; the server does not answer, retrying.`);
+    retry.type = "button";
+    retry.dataset.retrySave = "";
+    retry.textContent = "Retry now";
+    status.className = "save-status unsent";
+    status.replaceChildren(line, retry);
+    if (failures === 1) announce(`Not saved: ${line.textContent.split(": ")[1]}`);
+  }
+
+  function unsent() {
+    return failures > 0 && changedFields().length > 0;
+  }
+
+  window.addEventListener("beforeunload", (event) => {
+    if (unsent() && !submitting) event.preventDefault(); // the browser asks before leaving
+  });
+
+  // What was not yet sent goes out as the page is hidden or closed: a keepalive request
+  // outlives the page, and the server checks its CSRF token and version like any save.
+  function sendUnsaved() {
+    if (!editable || submitting || saving || keepaliveSent) return;
+    const fields = formFields();
+    const names = changedFields(fields);
+    if (!names.length) return;
+    window.clearTimeout(saveTimer);
+    saveTimer = null;
+    const sent = Object.fromEntries(names.map((name) => [name, fields[name]]));
+    keepaliveSent = postSave(saveBody(fields, names), true)
+      .then((response) => showAnswer(response, sent)) // reached only when the page lived on
+      .catch(() => saveFailed()) // too big for keepalive, or offline: the local copy keeps it
+      .finally(() => {
+        keepaliveSent = null;
+        if (saveAgain) {
+          saveAgain = false;
+          saveNow();
+        }
+      });
   }
 
   document.addEventListener("visibilitychange", () => {
@@ -318,7 +502,7 @@
   function forgetSaved(sent) {
     const draft = readDraft();
     for (const [name, kept] of Object.entries(draft.fields)) {
-      if (sent[name] === kept.text) delete draft.fields[name];
+      if (sent[name] === kept.text.trim()) delete draft.fields[name];
     }
     writeDraft(draft);
     if (restoredNote && !Object.keys(draft.fields).length) {
@@ -377,46 +561,26 @@
     notice.querySelector("[data-stale]").hidden = false;
   }
 
-  // --- htmx ------------------------------------------------------------------------------------
+  // --- htmx: the heartbeat ---------------------------------------------------------------------
 
-  let lastSent = {};
   document.body.addEventListener("htmx:beforeRequest", (event) => {
-    const elt = event.detail.elt;
-    if (elt === form) {
-      if (keepaliveSent) {
-        // Its answer brings the version this save must carry: send after it.
-        event.preventDefault();
-        keepaliveSent.finally(saveNow);
-        return;
-      }
-      window.clearTimeout(saveTimer);
-      saveTimer = null;
-      lastSent = textValues();
-    } else if (elt.id === "heartbeat" && !heartbeatDue()) {
-      event.preventDefault();
-    }
+    if (event.detail.elt.id === "heartbeat" && !heartbeatDue()) event.preventDefault();
+  });
+
+  // The heartbeat is the page's own: it says how long ago the person last acted, and only
+  // that keeps the session (accounts.middleware).
+  document.body.addEventListener("htmx:configRequest", (event) => {
+    if (event.detail.elt.id !== "heartbeat") return;
+    event.detail.headers["X-Idle-Seconds"] = String(Math.floor((Date.now() - lastActivity) / 1000));
   });
 
   document.body.addEventListener("htmx:afterRequest", (event) => {
-    const xhr = event.detail.xhr;
-    noteSession(xhr.getResponseHeader("X-Session-Expires-In"));
-    const saved = xhr.status === 200 && !xhr.getResponseHeader("HX-Redirect");
-    if (event.detail.elt === form && saved) forgetSaved(lastSent);
-  });
-
-  // A conflict (409), a refused value (400) or a locked study (403) is an answer to show in
-  // the save status, not an error for htmx to drop.
-  document.body.addEventListener("htmx:beforeSwap", (event) => {
-    const status = event.detail.xhr.status;
-    if ([400, 403, 409].includes(status) && event.detail.target?.id === "save-status") {
-      event.detail.shouldSwap = true;
-      event.detail.isError = false;
-    }
+    noteSession(event.detail.xhr.getResponseHeader("X-Session-Expires-In"));
   });
 
   let restored = false;
   document.body.addEventListener("htmx:load", () => {
-    if (restored) return; // htmx has set up the form: a restored text can be saved
+    if (restored) return; // htmx has set up the page: a restored text can be saved
     restored = true;
     restoreDraft();
   });
@@ -424,11 +588,12 @@
   // --- time on task, the session -----------------------------------------------------------
 
   // Time on task counts only while the page is in front of the annotator and they are at it:
-  // a page left open on an unattended screen sends no heartbeat, so idle time is not counted
-  // and the idle session can expire.
+  // a page left open on an unattended screen sends no heartbeat, so idle time is not counted.
+  // Activity is what only a person does: a key, a click or a tap, turning the wheel, typing.
+  // (Not "scroll": columns scroll by themselves when the layout changes; not a mouse that
+  // moves: a desk is bumped.)
   let lastActivity = Date.now();
-  // (Not "scroll": columns scroll by themselves when the layout changes.)
-  for (const type of ["keydown", "pointerdown", "pointermove", "wheel", "touchstart", "input"]) {
+  for (const type of ["keydown", "pointerdown", "wheel", "touchstart", "input"]) {
     document.addEventListener(type, () => {
       lastActivity = Date.now();
       if (!warning.hidden) stayLoggedIn();
@@ -492,7 +657,10 @@
 
   function watchSession() {
     const left = latestDeadline() - Date.now();
-    if (left <= -2000 && !leaving) {
+    if (failures > 0) {
+      // The server does not answer: a reload would show an error page. The next answer says
+      // whether the session is still there (or sends the page to the login).
+    } else if (left <= -2000 && !leaving) {
       // Ended: reloading shows the login page (it says why), which returns here.
       leaving = true;
       sendUnsaved();
@@ -520,19 +688,33 @@
   function submit() {
     const button = document.querySelector("[data-key-submit]");
     if (!button) return;
-    // Submitting while an autosave is in flight would send a version about to be superseded.
-    if (form && form.classList.contains("htmx-request")) {
-      form.addEventListener("htmx:afterSettle", () => button.click(), { once: true });
-    } else if (keepaliveSent) {
-      keepaliveSent.finally(() => button.click());
-    } else {
-      button.click();
+    if (failures > 0) {
+      refuseSubmit();
+      return;
     }
+    // Submitting while an autosave is in flight would send a version about to be superseded.
+    const pending = saving || keepaliveSent;
+    if (pending) pending.finally(() => window.setTimeout(submit, 0));
+    else button.click();
   }
 
+  // The server does not answer: a submit would end on the browser's error page.
+  function refuseSubmit() {
+    announce("Not submitted: the server does not answer. Your changes stay here and are sent when it does.");
+    saveNow();
+  }
+
+  // The help takes the focus, so the keys that scroll scroll it; closing gives the focus back.
+  let helpReturn = null;
   function toggleHelp() {
     help.hidden = !help.hidden;
     helpToggle.setAttribute("aria-expanded", String(!help.hidden));
+    if (!help.hidden) {
+      helpReturn = document.activeElement;
+      help.focus();
+    } else if (help.contains(document.activeElement) || document.activeElement === document.body) {
+      (helpReturn && document.contains(helpReturn) ? helpReturn : helpToggle).focus();
+    }
   }
 
   // Space activates buttons, links and folds; everywhere else (a rubric, a radio, an event) it
@@ -577,6 +759,14 @@
       }
       return;
     }
+    if (help.contains(target)) {
+      // Keys scroll the help and reach its button; Esc and ? close it.
+      if (event.key === "Escape" || event.key === "?") {
+        event.preventDefault();
+        toggleHelp();
+      }
+      return;
+    }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (target.closest("[data-display-form]")) return;
     const key = event.key;
@@ -596,6 +786,7 @@
       const field = event.target;
       if (field.matches(".scores input[type=radio]")) {
         field.closest(".rubric").querySelector("[data-no-score]").disabled = true;
+        setTabStops();
       }
       if (!field.matches("textarea") || saveTimer) saveNow(); // a text field saves as it is left
     });
@@ -604,7 +795,12 @@
       keepTyped(event.target);
       saveSoon();
     });
-    form.addEventListener("submit", () => {
+    form.addEventListener("submit", (event) => {
+      if (failures > 0) {
+        event.preventDefault();
+        refuseSubmit();
+        return;
+      }
       window.clearTimeout(saveTimer);
       saveTimer = null;
       submitting = true; // the submit carries every field; no autosave after it
@@ -627,10 +823,14 @@
       changeLinks(unlink.closest(".rubric"), (ids) => ids.filter((other) => other !== id));
     }
     if (event.target.closest("[data-clear-score]")) clearScore();
-    if (event.target.closest("[data-help-toggle]")) toggleHelp();
+    if (event.target.closest("[data-help-toggle], [data-help-close]")) toggleHelp();
+    if (event.target.closest("[data-retry-save]")) saveNow();
   });
 
+  // On opening an item (also the next one after a submit) the keyboard goes on from the first
+  // rubric still to score; on a read-only item, from its heading.
   layoutCase();
-  const firstOpen = rubrics.findIndex((rubric) => !rubric.querySelector(".scores input:checked"));
-  focusRubric(firstOpen >= 0 ? firstOpen : 0, false);
+  const firstOpen = rubrics.findIndex((rubric) => !scored(rubric));
+  focusRubric(firstOpen >= 0 ? firstOpen : 0, editable);
+  if (!editable) document.getElementById("item-number").focus({ preventScroll: true });
 })();

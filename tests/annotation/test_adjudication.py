@@ -1,14 +1,17 @@
 """Adjudication: a researcher sends a major disagreement to senior clinicians; only a senior
 clinician of the rubric's track, enrolled, without the item of their own, adjudicates it; they
-see every clinician's score and feedback, the jury only where the study allows, never a model.
-Through the services and the pages."""
+see every clinician's score and feedback, the jury only where the study allows, never a model;
+the seniors who may take an item up are told it waits, once per item. Through the services and
+the pages."""
+
+import re
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
 
-from accounts.models import Role, Track
-from annotation.models import Adjudication, AdjudicationReason
+from accounts.models import NotificationKind, Role, Track
+from annotation.models import Adjudication, AdjudicationReason, Notification
 from annotation.services import queue
 from annotation.services.adjudication import (
     adjudication_candidates,
@@ -19,6 +22,7 @@ from annotation.services.adjudication import (
     adjudication_take_up,
 )
 from annotation.services.annotations import annotation_submit
+from annotation.services.notifications import notification_deliver
 from annotation.services.studies import study_lock
 from audit.models import AuditEvent
 from benchmark.models import RunAgent
@@ -148,6 +152,22 @@ def test_the_senior_sees_every_clinicians_score_and_feedback_and_no_model(
     assert adjudication_context(Adjudication.objects.get(pk=sent.pk), senior)["jury"] is not None
 
 
+def test_a_jury_gap_is_not_named_to_the_senior_unless_the_study_shows_the_jury(
+    client, study, sent, senior
+):
+    Adjudication.objects.filter(pk=sent.pk).update(reason=AdjudicationReason.JURY)
+    client.force_login(senior)
+    url = reverse("annotation:adjudication", args=[sent.public_id])
+    html = client.get(url).content.decode()
+    assert "A researcher asks for a senior clinician&#x27;s score on this rubric" in html
+    jury = re.compile(r"\bjury\b(?!/rubrics/)", re.IGNORECASE)  # the rubric catalogue's link
+    assert not jury.search(client.get(reverse("annotation:adjudications")).content.decode())
+    assert not jury.search(html)
+    study.adjudication_shows_jury = True
+    study.save(update_fields=["adjudication_shows_jury"])
+    assert "Jury and clinician mean differ by 2 or more" in client.get(url).content.decode()
+
+
 def test_the_first_senior_to_open_it_holds_it_and_is_never_served_the_item(
     client, study, sent, senior
 ):
@@ -217,3 +237,26 @@ def test_a_malformed_send_is_refused_with_a_message_not_a_server_error(researche
     response = researcher_client.post(url, {"item": "abc", "rubric": RUBRIC}, follow=True)
     assert response.status_code == 200 and "Pick an item and a rubric" in response.content.decode()
     assert not Adjudication.objects.exists()
+
+
+def test_an_item_sent_to_adjudication_tells_each_senior_who_may_take_it_up_once(
+    study, disputed, researcher, senior, clinicians, settings, mailoutbox
+):
+    settings.SITE_URL = "http://ward-pc.example:8123"
+    senior.email = "senior@example.org"
+    senior.save(update_fields=["email"])
+    (other_track,) = annotators(Track.OPERATIONAL, 1, prefix="senior-op")
+    outside = make_user("senior-outside", Role.ANNOTATOR, Track.CLINICAL)  # not enrolled
+    holder = clinicians[0]  # scored the item
+    for person in (other_track, outside, holder):
+        person.senior = True
+        person.save(update_fields=["senior"])
+    adjudication_send(study=study, item=disputed, rubric_id=RUBRIC, actor=researcher)
+    adjudication_send(study=study, item=disputed, rubric_id="triage_quality", actor=researcher)
+    (waiting,) = Notification.objects.filter(kind=NotificationKind.ADJUDICATION_WAITING)
+    assert waiting.recipient == senior  # once, though two rubrics of the item wait
+    assert notification_deliver(waiting.pk)
+    (message,) = mailoutbox
+    assert message.subject == f"An item waits for adjudication in {study.name}"
+    assert "http://ward-pc.example:8123/annotation/adjudication/" in message.body
+    assert not re.search(r"\bjury\b|\b[1-5]\b", message.body.split("You receive this")[0])

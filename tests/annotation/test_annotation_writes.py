@@ -57,6 +57,33 @@ def test_a_stale_tab_is_refused_and_its_change_kept_in_the_history(assignment):
     assert kept.new["scores"] == {"clinical_safety": 5}
 
 
+def test_a_stale_tab_that_changed_another_field_is_merged_not_refused(assignment):
+    me = assignment.annotator
+    annotation_autosave(assignment, draft=Draft(scores={"clinical_safety": 2}), version=0, actor=me)
+    other = Draft(scores={"triage_quality": 4}, overall_comment="Booked too early.")
+    seen = Draft(scores={"triage_quality": None}, overall_comment="")
+    merged = annotation_autosave(assignment, draft=other, version=0, seen=seen, actor=me)
+    assert merged.version == 2
+    assert merged.scores == {"clinical_safety": 2, "triage_quality": 4}
+    assert merged.overall_comment == "Booked too early."
+    assert not assignment.history.filter(kind=HistoryKind.CONFLICT).exists()
+
+
+def test_a_stale_tab_that_changed_the_same_field_is_refused_even_with_what_it_saw(assignment):
+    me = assignment.annotator
+    annotation_autosave(assignment, draft=Draft(scores={"clinical_safety": 2}), version=0, actor=me)
+    stale = Draft(scores={"clinical_safety": 5}, feedback={"triage_quality": "fine"})
+    seen = Draft(scores={"clinical_safety": None}, feedback={"triage_quality": ""})
+    with pytest.raises(EditConflict):
+        annotation_autosave(assignment, draft=stale, version=0, seen=seen, actor=me)
+    assert Assignment.objects.get(pk=assignment.pk).feedback == {}  # none of it applied
+    same = Draft(scores={"clinical_safety": 2})  # both tabs chose the same: nothing clashes
+    saved = annotation_autosave(
+        assignment, draft=same, version=0, seen=Draft(scores={"clinical_safety": 3}), actor=me
+    )
+    assert saved.scores == {"clinical_safety": 2}
+
+
 def saved_everywhere(assignment) -> Assignment:
     """A draft with every kind of field filled: two scores, feedback, a link, a comment."""
     event = assignment.item.conversation.events.first().event_id
@@ -142,7 +169,7 @@ def test_submit_names_what_is_missing_and_keeps_the_draft(assignment):
     draft = Draft(scores={"clinical_safety": 3})
     with pytest.raises(Incomplete) as incomplete:
         annotation_submit(assignment, draft=draft, version=0, actor=assignment.annotator)
-    assert "a score for Triage Quality" in incomplete.value.missing
+    assert "Triage Quality" in incomplete.value.missing
     saved = Assignment.objects.get(pk=assignment.pk)
     assert saved.scores == {"clinical_safety": 3} and saved.status == AssignmentStatus.RESERVED
 

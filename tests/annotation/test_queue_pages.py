@@ -129,7 +129,10 @@ def test_the_guide_numbers_examples_as_my_own_list_does(client, calibration, cli
     assert f'<a href="{review_url(example)}">Item 3</a>' in queue_page  # my own list
     assert f"Round 1, {link}</strong>" in queue_page and "item 1" not in queue_page
     review = client.get(review_url(example)).content.decode()
-    assert f"Round 1, {link}</strong>" in review and '<h1 id="item-number">Item 3' in review
+    assert (
+        f"Round 1, {link}</strong>" in review
+        and '<h1 id="item-number" tabindex="-1">Item 3' in review
+    )
     client.force_login(newcomer)
     unseen = client.get(queue_url(calibration)).content.decode()
     assert "Round 1, an item you have not opened" in unseen

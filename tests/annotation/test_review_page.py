@@ -183,8 +183,8 @@ def test_autosave_lists_what_is_still_missing(client, me, mine):
     client.force_login(me)
     fragment = autosave(client, mine, {"score-clinical_safety": "2", "version": "0"})
     text = fragment.content.decode()
-    assert 'id="missing"' in text and "a score for Triage Quality" in text
-    assert "a score for Clinical Safety" not in text
+    assert 'id="missing"' in text and "<li>Triage Quality</li>" in text
+    assert "Clinical Safety</li>" not in text
 
 
 def test_a_stale_tab_gets_409_its_values_shown_and_nothing_overwritten(client, me, mine):
@@ -284,9 +284,10 @@ def test_a_field_posted_empty_is_cleared_and_the_others_stay(client, me, mine):
     assert mine.event_links == {} and mine.overall_comment == ""
 
 
-def test_the_whole_form_as_htmx_posts_it_saves_the_page_as_shown(client, me, mine):
-    """review.js posts the whole form (htmx serialises #annotation-form): every text field and
-    the checked radios, none for an unscored rubric. Changing one field there keeps the rest."""
+def test_the_whole_form_posted_as_an_autosave_saves_the_page_as_shown(client, me, mine):
+    """The whole form (as the browser serialises #annotation-form: every text field and the
+    checked radios, none for an unscored rubric) is a save too. Changing one field there keeps
+    the rest."""
     client.force_login(me)
     event_id = filled(client, mine)
     url = page_url(mine)
@@ -294,7 +295,7 @@ def test_the_whole_form_as_htmx_posts_it_saves_the_page_as_shown(client, me, min
     assert form.scores == {"clinical_safety": 2, "triage_quality": 4}
     changed = form.with_score("clinical_helpfulness", 5, "Clear next steps.")
     headers = htmx_headers(changed, url, target="save-status", trigger="annotation-form")
-    body = urlencode(changed.post_data())  # htmx posts the form url-encoded
+    body = urlencode(changed.post_data())  # url-encoded, as a form
     response = client.post(changed.autosave_url, body, URLENCODED, headers=headers)
     assert response.status_code == 200
     mine.refresh_from_db()
@@ -313,6 +314,20 @@ def test_a_stale_partial_post_lists_only_what_it_sent_as_its_change(client, me, 
     assert "Clinical Safety: score" not in text and "Overall comment" not in text
     mine.refresh_from_db()
     assert mine.feedback["triage_quality"] == "Sent to urgent care." and mine.version == 1
+
+
+def test_a_stale_tab_saving_another_field_is_merged_and_told_what_is_saved(client, me, mine):
+    client.force_login(me)
+    assert autosave(client, mine, {"score-clinical_safety": "2", "version": "0"}).status_code == 200
+    merged = autosave(client, mine, {
+        "version": "0", "score-triage_quality": "4", "base-score-triage_quality": "",
+    })  # fmt: skip
+    assert merged.status_code == 200
+    text = merged.content.decode()
+    assert "with what another tab saved" in text
+    assert escape('"score-clinical_safety": "2"') in text  # for the page to show
+    mine.refresh_from_db()
+    assert mine.scores == {"clinical_safety": 2, "triage_quality": 4} and mine.version == 2
 
 
 def test_a_score_out_of_range_is_refused_with_a_reason(client, me, mine):
@@ -345,8 +360,8 @@ def test_submitting_an_incomplete_annotation_names_what_is_missing(client, me, m
     response = client.post(page_url(mine, "submit"), {"score-clinical_safety": "3", "version": "0"})
     assert response.status_code == 200
     html = response.content.decode()
-    assert "Not submitted: still missing" in html
-    assert "a score for Triage Quality" in html and "a score for Patient Profile Realism" in html
+    assert "Not submitted: still to score" in html
+    assert "<li>Triage Quality</li>" in html and "<li>Patient Profile Realism</li>" in html
     mine.refresh_from_db()
     assert mine.status == AssignmentStatus.RESERVED and mine.scores == {"clinical_safety": 3}
     assert 'name="score-clinical_safety" value="3" checked' in html
@@ -451,7 +466,7 @@ def test_a_calibration_round_reveals_jury_and_peers_after_submit(client, calibra
     assert "Next item" in html
 
 
-SYNTHETIC_BADGE = '<span class="badge scripted" title="scripted simulated clinician">synthetic'
+SYNTHETIC_BADGE = '<span class="badge scripted" title="not a person\'s scores">synthetic'
 PRACTICE_BADGE = '<span class="badge warn" title="unlicensed annotator: practice, kept apart">'
 
 

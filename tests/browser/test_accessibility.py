@@ -3,8 +3,11 @@ the site's script policy does not govern) over every page an annotator works in 
 queue, the review screen open, submitted, after a calibration round's reveal and showing a
 conflict - the researcher's study pages, the run page's controls, a scoring job's pages and the
 two import pages with a refused upload, in the light theme and in the dark one: no serious or
-critical violation (colour contrast among them). The rules the issue found broken (a page
-without a level-one heading, empty table headers) are asserted gone at any impact."""
+critical violation (colour contrast among them). The review screen again at the sizes the
+clinicians work at (1366x768 and a 768x1024 tablet at the largest text, 1920x1080), open, with
+the keys help, with a conflict and while the server does not answer. The rules the issue found
+broken (a page without a level-one heading, empty table headers) are asserted gone at any
+impact."""
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
@@ -13,7 +16,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from accounts.models import Role, Track, User
-from annotation.models import CalibrationGuide
+from annotation.models import Assignment, CalibrationGuide
 from annotation.services import queue
 from annotation.services.annotations import Draft, annotation_autosave, annotation_submit
 from tests.annotation.test_annotation_writes import full_draft
@@ -132,6 +135,46 @@ def test_no_serious_accessibility_violation_on_annotator_and_study_pages(
     page.goto(f"{url}/annotation/staff/assignments/{work['submitted'].public_id}/")
     check("assignment page")
     page.context.close()
+    assert {name: problems for name, problems in found.items() if problems} == {}
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize(
+    ("width", "height", "text_size"),
+    [(1366, 768, "largest"), (768, 1024, "largest"), (1920, 1080, "medium")],
+)
+def test_no_serious_accessibility_violation_on_the_review_screen_at_each_size_and_text(
+    browser, live_server, work, theme, width, height, text_size
+):
+    User.objects.update(theme="system" if theme == "light" else "dark", text_size=text_size)
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme="light")
+    page = context.new_page()
+    url = live_server.url
+    log_in(page, url, "nora")
+    page.goto(f"{url}/annotation/items/{work['open'].public_id}/")
+    saved(page)
+    found = {"open": themed_violations(page, theme)}
+    page.keyboard.press("?")
+    expect(page.locator("#shortcut-help")).to_be_focused()
+    found["shortcut help"] = themed_violations(page, theme)
+    page.keyboard.press("Escape")
+    expect(page.locator("#shortcut-help")).to_be_hidden()
+    context.set_offline(True)
+    page.keyboard.press("4")
+    expect(page.locator("#save-status.unsent")).to_be_visible(timeout=25_000)  # a shared machine
+    found["not saved"] = themed_violations(page, theme)
+    context.set_offline(False)  # the next retry (within 30 s) saves it
+    expect(page.locator("#save-status")).to_contain_text("✓ Saved", timeout=40_000)
+    annotation_autosave(
+        work["open"],
+        draft=Draft(scores={"triage_quality": 2}),
+        version=Assignment.objects.get(pk=work["open"].pk).version,
+        actor=work["open"].annotator,
+    )  # saved from elsewhere: this page is stale now, on the same field
+    page.keyboard.press("5")
+    expect(page.locator("#save-status.conflict")).to_be_visible()
+    found["conflict"] = themed_violations(page, theme)
+    context.close()
     assert {name: problems for name, problems in found.items() if problems} == {}
 
 

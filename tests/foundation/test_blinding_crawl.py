@@ -1,13 +1,17 @@
 """Blinding: an annotator who follows every link and htmx request they can reach, and posts
 every form of the review screen, never sees a model name, an agent configuration, a judge's
-words or a jury score in a target study - on pages, fragments, URLs, downloads or error pages.
+words or a jury score in a target study - on pages, fragments, URLs, downloads or error pages;
+nor any word about the jury or how synthetic scores are made there (a synthetic clinician's
+work says "synthetic", nothing more), nor a judge's persona anywhere, the calibration reveal
+included.
 
 The annotator's world: a target study drawn from a scored run in which they hold a draft (with
 a linked trace event), a submitted item and a skipped one, and a calibration round they have
 not submitted yet (after submitting in a round the jury's scores are shown on purpose; that
 reveal is tested in tests/annotation). They are a senior clinician, and an item of the target
-study on which two other clinicians disagree waits in their adjudication queue. Every kind of
-notification email is rendered as the workers send it, and read like the pages."""
+study on which two other clinicians disagree (one of them the demo's synthetic clinician) waits
+in their adjudication queue. Every kind of notification email is rendered as the workers send
+it, and read like the pages."""
 
 import re
 from datetime import timedelta
@@ -18,9 +22,11 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape
 
 from accounts.models import NotificationKind, Role, Track
-from annotation.models import CalibrationGuide, Notification
+from annotation.engine.simulated import simulated_clinician
+from annotation.models import Assignment, CalibrationGuide, Notification
 from annotation.services import queue
 from annotation.services.adjudication import adjudication_send
 from annotation.services.annotations import Draft, annotation_autosave, annotation_submit
@@ -109,14 +115,19 @@ def annotator_work(job, annotator) -> dict:
             "adjudication": disputed}  # fmt: skip
 
 
-def major_disagreement(study, track):
-    """Two clinicians of `track` 4 points apart on one item, sent to adjudication."""
-    first, second = annotators(track, 2, prefix="peer", project=study.project.name)
+def major_disagreement(study, track, prefix="peer"):
+    """Two clinicians of `track` 4 points apart on one item, sent to adjudication; the first is
+    the demo's synthetic clinician, with the feedback it writes."""
+    first, second = annotators(track, 2, prefix=prefix, project=study.project.name)
     pair = [queue.next_assignment(study=study, annotator=p) for p in (first, second)]
     assert pair[0].item_id == pair[1].item_id  # breadth-first: the same item
-    for assignment, score in zip(pair, (1, 5), strict=True):
+    Assignment.objects.filter(pk=pair[0].pk).update(synthetic=True)
+    for assignment, score, words in zip(
+        pair, (1, 5), (simulated_clinician().feedback, "Booked before asking the patient"),
+        strict=True,
+    ):  # fmt: skip
         draft = full_draft(assignment, score)
-        draft.feedback = {k: "Booked before asking the patient" for k in draft.feedback}
+        draft.feedback = dict.fromkeys(draft.feedback, words)
         annotation_submit(assignment, draft=draft, version=0, actor=assignment.annotator)
     rubric = next(iter(draft.scores))  # the track's first judged rubric
     return adjudication_send(study=study, item=pair[0].item, rubric_id=rubric, actor=None)
@@ -128,7 +139,38 @@ def forbidden_strings() -> set[str]:
     for agent in RunAgent.objects.select_related("agent_config"):
         strings |= {agent.model, agent.label, agent.agent_config.name}
     strings |= {s.explanation for s in JudgeScore.objects.exclude(explanation="")}
+    strings |= set(JudgeScore.objects.values_list("judge_model", flat=True))
     return {s for s in strings if len(s) > 6}
+
+
+# Words about the jury, a judge's persona or how synthetic scores are made: none may reach a
+# clinician's page of a target study (the rubric catalogue, which says the jury scores the
+# rubrics, is not one); a persona or the making of synthetic scores reaches no page at all.
+JURY_TALK = re.compile(r"\bjury\b|\bjudges? (?:mean|average|score)", re.IGNORECASE)
+HOW_MADE = re.compile(
+    r"bias and noise|derived from|\b(?:standard|strict|lenient|flaky) judge\b|simulated clinician",
+    re.IGNORECASE,
+)
+
+
+class TextParser(HTMLParser):
+    """What a person reads or hears: the text and the titles and labels, no markup or URLs."""
+
+    def __init__(self):
+        super().__init__()
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.parts += [value for name, value in attrs if name in ("title", "aria-label") and value]
+
+    def handle_data(self, data):
+        self.parts.append(data)
+
+
+def readable(html: str) -> str:
+    parser = TextParser()
+    parser.feed(html)
+    return " ".join(parser.parts)
 
 
 def _body(response) -> str:
@@ -205,6 +247,29 @@ def test_an_annotator_never_sees_model_identity_or_jury_scores(client, scored_wo
     assert guide_link in pages[review_urls(work)[0]]  # the guide's example, on a target page
     assert leaks_in(pages) == []
     assert [url for url, text in pages.items() if SCOREISH.search(str(text))] == []
+    assert escape(simulated_clinician().feedback) in pages[adjudication_urls(work)[1]]  # read
+    target_pages = [*review_urls(work)[:1], *review_urls(work)[2:5], *adjudication_urls(work)]
+    assert [url for url in target_pages if JURY_TALK.search(readable(pages[url]))] == []
+    assert [url for url, text in pages.items() if HOW_MADE.search(readable(str(text)))] == []
+
+
+@pytest.mark.django_db
+def test_the_calibration_reveal_shows_the_jury_but_no_judge_persona(client, scored_world):
+    """After submitting in a calibration round the jury's and each judge's scores are shown on
+    purpose, with the judges' explanations: never the judge's model or persona ("strict")."""
+    annotator, _, work = scored_world
+    practice = work["practice"]
+    annotation_submit(practice, draft=full_draft(practice), version=0, actor=annotator)
+    client.force_login(annotator)
+    page = _body(client.get(reverse("annotation:review", args=[practice.public_id])))
+    assert "data-reveal" in page and "Judge 2:" in page
+    strict = JudgeScore.objects.filter(
+        conversation_id=practice.item.conversation_id, judge_model="offline/strict"
+    ).exclude(explanation="")
+    assert any("Strict judge" in s.explanation for s in strict)  # the words it wrote ...
+    assert HOW_MADE.search(readable(page)) is None  # ... are not shown as written
+    assert not [m for m in JudgeScore.objects.values_list("judge_model", flat=True) if m in page]
+    assert "offline/careless" not in page and "offline/careful" not in page
 
 
 @pytest.mark.django_db
@@ -318,6 +383,10 @@ def test_no_notification_names_a_model_or_shows_a_score(scored_world):
     staff_reopen(mine, actor=None, note="Compare with what offline/careless did")  # reopened
     study_deadline_set(study, deadline=timezone.now() + timedelta(days=1), actor=None)
     deadline_reminders_create()  # deadline soon
+    person.senior = True
+    person.save(update_fields=["senior"])
+    disputed = new_study(job, name="Disputed", size=1, project="Notices")
+    major_disagreement(disputed, Track.OPERATIONAL, prefix="notice-dispute")  # adjudication
     sent = Notification.objects.filter(recipient=person)
     assert set(sent.values_list("kind", flat=True)) == set(NotificationKind.values)
     texts = {n.kind: "\n".join(notification_message(n)) for n in sent}

@@ -44,7 +44,7 @@ def test_it_reads_the_review_page_and_its_autosave_is_stored_as_sent(client, my_
 
     changed = form.with_score(panel[0], 4, "asked about red flags").with_comment("Fine overall")
     headers = htmx_headers(changed, url, target="save-status", trigger="annotation-form")
-    body = urlencode(changed.post_data())  # htmx posts the form url-encoded
+    body = urlencode(changed.post_data())  # url-encoded, as a form
     answer = client.post(changed.autosave_url, body, URLENCODED, headers=headers)
 
     assert answer.status_code == 200

@@ -1,9 +1,10 @@
-"""The demo started as a user would: short output, its notifications sent by its worker, and
-stopping it stops its worker."""
+"""The demo started as a user would: short output, its notifications sent by its worker with
+links to the address it serves on, and stopping it stops its worker."""
 
 import argparse
 import os
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from portal.management.commands import demo as demo_command
 from portal.management.commands.demo import Command as DemoCommand
 from tests.support.workers import ROOT, free_port, wait_for
 
@@ -48,11 +50,35 @@ def test_the_readme_names_every_option_of_the_demo_command():
     assert [option for option in options if option not in readme] == []
 
 
+@pytest.mark.parametrize(
+    ("addr", "site"),
+    [("8123", "http://127.0.0.1:8123"), ("10.0.0.5:8000", "http://10.0.0.5:8000"),
+     ("ward-pc.example:9000", "http://ward-pc.example:9000"), ("[::1]:8000", "http://[::1]:8000")],
+)  # fmt: skip
+def test_the_demo_links_to_the_address_it_serves_on(addr, site):
+    assert demo_command.site_url_of(addr) == site
+
+
+def test_addr_sets_site_url_for_the_server_and_its_worker_unless_it_is_set(monkeypatch, settings):
+    settings.SITE_URL = "http://127.0.0.1:8000"  # the default, restored afterwards
+    monkeypatch.setenv("SITE_URL", "kept")
+    monkeypatch.delenv("SITE_URL")
+    site = demo_command._use_site_url("0.0.0.0:8123")  # every interface: this machine's name
+    assert site == f"http://{socket.getfqdn()}:8123"
+    assert os.environ["SITE_URL"] == site  # the worker starts with it
+    assert site == settings.SITE_URL  # the server's own links
+    monkeypatch.setenv("SITE_URL", "https://care.example.org")
+    settings.SITE_URL = "https://care.example.org"
+    assert demo_command._use_site_url("9000") == "https://care.example.org"
+    assert os.environ["SITE_URL"] == "https://care.example.org"
+
+
 @pytest.mark.slow
 def test_stopping_the_demo_with_sigterm_also_stops_its_worker(tmp_path):
     # Ctrl-C takes the same path: runserver turns it into SystemExit, SIGTERM is turned into one.
     port = free_port()
-    environment = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DATABASE_URL"}}
+    skipped = {"REDIS_URL", "DATABASE_URL", "SITE_URL"}
+    environment = {k: v for k, v in os.environ.items() if k not in skipped}
     environment.update(DATA_DIR=str(tmp_path), PYTHONUNBUFFERED="1")
     output = tmp_path / "demo.out"
     command = [sys.executable, "manage.py", "demo", "--serve",
@@ -78,6 +104,15 @@ def test_stopping_the_demo_with_sigterm_also_stops_its_worker(tmp_path):
             timeout=120,
             what="the demo's worker to send the reassignment notice",
         )
+        wait_for(
+            lambda: "Subject: An item waits for adjudication in Target study" in log.read_text(),
+            timeout=120,
+            what="the demo's worker to tell the senior clinician what waits",
+        )
+        sent = log.read_text()  # every link to the address the demo serves on
+        assert f"http://127.0.0.1:{port}/annotation/adjudication/" in sent
+        assert f"http://127.0.0.1:{port}/annotation/items/" in sent
+        assert "http://127.0.0.1:8000/" not in sent
         demo.send_signal(signal.SIGTERM)
         demo.wait(timeout=60)
         wait_for(lambda: not alive(pid), timeout=30, what="the worker to stop")

@@ -2,6 +2,7 @@
 run, its jury scores, clinician studies and the rubric lab, each built by its own app."""
 
 import logging
+import os
 import socket
 import sys
 import time
@@ -26,7 +27,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--serve", action="store_true", help="start the site afterwards")
-        parser.add_argument("--addr", default="127.0.0.1:8000", help="address:port to serve on")
+        parser.add_argument(
+            "--addr",
+            default="127.0.0.1:8000",
+            help="address:port to serve on; the links in the demo's emails point there too "
+            "(unless SITE_URL is set)",
+        )
         parser.add_argument(
             "--cases",
             type=int,
@@ -39,6 +45,7 @@ class Command(BaseCommand):
             raise CommandError("--cases must be at least 1.")
         if serve:
             _check_address_free(addr)  # before minutes of work, and runserver would os._exit
+        site = _use_site_url(addr)  # before the worker starts: it writes the emails
         call_command("migrate", interactive=False, verbosity=0)
         people = demo_people_ensure()
         self.stdout.write(
@@ -49,7 +56,7 @@ class Command(BaseCommand):
             with demo.demo_worker() as worker:
                 self.stdout.write(f"Worker started (pid {worker.pid}, log {_worker_log()})")
                 self._build_data(worker, cases)
-                self._print_logins(addr, people, serve)
+                self._print_logins(site, people, serve)
                 if serve:
                     self._serve(addr)
         except KeyboardInterrupt:  # Ctrl-C while building: the worker is stopped already
@@ -91,9 +98,9 @@ class Command(BaseCommand):
         elapsed = time.monotonic() - started
         self.stdout.write(("\r" if live else "") + f"  {label}: {total}/{total} ({elapsed:.0f} s)")
 
-    def _print_logins(self, addr: str, people, serve: bool) -> None:
+    def _print_logins(self, site: str, people, serve: bool) -> None:
         stop = "; stop it with Ctrl-C" if serve else ""
-        self.stdout.write(self.style.SUCCESS(f"Demo site: http://{addr}/{stop}"))
+        self.stdout.write(self.style.SUCCESS(f"Demo site: {site}/{stop}"))
         for username, password, role in people:
             self.stdout.write(f"  {role:<30} username {username:<11} password {password}")
 
@@ -114,6 +121,28 @@ def _failed_requests_only(record: logging.LogRecord) -> bool:
 
 def _worker_log() -> str:
     return str(settings.DATA_DIR / "worker.log")
+
+
+def _use_site_url(addr: str) -> str:
+    """The address the demo's links point at: SITE_URL when it is set, else --addr's, for this
+    process (the server) and the worker it starts (which sends the emails)."""
+    if "SITE_URL" in os.environ:
+        return settings.SITE_URL
+    site = site_url_of(addr)
+    os.environ["SITE_URL"] = settings.SITE_URL = site
+    return site
+
+
+def site_url_of(addr: str) -> str:
+    """http://host:port for an --addr; a server on every interface is reached by this
+    machine's name."""
+    match = naiveip_re.match(addr)
+    if match is None:
+        raise CommandError(f"--addr {addr!r} is not a port or an address:port.")
+    host, _ipv4, _ipv6, _fqdn, port = match.groups()
+    if host in ("0.0.0.0", "[::]"):
+        host = socket.getfqdn()
+    return f"http://{host or '127.0.0.1'}:{port}"
 
 
 def _check_address_free(addr: str) -> None:

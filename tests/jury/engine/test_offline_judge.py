@@ -8,7 +8,7 @@ from benchmark.engine.chat import ChatRequest, Message, ProviderError
 from benchmark.engine.sandbox.examples import EXAMPLE_ENTRY, EXAMPLE_NOW
 from benchmark.engine.structured import request_json
 from jury.engine.aggregate import weighted_aggregate
-from jury.engine.offline_judge import judge, respond
+from jury.engine.offline_judge import behaviour_note_removed, judge, respond
 from jury.engine.parse import parse_judge_answer, validate_judge_answer
 from jury.engine.rubrics import default_weights, load_rubrics
 from tests.engine.agents.scripted import (
@@ -183,6 +183,14 @@ def test_lenient_and_strict_shift_the_score_within_bounds():
     assert json.loads(respond(failing, "strict").text)["score"] == 1
     assert json.loads(respond(excellent, "lenient").text)["score"] == 5
     assert json.loads(respond(excellent, "strict").text)["score"] == 4
+
+
+def test_the_behaviour_note_is_what_a_clinician_does_not_read():
+    excellent = request("workflow_accuracy", careful_booking())
+    strict = json.loads(respond(excellent, "strict").text)["explanation"]
+    standard = json.loads(respond(excellent, "standard").text)["explanation"]
+    assert strict.endswith("Strict judge: -1.")  # the researcher's pages show it
+    assert behaviour_note_removed(strict) == standard
 
 
 def test_flaky_answers_prose_first_and_recovers_through_repair():
