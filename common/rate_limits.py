@@ -3,7 +3,7 @@
 A count that is read, compared and written back lets concurrent requests in several processes
 all read the same number (25 of 40 simultaneous requests got through a limit of 10). Each
 request here adds one with the cache's own atomic increment (Redis INCR; the file cache under
-a lock, config.locked_file_cache) and is let through only if the number it got back is within
+a lock, config.file_caches) and is let through only if the number it got back is within
 the limit. Counts are kept per fixed window; the previous window's count, weighted by how much
 of it the last `window` seconds still cover, is added, so a burst across a window's edge is not
 let through twice.

@@ -266,7 +266,8 @@ CACHES = {
         }
         if REDIS_URL
         else {
-            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            # Django's file cache, but not listing its folder on every write (config/file_caches).
+            "BACKEND": "config.file_caches.SparselyCulledFileCache",
             "LOCATION": str(DATA_DIR / "llm-cache"),
             "TIMEOUT": None,
             "OPTIONS": {"MAX_ENTRIES": 1_000_000},
@@ -317,7 +318,7 @@ CACHES["api"] = (
     {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
      "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 5}}
     if REDIS_URL
-    else {"BACKEND": "config.locked_file_cache.LockedFileBasedCache",
+    else {"BACKEND": "config.file_caches.LockedFileBasedCache",
           "LOCATION": str(DATA_DIR / "api-rate"),
           # Culling at Django's default 300 entries would drop live counts at random.
           "OPTIONS": {"MAX_ENTRIES": 100_000}}

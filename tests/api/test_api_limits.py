@@ -17,7 +17,7 @@ from accounts.tokens import token_create
 from audit.models import AuditEvent
 from bench.load.processes import free_port, gunicorn_start, stop
 from common.rate_limits import rate_take
-from config.locked_file_cache import LockedFileBasedCache
+from config.file_caches import LockedFileBasedCache
 from tests.conftest import make_user
 from tests.support.workers import redis_server, test_database_url
 
