@@ -65,8 +65,10 @@ def wilson_interval(successes, n, confidence: float = CONFIDENCE):
         denominator = 1 + z**2 / n
         centre = (p + z**2 / (2 * n)) / denominator
         half = z / denominator * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))
-    # Exact arithmetic keeps it in [0, 1]; floats put 0 successes a hair below 0.
-    low, high = np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+    # Exact arithmetic keeps it in [0, 1] and around p; floats put 0 of 7 a hair above 0 and
+    # 10 of 10 a hair below 1, and a figure's error bar (p - low) then comes out negative.
+    low = np.minimum(np.clip(centre - half, 0.0, 1.0), p)
+    high = np.maximum(np.clip(centre + half, 0.0, 1.0), p)
     if low.ndim == 0:
         return float(low), float(high)
     return low, high

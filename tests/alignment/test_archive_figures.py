@@ -23,8 +23,8 @@ def empty_cache():
     cache.clear()
 
 
-def rubric_figures(client, study) -> dict[tuple, bytes]:
-    """Every figure of the study's rubric pages, in each format."""
+def rubric_figures(client, study, formats=figures.FORMATS) -> dict[tuple, bytes]:
+    """Every figure of the study's rubric pages, in each of `formats`."""
     return {
         (section.rubric.rubric_id, kind, fmt): download(
             client,
@@ -32,17 +32,17 @@ def rubric_figures(client, study) -> dict[tuple, bytes]:
         )
         for section in study_report(study).sections
         for kind in FIGURE_KINDS
-        for fmt in figures.FORMATS
+        for fmt in formats
     }
 
 
-def trend_figures(client, study, kinds=TREND_KINDS) -> dict[tuple, bytes]:
+def trend_figures(client, study, kinds=TREND_KINDS, formats=figures.FORMATS) -> dict:
     return {
         ("trend", kind, fmt): download(
             client, reverse("alignment:trend_figure", args=[study.project_id, kind, fmt])
         )
         for kind in kinds
-        for fmt in figures.FORMATS
+        for fmt in formats
     }
 
 
@@ -81,9 +81,11 @@ def test_an_import_beside_the_original_draws_its_figures_the_same(researcher_cli
     assert (imported.pk, imported.project_id) != (original.pk, original.project_id)
 
     def figures_of(study):
-        # The annotator chart names people: usernames an import beside them renames.
-        return rubric_figures(researcher_client, study) | trend_figures(
-            researcher_client, study, kinds=["rubrics"]
+        # The annotator chart names people: usernames an import beside them renames. SVG only:
+        # it carries the ids and the drawing order an import renumbers; every format's
+        # metadata is held by the test above.
+        return rubric_figures(researcher_client, study, formats=["svg"]) | trend_figures(
+            researcher_client, study, kinds=["rubrics"], formats=["svg"]
         )
 
     assert differing(figures_of(original), figures_of(imported)) == []

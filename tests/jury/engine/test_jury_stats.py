@@ -57,6 +57,16 @@ def test_the_wilson_interval_stays_in_zero_to_one_with_a_width(counts):
     assert 0 <= low < high <= 1
 
 
+def test_the_wilson_interval_holds_its_proportion_exactly_at_none_and_all():
+    # Floats put 0 of 7 a hair above 0 and 10 of 10 a hair below 1: the pass-rate figure's
+    # error bar (rate - low) came out negative and the report page answered 500.
+    n = np.arange(1, 200)
+    for successes in (np.zeros_like(n), n):
+        low, high = wilson_interval(successes, n)
+        rate = successes / n
+        assert (rate - low >= 0).all() and (high - rate >= 0).all()
+
+
 def test_the_model_table_says_why_an_aggregate_interval_is_missing_or_of_zero_width():
     conversations = pd.DataFrame(
         {"model": ["same", "same", "same", "alone"], "aggregate": [4.5, 4.5, 4.5, 3.0]}
