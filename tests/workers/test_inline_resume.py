@@ -74,24 +74,36 @@ def test_a_killed_inline_run_is_reclaimed_and_finished_by_the_same_command(envir
 
 
 def test_a_second_inline_command_waits_for_what_a_live_one_holds(environment, tmp_path):
-    with open(tmp_path / "first.log", "w") as first_log:
-        first = start(environment, first_log)
+    # The first command is paused (SIGSTOP) once it holds a conversation and resumed only when
+    # the second says it is waiting: on a busy machine the second's start-up alone can outlast
+    # the whole first run, and there would be nothing left to wait for.
+    second_log = tmp_path / "second.log"
+    with open(tmp_path / "first.log", "w") as first_log, open(second_log, "w") as log:
+        first, waiting = start(environment, first_log), None
         try:
             wait_until_one_runs()
-            second = subprocess.run(
-                COMMAND, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300
-            )
+            first.send_signal(signal.SIGSTOP)
+            waiting = subprocess.Popen(
+                COMMAND, cwd=ROOT, env={**environment, "PYTHONUNBUFFERED": "1"}, stdout=log,
+                stderr=subprocess.DEVNULL, text=True,
+            )  # fmt: skip
+            wait_for(lambda: "waiting - Ctrl-C to stop." in second_log.read_text(),
+                     timeout=120, what="the second command to wait")  # fmt: skip
+            first.send_signal(signal.SIGCONT)
+            waiting.wait(timeout=300)
             first.wait(timeout=300)
         finally:
-            if first.poll() is None:
-                first.kill()
-                first.wait()
+            for process in (first, waiting):
+                if process is not None and process.poll() is None:
+                    process.send_signal(signal.SIGCONT)
+                    process.kill()
+                    process.wait()
+    said = second_log.read_text()
 
-    assert second.returncode == 0, second.stdout + second.stderr
-    assert "held by another process" in second.stdout
-    assert f"(pid {first.pid} on this host) until" in second.stdout
-    assert "waiting - Ctrl-C to stop." in second.stdout
-    assert f"{CONVERSATIONS} finished" in second.stdout
+    assert waiting.returncode == 0, said
+    assert "held by another process" in said
+    assert f"(pid {first.pid} on this host) until" in said
+    assert f"{CONVERSATIONS} finished" in said
     assert first.returncode == 0
     # Waited for, never taken: no conversation was played twice.
     assert sorted(conversations().values_list("attempts", flat=True)) == [1] * CONVERSATIONS
