@@ -11,7 +11,8 @@ operators per item (submitted annotations, each with its history entry). Then it
 - the archive's agreement tables (1,000 resamples) of the imported study.
 
 The export time decides how the button works: above STREAM_BUDGET_SECONDS it cannot be served
-inside a web request, so it runs in the workers with a progress bar (see README).
+inside a web request, so it runs in the workers with a progress bar (see the study archive in
+docs/guides/researcher/studies.md).
 
 Run: .venv/bin/python bench/bench_archive.py
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs test dependencies and runs the whole suite: ruff, then pytest.
+# Installs test dependencies and runs the whole suite: ruff, the documentation build, then pytest.
 # Debian packages the tests use (redis-server, chromium) are installed when missing and we are
 # root; without them the tests that need them are skipped with a reason.
 set -euo pipefail
@@ -13,4 +13,9 @@ fi
 bash scripts/bootstrap.sh dev
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+# The documentation site, strict: a broken link or anchor, or a page missing from the nav,
+# fails. Built into a temporary folder, never into the repository.
+docs_site=$(mktemp -d)
+trap 'rm -rf "$docs_site"' EXIT
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$docs_site"
 .venv/bin/python -m pytest "$@"

@@ -41,13 +41,13 @@ def worker_pid(output: Path) -> int | None:
     return None
 
 
-def test_the_readme_names_every_option_of_the_demo_command():
+def test_getting_started_names_every_option_of_the_demo_command():
     parser = argparse.ArgumentParser(add_help=False)
     DemoCommand().add_arguments(parser)
     options = [option for action in parser._actions for option in action.option_strings]
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs/getting-started.md").read_text(encoding="utf-8")
     assert "--addr" in options
-    assert [option for option in options if option not in readme] == []
+    assert [option for option in options if option not in page] == []
 
 
 @pytest.mark.parametrize(

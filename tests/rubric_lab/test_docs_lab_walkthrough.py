@@ -1,5 +1,5 @@
-"""The README's walk-through of the rubric lab's commands (*Rubric lab: reproduce the source's
-evaluation on imported data*) runs as the dry run it describes: its commands in its order, with
+"""The documentation's walk-through of the rubric lab's commands (docs/reference/rubric-lab/
+reproduce.md) runs as the dry run it describes: its commands in its order, with
 the models it names for a dry run, each job played in the command's own process (--inline).
 
 The walk-through names objects by the ids its text gives them (run 7, jobs 11 to 13, coverage
@@ -18,8 +18,7 @@ from tests.rubric_lab.healthbench_rows import IDEAL_ONLY, MULTI_TURN, SINGLE_TUR
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-HEADING = "### Rubric lab: reproduce the source's evaluation on imported data"
+WALKTHROUGH = Path(__file__).resolve().parents[2] / "docs/reference/rubric-lab/reproduce.md"
 # What each command made, in the order the walk-through's text numbers them.
 MADE = {
     "lab_import": ("run", Run, [7]),
@@ -35,7 +34,7 @@ EXPORTED = {"coverage": "coverage", "sensitivity": "study"}
 
 def walkthrough() -> tuple[dict[str, str], list[list[str]]]:
     """The dry run's variables and each command's arguments (after `manage.py`)."""
-    section = README.read_text(encoding="utf-8").split(HEADING, 1)[1].split("\n### ", 1)[0]
+    section = WALKTHROUGH.read_text(encoding="utf-8")
     dry_run = re.search(r"For a dry run.*?set `([^`]+)`", section, re.DOTALL).group(1)
     variables = dict(pair.split("=", 1) for pair in dry_run.split())
     block = section.split("```", 2)[1]
@@ -45,7 +44,7 @@ def walkthrough() -> tuple[dict[str, str], list[list[str]]]:
     return variables, commands
 
 
-def test_the_readme_walkthrough_runs_as_a_dry_run(tmp_path):
+def test_the_docs_walkthrough_runs_as_a_dry_run(tmp_path):
     variables, commands = walkthrough()
     subset = tmp_path / "subset.jsonl"
     subset.write_text(jsonl(IDEAL_ONLY, SINGLE_TURN, MULTI_TURN), encoding="utf-8")
