@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from django.contrib import messages
-from django.core.paginator import Page, Paginator
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -41,6 +41,8 @@ from benchmark.services.queue import held_work_message
 from benchmark.services.retries import row_retries
 from benchmark.tasks import enrichment_start, run_start_after_commit
 from benchmark.tasks import run_control as run_control_apply
+from common import live_jobs
+from common.live_jobs import is_running
 from common.query import query_choice, query_object, query_page
 
 # The live regions of the set and run pages an htmx request may ask for alone.
@@ -142,25 +144,15 @@ def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "filters": filters,
         "query": reports.query_without_page(request),
     }
-    fragment = _fragment(request)
-    if fragment == "progress":
-        return render(request, "benchmark/set_detail.html#set-live", {**context, "oob": True})
-    if fragment == "entries":
+    context["live"] = live_jobs.live_region(
+        request, "set-progress", polling=is_running(benchmark_set.status),
+        include="#entry-filters, #entry-page",
+    )  # fmt: skip
+    if request.htmx and query_choice(request.GET, "fragment", FRAGMENTS) == "entries":
         return render(request, "benchmark/set_detail.html#entry-table", context)
-    return render(request, "benchmark/set_detail.html", context)
-
-
-def _fragment(request: HttpRequest) -> str:
-    """The region an htmx request asks for ("" for the whole page)."""
-    fragment = query_choice(request.GET, "fragment", FRAGMENTS)
-    return fragment if request.htmx else ""
-
-
-def _poll_url(request: HttpRequest, page: Page) -> str:
-    """This page's live regions as they are shown now: same filters, same page."""
-    query = request.GET.copy()
-    query["page"], query["fragment"] = str(page.number), "progress"
-    return f"{request.path}?{query.urlencode()}"
+    return live_jobs.live_page(
+        request, "benchmark/set_detail.html", context, region="set-live", fragments=FRAGMENTS
+    )
 
 
 @role_required(*STAFF)
@@ -312,12 +304,13 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "costs": cost_by_purpose(run.model_calls.all()),
         "page": page,
         "query": reports.query_without_page(request),
-        "poll_url": _poll_url(request, page),
+        "agents": run.agents.all(),
     }
-    if _fragment(request) == "progress":
-        return render(request, "benchmark/run_detail.html#run-live", {**context, "oob": True})
-    context["agents"] = run.agents.all()
-    return render(request, "benchmark/run_detail.html", context)
+    # The poll redraws the conversations as shown now: same filters, same page.
+    context["live"] = live_jobs.live_region(
+        request, "run-progress", polling=context["progress"]["live"], keep={"page": page.number}
+    )
+    return live_jobs.live_page(request, "benchmark/run_detail.html", context, region="run-live")
 
 
 @role_required(*ADMIN_ONLY)

@@ -13,6 +13,7 @@ from audit.downloads import download_response
 from benchmark.forms import optional_decimal, unpriced_models, unpriced_warning
 from benchmark.models import Run
 from benchmark.services.queue import held_work_message
+from common import live_jobs
 from common.figures import FORMATS, inline_svg
 from common.figures import render as render_figure
 from common.query import query_choice, query_flag
@@ -157,10 +158,11 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "counts": reports.Report(job).counts,
         "judge_costs": scoring.judge_costs(job),
     }
-    if query_choice(request.GET, "fragment", ["progress"]) and request.htmx:
-        return render(request, "jury/job_detail.html#job-live", {**context, "oob": True})
     context["versions"] = job.rubric_versions.all()
-    return render(request, "jury/job_detail.html", context)
+    context["live"] = live_jobs.live_region(
+        request, "job-progress", polling=live_jobs.is_running(job.status)
+    )
+    return live_jobs.live_page(request, "jury/job_detail.html", context, region="job-live")
 
 
 @role_required(*STAFF)

@@ -8,13 +8,13 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django_htmx.http import HttpResponseClientRefresh
 
 from accounts.access import STAFF, role_required
 from alignment.forms.rescoring import RescoreForm, new_jury_form
 from alignment.services import rescoring
 from annotation.models import Study
 from audit.downloads import download_response
+from common import live_jobs
 from common.query import query_choice, query_flag
 from jury.services import juries, scoring
 from jury.tasks import scoring_start
@@ -77,32 +77,29 @@ def comparison(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study, pk=pk)
     configurations = rescoring.study_configurations(study)
     running = [c for c in configurations if c.running]
-    if query_choice(request.GET, "fragment", ["progress"]) and request.htmx:
-        if not running:
-            # The last job just finished: reload so the figures include its scores.
-            return HttpResponseClientRefresh()
-        return render(
-            request,
-            "alignment/jury_comparison.html#loop-progress",
-            {"study": study, "running": _with_progress(running)},
-        )
-    include_synthetic = query_flag(request.GET, "synthetic", on="include")
-    result = rescoring.jury_comparison(
-        study, baseline=_baseline(request, configurations),
-        include_synthetic=include_synthetic,
-    )  # fmt: skip
-    return render(
-        request,
-        "alignment/jury_comparison.html",
-        {
-            "study": study,
+    context = {
+        "study": study,
+        "running": _with_progress(running),
+        "live": live_jobs.live_region(request, "loop-progress", polling=bool(running)),
+    }
+    if not live_jobs.is_poll(request):
+        include_synthetic = query_flag(request.GET, "synthetic", on="include")
+        result = rescoring.jury_comparison(
+            study, baseline=_baseline(request, configurations),
+            include_synthetic=include_synthetic,
+        )  # fmt: skip
+        context |= {
             "comparison": result,
-            "running": _with_progress(running),
             "metrics": rescoring.METRICS,
             "include_synthetic": include_synthetic,
             "csv_url": _csv_url(study, result),
-        },
-    )
+        }
+    # The poll that finds the last job finished reloads the page, so the figures include its
+    # scores.
+    return live_jobs.live_page(
+        request, "alignment/jury_comparison.html", context, region="loop-progress",
+        reload_when_done=True,
+    )  # fmt: skip
 
 
 @role_required(*STAFF)

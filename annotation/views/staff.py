@@ -20,8 +20,12 @@ from annotation.services.history import ANNOTATION_FIELDS
 from annotation.services.studies import study_create, study_guide_show, study_lock
 from annotation.views.studyops import assignment_actions, study_operations
 from audit.downloads import download_response
-from common.query import query_choice, query_flag
+from common import live_jobs
+from common.query import query_flag
 from jury.engine.score_gaps import MAJOR_POINTS
+
+# A study's progress moves at the pace of people, not workers: poll it less often.
+STUDY_POLL_EVERY = "5s"
 
 # --- studies -----------------------------------------------------------------------------------
 
@@ -62,17 +66,22 @@ def study_new(request: HttpRequest) -> HttpResponse:
 def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study.objects.select_related("project"), pk=pk)
     context = {"study": study, "progress": dashboard.study_progress(study)}
-    if query_choice(request.GET, "fragment", ["progress"]) and request.htmx:
-        return render(request, "annotation/staff/study_detail.html#study-progress", context)
-    context |= {
-        "coverage": dashboard.study_coverage(study),
-        "versions": study.rubric_versions.all(),
-        "jobs": study.scoring_jobs.select_related("jury", "run"),
-        "guides": study.guides.order_by("-created_at"),
-        "published": guides.published_guide(study.project),
-        **study_operations(study),
-    }
-    return render(request, "annotation/staff/study_detail.html", context)
+    # Clinicians' work has no end the workers report: poll until the study is locked.
+    context["live"] = live_jobs.live_region(
+        request, "study-progress", polling=not study.is_locked, every=STUDY_POLL_EVERY
+    )
+    if not live_jobs.is_poll(request):
+        context |= {
+            "coverage": dashboard.study_coverage(study),
+            "versions": study.rubric_versions.all(),
+            "jobs": study.scoring_jobs.select_related("jury", "run"),
+            "guides": study.guides.order_by("-created_at"),
+            "published": guides.published_guide(study.project),
+            **study_operations(study),
+        }
+    return live_jobs.live_page(
+        request, "annotation/staff/study_detail.html", context, region="study-progress"
+    )
 
 
 @role_required(*STAFF)

@@ -14,8 +14,10 @@ from django.views.decorators.http import require_POST
 from accounts.access import STAFF, role_required
 from audit.downloads import download_response
 from benchmark.forms import optional_decimal
-from benchmark.models import Conversation, JobStatus
-from common.query import query_choice, query_object
+from benchmark.models import Conversation
+from common import live_jobs
+from common.live_jobs import is_running
+from common.query import query_object
 from jury.services import juries
 from rubric_lab import tasks
 from rubric_lab.engine import perturb
@@ -33,19 +35,11 @@ from rubric_lab.services import evaluation_work as work
 from rubric_lab.services.perturbations import perturbation_preview
 
 
-def _polled(request: HttpRequest) -> bool:
-    return bool(query_choice(request.GET, "fragment", ["progress"])) and bool(request.htmx)
-
-
 def _live(request: HttpRequest, template: str, context: dict, *, job) -> HttpResponse:
     """The page, or only its progress region for an htmx poll. The poll that finds the job
     over reloads the page once, so the results appear without the researcher reloading."""
-    if not _polled(request):
-        return render(request, template, context)
-    response = render(request, f"{template}#progress", context)
-    if job.status != JobStatus.RUNNING:
-        response["HX-Refresh"] = "true"
-    return response
+    context["live"] = live_jobs.live_region(request, "progress", polling=is_running(job.status))
+    return live_jobs.live_page(request, template, context, region="progress", reload_when_done=True)
 
 
 def _launched(form, launch: Callable[[dict], Any], refusal: type[Exception]) -> Any:
@@ -90,7 +84,7 @@ def sensitivity_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "study": study, "progress": sensitivity.study_progress(study),
         "model_costs": budgets.job_model_costs(study), "kind": "sensitivity",
     }  # fmt: skip
-    if not _polled(request):
+    if not live_jobs.is_poll(request):
         results = sensitivity.study_results(study)
         context.update(
             results=results,
@@ -197,7 +191,7 @@ def coverage_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "run": run, "progress": work.progress(run.cases.all()),
         "model_costs": budgets.job_model_costs(run), "kind": "coverage",
     }  # fmt: skip
-    if not _polled(request):
+    if not live_jobs.is_poll(request):
         others = CoverageRun.objects.exclude(pk=pk).select_related("generation_job")
         other = query_object(request.GET, "compare", others)
         context.update(
@@ -257,7 +251,7 @@ def refine_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "study": study, "progress": work.progress(study.refinements.all()),
         "model_costs": budgets.job_model_costs(study), "kind": "refine",
     }  # fmt: skip
-    if not _polled(request):
+    if not live_jobs.is_poll(request):
         context.update(
             results=refine.refine_results(study),
             rows=study.refinements.select_related("rubric__conversation__entry")[:400],

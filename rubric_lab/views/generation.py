@@ -12,6 +12,8 @@ from django.views.decorators.http import require_POST
 from accounts.access import STAFF, role_required
 from benchmark.engine.providers.client import sends_sampling
 from benchmark.models import Conversation, Run
+from common import live_jobs
+from common.live_jobs import is_running
 from common.query import BadQuery, query_form_check, query_object, query_value
 from rubric_lab.engine.knowledge import CorpusError
 from rubric_lab.engine.pipeline import stages_of
@@ -157,10 +159,11 @@ def pipeline_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "generations": job.generations.select_related("conversation__entry", "rubric")[:500],
         "cost": pipeline.generation_total_cost(job),
         "model_costs": budgets.job_model_costs(job),
+        "live": live_jobs.live_region(request, "job-live", polling=is_running(job.status)),
     }
-    if request.htmx:
-        return render(request, "rubric_lab/pipeline_detail.html#job-live", context)
-    return render(request, "rubric_lab/pipeline_detail.html", context)
+    return live_jobs.live_page(
+        request, "rubric_lab/pipeline_detail.html", context, region="job-live"
+    )
 
 
 @role_required(*STAFF)

@@ -204,7 +204,7 @@ def test_the_poll_keeps_the_filters_and_the_page_of_the_conversation_table(resea
         reverse("benchmark:run", args=[run.pk]), {"agent": agent.pk, "status": "pending"}
     )
     polled = region(response.content.decode(), "run-progress").attrs["hx-get"]
-    assert polled == response.context["poll_url"]
+    assert polled == response.context["live"].url
     assert f"agent={agent.pk}" in polled and "status=pending" in polled
     assert "page=1" in polled and "fragment=progress" in polled
     refreshed = researcher_client.get(polled, **HTMX)

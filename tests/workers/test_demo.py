@@ -113,6 +113,11 @@ def test_stopping_the_demo_with_sigterm_also_stops_its_worker(tmp_path):
         assert f"http://127.0.0.1:{port}/annotation/adjudication/" in sent
         assert f"http://127.0.0.1:{port}/annotation/items/" in sent
         assert "http://127.0.0.1:8000/" not in sent
+        wait_for(
+            lambda: f"\n{demo_command.DATA_READY}" in output.read_text(),
+            timeout=300,
+            what="the demo to finish building its data",
+        )
         demo.send_signal(signal.SIGTERM)
         demo.wait(timeout=60)
         wait_for(lambda: not alive(pid), timeout=30, what="the worker to stop")
@@ -124,6 +129,8 @@ def test_stopping_the_demo_with_sigterm_also_stops_its_worker(tmp_path):
             os.killpg(pid, signal.SIGKILL)  # the demo's own worker, left behind
     text = output.read_text()
     assert "Stopping the demo and its worker" in text and "Traceback" not in text
+    # The site answers first; its data is built while it serves.
+    assert text.index("Demo site:") < text.index(f"\n{demo_command.DATA_READY}"), text
     # Short and readable: a line per stage and per login, no progress-bar redraws, no banner.
     assert len(text.splitlines()) <= 14, text
     assert "\r" not in text and "development server" not in text
