@@ -33,8 +33,8 @@ from annotation.services.annotations import (
     missing_parts,
     time_touch,
 )
-from annotation.services.enrolment import visible_studies
 from annotation.services.guides import guide_examples, guide_render, study_guide
+from annotation.services.membership import visible_studies
 
 REVIEW = "annotation/review.html"
 annotator_only = role_required(Role.ANNOTATOR)
