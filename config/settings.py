@@ -288,7 +288,7 @@ LLM_MAX_RETRIES = env.env_int(ENV, "LLM_MAX_RETRIES", 6)
 OFFLINE_LATENCY_MS = env.env_int(ENV, "OFFLINE_LATENCY_MS", 0)
 
 # Every record of every logger is redacted where it is made: no key reaches the log.
-LOGGING_CONFIG = "config.redaction.configure_logging"
+LOGGING_CONFIG = "benchmark.redaction.configure_logging"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -92,6 +92,24 @@ def test_the_rule_sees_imports_under_type_checking():
     assert imported_packages(source) == {"typing", "jury"}
 
 
+# `config` wires everything together (the URLs, Celery's worker steps), and it is also what
+# Django reads before it loads any app (settings, environment, file caches): only the wiring
+# may import the apps.
+CONFIG_WIRING = ("config.urls", "config.celery")
+
+
+def test_only_the_wiring_of_config_imports_an_app():
+    modules = package_modules("config")
+    apps = set(LAYER_OF) - {"config"}
+    wrong = [
+        f"{module} -> {name}"
+        for module in sorted(set(modules) - set(CONFIG_WIRING))
+        for name, _ in module_imports(module, modules)
+        if name.split(".")[0] in apps
+    ]
+    assert wrong == []
+
+
 # --- no circle inside a package ------------------------------------------------------------------
 
 
