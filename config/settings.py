@@ -302,7 +302,6 @@ LOGGING = {
         # The model SDKs' HTTP clients log every request at INFO: one line per model call in
         # the workers' logs, redacted and written (failures are logged by the platform).
         "httpx": {"level": "WARNING"},
-        "httpx2": {"level": "WARNING"},
     },
 }
 
