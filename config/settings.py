@@ -300,8 +300,11 @@ LOGGING = {
         # Lockouts are warnings; the INFO lines django-axes writes on every login are noise.
         "axes": {"level": "WARNING"},
         # The model SDKs' HTTP clients log every request at INFO: one line per model call in
-        # the workers' logs, redacted and written (failures are logged by the platform).
+        # the workers' logs, redacted and written (failures are logged by the platform). Older
+        # SDKs in the pinned range use httpx; the current openai and anthropic SDKs use httpx2
+        # (tests/foundation/test_settings.py checks each name is an installed library).
         "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
     },
 }
 
