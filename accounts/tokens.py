@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from accounts.access import STAFF
-from accounts.models import ApiToken, TokenScope, User
+from accounts.models import ApiToken, User
 from audit.services import audit_record
 
 TOKEN_START = "cj_"  # CareJury: a leaked token is recognisable as one of this site's
@@ -114,7 +114,3 @@ def token_refusal_record(*, refusal: TokenRefused, address: str, throttled: bool
 
 def tokens_of(user: User):
     return ApiToken.objects.filter(user=user)
-
-
-def is_write(scope: str) -> bool:
-    return scope == TokenScope.WRITE

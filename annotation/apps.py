@@ -9,5 +9,9 @@ class AnnotationConfig(AppConfig):
     def ready(self) -> None:
         from accounts.signals import account_deactivated
         from annotation.services.moves import held_work_release
+        from annotation.services.outbox import recorded
+        from annotation.tasks import notifications_send_soon
 
         account_deactivated.connect(held_work_release, dispatch_uid="annotation.held_work")
+        # The outbox imports only models; the task that sends its rows is wired to it here.
+        recorded.connect(notifications_send_soon, dispatch_uid="annotation.notifications_send")

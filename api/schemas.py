@@ -65,7 +65,3 @@ class StudyIn(Schema):
 class ArchiveExportIn(Schema):
     study: int
     with_usernames: bool = False
-
-
-class Detail(Schema):
-    detail: str

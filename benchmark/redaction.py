@@ -1,10 +1,20 @@
 """Redaction with the secrets this process is configured with: the provider keys, the secret
-key and the mail password. The database side (benchmark.fields.RedactedTextField) and the log
-side (config.redaction, set up with logging) both read them here."""
+key and the mail password, for the database (benchmark.fields.RedactedTextField) and the log.
+
+Every log record is redacted where it is made: `configure_logging` (settings.LOGGING_CONFIG)
+installs a record factory in every process Django sets up (web server, workers, management
+commands), which sees every record of every logger. A filter would not: on a logger it misses
+the records of its child loggers, and on a handler it is dropped when Celery replaces the root
+logger's handlers in a worker. It lives here, with the secrets it needs, not in `config`:
+the settings name it, and what Django reads before it loads the apps imports none of them.
+"""
 
 from __future__ import annotations
 
-from benchmark.engine.providers.redaction import redact
+import logging
+import logging.config
+
+from benchmark.engine.providers.redaction import redact, redact_record
 from benchmark.engine.providers.settings import ProviderSettings
 
 
@@ -22,3 +32,20 @@ def configured_secrets() -> tuple[str, ...]:
 
 def redact_configured(text: str) -> str:
     return redact(text, configured_secrets())
+
+
+def configure_logging(logging_settings: dict) -> None:
+    """settings.LOGGING_CONFIG: the dictConfig Django would apply, then redaction of every
+    record."""
+    logging.config.dictConfig(logging_settings)
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, "redacts", False):  # set up twice in one process
+        return
+
+    def redacted_record(*args, **kwargs) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        redact_record(record, configured_secrets())
+        return record
+
+    redacted_record.redacts = True
+    logging.setLogRecordFactory(redacted_record)

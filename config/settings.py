@@ -288,7 +288,7 @@ LLM_MAX_RETRIES = env.env_int(ENV, "LLM_MAX_RETRIES", 6)
 OFFLINE_LATENCY_MS = env.env_int(ENV, "OFFLINE_LATENCY_MS", 0)
 
 # Every record of every logger is redacted where it is made: no key reaches the log.
-LOGGING_CONFIG = "config.redaction.configure_logging"
+LOGGING_CONFIG = "benchmark.redaction.configure_logging"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -300,7 +300,9 @@ LOGGING = {
         # Lockouts are warnings; the INFO lines django-axes writes on every login are noise.
         "axes": {"level": "WARNING"},
         # The model SDKs' HTTP clients log every request at INFO: one line per model call in
-        # the workers' logs, redacted and written (failures are logged by the platform).
+        # the workers' logs, redacted and written (failures are logged by the platform). Older
+        # SDKs in the pinned range use httpx; the current openai and anthropic SDKs use httpx2
+        # (tests/foundation/test_settings.py checks each name is an installed library).
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
     },

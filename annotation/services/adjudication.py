@@ -31,7 +31,7 @@ from annotation.models import (
     Study,
     StudyItem,
 )
-from annotation.services.notifications import notify
+from annotation.services.outbox import notify
 from annotation.services.review import (
     SCENARIO_FIELDS,
     panel_rubrics,

@@ -20,7 +20,7 @@ from accounts.models import NotificationKind
 from annotation.engine.merge import clashing_fields
 from annotation.models import Assignment, AssignmentHistory, AssignmentStatus, HistoryKind
 from annotation.services.history import annotation_snapshot, history_add
-from annotation.services.notifications import notify
+from annotation.services.outbox import notify
 from annotation.services.queue import reservation_renew
 from annotation.services.studies import panel_versions
 from audit.services import audit_record

@@ -21,7 +21,8 @@ from annotation.models import Assignment, AssignmentStatus, CalibrationGuide, Pr
 from annotation.services import queue
 from annotation.services.adjudication import adjudication_send, study_gaps
 from annotation.services.annotations import Draft, annotation_submit
-from annotation.services.enrolment import is_enrolled, member_enrol
+from annotation.services.enrolment import member_enrol
+from annotation.services.membership import is_enrolled
 from annotation.services.moves import assignment_reassign, study_deadline_set
 from annotation.services.studies import StudySpec, panel_versions, study_create
 from jury.models import RubricResult, ScoringJob

@@ -15,35 +15,19 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import AccountOrigin, NotificationKind, Role, User
-from annotation.models import Assignment, AssignmentStatus, Project, ProjectMember, Study
-from annotation.services.notifications import notify
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    Project,
+    ProjectMember,
+    Study,
+    StudyStatus,
+)
+from annotation.services.moves import reservation_release
+from annotation.services.outbox import notify
 from audit.services import audit_record
 
 QUOTA_LIMIT = 10_000
-
-
-def is_enrolled(study: Study, annotator) -> bool:
-    return (
-        ProjectMember.objects.active()
-        .filter(project_id=study.project_id, annotator_id=annotator.pk)
-        .exists()
-    )
-
-
-def visible_studies(annotator) -> QuerySet[Study]:
-    """The studies an annotator may see: those of the projects they are enrolled in."""
-    projects = ProjectMember.objects.active().filter(annotator_id=annotator.pk)
-    return Study.objects.filter(project_id__in=projects.values("project_id"))
-
-
-def quota_of(study: Study, annotator) -> int | None:
-    """The annotator's quota of items in this study (None: no limit)."""
-    return (
-        ProjectMember.objects.active()
-        .filter(project_id=study.project_id, annotator_id=annotator.pk)
-        .values_list("quota", flat=True)
-        .first()
-    )
 
 
 def enrolable_people() -> QuerySet[User]:
@@ -108,15 +92,13 @@ def member_quota_set(member: ProjectMember, *, quota: int | None, actor) -> Proj
 def member_withdraw(member: ProjectMember, *, actor) -> int:
     """Withdraw the annotator: the project's studies disappear from their pages and their
     reservations are released (their submitted work stays). Returns how many were released."""
-    from annotation.services.moves import reservation_release
-
     if not member.is_active:
         raise ValidationError(f"{member.annotator.username} is not enrolled any more.")
     member.withdrawn_at = timezone.now()
     member.save(update_fields=["withdrawn_at"])
     held = Assignment.objects.filter(
         annotator_id=member.annotator_id, item__study__project_id=member.project_id,
-        item__study__status="open", status=AssignmentStatus.RESERVED,
+        item__study__status=StudyStatus.OPEN, status=AssignmentStatus.RESERVED,
     )  # fmt: skip
     released = 0
     for assignment in held:

@@ -19,7 +19,7 @@ from markdown_it import MarkdownIt
 
 from accounts.models import NotificationKind
 from annotation.models import CalibrationGuide, Project, ProjectMember, Study, StudyItem
-from annotation.services.notifications import notify
+from annotation.services.outbox import notify
 from annotation.services.worklist import my_item_numbers
 from audit.services import audit_record
 

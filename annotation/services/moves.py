@@ -25,10 +25,12 @@ from annotation.models import (
     AssignmentStatus,
     HistoryKind,
     Study,
+    StudyStatus,
 )
-from annotation.services.enrolment import is_enrolled
+from annotation.services.annotations import annotation_reopen
 from annotation.services.history import annotation_snapshot, history_add
-from annotation.services.notifications import notify
+from annotation.services.membership import is_enrolled
+from annotation.services.outbox import notify
 from annotation.services.queue import assignment_reclaim, queue_key
 from audit.services import audit_record
 
@@ -64,7 +66,7 @@ def held_work_release(*, person, actor, **_signal) -> None:
     """accounts.signals.account_deactivated: give back the seats the person holds in open
     studies (their drafts stay in the history)."""
     held = Assignment.objects.filter(
-        annotator=person, status=AssignmentStatus.RESERVED, item__study__status="open"
+        annotator=person, status=AssignmentStatus.RESERVED, item__study__status=StudyStatus.OPEN
     )
     for assignment in held:
         reservation_release(assignment, actor=actor, note="account deactivated")
@@ -242,8 +244,6 @@ def open_work_reassign(*, study: Study, giver, to, actor) -> ReassignResult:
 def staff_reopen(assignment: Assignment, *, actor, note: str) -> Assignment:
     """Reopen an annotator's submitted item for them to look at again (the reopen rule of
     `reopen_refusal` applies) and tell them why."""
-    from annotation.services.annotations import annotation_reopen
-
     note = note.strip()
     if not note:
         raise ValidationError({"note": "Say what the annotator should look at again."})

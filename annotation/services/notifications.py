@@ -1,12 +1,11 @@
 """Notifications by email: written to the outbox in the request, sent by the workers.
 
-`notify` writes one `Notification` row per recipient in the transaction that made the event,
-keyed by the event (an audit event, a history entry, a study's deadline), so the same event
-never notifies a person twice: a unique (recipient, key) refuses the second row. Once the
-transaction commits, one `annotation.notifications_send` task is queued; every worker also
-looks for due rows every NOTIFICATION_TICK_SECONDS (config/celery.py, `SendsNotifications`),
-which sends what a lost task or an unavailable queue left behind, retries failures and writes
-the deadline reminders. Nothing is sent in a request.
+The services record each event's messages with `annotation.services.outbox.notify`, in the
+transaction that made the event; once it commits, one `annotation.notifications_send` task is
+queued (annotation.tasks). Every worker also looks for due rows every
+NOTIFICATION_TICK_SECONDS (config/celery.py, `SendsNotifications`), which sends what a lost
+task or an unavailable queue left behind, retries failures and writes the deadline reminders.
+Nothing is sent in a request.
 
 Delivery claims a row before sending (`claimed_until`), so two workers, or a message delivered
 twice, send it once; a row whose sender died is sent again after its claim ran out (at least
@@ -22,7 +21,6 @@ or the jury. Their links start with SITE_URL (`manage.py demo` sets it from `--a
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -43,10 +41,13 @@ from annotation.models import (
     NotificationStatus,
     Project,
     Study,
+    StudyStatus,
 )
+from annotation.services.dashboard import study_pace
+from annotation.services.outbox import notify
+from annotation.services.worklist import annotator_studies, my_item_numbers
 from benchmark.engine.providers.redaction import redact
 from benchmark.models import RunAgent
-from benchmark.services.queue import queue_send
 
 logger = logging.getLogger(__name__)
 
@@ -56,35 +57,6 @@ RETRY_AFTER = (timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30)
 MAX_ATTEMPTS = len(RETRY_AFTER) + 1
 BATCH = 200  # rows one look sends at most; the next look takes the rest
 REMINDER_BEFORE = timedelta(days=2)
-
-
-def notify(*, kind: str, recipients: Iterable, key: str, context: dict) -> int:
-    """Put the event in the outbox for each recipient (once per event and person) and have a
-    worker send it after the transaction commits. Returns how many rows are new."""
-    if kind not in NotificationKind.values:
-        raise ValueError(f"unknown notification kind {kind!r}")
-    people = {person.pk: person for person in recipients}
-    known = set(
-        Notification.objects.filter(key=key, recipient_id__in=people).values_list(
-            "recipient_id", flat=True
-        )
-    )
-    new = [
-        Notification(recipient=person, kind=kind, key=key, context=context)
-        for pk, person in people.items()
-        if pk not in known
-    ]
-    Notification.objects.bulk_create(new, ignore_conflicts=True)  # a racing twin: kept once
-    if new:
-        transaction.on_commit(send_soon)
-    return len(new)
-
-
-def send_soon() -> None:
-    from annotation.tasks import notifications_send_task
-
-    # An unavailable queue loses nothing: the rows wait for the next look of any worker.
-    queue_send(notifications_send_task.delay, what="the notifications to send")
 
 
 # --- sending ------------------------------------------------------------------------------------
@@ -187,8 +159,6 @@ def _message_context(notification: Notification) -> tuple[dict, Redactor]:
         assignment = Assignment.objects.select_related("item__study__project").get(
             pk=ids["assignment"]
         )
-        from annotation.services.worklist import my_item_numbers
-
         study = assignment.item.study
         numbers = my_item_numbers(person, [study.pk])
         context |= {"study": study, "number": numbers.get(assignment.item_id, {}).get("number"),
@@ -206,8 +176,6 @@ def _message_context(notification: Notification) -> tuple[dict, Redactor]:
         context |= {"guide": guide, "project": guide.project, "url": _url("home")}
         return context, project_redactor(guide.project_id)
     project = Project.objects.get(pk=ids["project"])
-    from annotation.services.worklist import annotator_studies
-
     context |= {"project": project, "url": _url("home"),
                 "studies": [row["study"] for row in annotator_studies(person)
                             if row["open"] and row["study"].project_id == project.pk]}  # fmt: skip
@@ -236,11 +204,9 @@ def project_redactor(project_id: int) -> Redactor:
 def deadline_reminders_create(*, now: datetime | None = None) -> int:
     """Remind each enrolled annotator with work left in an open study whose deadline is at most
     two days away (once per study, deadline and person: a moved deadline reminds again)."""
-    from annotation.services.dashboard import study_pace
-
     now = now or timezone.now()
     studies = Study.objects.filter(
-        status="open", deadline__gt=now, deadline__lte=now + REMINDER_BEFORE
+        status=StudyStatus.OPEN, deadline__gt=now, deadline__lte=now + REMINDER_BEFORE
     )
     created = 0
     for study in studies:

@@ -36,8 +36,8 @@ from annotation.models import (
     Study,
     StudyItem,
 )
-from annotation.services.enrolment import is_enrolled, quota_of
 from annotation.services.history import history_add
+from annotation.services.membership import is_enrolled, quota_of
 
 CANDIDATES_PER_TRY = 25
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 from accounts.models import NotificationKind
 from annotation.engine.sampling import Candidate, Pick, stratified_sample
 from annotation.models import Project, ProjectMember, Study, StudyItem, StudyKind, StudyStatus
+from annotation.services.outbox import notify
 from audit.services import audit_record
 from jury.models import RubricResult, RubricVersion, ScoringJob
 
@@ -77,8 +78,6 @@ def study_create(
 
 def _announce(study: Study) -> None:
     """Tell the project's enrolled annotators who may take the new study that it is open."""
-    from annotation.services.notifications import notify
-
     members = (
         ProjectMember.objects.active().filter(project=study.project).select_related("annotator")
     )

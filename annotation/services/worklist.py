@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from django.db.models import Q
 
 from annotation.models import Assignment, AssignmentStatus, Study, StudyStatus, reopen_refusal
-from annotation.services.enrolment import visible_studies
+from annotation.services.membership import visible_studies
 from annotation.services.queue import can_take, queue_progress
 
 NUMBERED_FIELDS = ("item__study_id", "public_id")

@@ -33,8 +33,8 @@ from annotation.services.annotations import (
     missing_parts,
     time_touch,
 )
-from annotation.services.enrolment import visible_studies
 from annotation.services.guides import guide_examples, guide_render, study_guide
+from annotation.services.membership import visible_studies
 
 REVIEW = "annotation/review.html"
 annotator_only = role_required(Role.ANNOTATOR)
@@ -250,8 +250,9 @@ def submit(request: HttpRequest, public_id: UUID) -> HttpResponse:
 @require_POST
 def skip(request: HttpRequest, public_id: UUID) -> HttpResponse:
     assignment = _own_assignment(request, public_id)
-    if assignment.edit_refusal():  # before the form: a locked item is refused, not re-asked
-        raise PermissionDenied(assignment.edit_refusal())
+    refusal = assignment.edit_refusal()
+    if refusal:  # before the form: a locked item is refused, not re-asked
+        raise PermissionDenied(refusal)
     form = forms.SkipForm(request.POST)
     if not form.is_valid():
         context = _review_context(request, assignment, skip_form=form)

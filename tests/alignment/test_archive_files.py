@@ -19,6 +19,7 @@ from alignment.services.archive.jobs import (
     archive_job_watch,
     watched_job_ids,
 )
+from alignment.tasks import archive_job_task
 from annotation.models import Study
 from tests.alignment.archive_support import archive_bytes, build_world, members, rezip
 
@@ -67,6 +68,21 @@ def crashed(job: ArchiveJob, attempts: int = 1) -> None:
         status=ArchiveJobStatus.RUNNING, attempts=attempts,
         claimed_until=timezone.now() - timedelta(seconds=1),
     )  # fmt: skip
+
+
+# --- queueing ----------------------------------------------------------------------------------
+
+
+def test_a_request_queues_its_task_once_it_commits(
+    researcher_client, world_study, folder, monkeypatch, django_capture_on_commit_callbacks
+):
+    queued = []
+    monkeypatch.setattr(archive_job_task, "delay", queued.append)
+    with django_capture_on_commit_callbacks(execute=True):
+        job = uploaded(researcher_client, archive_bytes(world_study))
+    assert queued == [job.pk]
+    crashed(job)
+    assert archive_job_watch(job.pk) is True and queued == [job.pk, job.pk]  # sent again
 
 
 # --- uploads -----------------------------------------------------------------------------------

@@ -23,11 +23,14 @@ from annotation.services.notifications import (
     notification_message,
     notifications_send_due,
     notifications_tick,
-    notify,
 )
+from annotation.services.outbox import notify
+from annotation.tasks import notifications_send_task
 from tests.annotation.conftest import annotators, new_study
 from tests.annotation.mail_backends import RefusingBackend
 from tests.annotation.test_annotation_writes import full_draft
+from tests.support.import_graph import module_imports, package_modules, resolve
+from tests.support.layers import PROJECT_PACKAGES
 
 pytestmark = pytest.mark.django_db
 
@@ -187,3 +190,33 @@ def test_a_message_that_cannot_be_written_is_retried_like_a_refusal_not_stuck(re
     row = Notification.objects.get()
     assert row.status == NotificationStatus.PENDING and row.attempts == 1
     assert "could not be written" in row.error and row.claimed_until > timezone.now()
+
+
+def test_the_outbox_queues_one_sending_once_the_event_commits(
+    study, reader, monkeypatch, django_capture_on_commit_callbacks
+):
+    queued = []
+    monkeypatch.setattr(notifications_send_task, "delay", lambda: queued.append(1))
+    with django_capture_on_commit_callbacks(execute=True):
+        notify(kind=NotificationKind.STUDY_OPENED, recipients=[reader], key="k",
+               context={"study": study.pk})  # fmt: skip
+        assert queued == []  # nothing before the commit: the row might still roll back
+    assert queued == [1]
+    with django_capture_on_commit_callbacks(execute=True):  # the same event again: no new row
+        notify(kind=NotificationKind.STUDY_OPENED, recipients=[reader], key="k",
+               context={"study": study.pk})  # fmt: skip
+    assert queued == [1]
+
+
+def test_the_outbox_imports_only_models():
+    """The services that record events import the outbox; it must not reach back into them."""
+    modules = {
+        name: path
+        for package in PROJECT_PACKAGES
+        for name, path in package_modules(package).items()
+    }
+    imported = module_imports("annotation.services.outbox", modules)
+    assert {resolve(name, modules) for name, _ in imported} - {None} == {
+        "accounts.models",
+        "annotation.models",
+    }

@@ -157,7 +157,7 @@ def test_the_demo_studies_leave_each_demo_annotator_items_to_score(scored_job):
     from accounts.services import demo_people_ensure
     from annotation.models import Adjudication, Assignment, HistoryKind
     from annotation.services.demo import annotation_demo_ensure
-    from annotation.services.enrolment import is_enrolled
+    from annotation.services.membership import is_enrolled
 
     demo_people_ensure()
     sizes = {"calibration_size": 2, "target_size": 4, "prefilled": 2}

@@ -563,6 +563,17 @@ def test_a_locked_study_shows_the_item_read_only(client, study, me, mine):
     assert client.post(page_url(mine, "skip"), {"reason": "late"}).status_code == 403
 
 
+def test_skipping_in_a_locked_study_asks_why_once_and_says_it(client, study, me, mine, monkeypatch):
+    asked = []
+    refusal = Assignment.edit_refusal
+    monkeypatch.setattr(Assignment, "edit_refusal", lambda self: asked.append(1) or refusal(self))
+    client.force_login(me)
+    study_lock(study)
+    refused = client.post(page_url(mine, "skip"), {"reason": "late"})
+    assert refused.status_code == 403 and "The study is locked" in refused.content.decode()
+    assert asked == [1]
+
+
 def test_an_unlicensed_annotator_is_told_their_calibration_work_is_practice(client, calibration):
     (student,) = annotators(Track.CLINICAL, 1, licensed=False, prefix="student")
     assignment = queue.next_assignment(study=calibration, annotator=student)

@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -261,3 +262,9 @@ def test_no_template_holds_inline_script_or_event_handler_code():
         for match in inline.finditer(path.read_text(encoding="utf-8"))
     ]
     assert offenders == []
+
+
+def test_every_logger_the_settings_quiet_belongs_to_an_installed_library(settings):
+    """A logger name nothing logs to is a setting that does nothing (a typo, or a library gone)."""
+    quieted = settings.LOGGING["loggers"]
+    assert [name for name in quieted if find_spec(name.split(".")[0]) is None] == []

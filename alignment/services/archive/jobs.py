@@ -29,6 +29,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
 from alignment.engine import archive as fmt
@@ -39,7 +40,6 @@ from annotation.models import Study
 from audit.services import audit_record
 from benchmark.engine.providers.redaction import failure_text
 from benchmark.services.leases import lease
-from benchmark.services.queue import queue_send
 
 PROGRESS_EVERY_SECONDS = 0.5
 MAX_ATTEMPTS = 3
@@ -48,6 +48,10 @@ UPLOAD_PREFIX = "incoming-"
 # just after, in a transaction other processes cannot see yet.
 UNHELD_FILE_GRACE = timedelta(hours=1)
 LIVE = (ArchiveJobStatus.QUEUED, ArchiveJobStatus.RUNNING)
+
+# Sent when a job should go to a worker (once its request committed, or again by the watch);
+# job_id is the ArchiveJob's id. alignment.tasks queues the task that runs it.
+job_waiting = Signal()
 
 
 class _TakenOver(Exception):
@@ -277,9 +281,8 @@ def _end(job: ArchiveJob, status: str, **fields) -> bool:
 
 
 def _send(job_id: int) -> None:
-    from alignment.tasks import archive_job_task
-
-    queue_send(partial(archive_job_task.delay, job_id), what=f"archive job {job_id}")
+    # The task that runs the job imports this module; it listens (AlignmentConfig.ready).
+    job_waiting.send(sender=ArchiveJob, job_id=job_id)
 
 
 def _enqueue(job: ArchiveJob) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from benchmark.engine.sandbox.state import Sandbox
+from benchmark.engine.sandbox.door import Sandbox
 
 EXAMPLE_NOW = datetime(2026, 11, 4, 9, 30, tzinfo=ZoneInfo("America/Chicago"))  # a Wednesday
 

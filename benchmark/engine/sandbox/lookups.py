@@ -14,7 +14,7 @@ from benchmark.engine.sandbox.arguments import ToolError
 from benchmark.engine.sandbox.vocabulary import resolve_specialty_filter, vocabulary
 
 if TYPE_CHECKING:
-    from benchmark.engine.sandbox.state import Sandbox
+    from benchmark.engine.sandbox.state import SandboxState
 
 PCP_REFERENCES = frozenset(
     {
@@ -34,14 +34,14 @@ _TITLE = re.compile(r"^(dr\.?|doctor)\s+")
 _STATUS_PREFERENCE = ("active", "under_renewal", "past")
 
 
-def assigned_pcp(sandbox: Sandbox) -> dict[str, Any]:
+def assigned_pcp(sandbox: SandboxState) -> dict[str, Any]:
     pcp = sandbox.pcp
     if pcp is None:
         raise ToolError("The patient has no assigned PCP; assign one with update_pcp first.")
     return pcp
 
 
-def resolve_doctor(sandbox: Sandbox, reference: str) -> dict[str, Any]:
+def resolve_doctor(sandbox: SandboxState, reference: str) -> dict[str, Any]:
     """The clinician an id, a name (any case, with or without "Dr.") or "PCP" refers to."""
     key = " ".join(reference.lower().split())
     if key in PCP_REFERENCES:
@@ -77,7 +77,7 @@ def resolve_specialties(text: str) -> tuple[str, ...]:
     return specialties
 
 
-def find_medication(sandbox: Sandbox, reference: str) -> dict[str, Any]:
+def find_medication(sandbox: SandboxState, reference: str) -> dict[str, Any]:
     """The medication a name (case-insensitive, partial) or medication_id refers to."""
     key = " ".join(reference.lower().split())
     for medication in sandbox.medications:
@@ -100,7 +100,7 @@ def find_medication(sandbox: Sandbox, reference: str) -> dict[str, Any]:
     return min(matches, key=lambda m: _STATUS_PREFERENCE.index(m["status"]))
 
 
-def medications_named(sandbox: Sandbox, key: str) -> list[dict[str, Any]]:
+def medications_named(sandbox: SandboxState, key: str) -> list[dict[str, Any]]:
     """Records whose name contains `key`, or is contained in it ("metformin 500 mg")."""
     return [m for m in sandbox.medications if key in m["name"].lower() or m["name"].lower() in key]
 
@@ -109,7 +109,7 @@ def _doctor_summary(provider: dict[str, Any]) -> dict[str, str]:
     return {"id": provider["id"], "name": provider["name"], "specialty": provider["specialty"]}
 
 
-def doctor_view(sandbox: Sandbox, provider: dict[str, Any]) -> dict[str, Any]:
+def doctor_view(sandbox: SandboxState, provider: dict[str, Any]) -> dict[str, Any]:
     office = sandbox.offices_by_id[provider["office_id"]]
     return {
         **_doctor_summary(provider),
@@ -119,7 +119,7 @@ def doctor_view(sandbox: Sandbox, provider: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def slot_view(sandbox: Sandbox, slot: dict[str, Any]) -> dict[str, Any]:
+def slot_view(sandbox: SandboxState, slot: dict[str, Any]) -> dict[str, Any]:
     provider = sandbox.providers_by_id[slot["doctor_id"]]
     return {
         "slot_id": slot["id"],

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 from benchmark.engine.sandbox.arguments import ToolError
 
 if TYPE_CHECKING:
-    from benchmark.engine.sandbox.state import Sandbox
+    from benchmark.engine.sandbox.state import SandboxState
 
 
 def closest_slot(
-    sandbox: Sandbox,
+    sandbox: SandboxState,
     doctor: dict[str, Any],
     appointment_type: str,
     preferred_day: date,
@@ -51,7 +51,7 @@ def closest_slot(
     )
 
 
-def _day_offsets(sandbox: Sandbox, preferred_day: date) -> dict[str, int]:
+def _day_offsets(sandbox: SandboxState, preferred_day: date) -> dict[str, int]:
     first, last = sandbox.window
     days = (first + timedelta(days=offset) for offset in range((last - first).days + 1))
     return {day.isoformat(): abs((day - preferred_day).days) for day in days}
@@ -86,7 +86,7 @@ def _distance(
 
 
 def _changes(
-    sandbox: Sandbox,
+    sandbox: SandboxState,
     slot: dict[str, Any],
     doctor: dict[str, Any],
     appointment_type: str,

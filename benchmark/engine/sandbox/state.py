@@ -1,4 +1,5 @@
-"""The sandbox: one conversation's mutable healthcare state, and the door every tool goes through.
+"""The sandbox's state: one conversation's mutable healthcare data, which the tools read and
+change (the door they go through, `Sandbox.call`, is in door.py, above the tools).
 
 Built from the patient profile, a validated roster, an integer seed and the conversation's
 start time; everything random comes from random.Random(seed), so a build is reproducible. The
@@ -10,23 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import random
-from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Self
 
-from benchmark.engine.sandbox.arguments import ToolError, parse_arguments
 from benchmark.engine.sandbox.roster import patient_age, patient_profile, validate_roster
 from benchmark.engine.sandbox.slots import generate_slots, window_dates
-from benchmark.engine.sandbox.specs import TOOL_SPECS
-from benchmark.engine.sandbox.tools import HANDLERS
 from benchmark.engine.sandbox.vocabulary import (
     normalise_medication_status,
     pcp_specialties_for_age,
 )
-
-logger = logging.getLogger(__name__)
 
 STATE_VERSION = 1
 QUEUE_LENGTH_AT_START = (0, 4)
@@ -49,15 +43,9 @@ _STATE_KEYS = (
 )
 
 
-@dataclass(frozen=True)
-class ToolResult:
-    ok: bool
-    content: str  # JSON text given to the agent
-    write_action: dict[str, Any] | None = None
-
-
-class Sandbox:
-    """Use Sandbox.build or Sandbox.from_json; tools run through call()."""
+class SandboxState:
+    """Use Sandbox.build or Sandbox.from_json (door.py): a Sandbox is this state with the
+    door the tools go through."""
 
     def __init__(self, state: dict[str, Any]):
         self.seed: int = state["seed"]
@@ -80,9 +68,9 @@ class Sandbox:
     @classmethod
     def build(
         cls, profile: dict[str, Any], roster: dict[str, Any], seed: int, now: datetime
-    ) -> Sandbox:
+    ) -> Self:
         """A fresh sandbox; raises structured.InvalidOutput if the roster breaks its schema."""
-        profile = _json_copy(patient_profile(profile))
+        profile = json_copy(patient_profile(profile))
         age = patient_age(profile)
         roster = validate_roster(roster, patient_age=age)
         rng = random.Random(seed)
@@ -106,17 +94,17 @@ class Sandbox:
         return cls(state)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Sandbox:
+    def from_json(cls, data: dict[str, Any]) -> Self:
         missing = [key for key in _STATE_KEYS if key not in data]
         if missing:
             raise ValueError(f"sandbox state is missing: {', '.join(missing)}")
         if data["version"] != STATE_VERSION:
             raise ValueError(f"unsupported sandbox state version {data['version']!r}")
-        return cls(_json_copy(data))
+        return cls(json_copy(data))
 
     def to_json(self) -> dict[str, Any]:
         """A deep copy of the state: later tool calls cannot change what the caller holds."""
-        return _json_copy(self._live_state())
+        return json_copy(self._live_state())
 
     def state_hash(self) -> str:
         # Serialised straight from the live state: hashing needs no copy.
@@ -156,40 +144,8 @@ class Sandbox:
     def pcp(self) -> dict[str, Any] | None:
         return self.providers_by_id.get(self.pcp_id) if self.pcp_id else None
 
-    def call(self, name: str, arguments: dict[str, Any] | str | None = None) -> ToolResult:
-        """Run one tool. Never raises: every failure is an error result the agent can read."""
-        try:
-            content, write_action = self._run(name, arguments)
-        except ToolError as error:
-            return _error_result(error.to_content())
-        except Exception:  # a sandbox bug must not end the conversation
-            # The agent and the people reading the trace get a plain sentence; the log gets
-            # the traceback.
-            logger.exception("tool %s failed unexpectedly", name)
-            return _error_result({"error": "The tool failed unexpectedly. Try again."})
-        if write_action is not None:
-            # Copies, so that neither the caller nor later tool calls can alter the record.
-            self.write_actions.append(_json_copy(write_action))
-            write_action = _json_copy(write_action)
-        return ToolResult(True, json.dumps(content, ensure_ascii=False), write_action)
 
-    def _run(self, name: Any, arguments: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        spec = TOOL_SPECS.get(name) if isinstance(name, str) else None
-        if spec is None:
-            raise ToolError(
-                f"There is no tool named {str(name)[:80]!r}.", valid_tools=list(TOOL_SPECS)
-            )
-        content, write_action = HANDLERS[name](self, parse_arguments(spec.parameters, arguments))
-        if write_action is not None:
-            write_action = {"tool": name, **write_action}
-        return content, write_action
-
-
-def _error_result(content: dict[str, Any]) -> ToolResult:
-    return ToolResult(False, json.dumps(content, ensure_ascii=False))
-
-
-def _json_copy(value: Any) -> Any:
+def json_copy(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 

@@ -32,7 +32,7 @@ from benchmark.engine.sandbox.vocabulary import (
 )
 
 if TYPE_CHECKING:
-    from benchmark.engine.sandbox.state import Sandbox
+    from benchmark.engine.sandbox.state import SandboxState
 
 Content = dict[str, Any]
 WriteAction = dict[str, Any] | None
@@ -48,7 +48,7 @@ _STATE = re.compile(r"^[A-Za-z]{2}$")
 # Appointments
 
 
-def list_doctors(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, WriteAction]:
+def list_doctors(sandbox: SandboxState, args: dict[str, Any]) -> tuple[Content, WriteAction]:
     if "specialty" not in args:
         return {"doctors": [doctor_view(sandbox, p) for p in sandbox.providers]}, None
     wanted = resolve_specialties(args["specialty"])
@@ -60,7 +60,7 @@ def list_doctors(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, Write
 
 
 def get_available_appointments(
-    sandbox: Sandbox, args: dict[str, Any]
+    sandbox: SandboxState, args: dict[str, Any]
 ) -> tuple[Content, WriteAction]:
     start = parse_date("start_date", args["start_date"], sandbox.window).isoformat()
     end = parse_date("end_date", args["end_date"], sandbox.window).isoformat()
@@ -95,7 +95,9 @@ def get_available_appointments(
     return content, None
 
 
-def schedule_appointment(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, WriteAction]:
+def schedule_appointment(
+    sandbox: SandboxState, args: dict[str, Any]
+) -> tuple[Content, WriteAction]:
     appointment_type = _appointment_type(args["appointment_type"])
     preferred_day = parse_date("preferred_date", args["preferred_date"], sandbox.window)
     if "slot_id" in args:
@@ -140,7 +142,7 @@ def _appointment_type(text: str) -> str:
 
 
 def _chosen_slot(
-    sandbox: Sandbox, slot_id: str, doctor: dict[str, Any] | None, appointment_type: str
+    sandbox: SandboxState, slot_id: str, doctor: dict[str, Any] | None, appointment_type: str
 ) -> dict[str, Any]:
     slot = sandbox.slots_by_id.get(slot_id)
     if slot is None:
@@ -159,7 +161,7 @@ def _chosen_slot(
     return slot
 
 
-def _book(sandbox: Sandbox, slot: dict[str, Any], reason: str) -> dict[str, Any]:
+def _book(sandbox: SandboxState, slot: dict[str, Any], reason: str) -> dict[str, Any]:
     provider = sandbox.providers_by_id[slot["doctor_id"]]
     office = sandbox.offices_by_id[slot["office_id"]]
     slot["status"] = "booked"
@@ -181,7 +183,7 @@ def _book(sandbox: Sandbox, slot: dict[str, Any], reason: str) -> dict[str, Any]
     return dict(appointment)
 
 
-def cancel_appointment(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, WriteAction]:
+def cancel_appointment(sandbox: SandboxState, args: dict[str, Any]) -> tuple[Content, WriteAction]:
     appointment_id = args["appointment_id"].lower()
     appointment = next(
         (a for a in sandbox.appointments if a["appointment_id"] == appointment_id), None
@@ -203,19 +205,19 @@ def cancel_appointment(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content,
     return {"cancelled": dict(appointment)}, write_action
 
 
-def list_appointments(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, WriteAction]:
+def list_appointments(sandbox: SandboxState, args: dict[str, Any]) -> tuple[Content, WriteAction]:
     scheduled = sorted(_scheduled(sandbox), key=lambda a: (a["date"], a["time"]))
     return {"appointments": [dict(a) for a in scheduled]}, None
 
 
-def _scheduled(sandbox: Sandbox) -> list[dict[str, Any]]:
+def _scheduled(sandbox: SandboxState) -> list[dict[str, Any]]:
     return [a for a in sandbox.appointments if a["status"] == "scheduled"]
 
 
 # Prescriptions
 
 
-def list_medications(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, WriteAction]:
+def list_medications(sandbox: SandboxState, args: dict[str, Any]) -> tuple[Content, WriteAction]:
     statuses = MEDICATION_STATUSES
     if "status" in args:
         status = normalise_medication_status(args["status"])
@@ -237,7 +239,7 @@ def _medication_view(medication: dict[str, Any]) -> dict[str, Any]:
     return {"medication_id": medication["id"], **view}
 
 
-def request_refill(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, WriteAction]:
+def request_refill(sandbox: SandboxState, args: dict[str, Any]) -> tuple[Content, WriteAction]:
     medication = find_medication(sandbox, args["medication_name"])
     name = medication["name"]
     if medication["status"] == "past":
@@ -270,13 +272,15 @@ def request_refill(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, Wri
     return {"refill": "sent to pharmacy", "medication": _medication_view(medication)}, write_action
 
 
-def _preferred_pharmacy_name(sandbox: Sandbox) -> str | None:
+def _preferred_pharmacy_name(sandbox: SandboxState) -> str | None:
     pharmacy = sandbox.profile.get("preferred_pharmacy")
     name = pharmacy.get("name") if isinstance(pharmacy, dict) else None
     return name if isinstance(name, str) and name.strip() else None
 
 
-def request_new_prescription(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, WriteAction]:
+def request_new_prescription(
+    sandbox: SandboxState, args: dict[str, Any]
+) -> tuple[Content, WriteAction]:
     name = args["medication_name"]
     for existing in medications_named(sandbox, " ".join(name.lower().split())):
         if existing["status"] == "active":
@@ -320,7 +324,7 @@ def request_new_prescription(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Co
 # Telehealth
 
 
-def message_pcp(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, WriteAction]:
+def message_pcp(sandbox: SandboxState, args: dict[str, Any]) -> tuple[Content, WriteAction]:
     pcp = assigned_pcp(sandbox)
     optional = ("symptom_onset", "severity", "relevant_medications", "additional_context")
     message = {
@@ -347,7 +351,9 @@ def message_pcp(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, WriteA
     return content, write_action
 
 
-def join_virtual_call_queue(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, WriteAction]:
+def join_virtual_call_queue(
+    sandbox: SandboxState, args: dict[str, Any]
+) -> tuple[Content, WriteAction]:
     doctor = resolve_doctor(sandbox, args["doctor"])
     for entry in sandbox.queue_entries:
         if entry["doctor_id"] == doctor["id"]:
@@ -377,13 +383,13 @@ def join_virtual_call_queue(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Con
 # Profile
 
 
-def get_profile(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, WriteAction]:
+def get_profile(sandbox: SandboxState, args: dict[str, Any]) -> tuple[Content, WriteAction]:
     pcp = sandbox.pcp
     care_team = {"primary_care_provider": doctor_view(sandbox, pcp) if pcp else None}
     return {"profile": {**sandbox.profile, "care_team": care_team}}, None
 
 
-def update_pcp(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, WriteAction]:
+def update_pcp(sandbox: SandboxState, args: dict[str, Any]) -> tuple[Content, WriteAction]:
     doctor = resolve_doctor(sandbox, args["doctor"])
     eligible = pcp_specialties_for_age(patient_age(sandbox.profile))
     if doctor["specialty"] not in eligible:
@@ -414,7 +420,7 @@ def update_pcp(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, WriteAc
     return content, write_action
 
 
-def update_pharmacy(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, WriteAction]:
+def update_pharmacy(sandbox: SandboxState, args: dict[str, Any]) -> tuple[Content, WriteAction]:
     pharmacy = {
         "name": args["name"],
         "address": args.get("address"),
@@ -426,7 +432,7 @@ def update_pharmacy(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, Wr
     return {"previous_pharmacy": previous, "preferred_pharmacy": pharmacy}, write_action
 
 
-def update_insurance(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, WriteAction]:
+def update_insurance(sandbox: SandboxState, args: dict[str, Any]) -> tuple[Content, WriteAction]:
     insurance = {"provider": args["provider"], "plan_type": args["plan_type"]}
     previous = sandbox.profile.get("insurance")
     sandbox.profile["insurance"] = insurance
@@ -434,7 +440,7 @@ def update_insurance(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, W
     return {"previous_insurance": previous, "insurance": insurance}, write_action
 
 
-def update_contact_info(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content, WriteAction]:
+def update_contact_info(sandbox: SandboxState, args: dict[str, Any]) -> tuple[Content, WriteAction]:
     if not args:
         raise ToolError("Give at least one of phone, email or address to change.")
     updates = _contact_updates(sandbox, args)
@@ -450,7 +456,7 @@ def update_contact_info(sandbox: Sandbox, args: dict[str, Any]) -> tuple[Content
     return {"changes": changes}, {"action": "contact_updated", "changes": changes}
 
 
-def _contact_updates(sandbox: Sandbox, args: dict[str, Any]) -> dict[str, Any]:
+def _contact_updates(sandbox: SandboxState, args: dict[str, Any]) -> dict[str, Any]:
     updates: dict[str, Any] = {}
     if "phone" in args:
         updates["phone"] = _phone(args["phone"])
@@ -463,7 +469,7 @@ def _contact_updates(sandbox: Sandbox, args: dict[str, Any]) -> dict[str, Any]:
     return updates
 
 
-def _address(sandbox: Sandbox, parts: dict[str, str]) -> dict[str, Any]:
+def _address(sandbox: SandboxState, parts: dict[str, str]) -> dict[str, Any]:
     if "state" in parts and not _STATE.match(parts["state"]):
         raise ToolError("'address.state' must be a two-letter state code such as TX.")
     if "zip" in parts and not _ZIP.match(parts["zip"]):
@@ -483,7 +489,7 @@ def _phone(text: str) -> str:
     return phone
 
 
-HANDLERS: dict[str, Callable[[Sandbox, dict[str, Any]], tuple[Content, WriteAction]]] = {
+HANDLERS: dict[str, Callable[[SandboxState, dict[str, Any]], tuple[Content, WriteAction]]] = {
     "list_doctors": list_doctors,
     "get_available_appointments": get_available_appointments,
     "schedule_appointment": schedule_appointment,
