@@ -1,6 +1,7 @@
 """Fixtures of the API tests: a played and scored run built through the services."""
 
 import pytest
+from django.core.cache import caches
 
 from jury.services import juries, scoring
 from tests.support.builders import enriched_set, launched_run, played
@@ -15,3 +16,11 @@ def scored_run(db):
         scoring.judge_score_execute(score_id)
     job.refresh_from_db()
     return run, job
+
+
+@pytest.fixture(autouse=True)
+def fresh_rate_counts():
+    """Every API test starts and leaves the rate counts empty (they live in a shared cache)."""
+    caches["api"].clear()
+    yield
+    caches["api"].clear()

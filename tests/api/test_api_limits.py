@@ -9,7 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
 
 from accounts.models import Role
@@ -19,22 +18,11 @@ from bench.load.processes import free_port, gunicorn_start, stop
 from common.rate_limits import rate_take
 from config.file_caches import LockedFileBasedCache
 from tests.conftest import make_user
+from tests.support.api import API, bearer
 from tests.support.workers import redis_server, test_database_url
 
-API = "/api/v1"
 running_redis = contextlib.contextmanager(redis_server)
 NOW = 1_800_000_030.0  # mid-window: the counting tests never straddle a window's edge
-
-
-@pytest.fixture(autouse=True)
-def fresh_rate_counts():
-    caches["api"].clear()
-    yield
-    caches["api"].clear()
-
-
-def bearer(raw: str) -> dict:
-    return {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
 
 
 # --- the count itself: atomic in several processes, on both backends ---------------------------

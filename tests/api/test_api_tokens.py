@@ -5,7 +5,6 @@ annotators cannot have one."""
 from datetime import timedelta
 
 import pytest
-from django.core.cache import caches
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils import timezone
@@ -13,22 +12,10 @@ from django.utils import timezone
 from accounts.models import ApiToken
 from accounts.tokens import token_create, token_digest
 from audit.models import AuditEvent
+from tests.support.api import API, bearer
 from tests.support.builders import enriched_set
 
 pytestmark = pytest.mark.django_db
-
-API = "/api/v1"
-
-
-@pytest.fixture(autouse=True)
-def fresh_rate_counts():
-    caches["api"].clear()
-    yield
-    caches["api"].clear()
-
-
-def bearer(raw: str) -> dict:
-    return {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
 
 
 def test_a_token_made_on_the_page_is_shown_once_and_stored_as_a_digest(researcher_client):
