@@ -18,9 +18,9 @@ def scored_run(db):
     return run, job
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def fresh_rate_counts():
-    """Every API test starts and leaves the rate counts empty (they live in a shared cache)."""
+    """The test starts and leaves the rate counts empty (they live in a shared cache)."""
     caches["api"].clear()
     yield
     caches["api"].clear()

@@ -21,6 +21,7 @@ from tests.conftest import make_user
 from tests.support.api import API, bearer
 from tests.support.workers import redis_server, test_database_url
 
+pytestmark = pytest.mark.usefixtures("fresh_rate_counts")
 running_redis = contextlib.contextmanager(redis_server)
 NOW = 1_800_000_030.0  # mid-window: the counting tests never straddle a window's edge
 

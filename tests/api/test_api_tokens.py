@@ -15,7 +15,7 @@ from audit.models import AuditEvent
 from tests.support.api import API, bearer
 from tests.support.builders import enriched_set
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
 
 
 def test_a_token_made_on_the_page_is_shown_once_and_stored_as_a_digest(researcher_client):
