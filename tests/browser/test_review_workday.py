@@ -175,7 +175,9 @@ def test_changes_made_while_the_server_is_unreachable_are_kept_retried_and_saved
     assert held.scores == {"clinical_safety": 4} and held.feedback == {}
 
     failing.clear()  # the server answers again: the next retry saves everything
-    expect(status).to_contain_text(re.compile(r"Saved \d\d:\d\d:\d\d"), timeout=DEADLINE_S * 1000)
+    # A save already hanging is given up only after the page's 20 s, then retried after the
+    # backoff's pause: up to about half a minute before the next attempt.
+    expect(status).to_contain_text(re.compile(r"Saved \d\d:\d\d:\d\d"), timeout=DEADLINE_S * 3000)
     expect(page.locator("#announce")).to_contain_text("Reached the server again")
     done = stored(public_id, lambda a: a.feedback.get("triage_quality") == typed)
     assert done.scores == {"clinical_safety": 4, "triage_quality": 2}
