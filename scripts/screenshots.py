@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -26,19 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.chromium import CHROMIUM, CHROMIUM_ARGS
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "screenshots"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-SERVE_DEADLINE_SECONDS = 1800  # the demo builds its data first: minutes on a busy machine
+SERVE_DEADLINE_SECONDS = 1800  # installing and building the demo data: minutes on a busy machine
 
 
 @dataclass(frozen=True)

@@ -1,29 +1,18 @@
 """Playwright driving Debian's Chromium against the live test server."""
 
 import os
-import shutil
 
 import pytest
 
 from accounts.models import Role
 from benchmark.services.inline import run_execute_inline
+from common.chromium import CHROMIUM, CHROMIUM_ARGS
 from tests.conftest import PASSWORD, make_user
 from tests.support.builders import enriched_set, launched_run
 
 # Playwright's sync API keeps an event loop on this thread; Django's ORM would refuse to run
 # beside it, though the fixtures here never share a connection with that loop.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 
 
 @pytest.fixture(scope="session")
