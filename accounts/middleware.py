@@ -17,6 +17,9 @@ _DEADLINE = "idle_deadline"  # when the session ends if they do nothing more
 SECONDS_LEFT_HEADER = "X-Session-Expires-In"
 # A request the page sends by itself says how long ago the person last acted in it.
 IDLE_SECONDS_HEADER = "X-Idle-Seconds"
+# Set by static/js/session.js on every htmx request no person caused (a poll, a load trigger),
+# on any page: a live-job page polling every two seconds must not keep its session forever.
+SENT_BY_PAGE_HEADER = "X-Sent-By-Page"
 # The session's end, kept in the browser past the session itself: once the session is gone,
 # it tells an idle logout from a session ended on the server.
 DEADLINE_COOKIE = "session_deadline"
@@ -38,7 +41,7 @@ class IdleTimeoutMiddleware:
 
     Only a person's activity restarts the wait: a request they caused (a page, a click, a save).
     A request the page sends by itself (a view marked `sent_by_the_page`, the review screen's
-    heartbeat) restarts it only as of the person's last keystroke or click in the page, which
+    heartbeat, or any request carrying `X-Sent-By-Page`: the polls of live-job pages) restarts it only as of the person's last keystroke or click in the page, which
     it reports in `X-Idle-Seconds`; without that header it restarts nothing. So a page left
     open logs out on time, however often it calls the server.
 
@@ -97,12 +100,17 @@ def _person_acted_at(request: HttpRequest, view) -> float | None:
     """When the person last acted, as far as this request tells: now for a request they
     caused; for one the page sent by itself, what it reports (None: nothing)."""
     now = time.time()
-    if not getattr(view, "sent_by_the_page", False):
+    if not _sent_by_the_page(request, view):
         return now
     reported = request.headers.get(IDLE_SECONDS_HEADER, "")
     if not reported.isdigit():
         return None
     return now - int(reported)
+
+
+def _sent_by_the_page(request: HttpRequest, view) -> bool:
+    # The header can only make a session end sooner, so trusting it gives nobody anything.
+    return getattr(view, "sent_by_the_page", False) or SENT_BY_PAGE_HEADER in request.headers
 
 
 def _keep_alive(session, seconds: int, acted_at: float | None) -> bool:

@@ -93,21 +93,33 @@ def bounded(
             else zero_width_note(n, unit)
         )
     elif (cut_low, cut_high) != (low, high):
-        notes.append(f"interval cut at the end of {scale.name}")
+        notes.append(cut_note(scale))
     return Interval(shown, cut_low, cut_high, "; ".join(notes))
 
 
 def interval_note(
-    n: int, low: float, high: float, *, unit: str = "conversation", same: str = ""
+    n: int,
+    low: float,
+    high: float,
+    *,
+    unit: str = "conversation",
+    same: str = "",
+    cut: bool = False,
+    scale: Scale = SCORE,
 ) -> str:
     """What to say beside an interval already on its scale: why it is missing (NaN bounds) or
-    of zero width ("" when it is an ordinary interval). `same` names the cause of a zero width
-    over several units (default: every unit has the same value)."""
+    of zero width, or that it was `cut` at the end of the scale ("" when it is an ordinary
+    interval). `same` names the cause of a zero width over several units (default: every
+    unit has the same value)."""
     if not (math.isfinite(low) and math.isfinite(high)):
         return missing_note(n, unit)
     if high - low > ZERO_WIDTH:
-        return ""
+        return cut_note(scale) if cut else ""
     return f"zero width: {same}" if same and n != 1 else zero_width_note(n, unit)
+
+
+def cut_note(scale: Scale = SCORE) -> str:
+    return f"interval cut at the end of {scale.name}"
 
 
 def missing_note(n: int, unit: str = "conversation") -> str:

@@ -20,7 +20,7 @@ from scipy import stats as scipy_stats
 
 from common.csv_export import LINE_END, frame_csv
 from jury.engine.aggregate import PASS_THRESHOLD
-from jury.engine.intervals import SCORE, Scale, interval_note
+from jury.engine.intervals import SCORE, Scale, cut_note, interval_note
 from jury.engine.latex_tables import latex_tables
 from jury.engine.score_gaps import is_adjacent
 
@@ -51,7 +51,7 @@ def mean_ci(
     n = len(array)
     mean = float(array.mean()) if n else math.nan
     sd = float(array.std(ddof=1)) if n > 1 else math.nan
-    low, high = _t_bounds(np.array([mean]), np.array([sd]), np.array([n]), confidence, scale)
+    low, high, _ = _t_bounds(np.array([mean]), np.array([sd]), np.array([n]), confidence, scale)
     return MeanCI(mean=mean, low=float(low[0]), high=float(high[0]), sd=sd, n=n)
 
 
@@ -81,7 +81,8 @@ def model_table(
     rubric_order: Sequence[str] | None = None,
     confidence: float = CONFIDENCE,
 ) -> pd.DataFrame:
-    """Per model (index, best aggregate first): n, aggregate mean with CI, then for every
+    """Per model (index, best aggregate first): n, aggregate mean with CI (`aggregate_cut`:
+    whether the t interval reached past the 1-5 scale and was cut), then for every
     rubric `<rubric>_mean`, `<rubric>_pass_rate` and its Wilson bounds `_pass_low/_pass_high`."""
     table = _aggregate_summary(conversations, confidence)
     grouped = rubric_scores.groupby(["model", "rubric"])
@@ -173,6 +174,7 @@ def format_model_table(table: pd.DataFrame, codes: Mapping[str, str]) -> pd.Data
             table["aggregate_high"],
             MEAN_DECIMALS,
             n=table["n"],
+            cut=table.get("aggregate_cut"),
         ),
     }
     for rubric, code in codes.items():
@@ -257,27 +259,31 @@ def export_table(
 
 
 def _aggregate_summary(conversations: pd.DataFrame, confidence: float) -> pd.DataFrame:
-    summary = _mean_ci_frame(conversations.groupby("model")["aggregate"], confidence)
-    return summary.rename(
-        columns={"mean": "aggregate_mean", "low": "aggregate_low", "high": "aggregate_high"}
-    )[["n", "aggregate_mean", "aggregate_low", "aggregate_high"]]
+    summary = _mean_ci_frame(conversations.groupby("model")["aggregate"], confidence, cut=True)
+    names = {"mean": "aggregate_mean", "low": "aggregate_low", "high": "aggregate_high"}
+    names["cut"] = "aggregate_cut"
+    return summary.rename(columns=names)[["n", *names.values()]]
 
 
-def _mean_ci_frame(grouped, confidence: float) -> pd.DataFrame:
-    """Per group of 1-5 scores: n, mean and its t interval on the scale."""
+def _mean_ci_frame(grouped, confidence: float, *, cut: bool = False) -> pd.DataFrame:
+    """Per group of 1-5 scores: n, mean and its t interval on the scale; with `cut`, also
+    whether the interval was cut there."""
     frame = grouped.agg(["mean", "std", "count"]).rename(columns={"count": "n"})
-    low, high = _t_bounds(frame["mean"], frame["std"], frame["n"], confidence, SCORE)
-    return frame.assign(low=low, high=high)[["n", "mean", "low", "high"]]
+    low, high, was_cut = _t_bounds(frame["mean"], frame["std"], frame["n"], confidence, SCORE)
+    columns = ["n", "mean", "low", "high", *(["cut"] if cut else [])]
+    return frame.assign(low=low, high=high, cut=was_cut)[columns]
 
 
 def _t_bounds(mean, sd, n, confidence: float, scale: Scale):
-    """mean +/- t * sd / sqrt(n), cut at the ends of the scale (NaN stays NaN)."""
+    """mean +/- t * sd / sqrt(n), cut at the ends of the scale (NaN stays NaN), and whether
+    each interval was cut."""
     n = np.asarray(n, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         degrees = np.where(n > 1, n - 1, np.nan)
         half = scipy_stats.t.ppf(1 - (1 - confidence) / 2, degrees) * np.asarray(sd) / np.sqrt(n)
     low, high = np.asarray(mean) - half, np.asarray(mean) + half
-    return np.clip(low, scale.low, scale.high), np.clip(high, scale.low, scale.high)
+    cut = (low < scale.low) | (high > scale.high)
+    return np.clip(low, scale.low, scale.high), np.clip(high, scale.low, scale.high), cut
 
 
 def _widen(per_rubric: pd.DataFrame, measures: list[str], order: Sequence[str] | None):
@@ -290,14 +296,18 @@ def _widen(per_rubric: pd.DataFrame, measures: list[str], order: Sequence[str] |
     return wide
 
 
-def _with_interval(estimate, low, high, digits: int, n=None) -> pd.Series:
+def _with_interval(estimate, low, high, digits: int, n=None, cut=None) -> pd.Series:
     """ "4.21 [3.98, 4.44]"; with the counts `n`, an interval that is missing or of zero width
-    prints why instead ("4.50 (zero width: every conversation has the same value)")."""
+    prints why instead ("4.50 (zero width: every conversation has the same value)"), and one
+    flagged in `cut` says it was cut at the end of the scale."""
     counts = n if n is not None else [None] * len(estimate)
+    cuts = cut if cut is not None else [False] * len(estimate)
     cells = []
-    for value, lower, upper, count in zip(estimate, low, high, counts, strict=True):
-        note = "" if count is None else interval_note(int(count), lower, upper)
-        bounds = f"({note})" if note else f"[{lower:.{digits}f}, {upper:.{digits}f}]"
+    for value, lower, upper, count, was_cut in zip(estimate, low, high, counts, cuts, strict=True):
+        note = "" if count is None else interval_note(int(count), lower, upper, cut=was_cut)
+        bounds = f"[{lower:.{digits}f}, {upper:.{digits}f}]"
+        if note:  # a cut interval is still shown; a missing or zero-width one is not
+            bounds = f"{bounds} ({note})" if note == cut_note() else f"({note})"
         cells.append(f"{value:.{digits}f} {bounds}")
     return pd.Series(cells, index=estimate.index)
 

@@ -173,14 +173,20 @@ def model_rows(report: Report, table: pd.DataFrame, marks: dict[str, str]) -> li
                 "mean": row["aggregate_mean"],
                 "low": row["aggregate_low"],
                 "high": row["aggregate_high"],
-                "interval_note": interval_note(
-                    int(row["n"]), row["aggregate_low"], row["aggregate_high"]
-                ),
+                **aggregate_interval(row),
                 "versus_best": marks.get(model, ""),
                 "rubrics": rubrics,
             }
         )
     return rows
+
+
+def aggregate_interval(row) -> dict:
+    """Whether the page shows the aggregate's bounds, and the note beside them: a missing or
+    zero-width interval gives only its reason, a cut one both."""
+    cut = bool(row["aggregate_cut"])
+    note = interval_note(int(row["n"]), row["aggregate_low"], row["aggregate_high"], cut=cut)
+    return {"interval_note": note, "interval_shown": not note or cut}
 
 
 def best_marks(report: Report, table: pd.DataFrame) -> dict[str, str]:

@@ -88,3 +88,33 @@ def test_a_run_page_and_a_scoring_job_page_keep_up_until_the_end(
     assert page.locator("#job-unusable tbody tr", has_text="503").count() == len(failing)
     assert polling_stopped(page, "#job-progress")
     assert page.console_errors == []
+
+
+def test_polls_say_the_page_sent_them_and_a_persons_change_does_not(
+    page, login, people, live_server
+):
+    """Only the person's own requests keep a session (accounts.middleware): the live region's
+    polls carry X-Sent-By-Page (static/js/session.js), the filter the person changes does not."""
+    benchmark_set = cases.benchmark_set_create(
+        name="Polled set", distribution=cases.distribution_default_ensure(), size=4,
+        sampler_seed=5, generator_model="offline/standard",
+    )  # fmt: skip
+    login("rita")
+    page.goto(f"{live_server.url}/benchmark/sets/{benchmark_set.pk}/")
+    for _ in range(2):
+        with page.expect_request(is_poll, timeout=TIMEOUT_MS) as poll:
+            pass
+        assert poll.value.headers.get("x-sent-by-page") == "1"
+    personality = benchmark_set.entries.first().personality
+    with page.expect_request(is_filter_change, timeout=TIMEOUT_MS) as change:
+        page.select_option("select[name=personality]", personality)
+    assert "x-sent-by-page" not in change.value.headers
+    assert page.console_errors == []
+
+
+def is_poll(request) -> bool:
+    return request.headers.get("hx-trigger") == "set-progress"
+
+
+def is_filter_change(request) -> bool:
+    return request.headers.get("hx-trigger") == "entry-filters"

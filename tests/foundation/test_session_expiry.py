@@ -241,3 +241,27 @@ def test_logging_out_forgets_when_the_session_would_have_ended(client, open_item
     server_clock.offset = 3600  # long after: a visit is not told its session idled out
     response = client.get(reverse("annotation:review", args=[open_item.public_id]))
     assert "session=" not in response["Location"]
+
+
+def test_a_staff_page_polling_by_itself_does_not_keep_its_session(
+    client, researcher, server_clock
+):
+    """A live-job page polls every two seconds; its polls carry X-Sent-By-Page
+    (static/js/session.js) and leave the idle end where the person's last click put it."""
+    client.force_login(researcher)
+    client.get(reverse("benchmark:runs"))
+    staff_seconds = 120 * 60
+    server_clock.offset = 90 * 60  # an hour and a half of polling, nobody at the screen
+    poll = client.get(reverse("benchmark:runs"), HTTP_HX_REQUEST="true", HTTP_X_SENT_BY_PAGE="1")
+    assert int(poll[SECONDS_LEFT_HEADER]) == pytest.approx(staff_seconds - 90 * 60, abs=2)
+    server_clock.offset = staff_seconds + 1
+    over = client.get(reverse("benchmark:runs"), HTTP_HX_REQUEST="true", HTTP_X_SENT_BY_PAGE="1")
+    assert over.status_code == 200 and "session=idle" in over["HX-Redirect"]
+
+
+def test_a_click_on_a_staff_page_keeps_its_session(client, researcher, server_clock):
+    client.force_login(researcher)
+    client.get(reverse("benchmark:runs"))
+    server_clock.offset = 90 * 60
+    click = client.get(reverse("benchmark:runs"), HTTP_HX_REQUEST="true")
+    assert int(click[SECONDS_LEFT_HEADER]) == pytest.approx(120 * 60, abs=2)

@@ -82,6 +82,16 @@ def test_the_model_table_says_why_an_aggregate_interval_is_missing_or_of_zero_wi
     assert cells["alone"] == "3.00 (no interval: one conversation)"
 
 
+def test_the_model_table_says_when_an_aggregate_interval_was_cut_at_five():
+    # 4.8, 5, 5, 4.6: the t interval's upper end is 5.27; it is cut at 5 and the cell says so.
+    conversations = pd.DataFrame({"model": ["high"] * 4, "aggregate": [4.8, 5.0, 5.0, 4.6]})
+    rubric_scores = conversations.assign(rubric="clinical_safety", score=5, passed=True)
+    table = model_table(rubric_scores, conversations)
+    assert table.loc["high", "aggregate_high"] == 5.0 and table.loc["high", "aggregate_cut"]
+    (cell,) = format_model_table(table, {"clinical_safety": "CS"})["Aggregate (95% CI)"]
+    assert cell == "4.85 [4.55, 5.00] (interval cut at the end of the 1-5 scale)"
+
+
 def test_mean_ci_of_a_single_value_has_no_bounds():
     result = mean_ci([4.0])
     assert result.mean == 4.0 and math.isnan(result.low) and math.isnan(result.high)
@@ -138,7 +148,7 @@ def test_the_model_table_sorts_by_aggregate_and_reports_intervals():
     assert table.loc["model-a", "clinical_safety_pass_rate"] == pytest.approx(cs["passed"].mean())
     low, _ = wilson_interval(cs["passed"].sum(), len(cs))
     assert table.loc["model-a", "clinical_safety_pass_low"] == pytest.approx(low)
-    assert list(table.columns[4:8]) == [
+    assert list(table.columns[5:9]) == [
         "clinical_safety_mean",
         "clinical_safety_pass_rate",
         "clinical_safety_pass_low",

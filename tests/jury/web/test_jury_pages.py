@@ -2,6 +2,7 @@
 
 import csv
 import io
+import itertools
 import re
 import statistics
 from collections import defaultdict
@@ -414,3 +415,22 @@ def test_the_model_table_says_why_an_aggregate_interval_has_zero_width(
     assert not re.search(r"\[([\d.]+), \1\]", table)
     exported = _export(researcher_client, scored_job.pk, "models").content.decode()
     assert "4.50 (zero width: every conversation has the same value)" in exported
+
+
+def test_the_model_table_says_when_an_aggregate_interval_was_cut_at_five(
+    researcher_client, scored_job
+):
+    # A t interval reaching past 5 is cut there; the page showed "[4.55, 5.00]" as if it were
+    # the interval's own end.
+    results = ConversationResult.objects.filter(
+        job=scored_job, complete=True, conversation__run_agent__label=LABELS[0]
+    )
+    for result, aggregate in zip(results, itertools.cycle([4.6, 5.0, 4.9]), strict=False):
+        result.aggregate = aggregate
+        result.save(update_fields=["aggregate"])
+    text = researcher_client.get(reverse("jury:report", args=[scored_job.pk])).content.decode()
+    table = text[text.index('id="model-table"') : text.index("</table>")]
+    assert re.search(
+        r'<span class="ci">\[[\d.]+, 5.00\] \(interval cut at the end of the 1-5 scale\)</span>',
+        table,
+    )
