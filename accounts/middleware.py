@@ -41,9 +41,10 @@ class IdleTimeoutMiddleware:
 
     Only a person's activity restarts the wait: a request they caused (a page, a click, a save).
     A request the page sends by itself (a view marked `sent_by_the_page`, the review screen's
-    heartbeat, or any request carrying `X-Sent-By-Page`: the polls of live-job pages) restarts it only as of the person's last keystroke or click in the page, which
-    it reports in `X-Idle-Seconds`; without that header it restarts nothing. So a page left
-    open logs out on time, however often it calls the server.
+    heartbeat, or any request carrying `X-Sent-By-Page`: the polls of live-job pages) restarts
+    it only as of the person's last keystroke or click in the page, which it reports in
+    `X-Idle-Seconds`; without that header it restarts nothing. So a page left open logs out on
+    time, however often it calls the server.
 
     When an htmx request (an autosave, a heartbeat) arrives after the session ended, following
     the login redirect inside the request would swap the login form into a page fragment.

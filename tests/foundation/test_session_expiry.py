@@ -243,9 +243,7 @@ def test_logging_out_forgets_when_the_session_would_have_ended(client, open_item
     assert "session=" not in response["Location"]
 
 
-def test_a_staff_page_polling_by_itself_does_not_keep_its_session(
-    client, researcher, server_clock
-):
+def test_a_staff_page_polling_by_itself_does_not_keep_its_session(client, researcher, server_clock):
     """A live-job page polls every two seconds; its polls carry X-Sent-By-Page
     (static/js/session.js) and leave the idle end where the person's last click put it."""
     client.force_login(researcher)
