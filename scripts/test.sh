@@ -18,4 +18,8 @@ bash scripts/bootstrap.sh dev
 docs_site=$(mktemp -d)
 trap 'rm -rf "$docs_site"' EXIT
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$docs_site"
-.venv/bin/python -m pytest "$@"
+# One pytest worker per core (pytest-xdist; TEST_WORKERS=0 runs in this process): the suite
+# waits on browsers, workers and servers much of the time, so it uses the cores. worksteal
+# evens out the few tests that take a minute. Each worker keeps its own DATA_DIR
+# (tests/support/parallel.py) and its own test database.
+.venv/bin/python -m pytest -n "${TEST_WORKERS:-auto}" --dist worksteal "$@"

@@ -42,7 +42,7 @@ def test_the_same_integer_seed_gives_the_same_seeds_in_another_process(distribut
         capture_output=True,
         text=True,
         check=True,
-        timeout=60,
+        timeout=300,
     )
     assert json.loads(child.stdout) == sample_seeds(distribution, 300, 987654321)
 
