@@ -29,13 +29,19 @@ def polling_stopped(page, selector: str) -> bool:
     return page.locator(selector).get_attribute("hx-trigger") is None
 
 
-def test_a_set_page_keeps_up_with_generation_and_keeps_its_filter(page, login, people, live_server):
+def open_generating_set(page, login, live_server, *, size: int, seed: int):
+    """A set whose generation has not started, open in the researcher's browser."""
     benchmark_set = cases.benchmark_set_create(
-        name="Watched set", distribution=cases.distribution_default_ensure(), size=6,
-        sampler_seed=3, generator_model="offline/standard",
+        name=f"Watched set {seed}", distribution=cases.distribution_default_ensure(), size=size,
+        sampler_seed=seed, generator_model="offline/standard",
     )  # fmt: skip
     login("rita")
     page.goto(f"{live_server.url}/benchmark/sets/{benchmark_set.pk}/")
+    return benchmark_set
+
+
+def test_a_set_page_keeps_up_with_generation_and_keeps_its_filter(page, login, people, live_server):
+    benchmark_set = open_generating_set(page, login, live_server, size=6, seed=3)
     assert page.locator("#set-progress").get_by_text(re.compile(r"\b0 ready")).is_visible()
     personality = benchmark_set.entries.first().personality
     chosen = benchmark_set.entries.filter(personality=personality).count()
@@ -95,12 +101,7 @@ def test_polls_say_the_page_sent_them_and_a_persons_change_does_not(
 ):
     """Only the person's own requests keep a session (accounts.middleware): the live region's
     polls carry X-Sent-By-Page (static/js/session.js), the filter the person changes does not."""
-    benchmark_set = cases.benchmark_set_create(
-        name="Polled set", distribution=cases.distribution_default_ensure(), size=4,
-        sampler_seed=5, generator_model="offline/standard",
-    )  # fmt: skip
-    login("rita")
-    page.goto(f"{live_server.url}/benchmark/sets/{benchmark_set.pk}/")
+    benchmark_set = open_generating_set(page, login, live_server, size=4, seed=5)
     for _ in range(2):
         with page.expect_request(is_poll, timeout=TIMEOUT_MS) as poll:
             pass
