@@ -11,7 +11,7 @@ class AlignmentConfig(AppConfig):
         from alignment.services import corrected
         from alignment.services.archive import jobs
         from alignment.tasks import archive_job_send
-        from benchmark.services import watch
+        from jobs.services import watch
         from jury.services.corrections import Corrections, corrections_register
 
         # Archive jobs hold files as well as work: the watch looks after each until its files

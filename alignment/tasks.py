@@ -5,7 +5,7 @@ from functools import partial
 from celery import shared_task
 
 from alignment.services.archive.jobs import archive_job_run
-from benchmark.services.queue import queue_send
+from jobs.services.queue import queue_send
 
 
 @shared_task(name="alignment.archive_job", acks_late=True)

@@ -70,7 +70,7 @@ class ReplayServer(FakeLLMServer):
 
 def recorded_offline(server: ReplayServer):
     """Record what the offline provider answers, keyed as the server will look it up."""
-    from benchmark.engine.providers import offline
+    from llm.engine.providers import offline
 
     answer = offline.OfflineProvider.chat
 
@@ -112,8 +112,8 @@ def build_study_data():
 
 
 def worker_started(environment: dict, data_dir: str):
-    from benchmark.models import WorkerHeartbeat
-    from benchmark.services.workers import worker_start
+    from jobs.models import WorkerHeartbeat
+    from jobs.services.workers import worker_start
 
     worker = worker_start(
         concurrency=WORKER_THREADS, log_file=Path(data_dir) / "worker.log", environment=environment
@@ -139,7 +139,7 @@ def run() -> list[dict]:
     from django.db import connection
     from django.db.models import Count
 
-    from benchmark.services.workers import worker_stop
+    from jobs.services.workers import worker_stop
     from rubric_lab.models import NearMissStatus
     from rubric_lab.services import budgets
     from rubric_lab.tasks import sensitivity_start

@@ -6,12 +6,8 @@ class BenchmarkConfig(AppConfig):
 
     def ready(self) -> None:
         from benchmark import tasks
-        from benchmark.services import cases, runs, watch
+        from benchmark.services import cases, runs
+        from jobs.services import watch
 
         watch.register("run", running=runs.running_run_ids, redispatch=tasks.run_redispatch)
         watch.register("set", running=cases.running_set_ids, redispatch=tasks.enrichment_redispatch)
-        # Named model endpoints: the data file, or the newest list an admin saved.
-        from benchmark.engine.providers import endpoints
-        from benchmark.services.endpoints import endpoints_in_force
-
-        endpoints.use_source(endpoints_in_force)

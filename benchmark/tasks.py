@@ -7,10 +7,11 @@ from celery import shared_task
 from django.db import transaction
 
 from benchmark.models import BenchmarkSet, Conversation, Run
-from benchmark.services import cases, runs, watch
+from benchmark.services import cases, runs
 from benchmark.services.conversations import conversation_execute
-from benchmark.services.leases import CONNECTION_LOST, LeasedTask
-from benchmark.services.queue import queue_send
+from jobs.services import watch
+from jobs.services.leases import CONNECTION_LOST, LeasedTask
+from jobs.services.queue import queue_send
 
 logger = logging.getLogger(__name__)
 

@@ -25,25 +25,18 @@ from benchmark.models import (
     Run,
 )
 from benchmark.services import agents as agent_services
-from benchmark.services import (
-    cases,
-    exports,
-    imports,
-    prices,
-    reports,
-    runs,
-    sandbox_preview,
-)
-from benchmark.services import endpoints as endpoint_services
-from benchmark.services.accounting import cost_by_purpose, cost_summary
-from benchmark.services.processes import holder_of
-from benchmark.services.queue import held_work_message
-from benchmark.services.retries import row_retries
+from benchmark.services import cases, exports, imports, reports, runs, sandbox_preview
 from benchmark.tasks import enrichment_start, run_start_after_commit
 from benchmark.tasks import run_control as run_control_apply
 from common import live_jobs
 from common.live_jobs import is_running
 from common.query import query_choice, query_object, query_page
+from jobs.services.accounting import cost_by_purpose, cost_summary
+from jobs.services.processes import holder_of
+from jobs.services.queue import held_work_message
+from jobs.services.retries import row_retries
+from llm.services import endpoints as endpoint_services
+from llm.services import prices
 
 # The live regions of the set and run pages an htmx request may ask for alone.
 FRAGMENTS = ("progress", "entries")

@@ -5,7 +5,7 @@ class JuryConfig(AppConfig):
     name = "jury"
 
     def ready(self) -> None:
-        from benchmark.services import watch
+        from jobs.services import watch
         from jury import tasks
         from jury.services import scoring
 

@@ -4,9 +4,9 @@ from functools import partial
 
 from celery import shared_task
 
-from benchmark.services import watch
-from benchmark.services.leases import LeasedTask
 from benchmark.tasks import watch_start
+from jobs.services import watch
+from jobs.services.leases import LeasedTask
 from jury.models import ScoringJob
 from jury.services import scoring
 

@@ -12,11 +12,11 @@ from accounts.access import EVERYONE, STAFF, role_required
 from audit.downloads import download_response
 from benchmark.forms import optional_decimal, unpriced_models, unpriced_warning
 from benchmark.models import Run
-from benchmark.services.queue import held_work_message
 from common import live_jobs
 from common.figures import FORMATS, inline_svg
 from common.figures import render as render_figure
 from common.query import query_choice, query_flag
+from jobs.services.queue import held_work_message
 from jury import forms
 from jury.engine.rubrics import RubricError
 from jury.models import Jury, RubricVersion, ScoringJob

@@ -8,7 +8,7 @@ class RubricLabConfig(AppConfig):
     verbose_name = "Rubric lab"
 
     def ready(self) -> None:
-        from benchmark.services import watch
+        from jobs.services import watch
         from rubric_lab import tasks
         from rubric_lab.services import instance_scoring, pipeline
 

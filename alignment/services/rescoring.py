@@ -33,8 +33,9 @@ from alignment.engine.frames import ITEM, JURY, RATER, RUBRIC, SCORE
 from alignment.services.frames import RubricInfo, study_frames
 from alignment.services.state import study_state
 from annotation.models import Assignment, Study
-from benchmark.models import Conversation, JobStatus
+from benchmark.models import Conversation
 from common.csv_export import rows_csv
+from jobs.models import JobStatus
 from jury.models import JudgeScore, Jury, RubricResult, RubricVersion, ScoringJob
 from jury.services import scoring
 

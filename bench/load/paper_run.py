@@ -129,7 +129,7 @@ class Workers:
     """`count` Celery worker processes of `threads` threads on the services."""
 
     def __init__(self, found: Services, data_dir: str, *, count: int, threads: int):
-        from benchmark.services.workers import worker_start
+        from jobs.services.workers import worker_start
 
         environment = dict(os.environ)
         environment.update(
@@ -160,7 +160,7 @@ class Workers:
         return [processes.peak_memory_mb(pid) for pid in self.pids]
 
     def stop(self) -> None:
-        from benchmark.services.workers import worker_stop
+        from jobs.services.workers import worker_stop
 
         for worker in self.processes:
             worker_stop(worker)
@@ -289,9 +289,10 @@ def _status(model, pk) -> str:
 
 
 def enrich(cases: int, measured: dict) -> tuple[object, Phase]:
-    from benchmark.models import BenchmarkSet, JobStatus
+    from benchmark.models import BenchmarkSet
     from benchmark.services import cases as case_services
     from benchmark.tasks import enrichment_start
+    from jobs.models import JobStatus
 
     benchmark_set = case_services.benchmark_set_create(
         name="rehearsal", distribution=case_services.distribution_default_ensure(), size=cases,

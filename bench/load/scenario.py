@@ -23,9 +23,10 @@ from annotation.models import Assignment, Study
 from annotation.services.enrolment import member_enrol
 from annotation.services.studies import StudySpec, study_create
 from bench.load.size import CONVERSATION_SECONDS, LoadSize
-from benchmark.models import ConversationStatus, JobStatus, Run
+from benchmark.models import ConversationStatus, Run
 from benchmark.services import agents, cases, conversations
 from benchmark.services.runs import AgentChoice, run_cancel, run_launch
+from jobs.models import JobStatus
 from jury.models import JudgeScore, Jury, ScoreStatus, ScoringJob
 from jury.services import juries, scoring
 from jury.services.rubrics import current_versions

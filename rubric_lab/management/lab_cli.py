@@ -9,9 +9,9 @@ from decimal import Decimal
 from django.core.management.base import CommandError
 from django.db import models
 
-from benchmark.models import JobStatus
-from benchmark.services.cli import cost_text, wait_until
-from benchmark.services.worker_heartbeats import stalled_message, worker_health
+from jobs.models import JobStatus
+from jobs.services.cli import cost_text, wait_until
+from jobs.services.worker_heartbeats import stalled_message, worker_health
 from rubric_lab.services import budgets, coverage, pipeline, sensitivity
 from rubric_lab.services.inline import LabJobKind, job_execute_inline
 
@@ -44,7 +44,7 @@ def play(command, job: models.Model, kind_name: str, *, inline: bool, wait: bool
     kind = _kinds()[kind_name]
     total = kind.units(job).count()
     if inline:
-        from benchmark.services.cli import progress_bar
+        from jobs.services.cli import progress_bar
 
         with progress_bar(total, kind.units_label) as bar:
             job_execute_inline(
@@ -121,7 +121,7 @@ def add_play_arguments(parser, *, concurrency_help: str) -> None:
 
 
 def add_cost_arguments(parser) -> None:
-    from benchmark.services.cli import add_price_argument
+    from jobs.services.cli import add_price_argument
 
     parser.add_argument(
         "--cost-limit", type=Decimal, default=None,

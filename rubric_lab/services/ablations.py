@@ -16,10 +16,11 @@ from decimal import Decimal
 
 from django.db import transaction
 
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.model_strings import check_model_string
-from benchmark.models import JobStatus, Run
-from benchmark.services import jobs
+from benchmark.models import Run
+from jobs.models import JobStatus
+from jobs.services import finish
+from llm.engine.chat import ProviderError
+from llm.engine.providers.model_strings import check_model_string
 from rubric_lab.engine import perturb
 from rubric_lab.models import (
     AblationArm,
@@ -163,7 +164,7 @@ def _finish_if_done(study: AblationStudy) -> bool:
     )
     if running or waiting:
         return True
-    jobs.job_finish(study)
+    finish.job_finish(study)
     return False
 
 

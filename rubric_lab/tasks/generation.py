@@ -1,14 +1,14 @@
 """Celery tasks of instance rubrics: generation jobs and instance scores.
 
 One task per case: `rubric_lab.generate` runs the whole pipeline for one conversation. Every
-kind of work is leased (benchmark.services.leases) and watched (benchmark.services.watch), so
+kind of work is leased (jobs.services.leases) and watched (jobs.services.watch), so
 a worker that dies loses nothing: the watch sends the work again with a new token.
 """
 
 from celery import shared_task
 
-from benchmark.services.leases import LeasedTask
 from benchmark.tasks import watch_start
+from jobs.services.leases import LeasedTask
 from rubric_lab.models import GenerationJob, InstanceScore, InstanceScoreStatus
 from rubric_lab.services import instance_scoring, pipeline
 from rubric_lab.tasks.leased import leased_job_tasks

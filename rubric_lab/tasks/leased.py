@@ -1,6 +1,6 @@
 """The tasks of a job made of leased units, the same for every kind of lab job.
 
-Every kind of work is leased (benchmark.services.leases) and watched (benchmark.services.watch),
+Every kind of work is leased (jobs.services.leases) and watched (jobs.services.watch),
 so a worker that dies loses nothing: the watch sends the work again with a new token.
 """
 
@@ -10,9 +10,9 @@ from functools import partial
 
 from celery import shared_task
 
-from benchmark.services import watch
-from benchmark.services.leases import LeasedTask
 from benchmark.tasks import watch_start
+from jobs.services import watch
+from jobs.services.leases import LeasedTask
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import STAFF, role_required
-from benchmark.engine.providers.client import sends_sampling
 from benchmark.models import Conversation, Run
 from common import live_jobs
 from common.live_jobs import is_running
 from common.query import BadQuery, query_form_check, query_object, query_value
+from llm.engine.providers.client import sends_sampling
 from rubric_lab.engine.knowledge import CorpusError
 from rubric_lab.engine.pipeline import stages_of
 from rubric_lab.forms import generation as forms

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from benchmark.services.processes import ProcessIdentity, holder_fields
+from jobs.services.processes import ProcessIdentity, holder_fields
 from tests.support.builders import enriched_set, launched_run
 
 pytestmark = pytest.mark.django_db

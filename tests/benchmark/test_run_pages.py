@@ -6,9 +6,10 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from benchmark.models import ConversationStatus, JobStatus, Run, Termination, TraceEvent
+from benchmark.models import ConversationStatus, Run, Termination, TraceEvent
 from benchmark.services import runs
 from benchmark.services.conversations import conversation_execute
+from jobs.models import JobStatus
 from tests.benchmark.conftest import SET_SIZE
 from tests.support.regions import region
 

@@ -9,12 +9,13 @@ from django.urls import reverse
 from kombu.exceptions import OperationalError as BrokerError
 
 from benchmark import tasks
-from benchmark.engine.providers.cache import DjangoCacheStore
 from benchmark.models import ConversationStatus
-from benchmark.services import queue, runs
+from benchmark.services import runs
+from jobs.services import queue
 from jury.models import ScoreStatus, ScoringJob
 from jury.services import juries, scoring
 from jury.tasks import scoring_start
+from llm.clients import DjangoCacheStore
 from tests.support.builders import enriched_set, launched_run, played
 
 pytestmark = pytest.mark.django_db

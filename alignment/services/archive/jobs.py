@@ -12,7 +12,7 @@ Files: an archive holds every score (and, when asked, usernames), so no copy sta
 server once nobody needs it. An upload is deleted as soon as its import ended, finished or
 failed (refused in the request: deleted there); a failed export's partial file at once; a
 finished export once its download is no longer offered (ARCHIVE_DOWNLOAD_HOURS). The watch
-(benchmark.services.watch, kind "archive") looks after every job that still holds a file, so
+(jobs.services.watch, kind "archive") looks after every job that still holds a file, so
 a crash anywhere ends the same way: a job whose worker died is sent again once its claim ran
 out (one whose worker stopped MAX_ATTEMPTS times ends failed), and a job that ended but whose
 worker died before deleting its file has the file deleted at the next look. A file no job holds
@@ -38,8 +38,8 @@ from alignment.services.archive.export import archive_file_name, study_archive_w
 from alignment.services.archive.load import archive_limits, study_archive_import
 from annotation.models import Study
 from audit.services import audit_record
-from benchmark.engine.providers.redaction import failure_text
-from benchmark.services.leases import lease
+from jobs.services.leases import lease
+from llm.engine.providers.redaction import failure_text
 
 PROGRESS_EVERY_SECONDS = 0.5
 MAX_ATTEMPTS = 3

@@ -6,9 +6,11 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.engine.distribution import DistributionError
-from benchmark.models import BenchmarkSet, EntryStatus, JobStatus
-from benchmark.services import accounting, cases
-from benchmark.services.cli import (
+from benchmark.models import BenchmarkSet, EntryStatus
+from benchmark.services import cases
+from jobs.models import JobStatus
+from jobs.services import accounting
+from jobs.services.cli import (
     add_price_argument,
     cost_text,
     price_options,

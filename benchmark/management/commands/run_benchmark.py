@@ -7,10 +7,13 @@ from django.core.management.base import BaseCommand, CommandError
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
-from benchmark.models import BenchmarkSet, JobStatus, Run
-from benchmark.services import accounting, runs
+from benchmark.models import BenchmarkSet, Run
 from benchmark.services import agents as agent_services
-from benchmark.services.cli import (
+from benchmark.services import runs
+from benchmark.services.inline import run_execute_inline
+from jobs.models import JobStatus
+from jobs.services import accounting
+from jobs.services.cli import (
     add_price_argument,
     cost_text,
     price_options,
@@ -18,9 +21,8 @@ from benchmark.services.cli import (
     run_counts,
     wait_until,
 )
-from benchmark.services.inline import run_execute_inline
-from benchmark.services.queue import held_work_message, queue_send
-from benchmark.services.worker_heartbeats import stalled_message, worker_health
+from jobs.services.queue import held_work_message, queue_send
+from jobs.services.worker_heartbeats import stalled_message, worker_health
 
 
 class Command(BaseCommand):

@@ -8,11 +8,11 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from benchmark.models import JobStatus
-from benchmark.services import prices
+from jobs.models import JobStatus
 from jury import tasks
 from jury.models import JudgeScore, ScoreStatus, ScoringJob
 from jury.services import scoring
+from llm.services import prices
 
 pytestmark = pytest.mark.django_db
 
