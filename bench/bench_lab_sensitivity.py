@@ -139,10 +139,10 @@ def run() -> list[dict]:
     from django.db import connection
     from django.db.models import Count
 
+    from jobs.services.starts import job_start
     from jobs.services.workers import worker_stop
     from rubric_lab.models import NearMissStatus
     from rubric_lab.services import budgets
-    from rubric_lab.tasks import sensitivity_start
 
     recorded_offline(server)
     new_study = build_study_data()
@@ -151,7 +151,7 @@ def run() -> list[dict]:
     try:
         study = new_study()
         started = time.perf_counter()
-        sensitivity_start(study)
+        job_start(study)
         while study.status == "running" and time.perf_counter() - started < TIMEOUT_SECONDS - 60:
             time.sleep(0.2)
             study.refresh_from_db()

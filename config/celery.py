@@ -29,7 +29,7 @@ class WatchesOnConnect(bootsteps.StartStopStep):
     requires = {"celery.worker.consumer.tasks:Tasks"}
 
     def start(self, consumer) -> None:
-        from benchmark.tasks import resume_watches
+        from jobs.tasks import resume_watches
 
         try:
             resume_watches()

@@ -7,3 +7,6 @@ class JobsConfig(AppConfig):
 
     name = "jobs"
     verbose_name = "Jobs"
+
+    def ready(self) -> None:
+        from jobs import tasks  # noqa: F401 - gives the watch its task (watch.watch_start)

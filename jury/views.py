@@ -23,7 +23,7 @@ from jury.models import Jury, RubricVersion, ScoringJob
 from jury.services import juries, reports, rubrics, score_exports, scoring
 from jury.services.corrections import corrected_method, job_corrected, job_corrected_export
 from jury.services.figures import FIGURES, report_figure, sensitivity_figure
-from jury.tasks import scoring_start
+from jury.services.scoring import scoring_start
 
 # The clinician-corrected scores of the target studies drawn from a job (jury.services.corrections).
 CORRECTED_TABLE = "corrected"

@@ -127,7 +127,7 @@ def _annotators(count: int, study: Study) -> list[dict]:
 def scoring_keep_busy(scenario: Scenario, concurrency: int) -> ScoringJob | None:
     """Start a scoring job of the played run with the load jury when none is running, so
     scores are written for the whole window; returns the job started, if any."""
-    from jury.tasks import scoring_start
+    from jury.services.scoring import scoring_start
 
     running = [j for j in scenario.scoring_jobs if _job_status(j) == JobStatus.RUNNING]
     if running:

@@ -1,8 +1,9 @@
 """The watch: every running job, of every kind, sends again the work it lost.
 
 Each kind of job (runs, benchmark sets being enriched, scoring jobs) registers, from its app's
-ready(), how to list its running jobs and how to re-dispatch one. The Celery task `jobs.watch`
-(benchmark.tasks) calls `redispatch` once per half lease while the job runs, and every worker
+tasks module (jobs.tasks.job_kind), how to list its running jobs and how to re-dispatch one.
+The Celery task `jobs.watch` (jobs.tasks) calls `redispatch` once per half lease while the job
+runs (`watch_start` begins it, from a service), and every worker
 that starts takes up the watch of every running job - so work lost with a dead worker resumes
 without anyone pressing a button, whichever queue is in use.
 """
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 
 from jobs.models import JobStatus
 
@@ -26,6 +27,8 @@ class WatchedKind:
 
 
 _KINDS: dict[str, WatchedKind] = {}
+# Sends the watch's next look at a job (jobs.tasks installs it: this module imports no task).
+_look_later: Callable[[str, int], None] | None = None
 
 
 def register(kind: str, *, running: Callable[[], Iterable[int]], redispatch) -> None:
@@ -39,6 +42,19 @@ def kinds() -> dict[str, WatchedKind]:
 def redispatch(kind: str, job_id: int) -> bool:
     """Send the job's lost work again; False once the job no longer runs (the watch ends)."""
     return _KINDS[kind].redispatch(job_id)
+
+
+def look_later_install(look_later: Callable[[str, int], None]) -> None:
+    global _look_later
+    _look_later = look_later
+
+
+def watch_start(kind: str, job_id: int) -> None:
+    """Begin the watch of a job once the transaction that started it commits."""
+    if _look_later is None:
+        raise LookupError("The watch has no task to send (jobs.tasks is not loaded).")
+    look_later = _look_later
+    transaction.on_commit(lambda: look_later(kind, job_id))
 
 
 def interval_seconds() -> float:

@@ -46,6 +46,7 @@ from jobs.services.leases import (
     lease_release_fields,
 )
 from jobs.services.retries import retries_added, retry_fields, retry_summary
+from jobs.services.starts import job_start
 from jury.engine.aggregate import (
     incomplete_rubrics,
     judge_aggregates,
@@ -270,6 +271,14 @@ def pending_score_ids(job: ScoringJob) -> list[int]:
 
 def pending_score_count(job: ScoringJob) -> int:
     return job.scores.filter(status=ScoreStatus.PENDING).count()
+
+
+def scoring_start(job: ScoringJob) -> int:
+    """Send the first window of the job's pending judge calls and watch the job (jury.tasks
+    declares how); the rest follow as calls finish. Returns how many calls are pending."""
+    pending = pending_score_count(job)
+    job_start(job)
+    return pending
 
 
 def scoring_dispatch(job: ScoringJob, send: Callable[[list[LeasedTask]], None]) -> list[LeasedTask]:

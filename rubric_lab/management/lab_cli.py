@@ -11,27 +11,25 @@ from django.db import models
 
 from jobs.models import JobStatus
 from jobs.services.cli import cost_text, wait_until
+from jobs.services.starts import job_start
 from jobs.services.worker_heartbeats import stalled_message, worker_health
 from rubric_lab.services import budgets, coverage, pipeline, sensitivity
 from rubric_lab.services.inline import LabJobKind, job_execute_inline
 
 
 def _kinds() -> dict[str, LabJobKind]:
-    # The Celery tasks are imported here, when a command runs: not at import time of the app.
-    from rubric_lab.tasks import coverage_start, generation_start, sensitivity_start
-
     return {
         "generation": LabJobKind(
             "rubric generations", lambda job: job.generations.all(),
-            pipeline.generation_dispatch, pipeline.generation_execute, generation_start,
+            pipeline.generation_dispatch, pipeline.generation_execute, job_start,
         ),
         "sensitivity": LabJobKind(
             "near-miss pairs", lambda study: study.pairs.all(), sensitivity.study_dispatch,
-            sensitivity.near_miss_execute, sensitivity_start,
+            sensitivity.near_miss_execute, job_start,
         ),
         "coverage": LabJobKind(
             "coverage cases", lambda run: run.cases.all(), coverage.coverage_dispatch,
-            coverage.coverage_case_execute, coverage_start,
+            coverage.coverage_case_execute, job_start,
         ),
     }  # fmt: skip
 

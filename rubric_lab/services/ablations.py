@@ -19,6 +19,7 @@ from django.db import transaction
 from benchmark.models import Run
 from jobs.models import JobStatus
 from jobs.services import finish
+from jobs.services.starts import job_start
 from llm.engine.chat import ProviderError
 from llm.engine.providers.model_strings import check_model_string
 from rubric_lab.engine import perturb
@@ -98,6 +99,14 @@ def ablation_launch(
             raise AblationError(str(error)) from None
         AblationArm.objects.create(study=study, variant=variant, generation_job=job)
     return study
+
+
+def ablation_start(study: AblationStudy) -> None:
+    """Start every variant's rubric generation and the ablation's watch, which starts each
+    variant's coverage and sensitivity studies as its rubrics finish."""
+    for arm in study.arms.select_related("generation_job"):
+        job_start(arm.generation_job)
+    job_start(study)
 
 
 def ablation_advance(

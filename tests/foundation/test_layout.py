@@ -136,6 +136,7 @@ PROJECT_MODULES = {
     name: path for package in PROJECT_PACKAGES for name, path in package_modules(package).items()
 }
 
+
 def django_in_engines() -> list[str]:
     """`path:line imports name` for every import in an engine module that brings in Django."""
     wrong = []

@@ -17,6 +17,7 @@ from jobs.services.cli import (
     progress_bar,
     wait_until,
 )
+from jobs.services.starts import job_start
 
 
 class Command(BaseCommand):
@@ -59,9 +60,7 @@ class Command(BaseCommand):
         if inline:
             self._enrich_here(benchmark_set)
         else:
-            from benchmark.tasks import enrichment_start
-
-            enrichment_start(benchmark_set)
+            job_start(benchmark_set)
             if not no_wait:
                 wait_until(
                     lambda: _done(benchmark_set), total=size, label="enriching",
