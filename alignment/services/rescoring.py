@@ -105,7 +105,7 @@ def study_rescore(
     user=None,
 ) -> list[ScoringJob]:
     """Launch one restricted scoring job per run over the study's annotated conversations;
-    the caller starts them (jury.tasks.scoring_start) once this transaction commits."""
+    the caller starts them (jury.services.scoring.scoring_start) once this transaction commits."""
     by_run = defaultdict(list)
     for conversation in annotated_conversations(study).order_by("pk"):
         by_run[conversation.run].append(conversation)

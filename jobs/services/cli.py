@@ -34,15 +34,6 @@ def wait_until(
             time.sleep(poll)
 
 
-def run_counts(progress: dict) -> str:
-    """Every state a run's conversations are in, unfinished ones included."""
-    return (
-        f"{progress['finished']} finished, {progress['failed']} failed, "
-        f"{progress['cancelled']} cancelled, {progress['running']} running, "
-        f"{progress['queued']} queued, {progress['pending']} pending"
-    )
-
-
 def cost_text(*, cost: Decimal | None, calls: int, cached: int) -> str:
     """A job's cost for a summary line: "unknown" when some call had no price (never a smaller
     known sum), "cached" when the response cache answered every call (nothing spent now)."""

@@ -17,7 +17,6 @@ from jobs.services.cli import (
     cost_text,
     price_options,
     progress_bar,
-    run_counts,
     wait_until,
 )
 from jobs.services.queue import held_work_message
@@ -229,3 +228,12 @@ def _settled(run: Run) -> int:
 def _stopped(run: Run) -> bool:
     run.refresh_from_db(fields=["status"])
     return run.status != JobStatus.RUNNING
+
+
+def run_counts(progress: dict) -> str:
+    """Every state a run's conversations are in, unfinished ones included."""
+    return (
+        f"{progress['finished']} finished, {progress['failed']} failed, "
+        f"{progress['cancelled']} cancelled, {progress['running']} running, "
+        f"{progress['queued']} queued, {progress['pending']} pending"
+    )
