@@ -20,7 +20,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def worker_queue(monkeypatch):
     sent: list = []
-    monkeypatch.setattr(tasks, "send_scores", sent.extend)
+    # Each message the judge tasks send, (score id, lease token), instead of a queue.
+    monkeypatch.setattr(tasks.judge_score_task, "delay", lambda *message: sent.append(message))
     return sent
 
 
