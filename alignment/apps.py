@@ -8,17 +8,10 @@ class AlignmentConfig(AppConfig):
     name = "alignment"
 
     def ready(self) -> None:
+        from alignment import tasks  # noqa: F401 - declares archive jobs (jobs.tasks.job_kind)
         from alignment.services import corrected
-        from alignment.services.archive import jobs
-        from alignment.tasks import archive_job_send
-        from benchmark.services import watch
         from jury.services.corrections import Corrections, corrections_register
 
-        # Archive jobs hold files as well as work: the watch looks after each until its files
-        # are deleted (alignment.services.archive.jobs).
-        watch.register("archive", running=jobs.watched_job_ids, redispatch=jobs.archive_job_watch)
-        # The jobs module imports no task (the task imports it): the task listens for its jobs.
-        jobs.job_waiting.connect(archive_job_send, dispatch_uid="alignment.archive_job")
         # The jury report shows the clinician-corrected scores of the studies drawn from a job.
         corrections_register(
             Corrections(

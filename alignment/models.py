@@ -17,7 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.models import Project, Study, StudyItem
-from benchmark.fields import RedactedTextField
+from llm.fields import RedactedTextField
 
 
 class Theme(models.Model):

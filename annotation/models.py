@@ -16,9 +16,9 @@ from django.db import models
 from django.db.models import Q
 
 from annotation.engine.sampling import item_weight
-from benchmark.fields import RedactedTextField
 from benchmark.models import Conversation
 from jury.models import RubricVersion, ScoringJob
+from llm.fields import RedactedTextField
 
 
 class Project(models.Model):

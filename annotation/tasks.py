@@ -3,7 +3,7 @@
 from celery import shared_task
 
 from annotation.services.notifications import notifications_send_due
-from benchmark.services.queue import queue_send
+from jobs.services.queue import queue_send
 
 
 @shared_task(name="annotation.notifications_send", acks_late=True)

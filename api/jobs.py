@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmark.services.queue import held_work_message
+from jobs.services.queue import held_work_message
 
 
 def held(what: str) -> str:

@@ -74,8 +74,9 @@ def build() -> tuple[list, list]:
     """One run (conversations pending) and one scoring job (judge calls pending) per fraction:
     all in the same tables, as jobs share them in production."""
     from benchmark.engine.sampler import sample_seeds
-    from benchmark.models import BenchmarkEntry, BenchmarkSet, EntryStatus, JobStatus
+    from benchmark.models import BenchmarkEntry, BenchmarkSet, EntryStatus
     from benchmark.services import agents, cases
+    from jobs.models import JobStatus
     from jury.services import juries
 
     distribution = cases.distribution_default_ensure()
@@ -100,7 +101,8 @@ def build() -> tuple[list, list]:
 
 
 def _run(benchmark_set, entries, config, number: int):
-    from benchmark.models import Conversation, JobStatus, Run, RunAgent
+    from benchmark.models import Conversation, Run, RunAgent
+    from jobs.models import JobStatus
 
     run = Run.objects.create(
         name=f"Dispatch bench {number}", benchmark_set=benchmark_set,
@@ -125,7 +127,7 @@ def _run(benchmark_set, entries, config, number: int):
 
 
 def _scoring_job(run, jury):
-    from benchmark.models import JobStatus
+    from jobs.models import JobStatus
     from jury.models import JudgeScore, ScoringJob
     from jury.services import rubrics
 
@@ -187,7 +189,7 @@ def conversations_progress_to(run, fraction: float) -> None:
     from django.utils import timezone
 
     from benchmark.models import ConversationStatus, ModelCall
-    from benchmark.services.processes import holder_fields, this_process
+    from jobs.services.processes import holder_fields, this_process
 
     order = list(
         run.conversations.order_by("entry__index", "run_agent_id", "repetition").values_list(
@@ -233,7 +235,7 @@ def scoring_step(job) -> float:
 def run_step(run) -> float:
     from benchmark.models import Conversation, ConversationStatus
     from benchmark.services import runs
-    from benchmark.services.processes import holder_fields
+    from jobs.services.processes import holder_fields
 
     started = time.perf_counter()
     claimed = runs.run_dispatch(run, lambda ids: None)

@@ -70,7 +70,7 @@ class ReplayServer(FakeLLMServer):
 
 def recorded_offline(server: ReplayServer):
     """Record what the offline provider answers, keyed as the server will look it up."""
-    from benchmark.engine.providers import offline
+    from llm.engine.providers import offline
 
     answer = offline.OfflineProvider.chat
 
@@ -112,8 +112,8 @@ def build_study_data():
 
 
 def worker_started(environment: dict, data_dir: str):
-    from benchmark.models import WorkerHeartbeat
-    from benchmark.services.workers import worker_start
+    from jobs.models import WorkerHeartbeat
+    from jobs.services.workers import worker_start
 
     worker = worker_start(
         concurrency=WORKER_THREADS, log_file=Path(data_dir) / "worker.log", environment=environment
@@ -139,10 +139,10 @@ def run() -> list[dict]:
     from django.db import connection
     from django.db.models import Count
 
-    from benchmark.services.workers import worker_stop
+    from jobs.services.starts import job_start
+    from jobs.services.workers import worker_stop
     from rubric_lab.models import NearMissStatus
     from rubric_lab.services import budgets
-    from rubric_lab.tasks import sensitivity_start
 
     recorded_offline(server)
     new_study = build_study_data()
@@ -151,7 +151,7 @@ def run() -> list[dict]:
     try:
         study = new_study()
         started = time.perf_counter()
-        sensitivity_start(study)
+        job_start(study)
         while study.status == "running" and time.perf_counter() - started < TIMEOUT_SECONDS - 60:
             time.sleep(0.2)
             study.refresh_from_db()

@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmark.engine.providers.client import ModelClient  # noqa: E402
-from benchmark.engine.providers.settings import ProviderSettings  # noqa: E402
+from llm.engine.providers.client import ModelClient  # noqa: E402
+from llm.engine.providers.settings import ProviderSettings  # noqa: E402
 from rubric_lab.engine.knowledge import Passage, load_shipped_corpus  # noqa: E402
 from rubric_lab.engine.pipeline import Case, PipelineOptions, run_pipeline  # noqa: E402
 from rubric_lab.engine.retrieval import BM25Retriever  # noqa: E402

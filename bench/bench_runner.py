@@ -190,8 +190,8 @@ def _measure(conversation_ids: list[int], concurrency: int, provider: SlowProvid
 def measure_levels() -> list[Level]:
     with tempfile.TemporaryDirectory(prefix="bench-runner-") as data_dir:
         _use_throwaway_database(data_dir)
-        from benchmark.engine.providers.client import ModelRouter
         from benchmark.services import agents, conversations
+        from llm.clients import ModelRouter
 
         benchmark_set = _ready_cases()
         agent_config = agents.agent_configs_ensure_shipped()[0]

@@ -1,7 +1,7 @@
 """Template context every staff page gets from the benchmark app."""
 
 from accounts.access import STAFF
-from benchmark.services.queue import UNAVAILABLE_MESSAGE, queue_available
+from jobs.services.queue import UNAVAILABLE_MESSAGE, queue_available
 
 
 def queue_health(request) -> dict:

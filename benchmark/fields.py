@@ -1,4 +1,4 @@
-"""Model fields: a JSON value stored zlib-compressed; text redacted on its way in.
+"""Model fields: a JSON value stored zlib-compressed.
 
 Sandbox snapshots are about 50 KB of highly repetitive slot data each, and every conversation
 keeps two; compressed they take about a tenth of that (a 12,000-conversation run: ~120 MB
@@ -9,8 +9,6 @@ import json
 import zlib
 
 from django.db import models
-
-from benchmark.redaction import redact_configured
 
 COMPRESSION_LEVEL = 3
 
@@ -35,22 +33,3 @@ class CompressedJSONField(models.BinaryField):
 
 def _decode(value: bytes | memoryview):
     return json.loads(zlib.decompress(bytes(value)).decode("utf-8"))
-
-
-class RedactedTextField(models.TextField):
-    """Text that may quote a provider (failure reasons, unusable raw answers): anything
-    key-like and the configured keys are removed on every way into the database - save(),
-    update() and bulk_create() - behind `failure_text`, which already made it plain.
-
-    The column is a plain TextField (see deconstruct): redaction is a rule of the code, not of
-    the schema, so no migration follows from using it.
-    """
-
-    def get_db_prep_save(self, value, connection):
-        if isinstance(value, str) and value:
-            value = redact_configured(value)
-        return super().get_db_prep_save(value, connection)
-
-    def deconstruct(self):
-        name, _, args, kwargs = super().deconstruct()
-        return name, "django.db.models.TextField", args, kwargs

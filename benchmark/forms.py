@@ -7,15 +7,16 @@ from decimal import Decimal, InvalidOperation
 from django import forms
 
 from benchmark.engine.agents.agent_config import AgentConfigError
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.endpoints import EndpointError
-from benchmark.engine.providers.model_strings import check_model_string
-from benchmark.models import AgentConfig, BenchmarkSet, Distribution, JobStatus
+from benchmark.models import AgentConfig, BenchmarkSet, Distribution
 from benchmark.services import agents as agent_services
-from benchmark.services import prices
-from benchmark.services.endpoints import endpoint_list_check
 from benchmark.services.runs import AgentChoice
 from common.uploads import upload_size_check, uploaded_text
+from jobs.models import JobStatus
+from llm.engine.chat import ProviderError
+from llm.engine.providers.endpoints import EndpointError
+from llm.engine.providers.model_strings import check_model_string
+from llm.services import prices
+from llm.services.endpoints import endpoint_list_check
 
 MAX_SEED = 2**63 - 1  # seeds are stored in signed 64-bit columns
 MAX_COST_LIMIT = Decimal("99999999.99")  # Run.cost_limit_usd: 10 digits, 2 decimals
@@ -49,13 +50,13 @@ def model_validator(purpose: str):
 
 def unpriced_models(models: list[str]) -> list[str]:
     """Models with no price in force: a job without a cost limit may call them, and their
-    cost shows as unknown; a job with a limit is refused (benchmark.services.cost_limits)."""
+    cost shows as unknown; a job with a limit is refused (jobs.services.cost_limits)."""
     return prices.unpriced_models(models)
 
 
 def unpriced_warning(model: str) -> str:
     return (
-        f"{model} has no price (none in benchmark/data/prices.yaml, none set on the Prices "
+        f"{model} has no price (none in llm/data/prices.yaml, none set on the Prices "
         "page): its calls will be made, but their cost will show as unknown."
     )
 
@@ -240,7 +241,7 @@ class PriceForm(forms.Form):
         max_length=200,
         label="Model string",
         help_text="One exact model string, e.g. openai-compatible/meta-llama/Llama-3.1-8B "
-        "(patterns such as openai/* stay in benchmark/data/prices.yaml).",
+        "(patterns such as openai/* stay in llm/data/prices.yaml).",
     )
     input_per_million = forms.DecimalField(
         min_value=0, max_digits=12, decimal_places=6, label="Input, USD per million tokens"
@@ -263,7 +264,7 @@ class EndpointListForm(forms.Form):
     yaml_text = forms.CharField(
         widget=forms.Textarea(attrs={"class": "code", "rows": 18, "spellcheck": "false"}),
         label="Endpoints (YAML)",
-        help_text="The format of benchmark/data/endpoints.yaml: a list of name, base_url, "
+        help_text="The format of llm/data/endpoints.yaml: a list of name, base_url, "
         "api_key_env (the variable's name, never the key), and optionally "
         "requests_per_minute, tokens_per_minute, concurrency.",
     )

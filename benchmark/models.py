@@ -11,7 +11,9 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Count, Q, Sum
 
-from benchmark.fields import CompressedJSONField, RedactedTextField
+from benchmark.fields import CompressedJSONField
+from jobs.models import CostLimited, Job, JobStatus, ModelCallRecord, ProviderRetries
+from llm.fields import RedactedTextField
 
 
 class Distribution(models.Model):
@@ -30,49 +32,6 @@ class Distribution(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.fingerprint[:8]})"
-
-
-class JobStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    PAUSED = "paused", "Paused"
-    FINISHED = "finished", "Finished"
-    CANCELLED = "cancelled", "Cancelled"
-    FAILED = "failed", "Failed"
-
-
-class CostLimited(models.Model):
-    """A job that stops sending work once what it spent reaches its cost limit, and is paused
-    with the reason (benchmark.services.cost_limits); resuming may raise the limit."""
-
-    cost_limit_usd = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
-    stop_reason = models.TextField(blank=True)
-
-    class Meta:
-        abstract = True
-
-
-class Job(CostLimited):
-    """What every job of the site declares once: runs, scoring jobs, the rubric lab's
-    generation jobs and studies. Work is sent `concurrency` units at a time (the rest waits in
-    the database), model answers may come from the cache, and a failed job says why.
-    A kind of job that differs overrides the field (a scoring job's wider window, a lab
-    study's start as running); one that has no such thing sets it to None (a run's failures
-    belong to its conversations)."""
-
-    use_cache = models.BooleanField(default=True)
-    concurrency = models.PositiveSmallIntegerField(default=8)
-    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
-    failure_reason = RedactedTextField(blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        abstract = True
-        ordering = ["-created_at"]
 
 
 class BenchmarkSet(CostLimited):
@@ -185,7 +144,7 @@ class BenchmarkEntry(models.Model):
     story = models.TextField(blank=True)
     complexity = models.CharField(max_length=20, blank=True, db_index=True)
     generator_model = models.CharField(max_length=200)
-    # The enrichment task's lease (benchmark.services.leases), as on judge scores.
+    # The enrichment task's lease (jobs.services.leases), as on judge scores.
     claimed_until = models.DateTimeField(null=True, blank=True)
     lease_token = models.CharField(max_length=32, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
@@ -320,21 +279,6 @@ class ConversationQuerySet(models.QuerySet):
         )
 
 
-class ProviderRetries(models.Model):
-    """Model calls asked again after a fault, by kind (benchmark.engine.chat.RETRY_KINDS).
-
-    Integer columns rather than one JSON value, so a run's or a job's totals are one SUM."""
-
-    retries_rate_limit = models.PositiveIntegerField(default=0)
-    retries_server = models.PositiveIntegerField(default=0)
-    retries_timeout = models.PositiveIntegerField(default=0)
-    retries_connection = models.PositiveIntegerField(default=0)
-    retries_malformed = models.PositiveIntegerField(default=0)
-
-    class Meta:
-        abstract = True
-
-
 class Conversation(ProviderRetries):
     """One unit of work: (run, case, agent, repetition). Anonymous by design (see module doc).
 
@@ -372,7 +316,7 @@ class Conversation(ProviderRetries):
     # The process holding the conversation while it is in flight (blank while it waits in
     # the task queue): host, pid and the process's start time, which tells a reused pid
     # apart. Work held by a process that no longer exists on this host is taken back at once
-    # instead of after its lease (benchmark.services.processes).
+    # instead of after its lease (jobs.services.processes).
     holder_host = models.CharField(max_length=255, blank=True)
     holder_pid = models.PositiveIntegerField(null=True, blank=True)
     holder_started_at = models.DateTimeField(null=True, blank=True)
@@ -432,13 +376,10 @@ class TraceEvent(models.Model):
         return f"{self.conversation_id}/{self.event_id}"
 
 
-class ModelCall(ProviderRetries):
-    """Accounting for every model call by purpose: enrichment, roster, patient, assistant, judge.
+class ModelCall(ModelCallRecord):
+    """Accounting for every model call by purpose: enrichment, roster, patient, assistant,
+    judge; each row belongs to a run, a benchmark set or a conversation."""
 
-    A row is an answered call; its retry counts are the faults asked again before the answer."""
-
-    purpose = models.CharField(max_length=20, db_index=True)
-    model = models.CharField(max_length=200)
     run = models.ForeignKey(
         Run, null=True, blank=True, on_delete=models.CASCADE, related_name="model_calls"
     )
@@ -448,86 +389,3 @@ class ModelCall(ProviderRetries):
     conversation = models.ForeignKey(
         Conversation, null=True, blank=True, on_delete=models.CASCADE, related_name="model_calls"
     )
-    input_tokens = models.PositiveIntegerField(default=0)
-    output_tokens = models.PositiveIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
-    cached = models.BooleanField(default=False)
-    latency_ms = models.FloatField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    # One per answer (accounting.RecordingClient writes it as the answer arrives, or with its
-    # unit's outcome): an answer written twice is recognised, never counted twice. Blank on
-    # rows from before it existed.
-    answer_key = models.CharField(max_length=32, unique=True, null=True, blank=True)
-
-    def __str__(self) -> str:
-        return f"{self.purpose} {self.model}"
-
-
-class WorkerHeartbeat(models.Model):
-    """A process that plays queued work reports here every WORKER_HEARTBEAT_SECONDS, so pages
-    can tell a job that moves from one that waits for a worker nobody runs.
-
-    A Celery worker serves every job on its queue (`serving` blank); an inline command
-    (`run_benchmark --inline`) serves one job only ("benchmark.run:12")."""
-
-    hostname = models.CharField(max_length=255)
-    pid = models.PositiveIntegerField()
-    process_started_at = models.DateTimeField()
-    mode = models.CharField(max_length=20)  # "embedded" or "redis" (queue workers), "inline"
-    serving = models.CharField(max_length=100, blank=True)
-    concurrency = models.PositiveSmallIntegerField(null=True, blank=True)
-    started_at = models.DateTimeField(auto_now_add=True)
-    last_seen_at = models.DateTimeField(db_index=True)
-    stopped_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-last_seen_at"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["hostname", "pid", "process_started_at"], name="unique_worker_process"
-            )
-        ]
-
-    def __str__(self) -> str:
-        what = "inline command" if self.mode == "inline" else f"{self.mode}-queue worker"
-        threads = f", {self.concurrency} threads" if self.concurrency else ""
-        return f"{what}, pid {self.pid} on {self.hostname}{threads}"
-
-
-class ModelPrice(models.Model):
-    """A price set by staff for one exact model string. Rows are never changed: every change
-    is a new row, and the newest row of a model wins over benchmark/data/prices.yaml."""
-
-    model = models.CharField(max_length=200, db_index=True)
-    input_per_million = models.DecimalField(max_digits=12, decimal_places=6)
-    output_per_million = models.DecimalField(max_digits=12, decimal_places=6)
-    note = models.CharField(max_length=300, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["model", "-pk"]
-
-    def __str__(self) -> str:
-        return f"{self.model}: ${self.input_per_million} in / ${self.output_per_million} out"
-
-
-class ModelEndpointList(models.Model):
-    """The named model endpoints as an admin saved them (YAML, the format of
-    benchmark/data/endpoints.yaml). Rows are never changed: every save is a new row, and the
-    newest replaces the file's list (benchmark.services.endpoints)."""
-
-    yaml_text = models.TextField()
-    note = models.CharField(max_length=300, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-pk"]
-
-    def __str__(self) -> str:
-        return f"Endpoint list #{self.pk}"

@@ -25,30 +25,23 @@ from benchmark.models import (
     Run,
 )
 from benchmark.services import agents as agent_services
-from benchmark.services import (
-    cases,
-    exports,
-    imports,
-    prices,
-    reports,
-    runs,
-    sandbox_preview,
-)
-from benchmark.services import endpoints as endpoint_services
-from benchmark.services.accounting import cost_by_purpose, cost_summary
-from benchmark.services.processes import holder_of
-from benchmark.services.queue import held_work_message
-from benchmark.services.retries import row_retries
-from benchmark.tasks import enrichment_start, run_start_after_commit
-from benchmark.tasks import run_control as run_control_apply
+from benchmark.services import cases, exports, imports, reports, runs, sandbox_preview
+from benchmark.services.run_control import run_control as run_control_apply
 from common import live_jobs
 from common.live_jobs import is_running
 from common.query import query_choice, query_object, query_page
+from jobs.services.accounting import cost_by_purpose, cost_summary
+from jobs.services.processes import holder_of
+from jobs.services.queue import held_work_message
+from jobs.services.retries import row_retries
+from jobs.services.starts import job_start
+from llm.services import endpoints as endpoint_services
+from llm.services import prices
 
 # The live regions of the set and run pages an htmx request may ask for alone.
 FRAGMENTS = ("progress", "entries")
 
-# What the run page says after each of benchmark.tasks.RUN_ACTIONS.
+# What the run page says after each of benchmark.services.run_control.RUN_ACTIONS.
 RUN_ACTION_DONE = {
     "pause": "Paused: no new conversations start; running ones finish.",
     "cancel": "Cancelled: waiting conversations will not run.",
@@ -122,7 +115,7 @@ def set_new(request: HttpRequest) -> HttpResponse:
         except cases.BenchmarkSetError as error:
             form.add_error(None, str(error))
         else:
-            enrichment_start(benchmark_set)
+            job_start(benchmark_set)
             messages.success(request, f"Generating {benchmark_set.size} entries in the background.")
             if held := held_work_message("the benchmark set"):
                 messages.error(request, held)
@@ -160,7 +153,7 @@ def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def set_retry(request: HttpRequest, pk: int) -> HttpResponse:
     benchmark_set = get_object_or_404(BenchmarkSet, pk=pk)
     count = cases.benchmark_set_retry_failed(benchmark_set)
-    enrichment_start(benchmark_set)
+    job_start(benchmark_set)
     messages.success(request, f"Retrying {count} failed entries.")
     if held := held_work_message("the retry"):
         messages.error(request, held)
@@ -178,7 +171,7 @@ def set_resume(request: HttpRequest, pk: int) -> HttpResponse:
     except ValueError as error:  # a bad amount, or a limit the spend already reaches
         messages.error(request, str(error))
     else:
-        enrichment_start(benchmark_set)
+        job_start(benchmark_set)
         messages.success(request, "Resumed.")
         if held := held_work_message("the benchmark set"):
             messages.error(request, held)
@@ -263,7 +256,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
         except runs.RunError as error:
             form.add_error(None, str(error))
         else:
-            run_start_after_commit(run)
+            job_start(run)
             messages.success(request, f"Launched {run.name}.")
             if held := held_work_message("the run"):
                 messages.error(request, held)

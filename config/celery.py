@@ -29,7 +29,7 @@ class WatchesOnConnect(bootsteps.StartStopStep):
     requires = {"celery.worker.consumer.tasks:Tasks"}
 
     def start(self, consumer) -> None:
-        from benchmark.tasks import resume_watches
+        from jobs.tasks import resume_watches
 
         try:
             resume_watches()
@@ -41,7 +41,7 @@ app.steps["consumer"].add(WatchesOnConnect)
 
 
 class ReportsHeartbeat(bootsteps.StartStopStep):
-    """While this worker runs, it reports itself (benchmark.services.worker_heartbeats), so
+    """While this worker runs, it reports itself (jobs.services.worker_heartbeats), so
     job pages can tell work that moves from work no worker is there to play.
 
     A worker step, not a consumer step: the worker process is alive (and keeps playing what
@@ -54,7 +54,7 @@ class ReportsHeartbeat(bootsteps.StartStopStep):
     def start(self, worker) -> None:
         from django.conf import settings
 
-        from benchmark.services.worker_heartbeats import Reporter
+        from jobs.services.worker_heartbeats import Reporter
 
         self.reporter = Reporter(mode=settings.QUEUE_MODE, concurrency=worker.concurrency)
         self.reporter.start()
@@ -71,12 +71,12 @@ app.steps["worker"].add(ReportsHeartbeat)
 @signals.worker_init.connect
 def provider_sdks_imported(**kwargs) -> None:
     """Import the model SDKs this worker has credentials for before it takes a task
-    (benchmark.engine.providers.client.adapters_import)."""
-    from benchmark.engine.providers.client import adapters_import
-    from benchmark.engine.providers.settings import ProviderSettings
+    (llm.engine.providers.client.adapters_import)."""
+    from llm.configured import provider_settings
+    from llm.engine.providers.client import adapters_import
 
     try:
-        imported = adapters_import(ProviderSettings.from_django())
+        imported = adapters_import(provider_settings())
     except Exception:  # the first task imports them then; the worker must start
         logger.exception("could not import the model SDKs ahead of the first task")
     else:
@@ -116,7 +116,7 @@ class SendsNotifications(bootsteps.StartStopStep):
     def start(self, worker) -> None:
         from django.conf import settings
 
-        from benchmark.services.leases import Heartbeat
+        from jobs.services.leases import Heartbeat
 
         # A thread of its own: a slow mail server must not hold back the leases' heartbeats.
         self.ticker = Heartbeat(

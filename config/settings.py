@@ -27,6 +27,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "accounts",
+    "llm",  # model calls: providers, prices, named endpoints
+    "jobs",  # job machinery: leases, the watch, queueing, heartbeats, cost limits
     "benchmark",
     "jury",
     "annotation",
@@ -204,7 +206,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # A send to an unreachable Redis fails within a few seconds (then the work waits in the
-# database, benchmark/services/queue.py) instead of holding the page.
+# database, jobs/services/queue.py) instead of holding the page.
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 2,
@@ -288,7 +290,7 @@ LLM_MAX_RETRIES = env.env_int(ENV, "LLM_MAX_RETRIES", 6)
 OFFLINE_LATENCY_MS = env.env_int(ENV, "OFFLINE_LATENCY_MS", 0)
 
 # Every record of every logger is redacted where it is made: no key reaches the log.
-LOGGING_CONFIG = "benchmark.redaction.configure_logging"
+LOGGING_CONFIG = "llm.redaction.configure_logging"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -327,6 +329,6 @@ CACHES["api"] = (
 )  # fmt: skip
 
 # Every variable read above is the site's own: a named model endpoint may never take its key
-# from one of them (benchmark/engine/providers/endpoints.py), or an admin could send the
+# from one of them (llm/engine/providers/endpoints.py), or an admin could send the
 # signing key or the database password to an address of their choosing. Keep this line last.
 SITE_VARIABLES = frozenset(ENV.names_read)

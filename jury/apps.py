@@ -5,10 +5,4 @@ class JuryConfig(AppConfig):
     name = "jury"
 
     def ready(self) -> None:
-        from benchmark.services import watch
-        from jury import tasks
-        from jury.services import scoring
-
-        watch.register(
-            "scoring", running=scoring.running_job_ids, redispatch=tasks.scoring_redispatch
-        )
+        from jury import tasks  # noqa: F401 - declares scoring jobs (jobs.tasks.job_kind)

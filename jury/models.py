@@ -8,8 +8,9 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from benchmark.fields import RedactedTextField
-from benchmark.models import Conversation, Job, ProviderRetries, Run
+from benchmark.models import Conversation, Run
+from jobs.models import Job, ProviderRetries
+from llm.fields import RedactedTextField
 
 
 class RubricVersion(models.Model):
@@ -125,7 +126,7 @@ class JudgeScore(ProviderRetries):
     # them the response cache answered.
     calls = models.PositiveIntegerField(default=0)
     cached_calls = models.PositiveIntegerField(default=0)
-    # The lease (benchmark.services.leases): set when the task is sent and again when a worker
+    # The lease (jobs.services.leases): set when the task is sent and again when a worker
     # takes it, so a duplicate delivery does nothing and a lost task is sent again once the
     # lease runs out. Only the message carrying the current token may claim the row.
     claimed_until = models.DateTimeField(null=True, blank=True)

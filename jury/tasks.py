@@ -1,40 +1,22 @@
-"""Celery tasks: thin wrappers that load ids and call the scoring service."""
+"""Celery tasks of the jury: its one kind of job, scoring, declared the way every app declares
+its jobs (jobs.tasks). A judge call's task hands its freed place of the window straight to the
+job's next call (scoring.judge_score_run); the watch sends what was lost.
 
-from functools import partial
+Views, commands and the API start scoring with jury.services.scoring.scoring_start.
+"""
 
-from celery import shared_task
-
-from benchmark.services import watch
-from benchmark.services.leases import LeasedTask
-from benchmark.tasks import watch_start
+from jobs.tasks import leased_job_tasks
 from jury.models import ScoringJob
 from jury.services import scoring
 
-
-@shared_task(name="jury.judge_score", acks_late=True)
-def judge_score_task(score_id: int, token: str | None = None) -> None:
-    outcome = scoring.judge_score_run(score_id, token, send_next=send_scores)
-    if outcome.next_sent:
-        return  # the window is topped up; the job's watch sends what was lost
-    job_id = outcome.job_id or scoring.job_id_of(score_id)
-    if job_id is not None:
-        scoring_redispatch(job_id)
-
-
-def send_scores(tasks: list[LeasedTask]) -> None:
-    for score_id, token in tasks:
-        judge_score_task.delay(score_id, token)
-
-
-def scoring_start(job: ScoringJob) -> int:
-    """Send the first window of the job's pending judge calls and watch the job; the rest
-    follow as calls finish. Returns how many calls are pending."""
-    pending = scoring.pending_score_count(job)
-    scoring.scoring_dispatch(job, send_scores)
-    watch_start("scoring", job.pk)
-    return pending
-
-
-scoring_redispatch = watch.redispatcher(
-    ScoringJob, partial(scoring.scoring_dispatch, send=send_scores)
+judging = leased_job_tasks(
+    task_name="jury.judge_score",
+    kind="scoring",
+    job_model=ScoringJob,
+    running=scoring.running_job_ids,
+    execute=scoring.judge_score_run,
+    job_id_of=scoring.job_id_of,
+    dispatch=scoring.scoring_dispatch,
+    hands_off=True,
 )
+judge_score_task = judging.unit_task

@@ -12,18 +12,18 @@ from accounts.access import EVERYONE, STAFF, role_required
 from audit.downloads import download_response
 from benchmark.forms import optional_decimal, unpriced_models, unpriced_warning
 from benchmark.models import Run
-from benchmark.services.queue import held_work_message
 from common import live_jobs
 from common.figures import FORMATS, inline_svg
 from common.figures import render as render_figure
 from common.query import query_choice, query_flag
+from jobs.services.queue import held_work_message
 from jury import forms
 from jury.engine.rubrics import RubricError
 from jury.models import Jury, RubricVersion, ScoringJob
 from jury.services import juries, reports, rubrics, score_exports, scoring
 from jury.services.corrections import corrected_method, job_corrected, job_corrected_export
 from jury.services.figures import FIGURES, report_figure, sensitivity_figure
-from jury.tasks import scoring_start
+from jury.services.scoring import scoring_start
 
 # The clinician-corrected scores of the target studies drawn from a job (jury.services.corrections).
 CORRECTED_TABLE = "corrected"

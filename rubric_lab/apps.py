@@ -8,19 +8,4 @@ class RubricLabConfig(AppConfig):
     verbose_name = "Rubric lab"
 
     def ready(self) -> None:
-        from benchmark.services import watch
-        from rubric_lab import tasks
-        from rubric_lab.services import instance_scoring, pipeline
-
-        watch.register(
-            "rubric_generation",
-            running=pipeline.running_job_ids,
-            redispatch=tasks.generation_redispatch,
-        )
-        watch.register(
-            "instance_score",
-            running=instance_scoring.pending_score_ids,
-            redispatch=tasks.instance_score_redispatch,
-        )
-        for kind, (running, redispatch) in tasks.WATCHED.items():
-            watch.register(kind, running=running, redispatch=redispatch)
+        from rubric_lab import tasks  # noqa: F401 - declares the lab's jobs (jobs.tasks.job_kind)

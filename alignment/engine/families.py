@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from benchmark.engine.safe_yaml import safe_load
+from common.safe_yaml import safe_load
 
 FAMILIES_FILE = Path(__file__).resolve().parents[1] / "data" / "model_families.yaml"
 SCRIPTED = "scripted"

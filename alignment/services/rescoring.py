@@ -33,8 +33,9 @@ from alignment.engine.frames import ITEM, JURY, RATER, RUBRIC, SCORE
 from alignment.services.frames import RubricInfo, study_frames
 from alignment.services.state import study_state
 from annotation.models import Assignment, Study
-from benchmark.models import Conversation, JobStatus
+from benchmark.models import Conversation
 from common.csv_export import rows_csv
+from jobs.models import JobStatus
 from jury.models import JudgeScore, Jury, RubricResult, RubricVersion, ScoringJob
 from jury.services import scoring
 
@@ -104,7 +105,7 @@ def study_rescore(
     user=None,
 ) -> list[ScoringJob]:
     """Launch one restricted scoring job per run over the study's annotated conversations;
-    the caller starts them (jury.tasks.scoring_start) once this transaction commits."""
+    the caller starts them (jury.services.scoring.scoring_start) once this transaction commits."""
     by_run = defaultdict(list)
     for conversation in annotated_conversations(study).order_by("pk"):
         by_run[conversation.run].append(conversation)

@@ -17,7 +17,7 @@ from audit.downloads import download_response
 from common import live_jobs
 from common.query import query_choice, query_flag
 from jury.services import juries, scoring
-from jury.tasks import scoring_start
+from jury.services.scoring import scoring_start
 
 
 @role_required(*STAFF)

@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from benchmark.engine.safe_yaml import safe_load
+from common.safe_yaml import safe_load
 
 PLAIN_WORDS_FILE = Path(__file__).resolve().parent.parent / "data" / "plain_words.yaml"
 SECTIONS = ("codes", "fields", "words")

@@ -6,8 +6,8 @@ from django import forms
 
 from annotation.models import StudyItem, StudyKind
 from annotation.services.studies import StudySpec
-from benchmark.models import JobStatus
 from common.uploads import upload_size_check
+from jobs.models import JobStatus
 from jury.models import RubricVersion, ScoringJob
 from jury.services.rubrics import current_versions
 

@@ -46,8 +46,8 @@ from annotation.models import (
 from annotation.services.dashboard import study_pace
 from annotation.services.outbox import notify
 from annotation.services.worklist import annotator_studies, my_item_numbers
-from benchmark.engine.providers.redaction import redact
 from benchmark.models import RunAgent
+from llm.engine.providers.redaction import redact
 
 logger = logging.getLogger(__name__)
 

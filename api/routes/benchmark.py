@@ -22,8 +22,9 @@ from benchmark.engine.parquet_export import CONTENT_TYPE as PARQUET
 from benchmark.models import BenchmarkSet, Conversation, Run
 from benchmark.services import agents as agent_services
 from benchmark.services import cases, exports, imports, reports, runs
-from benchmark.tasks import RUN_ACTIONS, enrichment_start, run_start_after_commit
-from benchmark.tasks import run_control as run_control_apply
+from benchmark.services.run_control import RUN_ACTIONS
+from benchmark.services.run_control import run_control as run_control_apply
+from jobs.services.starts import job_start
 
 router = Router(tags=["benchmark"])
 
@@ -94,7 +95,7 @@ def case_set_create(request: HttpRequest, payload: CaseSetIn):
         benchmark_set = cases.benchmark_set_create(user=request.user, **form.cleaned_data)
     except cases.BenchmarkSetError as error:
         raise HttpError(400, str(error)) from None
-    enrichment_start(benchmark_set)
+    job_start(benchmark_set)
     return Status(201, case_set_out(benchmark_set) | {"warning": held("the benchmark set")})
 
 
@@ -121,7 +122,7 @@ def run_launch(request: HttpRequest, payload: RunIn):
         run = runs.run_launch(user=request.user, **form.launch_arguments())
     except runs.RunError as error:
         raise HttpError(400, str(error)) from None
-    run_start_after_commit(run)
+    job_start(run)
     warnings = [forms.unpriced_warning(model) for model in form.unpriced()]
     return Status(201, run_out(run) | {"warning": held("the run"), "unpriced": warnings})
 

@@ -20,7 +20,7 @@ from common.query import query_choice, query_int
 from jury import forms
 from jury.models import JudgeScore, ScoreStatus, ScoringJob
 from jury.services import juries, reports, score_exports, scoring
-from jury.tasks import scoring_start
+from jury.services.scoring import scoring_start
 
 router = Router(tags=["jury"])
 

@@ -143,7 +143,7 @@ def measure(size, data_dir: Path) -> dict:
 
 def _serve(services: ExitStack, data_dir: Path, size) -> int:
     """Celery workers and gunicorn, stopped when `services` closes; returns the site's port."""
-    from benchmark.services.workers import worker_start
+    from jobs.services.workers import worker_start
 
     worker_env = {**os.environ, "OFFLINE_LATENCY_MS": str(size.latency_ms)}
     workers = []

@@ -129,7 +129,7 @@ class Workers:
     """`count` Celery worker processes of `threads` threads on the services."""
 
     def __init__(self, found: Services, data_dir: str, *, count: int, threads: int):
-        from benchmark.services.workers import worker_start
+        from jobs.services.workers import worker_start
 
         environment = dict(os.environ)
         environment.update(
@@ -160,7 +160,7 @@ class Workers:
         return [processes.peak_memory_mb(pid) for pid in self.pids]
 
     def stop(self) -> None:
-        from benchmark.services.workers import worker_stop
+        from jobs.services.workers import worker_stop
 
         for worker in self.processes:
             worker_stop(worker)
@@ -289,15 +289,16 @@ def _status(model, pk) -> str:
 
 
 def enrich(cases: int, measured: dict) -> tuple[object, Phase]:
-    from benchmark.models import BenchmarkSet, JobStatus
+    from benchmark.models import BenchmarkSet
     from benchmark.services import cases as case_services
-    from benchmark.tasks import enrichment_start
+    from jobs.models import JobStatus
+    from jobs.services.starts import job_start
 
     benchmark_set = case_services.benchmark_set_create(
         name="rehearsal", distribution=case_services.distribution_default_ensure(), size=cases,
         sampler_seed=11, generator_model="offline/careful",
     )  # fmt: skip
-    enrichment_start(benchmark_set)
+    job_start(benchmark_set)
     entries = benchmark_set.entries
     phase = follow(
         "enrich cases", cases, lambda: entries.exclude(status="pending").count(),
@@ -335,7 +336,7 @@ def play(benchmark_set, concurrency: int, measured: dict) -> tuple[object, Phase
 def score(run, concurrency: int, measured: dict) -> tuple[object, Phase]:
     from jury.models import ScoringJob
     from jury.services import juries, scoring
-    from jury.tasks import scoring_start
+    from jury.services.scoring import scoring_start
 
     jury = juries.jury_create(name="rehearsal jury", judges=list(JUDGES))
     job = scoring.scoring_launch(run=run, jury=jury, use_cache=False, concurrency=concurrency)

@@ -1,6 +1,6 @@
 """The real services of a load window, each its own process group: redis-server, a throwaway
 PostgreSQL database, gunicorn with threads, and locust headless (no Django imports: Celery
-workers are started with benchmark.services.workers by the harness)."""
+workers are started with jobs.services.workers by the harness)."""
 
 from __future__ import annotations
 

@@ -23,9 +23,10 @@ from annotation.models import Assignment, Study
 from annotation.services.enrolment import member_enrol
 from annotation.services.studies import StudySpec, study_create
 from bench.load.size import CONVERSATION_SECONDS, LoadSize
-from benchmark.models import ConversationStatus, JobStatus, Run
+from benchmark.models import ConversationStatus, Run
 from benchmark.services import agents, cases, conversations
 from benchmark.services.runs import AgentChoice, run_cancel, run_launch
+from jobs.models import JobStatus
 from jury.models import JudgeScore, Jury, ScoreStatus, ScoringJob
 from jury.services import juries, scoring
 from jury.services.rubrics import current_versions
@@ -126,7 +127,7 @@ def _annotators(count: int, study: Study) -> list[dict]:
 def scoring_keep_busy(scenario: Scenario, concurrency: int) -> ScoringJob | None:
     """Start a scoring job of the played run with the load jury when none is running, so
     scores are written for the whole window; returns the job started, if any."""
-    from jury.tasks import scoring_start
+    from jury.services.scoring import scoring_start
 
     running = [j for j in scenario.scoring_jobs if _job_status(j) == JobStatus.RUNNING]
     if running:

@@ -17,8 +17,9 @@ from typing import Any
 
 import yaml
 
-from benchmark.engine import eligibility, safe_yaml
+from benchmark.engine import eligibility
 from benchmark.engine.eligibility import AGE_RULE, SEX_RULE, Rule, SamplingPlan, build_plan
+from common import safe_yaml
 
 DEFAULT_DISTRIBUTION_PATH = (
     Path(__file__).resolve().parent.parent / "data" / "distributions" / "default.yaml"

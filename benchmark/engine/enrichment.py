@@ -22,8 +22,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from benchmark.engine.chat import ChatRequest, ChatResponse, Message
-from benchmark.engine.structured import ChatClient, InvalidOutput, StructuredFailure, request_json
+from llm.engine.chat import ChatRequest, ChatResponse, Message
+from llm.engine.structured import ChatClient, InvalidOutput, StructuredFailure, request_json
 
 PROMPT_PATH = Path(__file__).resolve().parent.parent / "data" / "prompts" / "enrichment.md"
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from benchmark.engine.chat import ChatRequest, ChatResponse, Usage
+from llm.engine.chat import ChatRequest, ChatResponse, Usage
 
 MALFORMED_ONCE = "malformed-once"
 

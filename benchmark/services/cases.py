@@ -5,14 +5,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from decimal import Decimal
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
 from audit.services import audit_record, fields_of
-from benchmark.engine.chat import ProviderError
 from benchmark.engine.distribution import (
     DEFAULT_DISTRIBUTION_PATH,
     parse_distribution,
@@ -21,19 +20,12 @@ from benchmark.engine.distribution import (
     Distribution as DistributionSpec,
 )
 from benchmark.engine.enrichment import enrich
-from benchmark.engine.providers.redaction import failure_text
 from benchmark.engine.sampler import sample_seeds
-from benchmark.models import (
-    BenchmarkEntry,
-    BenchmarkSet,
-    Distribution,
-    EntryStatus,
-    JobStatus,
-)
-from benchmark.services import accounting, cost_limits
-from benchmark.services.conversations import model_router
-from benchmark.services.cost_limits import cost_limit_reached, cost_limit_refusal
-from benchmark.services.leases import (
+from benchmark.models import BenchmarkEntry, BenchmarkSet, Distribution, EntryStatus, ModelCall
+from jobs.models import JobStatus
+from jobs.services import accounting, cost_limits
+from jobs.services.cost_limits import cost_limit_reached, cost_limit_refusal
+from jobs.services.leases import (
     Heartbeat,
     LeasedTask,
     any_pending,
@@ -42,6 +34,9 @@ from benchmark.services.leases import (
     lease_extender,
     lease_release_fields,
 )
+from llm.clients import model_router
+from llm.engine.chat import ProviderError
+from llm.engine.providers.redaction import failure_text
 
 logger = logging.getLogger(__name__)
 MAX_SET_SIZE = 20_000
@@ -196,7 +191,7 @@ def entry_enrich(entry_id: int, token: str | None = None) -> None:
 def _enrich(entry_id: int) -> None:
     entry = BenchmarkEntry.objects.select_related("benchmark_set").get(pk=entry_id)
     recorder = accounting.RecordingClient(
-        model_router(True), owner={"benchmark_set": entry.benchmark_set}
+        model_router(True), owner=partial(ModelCall, benchmark_set=entry.benchmark_set)
     )
     try:
         result = enrich(

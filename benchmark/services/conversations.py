@@ -17,25 +17,25 @@ from django.utils import timezone
 
 from benchmark.engine.agents.agent_config import parse_agent_config
 from benchmark.engine.agents.loop import CaseInput, ConversationOutcome, run_conversation
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.client import ModelRouter
-from benchmark.engine.providers.redaction import failure_text
 from benchmark.engine.sandbox import Sandbox
 from benchmark.engine.sandbox.roster import generate_roster
-from benchmark.engine.structured import StructuredFailure
 from benchmark.models import (
     Conversation,
     ConversationStatus,
-    JobStatus,
     ModelCall,
     Run,
     Termination,
     TraceEvent,
 )
-from benchmark.services import accounting, prices
-from benchmark.services.leases import CONNECTION_LOST, Heartbeat, connection_checked
-from benchmark.services.processes import holder_fields, this_process
-from benchmark.services.retries import retry_fields
+from jobs.models import JobStatus
+from jobs.services import accounting
+from jobs.services.leases import CONNECTION_LOST, Heartbeat, connection_checked
+from jobs.services.processes import holder_fields, this_process
+from jobs.services.retries import retry_fields
+from llm.clients import model_router
+from llm.engine.chat import ProviderError
+from llm.engine.providers.redaction import failure_text
+from llm.engine.structured import StructuredFailure
 
 logger = logging.getLogger(__name__)
 
@@ -45,23 +45,6 @@ STATUS_FOR = {
     Termination.INFRASTRUCTURE: ConversationStatus.FAILED,
 }
 CANCEL_CHECK_SECONDS = 2.0
-
-
-def model_router(use_cache: bool, *, overrides: prices.Overrides | None = None) -> ModelRouter:
-    """The router for a task: clients priced with the prices in force now (read once per task,
-    so a price set while workers run applies to the next task, with no restart). A task that
-    read them already (`prices.price_overrides_as_of`) passes them as `overrides`."""
-    return _router(use_cache, prices.price_overrides() if overrides is None else overrides)
-
-
-@lru_cache(maxsize=4)
-def _router(use_cache: bool, overrides: prices.Overrides) -> ModelRouter:
-    # One router per process, cache flag and prices, so every thread shares its clients; rate
-    # limits are shared by every router of the process (providers.client.shared_rate_limiter).
-    return ModelRouter(use_cache=use_cache, catalog=prices.catalog_with(overrides))
-
-
-model_router.cache_clear = _router.cache_clear  # tests start from fresh clients
 
 
 def conversation_execute(conversation_id: int) -> bool:
@@ -84,7 +67,7 @@ def conversation_execute(conversation_id: int) -> bool:
     ).get(pk=conversation_id)
     recorder = accounting.RecordingClient(
         model_router(conversation.run.use_cache),
-        owner={"run": conversation.run, "conversation": conversation},
+        owner=partial(ModelCall, run=conversation.run, conversation=conversation),
     )
     with Heartbeat(partial(_refresh_heartbeat, conversation), label=str(conversation.public_id)):
         try:

@@ -49,7 +49,6 @@ from benchmark.models import (
     Conversation,
     ConversationStatus,
     EntryStatus,
-    JobStatus,
     Run,
     RunAgent,
     Termination,
@@ -57,6 +56,7 @@ from benchmark.models import (
 )
 from benchmark.services.runs import config_hash
 from common.text_files import NotText, decode_text
+from jobs.models import JobStatus
 
 MAX_NAME_CHARS = 200
 FILE_RESPONDER = "imported"  # the agent of rows that name no model

@@ -2,7 +2,7 @@
 
 The same dispatch and execute code the Celery tasks use, with a thread pool standing in for
 the workers (each thread is what one worker thread does). What this process claims is held
-in its name (benchmark.services.processes), so when it is killed the next inline command on
+in its name (jobs.services.processes), so when it is killed the next inline command on
 this host takes its conversations back at once; conversations another live process holds,
 or one on another host, are waited for until they end or their lease runs out.
 """
@@ -15,11 +15,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from django.db import close_old_connections, connection
 
-from benchmark.models import JobStatus, Run
+from benchmark.models import Run
 from benchmark.services import runs
 from benchmark.services.conversations import conversation_execute
-from benchmark.services.processes import this_process
-from benchmark.services.worker_heartbeats import reporting
+from jobs.models import JobStatus
+from jobs.services.processes import this_process
+from jobs.services.worker_heartbeats import reporting
 
 POLL_SECONDS = 1.0
 

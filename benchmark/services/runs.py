@@ -22,8 +22,6 @@ from django.utils import timezone
 
 from audit.services import audit_record
 from benchmark.engine.agents.prompts import default_patient_prompt
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.model_strings import check_model_string
 from benchmark.engine.seeds import derive_seed
 from benchmark.models import (
     AgentConfig,
@@ -31,28 +29,30 @@ from benchmark.models import (
     Conversation,
     ConversationStatus,
     EntryStatus,
-    JobStatus,
     Run,
     RunAgent,
     Termination,
     TraceEvent,
 )
-from benchmark.services import accounting
-from benchmark.services.cost_limits import (
+from jobs.models import JobStatus
+from jobs.services import accounting
+from jobs.services.cost_limits import (
     CostLimitError,
     cost_limit_for_resume,
     cost_limit_reached,
     cost_limit_refusal,
 )
-from benchmark.services.jobs import job_finish
-from benchmark.services.leases import any_pending, lease
-from benchmark.services.processes import (
+from jobs.services.finish import job_finish
+from jobs.services.leases import any_pending, lease
+from jobs.services.processes import (
     ProcessIdentity,
     holder_fields,
     process_gone,
     this_host,
 )
-from benchmark.services.retries import retry_summary
+from jobs.services.retries import retry_summary
+from llm.engine.chat import ProviderError
+from llm.engine.providers.model_strings import check_model_string
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from decimal import Decimal
 from django import template
 from django.utils.safestring import mark_safe
 
-from benchmark.services import worker_heartbeats
+from jobs.services import worker_heartbeats
 
 register = template.Library()
 

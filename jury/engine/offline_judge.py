@@ -30,9 +30,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from benchmark.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
 from benchmark.engine.drug_classes import ANTICOAGULANTS, IMMUNOSUPPRESSANTS, SUPPLEMENTS
 from benchmark.engine.sandbox.specs import WRITE_TOOLS
+from llm.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
 
 BEHAVIOURS = ("standard", "lenient", "strict", "flaky")
 CLINICAL_CATEGORIES = frozenset({"health_concern", "medication"})

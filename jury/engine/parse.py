@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from benchmark.engine.structured import InvalidOutput, UnusableJson, extract_json_object
+from llm.engine.structured import InvalidOutput, UnusableJson, extract_json_object
 
 REASON_CODES = (
     "empty",

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from benchmark.engine import safe_yaml
+from common import safe_yaml
 
 RUBRICS_DIR = Path(__file__).resolve().parent.parent / "data" / "rubrics"
 

@@ -8,11 +8,11 @@ from collections.abc import Iterable, Mapping
 from django.core.exceptions import ValidationError
 
 from audit.services import audit_record, fields_of
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.model_strings import check_model_string
 from jury.engine.aggregate import PASS_THRESHOLD
 from jury.models import Jury, MergeMode
 from jury.services.rubrics import current_weights
+from llm.engine.chat import ProviderError
+from llm.engine.providers.model_strings import check_model_string
 
 DEMO_JURY_NAME = "Offline scripted jury"
 DEMO_JUDGES = ("offline/standard", "offline/strict")

@@ -25,20 +25,17 @@ from django.db.models import Case, Count, DecimalField, F, Q, QuerySet, Sum, Val
 from django.utils import timezone
 
 from audit.services import audit_record
-from benchmark.engine.chat import ChatRequest, ChatResponse, Message, ProviderError
-from benchmark.engine.providers.redaction import failure_text
-from benchmark.engine.structured import StructuredFailure, request_json
-from benchmark.models import Conversation, JobStatus, Run
-from benchmark.services import accounting, jobs, prices
-from benchmark.services.conversations import model_router
-from benchmark.services.cost_limits import (
+from benchmark.models import Conversation, ModelCall, Run
+from jobs.models import JobStatus
+from jobs.services import accounting, finish
+from jobs.services.cost_limits import (
     CostLimitError,
     cost_limit_reached,
     cost_limit_refusal,
     job_resume,
     spent_of,
 )
-from benchmark.services.leases import (
+from jobs.services.leases import (
     Heartbeat,
     LeasedTask,
     connection_checked,
@@ -48,7 +45,8 @@ from benchmark.services.leases import (
     lease_hand_off,
     lease_release_fields,
 )
-from benchmark.services.retries import retries_added, retry_fields, retry_summary
+from jobs.services.retries import retries_added, retry_fields, retry_summary
+from jobs.services.starts import job_start
 from jury.engine.aggregate import (
     incomplete_rubrics,
     judge_aggregates,
@@ -85,6 +83,11 @@ from jury.services.judge_inputs import (  # scenario_of, trace_of: the rubric la
     trace_of,  # noqa: F401
 )
 from jury.services.rubrics import current_versions, rubric_of
+from llm.clients import model_router
+from llm.engine.chat import ChatRequest, ChatResponse, Message, ProviderError
+from llm.engine.providers.redaction import failure_text
+from llm.engine.structured import StructuredFailure, request_json
+from llm.services import prices
 
 logger = logging.getLogger(__name__)
 
@@ -270,9 +273,17 @@ def pending_score_count(job: ScoringJob) -> int:
     return job.scores.filter(status=ScoreStatus.PENDING).count()
 
 
+def scoring_start(job: ScoringJob) -> int:
+    """Send the first window of the job's pending judge calls and watch the job (jury.tasks
+    declares how); the rest follow as calls finish. Returns how many calls are pending."""
+    pending = pending_score_count(job)
+    job_start(job)
+    return pending
+
+
 def scoring_dispatch(job: ScoringJob, send: Callable[[list[LeasedTask]], None]) -> list[LeasedTask]:
     """Keep up to the job's concurrency of judge calls with the workers; calls whose worker
-    died are sent again once their lease runs out (see benchmark.services.leases)."""
+    died are sent again once their lease runs out (see jobs.services.leases)."""
     with transaction.atomic():
         # Every finished call dispatches: lock the job so dispatchers take turns.
         job = ScoringJob.objects.select_for_update().get(pk=job.pk)
@@ -373,7 +384,7 @@ def _chat_request(rubric, judge_model: str, system: str, user: str, hints: dict,
 
 def judge_score_execute(score_id: int, token: str | None = None) -> bool:
     """Ask one judge for one score if the row is pending and this message may take it (see
-    benchmark.services.leases; token None: run here, unless a worker holds the row); returns
+    jobs.services.leases; token None: run here, unless a worker holds the row); returns
     whether it ran. Run this way (tests, commands) it finishes the job when it was the last."""
     outcome = judge_score_run(score_id, token)
     job = ScoringJob.objects.filter(pk=outcome.job_id).first() if outcome.ran else None
@@ -439,7 +450,7 @@ def _judge(score: JudgeScore, mine: str, send_next) -> bool:
     overrides = prices.price_overrides_as_of(score.newest_price)
     recorder = accounting.RecordingClient(
         model_router(score.job.use_cache, overrides=overrides),
-        owner={"run_id": score.job.run_id, "conversation_id": score.conversation_id},
+        owner=partial(ModelCall, run_id=score.job.run_id, conversation_id=score.conversation_id),
         also=partial(_spend_added, score.pk),
     )
     asked = time.monotonic()
@@ -671,7 +682,7 @@ def job_finish_if_done(job: ScoringJob) -> None:
         _merge_unmerged(job)
         return "" if job.scores.filter(status=ScoreStatus.VALID).exists() else _failure_reason(job)
 
-    jobs.job_finish_if_done(
+    finish.job_finish_if_done(
         job, pending=job.scores.filter(status=ScoreStatus.PENDING), failure=failure
     )
 

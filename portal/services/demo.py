@@ -7,10 +7,11 @@ import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from benchmark.models import BenchmarkSet, EntryStatus, JobStatus, Run
+from benchmark.models import BenchmarkSet, EntryStatus, Run
 from benchmark.services import agents as agent_services
 from benchmark.services import cases, runs
-from benchmark.services.workers import worker_start, worker_stop
+from jobs.models import JobStatus
+from jobs.services.workers import worker_start, worker_stop
 from jury.models import ScoringJob
 from jury.services import juries, scoring
 

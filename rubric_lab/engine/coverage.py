@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchmark.engine.chat import ChatRequest, Message
-from benchmark.engine.structured import InvalidOutput
+from llm.engine.chat import ChatRequest, Message
+from llm.engine.structured import InvalidOutput
 from rubric_lab.engine.coverage_stats import Coverage
 from rubric_lab.engine.prompts import render_evaluation_prompt
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from benchmark.engine.chat import ChatRequest, ChatResponse, Usage
+from llm.engine.chat import ChatRequest, ChatResponse, Usage
 
 BEHAVIOURS = ("standard",)
 ENTAIL_SHARE = 0.5

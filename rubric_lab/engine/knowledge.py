@@ -29,8 +29,7 @@ from typing import Any
 
 import yaml
 
-from benchmark.engine import safe_yaml
-from common import json_text
+from common import json_text, safe_yaml
 
 CORPUS_DIR = Path(__file__).resolve().parent.parent / "data" / "knowledge"
 FIELDS = ("passage_id", "topic", "title", "text", "source", "source_version", "tags")

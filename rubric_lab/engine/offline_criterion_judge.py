@@ -16,10 +16,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from benchmark.engine.chat import ChatRequest, ChatResponse, Usage
 from benchmark.engine.sandbox.specs import WRITE_TOOLS
 from jury.engine.offline_judge import EMERGENCY_REFERRAL, EMPATHY, HEALTH_SCREEN, SAFETY_NET
 from jury.engine.outcomes import fabricated_claims
+from llm.engine.chat import ChatRequest, ChatResponse, Usage
 from rubric_lab.engine.offline_pipeline import CRITERIA, FLAKY_PROSE
 from rubric_lab.engine.retrieval import tokenize
 

@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from benchmark.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
+from llm.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
 from rubric_lab.engine.rubric import MAX_CRITERIA, MIN_CRITERIA
 
 BEHAVIOURS = ("standard", "flaky")

@@ -14,9 +14,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchmark.engine.chat import ChatRequest, Message
-from benchmark.engine.structured import InvalidOutput
 from jury.engine.prompt import render_scenario, render_trace
+from llm.engine.chat import ChatRequest, Message
+from llm.engine.structured import InvalidOutput
 from rubric_lab.engine.prompts import render_evaluation_prompt
 
 VERDICTS = ("A", "B", "tie")

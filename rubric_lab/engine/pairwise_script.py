@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from benchmark.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
 from jury.engine import offline_judge
+from llm.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
 
 BEHAVIOURS = ("standard", "first")
 FIRST_BIAS_MARGIN = 3

@@ -28,10 +28,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmark.engine.chat import ChatRequest, Message
 from benchmark.engine.sandbox.specs import WRITE_TOOLS
-from benchmark.engine.structured import InvalidOutput
 from jury.engine.prompt import render_trace
+from llm.engine.chat import ChatRequest, Message
+from llm.engine.structured import InvalidOutput
 from rubric_lab.engine.prompts import render_evaluation_prompt
 
 Event = dict[str, Any]

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from benchmark.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
+from llm.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
 from rubric_lab.engine import perturb
 
 BEHAVIOURS = ("surgical", "sloppy")

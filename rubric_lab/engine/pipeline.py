@@ -46,9 +46,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmark.engine.chat import ChatRequest, ChatResponse, Message, ProviderError
-from benchmark.engine.providers.redaction import failure_text
-from benchmark.engine.structured import (
+from llm.engine.chat import ChatRequest, ChatResponse, Message, ProviderError
+from llm.engine.providers.redaction import failure_text
+from llm.engine.structured import (
     ChatClient,
     InvalidOutput,
     StructuredFailure,

@@ -25,9 +25,9 @@ from typing import Any
 
 import yaml
 
-from benchmark.engine.chat import ChatRequest, Message
-from benchmark.engine.structured import InvalidOutput
 from jury.engine.prompt import render_trace
+from llm.engine.chat import ChatRequest, Message
+from llm.engine.structured import InvalidOutput
 from rubric_lab.engine.perturb import DOSE, sentences
 from rubric_lab.engine.prompts import render_evaluation_prompt
 

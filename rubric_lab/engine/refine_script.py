@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 
-from benchmark.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
 from jury.engine.offline_judge import EMPATHY
+from llm.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
 from rubric_lab.engine.coverage_script import ENTAIL_SHARE, stems
 from rubric_lab.engine.perturb import assistant_texts, insert_sentence, longest_assistant_message
 

@@ -9,29 +9,27 @@ from decimal import Decimal
 from django.core.management.base import CommandError
 from django.db import models
 
-from benchmark.models import JobStatus
-from benchmark.services.cli import cost_text, wait_until
-from benchmark.services.worker_heartbeats import stalled_message, worker_health
+from jobs.models import JobStatus
+from jobs.services.cli import cost_text, wait_until
+from jobs.services.starts import job_start
+from jobs.services.worker_heartbeats import stalled_message, worker_health
 from rubric_lab.services import budgets, coverage, pipeline, sensitivity
 from rubric_lab.services.inline import LabJobKind, job_execute_inline
 
 
 def _kinds() -> dict[str, LabJobKind]:
-    # The Celery tasks are imported here, when a command runs: not at import time of the app.
-    from rubric_lab.tasks import coverage_start, generation_start, sensitivity_start
-
     return {
         "generation": LabJobKind(
             "rubric generations", lambda job: job.generations.all(),
-            pipeline.generation_dispatch, pipeline.generation_execute, generation_start,
+            pipeline.generation_dispatch, pipeline.generation_execute, job_start,
         ),
         "sensitivity": LabJobKind(
             "near-miss pairs", lambda study: study.pairs.all(), sensitivity.study_dispatch,
-            sensitivity.near_miss_execute, sensitivity_start,
+            sensitivity.near_miss_execute, job_start,
         ),
         "coverage": LabJobKind(
             "coverage cases", lambda run: run.cases.all(), coverage.coverage_dispatch,
-            coverage.coverage_case_execute, coverage_start,
+            coverage.coverage_case_execute, job_start,
         ),
     }  # fmt: skip
 
@@ -44,7 +42,7 @@ def play(command, job: models.Model, kind_name: str, *, inline: bool, wait: bool
     kind = _kinds()[kind_name]
     total = kind.units(job).count()
     if inline:
-        from benchmark.services.cli import progress_bar
+        from jobs.services.cli import progress_bar
 
         with progress_bar(total, kind.units_label) as bar:
             job_execute_inline(
@@ -121,7 +119,7 @@ def add_play_arguments(parser, *, concurrency_help: str) -> None:
 
 
 def add_cost_arguments(parser) -> None:
-    from benchmark.services.cli import add_price_argument
+    from jobs.services.cli import add_price_argument
 
     parser.add_argument(
         "--cost-limit", type=Decimal, default=None,

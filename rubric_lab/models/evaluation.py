@@ -9,15 +9,9 @@ and finished with its outcome or a failure reason - never half stored.
 from django.conf import settings
 from django.db import models
 
-from benchmark.fields import RedactedTextField
-from benchmark.models import (
-    BenchmarkEntry,
-    BenchmarkSet,
-    Conversation,
-    Job,
-    JobStatus,
-    Run,
-)
+from benchmark.models import BenchmarkEntry, BenchmarkSet, Conversation, Run
+from jobs.models import Job, JobStatus
+from llm.fields import RedactedTextField
 from rubric_lab.models.pipeline import GenerationJob, InstanceRubric
 
 __all__ = [
@@ -40,14 +34,14 @@ __all__ = [
 
 
 class LeasedWork(models.Model):
-    """A row workers execute: its lease (benchmark.services.leases) and what it cost."""
+    """A row workers execute: its lease (jobs.services.leases) and what it cost."""
 
     failure_reason = RedactedTextField(blank=True)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     cost_known = models.BooleanField(default=True)
-    # Per model called: calls, cached calls, tokens and cost (benchmark.services.accounting).
+    # Per model called: calls, cached calls, tokens and cost (jobs.services.accounting).
     model_costs = models.JSONField(default=dict, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
     lease_token = models.CharField(max_length=32, blank=True)

@@ -12,8 +12,9 @@ conversation; they are stored all together or not at all.
 from django.conf import settings
 from django.db import models
 
-from benchmark.fields import RedactedTextField
-from benchmark.models import Conversation, Job, Run
+from benchmark.models import Conversation, Run
+from jobs.models import Job
+from llm.fields import RedactedTextField
 
 
 class PassageOrigin(models.TextChoices):
@@ -138,12 +139,12 @@ class RubricGeneration(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     cost_known = models.BooleanField(default=True)
-    # Per model called: calls, cached calls, tokens and cost (benchmark.services.accounting).
+    # Per model called: calls, cached calls, tokens and cost (jobs.services.accounting).
     model_costs = models.JSONField(default=dict, blank=True)
     elapsed_ms = models.FloatField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # The lease (benchmark.services.leases), as on judge scores.
+    # The lease (jobs.services.leases), as on judge scores.
     claimed_until = models.DateTimeField(null=True, blank=True)
     lease_token = models.CharField(max_length=32, blank=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -16,10 +16,12 @@ from decimal import Decimal
 
 from django.db import transaction
 
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.model_strings import check_model_string
-from benchmark.models import JobStatus, Run
-from benchmark.services import jobs
+from benchmark.models import Run
+from jobs.models import JobStatus
+from jobs.services import finish
+from jobs.services.starts import job_start
+from llm.engine.chat import ProviderError
+from llm.engine.providers.model_strings import check_model_string
 from rubric_lab.engine import perturb
 from rubric_lab.models import (
     AblationArm,
@@ -99,6 +101,14 @@ def ablation_launch(
     return study
 
 
+def ablation_start(study: AblationStudy) -> None:
+    """Start every variant's rubric generation and the ablation's watch, which starts each
+    variant's coverage and sensitivity studies as its rubrics finish."""
+    for arm in study.arms.select_related("generation_job"):
+        job_start(arm.generation_job)
+    job_start(study)
+
+
 def ablation_advance(
     study: AblationStudy,
     *,
@@ -163,7 +173,7 @@ def _finish_if_done(study: AblationStudy) -> bool:
     )
     if running or waiting:
         return True
-    jobs.job_finish(study)
+    finish.job_finish(study)
     return False
 
 

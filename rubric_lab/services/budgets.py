@@ -1,4 +1,4 @@
-"""Cost limits of the rubric lab's jobs, through benchmark.services.cost_limits: the models each
+"""Cost limits of the rubric lab's jobs, through jobs.services.cost_limits: the models each
 kind of job calls, what it spent, and the ablation study's limit over the jobs it launched.
 
 An ablation runs its own generation jobs, then a sensitivity study and a coverage run per
@@ -15,9 +15,9 @@ from decimal import Decimal
 from django.db import models
 from django.db.models import F
 
-from benchmark.models import JobStatus
-from benchmark.services import accounting, cost_limits
-from benchmark.services.cost_limits import cost_limit_reached, money, spent_of
+from jobs.models import JobStatus
+from jobs.services import accounting, cost_limits
+from jobs.services.cost_limits import cost_limit_reached, money, spent_of
 from rubric_lab.models import (
     AblationArm,
     AblationStudy,

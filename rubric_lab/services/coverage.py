@@ -30,12 +30,12 @@ import pandas as pd
 from django.db import transaction
 from django.db.models import Q
 
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.model_strings import check_model_string
-from benchmark.engine.structured import request_json
 from benchmark.models import BenchmarkSet, Conversation
-from benchmark.services.leases import LeasedTask
 from common import json_text
+from jobs.services.leases import LeasedTask
+from llm.engine.chat import ProviderError
+from llm.engine.providers.model_strings import check_model_string
+from llm.engine.structured import request_json
 from rubric_lab.engine import coverage, coverage_stats
 from rubric_lab.engine.axes import common_axis
 from rubric_lab.engine.rubric import MAX_WEIGHT, MIN_WEIGHT

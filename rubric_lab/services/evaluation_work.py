@@ -18,13 +18,9 @@ from django.db import models, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.redaction import failure_text
-from benchmark.engine.structured import StructuredFailure
-from benchmark.models import JobStatus
-from benchmark.services import accounting, jobs
-from benchmark.services.conversations import model_router
-from benchmark.services.leases import (
+from jobs.models import JobStatus
+from jobs.services import accounting, finish
+from jobs.services.leases import (
     Heartbeat,
     LeasedTask,
     lease_claim,
@@ -32,6 +28,10 @@ from benchmark.services.leases import (
     lease_extender,
     lease_release_fields,
 )
+from llm.clients import model_router
+from llm.engine.chat import ProviderError
+from llm.engine.providers.redaction import failure_text
+from llm.engine.structured import StructuredFailure
 from rubric_lab.services import budgets
 
 logger = logging.getLogger(__name__)
@@ -134,7 +134,7 @@ def job_finish_if_done(job_model, job, rows_of: Callable[[Any], models.QuerySet]
         common = rows.values_list("failure_reason").annotate(n=Count("id")).order_by("-n").first()
         return f"All {rows.count()} units failed; commonest reason: {common[0]}"
 
-    jobs.job_finish_if_done(job, pending=rows.filter(status=PENDING), failure=failure)
+    finish.job_finish_if_done(job, pending=rows.filter(status=PENDING), failure=failure)
 
 
 def work_relaunch(job_model, job, rows_of: Callable[[Any], models.QuerySet]) -> None:

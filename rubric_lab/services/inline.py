@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from django.db import close_old_connections, connection, models
 
-from benchmark.models import JobStatus
-from benchmark.services.leases import LeasedTask
-from benchmark.services.worker_heartbeats import reporting
+from jobs.models import JobStatus
+from jobs.services.leases import LeasedTask
+from jobs.services.worker_heartbeats import reporting
 
 POLL_SECONDS = 1.0
 

@@ -20,18 +20,15 @@ import logging
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from benchmark.engine.chat import ChatRequest, ChatResponse, Message, ProviderError
-from benchmark.engine.providers.redaction import failure_text
-from benchmark.engine.structured import InvalidOutput, StructuredFailure, request_json
-from benchmark.models import Conversation
-from benchmark.services import accounting
-from benchmark.services.conversations import model_router
-from benchmark.services.leases import (
+from benchmark.models import Conversation, ModelCall
+from jobs.services import accounting
+from jobs.services.leases import (
     Heartbeat,
     LeasedTask,
     lease_claim,
@@ -41,6 +38,10 @@ from benchmark.services.leases import (
 )
 from jury.engine.prompt import render_scenario, render_trace
 from jury.services.scoring import scenario_of, trace_of
+from llm.clients import model_router
+from llm.engine.chat import ChatRequest, ChatResponse, Message, ProviderError
+from llm.engine.providers.redaction import failure_text
+from llm.engine.structured import InvalidOutput, StructuredFailure, request_json
 from rubric_lab.engine.prompts import render_prompt
 from rubric_lab.engine.rubric import Criterion, RubricScore, score_rubric
 from rubric_lab.models import (
@@ -294,7 +295,7 @@ def _score(score: InstanceScore, client) -> None:
     conversation = score.conversation
     recorder = accounting.RecordingClient(
         client or model_router(score.use_cache),
-        owner={"run": conversation.run, "conversation": conversation},
+        owner=partial(ModelCall, run=conversation.run, conversation=conversation),
         also=accounting.spend_ledger(InstanceScore, score.pk),
     )
     result, status, reason = None, InstanceScoreStatus.VALID, ""

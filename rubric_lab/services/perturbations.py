@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmark.engine.structured import request_json
 from benchmark.models import Conversation
+from llm.engine.structured import request_json
 from rubric_lab.engine import perturb
 from rubric_lab.services.evaluation_work import stage
 from rubric_lab.services.trace_judging import case_of

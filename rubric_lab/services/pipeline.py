@@ -15,18 +15,16 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from decimal import Decimal
+from functools import partial
 
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.model_strings import check_model_string
-from benchmark.engine.providers.redaction import failure_text
-from benchmark.models import Conversation, JobStatus, Run
-from benchmark.services import accounting, jobs
-from benchmark.services.conversations import model_router
-from benchmark.services.leases import (
+from benchmark.models import Conversation, ModelCall, Run
+from jobs.models import JobStatus
+from jobs.services import accounting, finish
+from jobs.services.leases import (
     Heartbeat,
     LeasedTask,
     lease_claim,
@@ -34,6 +32,10 @@ from benchmark.services.leases import (
     lease_extender,
     lease_release_fields,
 )
+from llm.clients import model_router
+from llm.engine.chat import ProviderError
+from llm.engine.providers.model_strings import check_model_string
+from llm.engine.providers.redaction import failure_text
 from rubric_lab.engine.pipeline import (
     MAX_AUDIT_ROUNDS,
     METHODS,
@@ -207,7 +209,7 @@ def job_finish_if_done(job: GenerationJob) -> None:
         return "" if produced else "no generation produced a rubric"
 
     pending = job.generations.filter(status=GenerationStatus.PENDING)
-    jobs.job_finish_if_done(job, pending=pending, failure=failure)
+    finish.job_finish_if_done(job, pending=pending, failure=failure)
 
 
 def job_id_of(generation_id: int) -> int | None:
@@ -262,7 +264,7 @@ def case_of(conversation: Conversation) -> Case:
 
 def generation_execute(generation_id: int, token: str | None = None, *, client=None) -> bool:
     """Run the pipeline for one pending generation if this message may take it (see
-    benchmark.services.leases); returns whether it ran. `client` replaces the provider
+    jobs.services.leases); returns whether it ran. `client` replaces the provider
     router (tests)."""
     row = RubricGeneration.objects.filter(pk=generation_id, status=GenerationStatus.PENDING)
     mine = lease_claim(row, token)
@@ -284,7 +286,7 @@ def _generate(generation: RubricGeneration, client) -> None:
     )
     recorder = accounting.RecordingClient(
         client or model_router(job.use_cache),
-        owner={"run": conversation.run, "conversation": conversation},
+        owner=partial(ModelCall, run=conversation.run, conversation=conversation),
         also=accounting.spend_ledger(RubricGeneration, generation.pk),
     )
     options = PipelineOptions(

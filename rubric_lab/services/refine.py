@@ -16,18 +16,18 @@ import numpy as np
 import pandas as pd
 from django.db import transaction
 
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.model_strings import check_model_string
-from benchmark.engine.providers.redaction import failure_text
-from benchmark.engine.structured import (
+from jobs.services.leases import LeasedTask
+from jury.models import Jury
+from jury.services.rubrics import current_weights
+from llm.engine.chat import ProviderError
+from llm.engine.providers.model_strings import check_model_string
+from llm.engine.providers.redaction import failure_text
+from llm.engine.structured import (
     InvalidOutput,
     StructuredFailure,
     extract_json_object,
     request_json,
 )
-from benchmark.services.leases import LeasedTask
-from jury.models import Jury
-from jury.services.rubrics import current_weights
 from rubric_lab.engine import refine, sensitivity
 from rubric_lab.engine.perturb import trace_diff
 from rubric_lab.engine.rubric import axis_scores

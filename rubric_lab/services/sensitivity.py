@@ -18,11 +18,11 @@ import pandas as pd
 from django.db import transaction
 
 from benchmark import charts
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.model_strings import check_model_string
 from benchmark.models import Run
-from benchmark.services.leases import LeasedTask
+from jobs.services.leases import LeasedTask
 from jury.models import Jury
+from llm.engine.chat import ProviderError
+from llm.engine.providers.model_strings import check_model_string
 from rubric_lab.engine import perturb
 from rubric_lab.engine import sensitivity as measures
 from rubric_lab.models import (

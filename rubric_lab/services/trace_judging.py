@@ -14,15 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.redaction import failure_text
-from benchmark.engine.structured import StructuredFailure, request_json
 from benchmark.models import Conversation
 from jury.engine.aggregate import jury_aggregate
 from jury.engine.parse import validate_judge_answer
 from jury.models import Jury
 from jury.services.rubrics import current_versions, rubric_of
 from jury.services.scoring import JUDGE_REPAIRS, judge_request_for_trace, scenario_of, trace_of
+from llm.engine.chat import ProviderError
+from llm.engine.providers.redaction import failure_text
+from llm.engine.structured import StructuredFailure, request_json
 from rubric_lab.engine import pairwise
 from rubric_lab.engine.perturb import Case
 from rubric_lab.services.instance_scoring import (

@@ -1,38 +1,11 @@
-"""Celery tasks of the rubric lab: thin wrappers that load ids and call the services.
+"""Celery tasks of the rubric lab, and the declarations of its kinds of job (jobs.tasks).
 
-By area: `leased` (the tasks of a job of leased units, shared by every kind), `generation`
-(instance-rubric generation and instance scores), `evaluation` (near misses, coverage,
-refinement, ablations). Importing the package registers every task with Celery.
+By area: `generation` (instance-rubric generation and instance scores), `evaluation` (near
+misses, coverage, refinement, ablations). Importing the package registers every task with
+Celery and every kind with the watch and jobs.services.starts; views, commands and services
+start a job with `job_start`, never a task.
 """
 
-from rubric_lab.tasks.evaluation import (
-    WATCHED,
-    ablation_redispatch,
-    ablation_start,
-    coverage_start,
-    job_start,
-    refine_start,
-    sensitivity_start,
-)
-from rubric_lab.tasks.generation import (
-    generation_redispatch,
-    generation_start,
-    instance_score_redispatch,
-    instance_score_start,
-    instance_score_task,
-)
+from rubric_lab.tasks import evaluation, generation
 
-__all__ = [
-    "WATCHED",
-    "ablation_redispatch",
-    "ablation_start",
-    "coverage_start",
-    "generation_redispatch",
-    "generation_start",
-    "instance_score_redispatch",
-    "instance_score_start",
-    "instance_score_task",
-    "job_start",
-    "refine_start",
-    "sensitivity_start",
-]
+__all__ = ["evaluation", "generation"]

@@ -1,25 +1,26 @@
-"""Celery tasks of instance rubrics: generation jobs and instance scores.
+"""Celery tasks of instance rubrics: generation jobs and instance scores, declared the way
+every app declares its jobs (jobs.tasks).
 
 One task per case: `rubric_lab.generate` runs the whole pipeline for one conversation. Every
-kind of work is leased (benchmark.services.leases) and watched (benchmark.services.watch), so
-a worker that dies loses nothing: the watch sends the work again with a new token.
+kind of work is leased (jobs.services.leases) and watched (jobs.services.watch), so a worker
+that dies loses nothing: the watch sends the work again with a new token.
 """
 
 from celery import shared_task
 
-from benchmark.services.leases import LeasedTask
-from benchmark.tasks import watch_start
+from jobs.services import watch
+from jobs.services.leases import LeasedTask
+from jobs.tasks import job_kind, leased_job_tasks
 from rubric_lab.models import GenerationJob, InstanceScore, InstanceScoreStatus
 from rubric_lab.services import instance_scoring, pipeline
-from rubric_lab.tasks.leased import leased_job_tasks
 
 generations = leased_job_tasks(
-    task_name="rubric_lab.generate", watch_kind="rubric_generation", job_model=GenerationJob,
-    execute=pipeline.generation_execute, job_id_of=pipeline.job_id_of,
-    dispatch=pipeline.generation_dispatch,
+    task_name="rubric_lab.generate", kind="rubric_generation", job_model=GenerationJob,
+    running=pipeline.running_job_ids, execute=pipeline.generation_execute,
+    job_id_of=pipeline.job_id_of, dispatch=pipeline.generation_dispatch,
 )  # fmt: skip
-generation_start = generations.start
-generation_redispatch = generations.redispatch
+
+# --- instance scores: one leased unit that is its own job, watched until judged --------------
 
 
 @shared_task(name="rubric_lab.instance_score", acks_late=True)
@@ -34,7 +35,7 @@ def send_scores(tasks: list[LeasedTask]) -> None:
 
 def instance_score_start(score: InstanceScore) -> None:
     instance_scoring.instance_score_dispatch(score, send_scores)
-    watch_start("instance_score", score.pk)
+    watch.watch_start("instance_score", score.pk)
 
 
 def instance_score_redispatch(score_id: int) -> bool:
@@ -44,3 +45,12 @@ def instance_score_redispatch(score_id: int) -> bool:
         return False
     instance_scoring.instance_score_dispatch(score, send_scores)
     return InstanceScore.objects.filter(pk=score_id, status=InstanceScoreStatus.PENDING).exists()
+
+
+job_kind(
+    "instance_score",
+    model=InstanceScore,
+    running=instance_scoring.pending_score_ids,
+    redispatch=instance_score_redispatch,
+    start=instance_score_start,
+)

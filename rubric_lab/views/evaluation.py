@@ -18,8 +18,8 @@ from benchmark.models import Conversation
 from common import live_jobs
 from common.live_jobs import is_running
 from common.query import query_object
+from jobs.services.starts import job_start
 from jury.services import juries
-from rubric_lab import tasks
 from rubric_lab.engine import perturb
 from rubric_lab.forms import evaluation as forms
 from rubric_lab.models import (
@@ -70,7 +70,7 @@ def sensitivity_list(request: HttpRequest) -> HttpResponse:
             sensitivity.StudyError,
         )
         if study is not None:
-            tasks.sensitivity_start(study)
+            job_start(study)
             messages.success(request, f"Queued {study.pairs.count()} near-miss pairs.")
             return redirect("rubric_lab:sensitivity", study.pk)
     context = {"studies": SensitivityStudy.objects.select_related("run")[:100], "form": form}
@@ -99,7 +99,7 @@ def sensitivity_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def sensitivity_retry(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(SensitivityStudy, pk=pk)
     sensitivity.study_relaunch(study)
-    tasks.sensitivity_start(study)
+    job_start(study)
     return redirect("rubric_lab:sensitivity", pk)
 
 
@@ -165,7 +165,7 @@ def coverage_list(request: HttpRequest) -> HttpResponse:
             coverage.CoverageError,
         )
         if run is not None:
-            tasks.coverage_start(run)
+            job_start(run)
             return redirect("rubric_lab:coverage", run.pk)
     context = {
         "runs": CoverageRun.objects.select_related("generation_job")[:100],
@@ -238,7 +238,7 @@ def refine_list(request: HttpRequest) -> HttpResponse:
             form, lambda data: refine.refine_launch(user=request.user, **data), refine.RefineError
         )
         if study is not None:
-            tasks.refine_start(study)
+            job_start(study)
             return redirect("rubric_lab:refine", study.pk)
     context = {"studies": RefineStudy.objects.select_related("generation_job")[:100], "form": form}
     return render(request, "rubric_lab/refine_list.html", context)
@@ -284,7 +284,7 @@ def ablation_list(request: HttpRequest) -> HttpResponse:
             ablations.AblationError,
         )
         if study is not None:
-            tasks.ablation_start(study)
+            ablations.ablation_start(study)
             return redirect("rubric_lab:ablation", study.pk)
     context = {"studies": AblationStudy.objects.select_related("run")[:100], "form": form}
     return render(request, "rubric_lab/ablation_list.html", context)
@@ -326,6 +326,6 @@ def job_resume(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
         messages.error(request, str(error))
     else:
         for part in started:
-            tasks.job_start(part)
+            job_start(part)
         messages.success(request, "Resumed.")
     return redirect(page, pk)

@@ -10,11 +10,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import STAFF, role_required
-from benchmark.engine.providers.client import sends_sampling
 from benchmark.models import Conversation, Run
 from common import live_jobs
 from common.live_jobs import is_running
 from common.query import BadQuery, query_form_check, query_object, query_value
+from jobs.services.starts import job_start
+from llm.engine.providers.client import sends_sampling
 from rubric_lab.engine.knowledge import CorpusError
 from rubric_lab.engine.pipeline import stages_of
 from rubric_lab.forms import generation as forms
@@ -27,7 +28,6 @@ from rubric_lab.models import (
     RubricGeneration,
 )
 from rubric_lab.services import budgets, imports, instance_scoring, knowledge, pipeline
-from rubric_lab.tasks import generation_start, instance_score_start
 
 SEARCH_RESULTS = 8
 LIST_LIMIT = 100
@@ -135,7 +135,7 @@ def pipeline_new(request: HttpRequest) -> HttpResponse:
         except pipeline.PipelineLaunchError as error:
             form.add_error(None, str(error))
         else:
-            generation_start(job)
+            job_start(job)
             return redirect("rubric_lab:pipeline", job.pk)
     return render(request, "rubric_lab/pipeline_new.html", {"form": form})
 
@@ -215,7 +215,7 @@ def rubric_score(request: HttpRequest, pk: int) -> HttpResponse:
     except instance_scoring.InstanceScoringError as error:
         messages.error(request, str(error))
         return redirect("rubric_lab:rubric", pk)
-    instance_score_start(score)
+    job_start(score)
     return redirect("rubric_lab:score", score.pk)
 
 

@@ -4,7 +4,8 @@ page's checks, and refuses what the page refuses."""
 import pytest
 
 from audit.models import AuditEvent
-from benchmark.models import BenchmarkSet, JobStatus, Run
+from benchmark.models import BenchmarkSet, Run
+from jobs.models import JobStatus
 from tests.support.builders import enriched_set
 
 pytestmark = pytest.mark.django_db

@@ -9,11 +9,11 @@ from decimal import Decimal
 
 import pytest
 
-from benchmark.engine.chat import ChatRequest, ChatResponse, ProviderError
-from benchmark.engine.providers.client import ModelRouter
-from benchmark.engine.providers.offline import OfflineProvider
 from benchmark.services import agents, cases, conversations
 from benchmark.services.runs import AgentChoice, run_launch
+from llm.clients import ModelRouter
+from llm.engine.chat import ChatRequest, ChatResponse, ProviderError
+from llm.engine.providers.offline import OfflineProvider
 
 SET_SIZE = 3
 

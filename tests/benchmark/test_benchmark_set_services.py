@@ -4,11 +4,13 @@ from decimal import Decimal
 
 import pytest
 
-from benchmark.engine.chat import ChatResponse
-from benchmark.engine.providers.redaction import UNEXPECTED_FAILURE
 from benchmark.engine.sampler import sample_seeds
-from benchmark.models import BenchmarkEntry, EntryStatus, JobStatus, ModelCall
-from benchmark.services import accounting, cases
+from benchmark.models import BenchmarkEntry, EntryStatus, ModelCall
+from benchmark.services import cases
+from jobs.models import JobStatus
+from jobs.services import accounting
+from llm.engine.chat import ChatResponse
+from llm.engine.providers.redaction import UNEXPECTED_FAILURE
 from tests.benchmark.conftest import FakeRouter, enrich_all, make_set, provider_down, use_router
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,12 @@ from django.core.cache import caches
 from django.core.management import CommandError, call_command
 
 from audit.models import AuditEvent
-from benchmark.models import BenchmarkSet, JobStatus, ModelPrice, Run
-from benchmark.services import prices, runs
-from benchmark.services.cli import cost_text
+from benchmark.models import BenchmarkSet, Run
+from benchmark.services import runs
+from jobs.models import JobStatus
+from jobs.services.cli import cost_text
+from llm.models import ModelPrice
+from llm.services import prices
 from tests.benchmark.conftest import FakeRouter, provider_down, use_router
 from tests.support.builders import enriched_set
 

@@ -2,8 +2,6 @@
 
 import pytest
 
-from benchmark.engine.providers.client import ModelRouter
-from benchmark.engine.providers.redaction import UNEXPECTED_FAILURE
 from benchmark.engine.sandbox import Sandbox
 from benchmark.engine.sandbox.roster import generate_roster
 from benchmark.models import (
@@ -15,6 +13,8 @@ from benchmark.models import (
 )
 from benchmark.services import runs
 from benchmark.services.conversations import conversation_execute
+from llm.clients import ModelRouter
+from llm.engine.providers.redaction import UNEXPECTED_FAILURE
 from tests.benchmark.conftest import FakeRouter, provider_down, use_router
 
 pytestmark = pytest.mark.django_db

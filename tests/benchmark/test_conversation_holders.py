@@ -16,7 +16,7 @@ from django.utils import timezone
 from benchmark.models import ConversationStatus
 from benchmark.services import runs
 from benchmark.services.conversations import conversation_execute
-from benchmark.services.processes import (
+from jobs.services.processes import (
     ProcessIdentity,
     holder_fields,
     process_gone,

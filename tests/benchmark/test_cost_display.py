@@ -6,9 +6,9 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from benchmark.engine.chat import ChatResponse, Usage
 from benchmark.models import ModelCall
-from benchmark.services.accounting import model_cost_rows, model_costs
+from jobs.services.accounting import model_cost_rows, model_costs
+from llm.engine.chat import ChatResponse, Usage
 
 pytestmark = pytest.mark.django_db
 

@@ -7,9 +7,11 @@ import pytest
 from django.core.cache import caches
 from django.urls import reverse
 
-from benchmark.models import BenchmarkSet, JobStatus, ModelCall, Run
-from benchmark.services import cases, prices, runs
+from benchmark.models import BenchmarkSet, ModelCall, Run
+from benchmark.services import cases, runs
 from benchmark.services.conversations import conversation_execute
+from jobs.models import JobStatus
+from llm.services import prices
 from tests.benchmark.conftest import launch
 
 pytestmark = pytest.mark.django_db

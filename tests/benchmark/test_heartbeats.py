@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from benchmark.services.leases import Heartbeat
+from jobs.services.leases import Heartbeat
 
 DEADLINE = 30  # seconds; the machine may be busy
 

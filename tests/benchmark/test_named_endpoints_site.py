@@ -8,8 +8,9 @@ import pytest
 from django.urls import reverse
 
 from audit.models import AuditEvent
-from benchmark.models import ConversationStatus, ModelEndpointList
-from benchmark.services.endpoints import endpoint_list_save, endpoints_forget
+from benchmark.models import ConversationStatus
+from llm.models import ModelEndpointList
+from llm.services.endpoints import endpoint_list_save, endpoints_forget
 from tests.fakes.llm_server import running_fake_llm_server
 from tests.support.builders import enriched_set, launched_run, played
 

@@ -5,7 +5,7 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from benchmark.models import JobStatus
+from jobs.models import JobStatus
 
 pytestmark = pytest.mark.django_db
 

@@ -7,9 +7,10 @@ import pytest
 from django.urls import reverse
 
 from audit.models import AuditEvent
-from benchmark.engine.chat import ChatRequest, Message
-from benchmark.models import ModelPrice
-from benchmark.services import conversations, prices
+from benchmark.services import conversations
+from llm.engine.chat import ChatRequest, Message
+from llm.models import ModelPrice
+from llm.services import prices
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ from django.core.cache import caches
 from django.test import override_settings
 
 from benchmark.models import ConversationStatus, TraceEvent
-from benchmark.services.conversations import model_router
 from benchmark.services.inline import run_execute_inline
+from llm.clients import model_router
 from tests.fakes.llm_server import running_fake_llm_server
 from tests.support.builders import enriched_set, launched_run
 

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from benchmark.services.processes import ProcessIdentity, holder_fields
+from jobs.services.processes import ProcessIdentity, holder_fields
 from tests.support.builders import enriched_set, launched_run
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ def test_the_summary_counts_running_queued_and_pending_conversations(monkeypatch
     run.conversations.filter(pk=second.pk).update(status="queued", heartbeat_at=timezone.now())
     # The workers are not what is tested: the message to them is not sent.
     monkeypatch.setattr(
-        "benchmark.management.commands.run_benchmark.queue_send", lambda *a, **k: True
+        "benchmark.management.commands.run_benchmark.job_start", lambda *a, **k: None
     )
     out = StringIO()
 

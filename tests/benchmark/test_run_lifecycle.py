@@ -10,13 +10,13 @@ from benchmark.models import (
     Conversation,
     ConversationStatus,
     EntryStatus,
-    JobStatus,
     ModelCall,
     Run,
     Termination,
 )
 from benchmark.services import cases, runs
 from benchmark.services.conversations import conversation_execute
+from jobs.models import JobStatus
 from tests.benchmark.conftest import SET_SIZE, launch, make_set, priced_router, use_router
 from tests.support.builders import enriched_set, launched_run
 

@@ -6,9 +6,10 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from benchmark.models import ConversationStatus, JobStatus, Run, Termination, TraceEvent
+from benchmark.models import ConversationStatus, Run, Termination, TraceEvent
 from benchmark.services import runs
 from benchmark.services.conversations import conversation_execute
+from jobs.models import JobStatus
 from tests.benchmark.conftest import SET_SIZE
 from tests.support.regions import region
 
@@ -364,7 +365,7 @@ def test_a_malformed_agent_filter_is_refused_with_the_reason(researcher_client, 
 
 
 def test_the_run_page_says_something_after_every_run_action_and_only_those():
-    from benchmark.tasks import RUN_ACTIONS
+    from benchmark.services.run_control import RUN_ACTIONS
     from benchmark.views import RUN_ACTION_DONE
 
     assert set(RUN_ACTION_DONE) == set(RUN_ACTIONS)

@@ -10,9 +10,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from benchmark.models import WorkerHeartbeat
 from benchmark.services import cases
-from benchmark.services.worker_heartbeats import job_key
+from jobs.models import WorkerHeartbeat
+from jobs.services.worker_heartbeats import job_key
 from jury.models import JudgeScore
 from tests.foundation.access_table import (
     annotation_objects,

@@ -51,7 +51,8 @@ def test_a_running_run_updates_its_progress_without_a_reload(
 ):
     from django.utils import timezone
 
-    from benchmark.models import ConversationStatus, JobStatus, WorkerHeartbeat
+    from benchmark.models import ConversationStatus
+    from jobs.models import JobStatus, WorkerHeartbeat
 
     finished_run.status = JobStatus.RUNNING
     finished_run.save()

@@ -6,9 +6,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from benchmark.engine.chat import ProviderError
 from benchmark.services import cases, conversations, runs
 from jury.services import juries, scoring
+from llm.engine.chat import ProviderError
 from tests.support.builders import enriched_set, launched_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

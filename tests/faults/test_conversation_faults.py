@@ -8,10 +8,11 @@ import json
 
 import pytest
 
-from benchmark.models import ConversationStatus, JobStatus, Termination
+from benchmark.models import ConversationStatus, Termination
 from benchmark.services import runs
-from benchmark.services.conversations import model_router
 from benchmark.services.inline import run_execute_inline
+from jobs.models import JobStatus
+from llm.clients import model_router
 from tests.fakes.llm_server import (
     FakeToolCall,
     answer,

@@ -17,11 +17,11 @@ from django.urls import reverse
 
 from benchmark.models import ConversationStatus, EntryStatus
 from benchmark.services import cases
-from benchmark.services.conversations import model_router
 from benchmark.services.inline import run_execute_inline
 from jury.models import Jury, ScoreStatus
 from jury.services import scoring
 from jury.services.rubrics import current_weights
+from llm.clients import model_router
 from tests.fakes.llm_server import FakeReply, malformed, running_fake_llm_server
 from tests.support.builders import enriched_set, launched_run
 

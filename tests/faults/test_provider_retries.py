@@ -5,9 +5,9 @@ import pytest
 from django.urls import reverse
 
 from benchmark.models import ConversationStatus, ModelCall
-from benchmark.services.conversations import model_router
 from benchmark.services.inline import run_execute_inline
 from jury.services import juries, scoring
+from llm.clients import model_router
 from tests.fakes.llm_server import (
     answer,
     malformed,

@@ -14,9 +14,8 @@ from django.urls import reverse
 from alignment.models import ArchiveJob, ArchiveJobStatus
 from alignment.services.archive.jobs import archive_job_run
 from annotation.models import Study
-from benchmark.engine import safe_yaml
 from benchmark.models import Run
-from common import json_text
+from common import json_text, safe_yaml
 from rubric_lab.services.coverage import UploadError, expert_rows
 from tests.alignment.archive_support import archive_bytes, build_world, members, rezip
 from tests.annotation.conftest import new_study

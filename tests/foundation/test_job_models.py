@@ -8,7 +8,8 @@ import pytest
 from django.core.management import call_command
 
 from alignment.models import ArchiveJob
-from benchmark.models import Job, Run
+from benchmark.models import Run
+from jobs.models import Job
 from jury.models import ScoringJob
 from rubric_lab.models import (
     AblationStudy,

@@ -10,11 +10,11 @@ from django.apps import apps
 from django.db import models
 from django.urls import reverse
 
-from benchmark.services.conversations import model_router
 from benchmark.services.inline import run_execute_inline
 from jury.models import Jury
 from jury.services import scoring
 from jury.services.rubrics import current_weights
+from llm.clients import model_router
 from tests.fakes.llm_server import running_fake_llm_server
 from tests.foundation.access_table import PAGES, build_objects
 from tests.support.builders import enriched_set, launched_run

@@ -6,8 +6,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from annotation.models import Assignment
-from benchmark.engine.safe_yaml import MAX_ALIASES, YamlTooComplex, safe_load
 from benchmark.models import AgentConfig, Distribution
+from common.safe_yaml import MAX_ALIASES, YamlTooComplex, safe_load
 from jury.models import RubricVersion
 from jury.services.rubrics import current_versions
 from rubric_lab.models import ExpertCriterion, KnowledgePassage

@@ -1,5 +1,5 @@
 """A worker imports the model SDKs it has credentials for while it starts (config/celery.py,
-benchmark.engine.providers.client.adapters_import), not during its first task, where under
+llm.engine.providers.client.adapters_import), not during its first task, where under
 many threads the import held every other task back; a worker without credentials imports none."""
 
 import json
@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
-from benchmark.engine.providers.client import (
+from llm.engine.providers.client import (
     ANTHROPIC_ADAPTER,
     OPENAI_ADAPTER,
     adapters_configured,
 )
-from benchmark.engine.providers.settings import ProviderSettings
+from llm.engine.providers.settings import ProviderSettings
 from tests.support.workers import ROOT
 
 

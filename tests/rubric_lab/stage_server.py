@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from benchmark.engine.providers.offline import OfflineProvider
+from llm.engine.providers.offline import OfflineProvider
 from rubric_lab.engine.pipeline import Case, PipelineOptions, run_pipeline
 from rubric_lab.engine.retrieval import Retriever
 from tests.fakes.llm_server import FakeLLMServer, FakeReply, RecordedRequest, answer

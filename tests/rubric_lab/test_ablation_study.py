@@ -6,7 +6,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from benchmark.models import JobStatus
+from jobs.models import JobStatus
 from rubric_lab.models import AblationVariant
 from rubric_lab.services import ablations, coverage, pipeline, sensitivity
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from benchmark.models import JobStatus
+from jobs.models import JobStatus
 from rubric_lab.engine import coverage, coverage_stats, refine
 from rubric_lab.models import ExpertCriterion, RefineArm, WorkStatus
 from rubric_lab.services import coverage as coverage_service

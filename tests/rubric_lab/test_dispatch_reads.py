@@ -1,5 +1,5 @@
 """A rubric-lab job's dispatch reads only the rows it is about (the leased units share
-benchmark.services.leases with judge calls and entries): its cost stays flat as it runs."""
+jobs.services.leases with judge calls and entries): its cost stays flat as it runs."""
 
 import pytest
 from django.db import connection

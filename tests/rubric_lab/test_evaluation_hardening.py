@@ -10,9 +10,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.offline import OfflineProvider
 from jury.services import juries
+from llm.engine.chat import ProviderError
+from llm.engine.providers.offline import OfflineProvider
 from rubric_lab.engine.axes import common_axis
 from rubric_lab.models import (
     AblationStudy,

@@ -5,9 +5,9 @@ from dataclasses import replace
 
 import pytest
 
-from benchmark.engine.providers.offline import OfflineProvider
-from benchmark.engine.structured import StructuredFailure
 from jury.services.scoring import scenario_of, trace_of
+from llm.engine.providers.offline import OfflineProvider
+from llm.engine.structured import StructuredFailure
 from rubric_lab.models import CriterionDecision, InstanceScoreStatus
 from rubric_lab.services import instance_scoring, pipeline
 

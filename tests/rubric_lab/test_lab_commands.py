@@ -14,7 +14,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from audit.models import AuditEvent
-from benchmark.models import ModelPrice, Run, WorkerHeartbeat
+from benchmark.models import Run
+from jobs.models import WorkerHeartbeat
+from llm.models import ModelPrice
 from rubric_lab.models import CoverageRun, GenerationJob, PipelineStage, SensitivityStudy
 from tests.rubric_lab.healthbench_rows import MULTI_TURN, SINGLE_TURN, jsonl
 

@@ -8,8 +8,8 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from benchmark.models import JobStatus
-from benchmark.services import prices
+from jobs.models import JobStatus
+from llm.services import prices
 from rubric_lab.models import GenerationJob, JudgeSetup
 from rubric_lab.services import ablations, budgets, coverage, pipeline, refine, sensitivity
 from rubric_lab.services import evaluation_work as work

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from benchmark.engine.chat import ChatRequest
+from llm.engine.chat import ChatRequest
 from rubric_lab.engine import perturb, perturb_script
 from tests.rubric_lab.evaluation_traces import PROFILE, crisis_trace, refill_trace, urgent_trace
 

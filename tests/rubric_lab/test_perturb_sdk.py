@@ -5,7 +5,7 @@ import json
 import pytest
 
 from benchmark.services import conversations
-from benchmark.services.conversations import model_router
+from llm.clients import model_router
 from rubric_lab.engine import perturb
 from rubric_lab.services.evaluation_work import StageFailure
 from rubric_lab.services.perturbations import near_miss_make

@@ -5,8 +5,8 @@ from dataclasses import replace
 
 import pytest
 
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.offline import OfflineProvider
+from llm.engine.chat import ProviderError
+from llm.engine.providers.offline import OfflineProvider
 from rubric_lab.engine.pipeline import MODEL_STAGES
 from rubric_lab.models import GenerationStatus, InstanceRubric, RubricCriterion, StageStatus
 from rubric_lab.services import pipeline

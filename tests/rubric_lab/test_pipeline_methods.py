@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from benchmark.engine.chat import ChatResponse
-from benchmark.engine.providers.offline import OfflineProvider
+from llm.engine.chat import ChatResponse
+from llm.engine.providers.offline import OfflineProvider
 from rubric_lab.engine.knowledge import load_shipped_corpus
 from rubric_lab.engine.pipeline import Case, PipelineOptions, Sampling, run_pipeline
 from rubric_lab.engine.retrieval import BM25Retriever

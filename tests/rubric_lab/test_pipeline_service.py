@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchmark.models import JobStatus
+from jobs.models import JobStatus
 from rubric_lab.models import GenerationStatus, InstanceRubric, StageStatus
 from rubric_lab.services import pipeline
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchmark.models import JobStatus
+from jobs.models import JobStatus
 from jury.services import juries
 from rubric_lab.models import JudgeSetup, NearMissStatus
 from rubric_lab.services import pipeline, sensitivity

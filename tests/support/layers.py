@@ -6,6 +6,8 @@ APP_LAYERS: tuple[tuple[str, ...], ...] = (
     ("common",),  # helpers any app may use: text from uploads, CSV, query parameters
     ("audit",),
     ("accounts",),
+    ("llm",),  # model calls: chat, structured output, providers, prices
+    ("jobs",),  # job machinery: leases, the watch, queueing, heartbeats, cost limits
     ("benchmark",),
     ("jury",),
     ("annotation", "rubric_lab"),

@@ -14,7 +14,7 @@ import pytest
 from celery import Celery
 from django.db import connection
 
-from benchmark.services.workers import worker_start, worker_stop
+from jobs.services.workers import worker_start, worker_stop
 
 ROOT = Path(__file__).resolve().parents[2]
 

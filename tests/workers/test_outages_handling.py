@@ -9,12 +9,14 @@ from django.urls import reverse
 from kombu.exceptions import OperationalError as BrokerError
 
 from benchmark import tasks
-from benchmark.engine.providers.cache import DjangoCacheStore
 from benchmark.models import ConversationStatus
-from benchmark.services import queue, runs
+from benchmark.services import runs
+from jobs import tasks as job_tasks
+from jobs.services import queue
 from jury.models import ScoreStatus, ScoringJob
 from jury.services import juries, scoring
-from jury.tasks import scoring_start
+from jury.services.scoring import scoring_start
+from llm.clients import DjangoCacheStore
 from tests.support.builders import enriched_set, launched_run, played
 
 pytestmark = pytest.mark.django_db
@@ -31,7 +33,7 @@ def queue_down(monkeypatch, settings):
     settings.REDIS_URL = "redis://127.0.0.1:1/0"
     monkeypatch.setattr(queue, "_ping", lambda url: False)
     monkeypatch.setattr(queue, "_last_checks", {})
-    for task in (tasks.conversation_run_task, tasks.job_watch_task, tasks.run_dispatch_task):
+    for task in (tasks.conversation_run_task, job_tasks.job_watch_task, tasks.run_dispatch_task):
         monkeypatch.setattr(task, "delay", refuse)
         monkeypatch.setattr(task, "apply_async", refuse)
     from jury import tasks as jury_tasks
@@ -74,9 +76,9 @@ def test_the_watch_looks_again_when_the_database_is_away(monkeypatch):
         raise OperationalError("connection to server failed")
 
     later = []
-    monkeypatch.setattr(tasks.watch, "redispatch", database_away)
-    monkeypatch.setattr(tasks, "watch_later", lambda kind, job_id: later.append((kind, job_id)))
-    tasks.job_watch_task.run("run", 7)
+    monkeypatch.setattr(job_tasks.watch, "redispatch", database_away)
+    monkeypatch.setattr(job_tasks, "watch_later", lambda kind, job_id: later.append((kind, job_id)))
+    job_tasks.job_watch_task.run("run", 7)
     assert later == [("run", 7)]
 
 

@@ -14,9 +14,10 @@ import time
 import pytest
 from django.urls import reverse
 
-from benchmark.models import ConversationStatus, JobStatus, Run
-from benchmark.services import queue
+from benchmark.models import ConversationStatus, Run
 from config import env
+from jobs.models import JobStatus
+from jobs.services import queue
 from tests.conftest import make_user
 from tests.support.builders import enriched_set, launched_run, shipped_agent
 from tests.support.workers import (

@@ -10,7 +10,8 @@ lands mid-work. Every unit ends finished, stored once.
 
 import pytest
 
-from benchmark.models import JobStatus, ModelCall
+from benchmark.models import ModelCall
+from jobs.models import JobStatus
 from rubric_lab.engine.pipeline import MODEL_STAGES, STAGES
 from rubric_lab.models import GenerationStatus, JudgeSetup, NearMissStatus, PipelineStage
 from rubric_lab.services import pipeline, sensitivity

@@ -16,8 +16,9 @@ import pandas as pd
 import pytest
 from django.utils import timezone
 
-from benchmark.models import ConversationStatus, JobStatus
+from benchmark.models import ConversationStatus
 from config import env
+from jobs.models import JobStatus
 from jury.models import JudgeScore, ScoreStatus
 from jury.services import juries, reports, scoring
 from tests.support.builders import enriched_set, launched_run

@@ -17,11 +17,13 @@ from decimal import Decimal
 
 import pytest
 
-from benchmark.models import BenchmarkSet, JobStatus, ModelCall, Run
-from benchmark.services import cases, prices
+from benchmark.models import BenchmarkSet, ModelCall, Run
+from benchmark.services import cases
 from config import env
+from jobs.models import JobStatus
 from jury.models import ScoreStatus, ScoringJob
 from jury.services import juries, scoring
+from llm.services import prices
 from rubric_lab.models import JudgeSetup, SensitivityStudy
 from rubric_lab.services import budgets, sensitivity
 from tests.fakes.llm_server import answer, running_fake_llm_server

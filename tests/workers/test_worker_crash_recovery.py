@@ -10,9 +10,10 @@ import signal
 
 import pytest
 
-from benchmark.models import BenchmarkEntry, EntryStatus, JobStatus
+from benchmark.models import BenchmarkEntry, EntryStatus
 from benchmark.services import cases
 from config import env
+from jobs.models import JobStatus
 from jury.models import ScoreStatus
 from jury.services import juries, scoring
 from tests.fakes.llm_server import running_fake_llm_server

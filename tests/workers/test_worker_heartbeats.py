@@ -6,7 +6,7 @@ import signal
 import pytest
 from django.urls import reverse
 
-from benchmark.models import WorkerHeartbeat
+from jobs.models import WorkerHeartbeat
 from tests.support.builders import enriched_set, launched_run
 from tests.support.workers import (
     start_worker,

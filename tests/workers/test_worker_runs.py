@@ -5,8 +5,9 @@ import time
 
 import pytest
 
-from benchmark.models import ConversationStatus, JobStatus
+from benchmark.models import ConversationStatus
 from config import env
+from jobs.models import JobStatus
 from tests.fakes.llm_server import running_fake_llm_server
 from tests.support.builders import enriched_set, launched_run
 from tests.support.workers import (

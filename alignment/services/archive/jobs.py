@@ -12,7 +12,7 @@ Files: an archive holds every score (and, when asked, usernames), so no copy sta
 server once nobody needs it. An upload is deleted as soon as its import ended, finished or
 failed (refused in the request: deleted there); a failed export's partial file at once; a
 finished export once its download is no longer offered (ARCHIVE_DOWNLOAD_HOURS). The watch
-(benchmark.services.watch, kind "archive") looks after every job that still holds a file, so
+(jobs.services.watch, kind "archive") looks after every job that still holds a file, so
 a crash anywhere ends the same way: a job whose worker died is sent again once its claim ran
 out (one whose worker stopped MAX_ATTEMPTS times ends failed), and a job that ended but whose
 worker died before deleting its file has the file deleted at the next look. A file no job holds
@@ -29,7 +29,6 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.dispatch import Signal
 from django.utils import timezone
 
 from alignment.engine import archive as fmt
@@ -38,8 +37,10 @@ from alignment.services.archive.export import archive_file_name, study_archive_w
 from alignment.services.archive.load import archive_limits, study_archive_import
 from annotation.models import Study
 from audit.services import audit_record
-from benchmark.engine.providers.redaction import failure_text
-from benchmark.services.leases import lease
+from jobs.services import watch
+from jobs.services.leases import lease
+from jobs.services.starts import job_start
+from llm.engine.providers.redaction import failure_text
 
 PROGRESS_EVERY_SECONDS = 0.5
 MAX_ATTEMPTS = 3
@@ -48,10 +49,6 @@ UPLOAD_PREFIX = "incoming-"
 # just after, in a transaction other processes cannot see yet.
 UNHELD_FILE_GRACE = timedelta(hours=1)
 LIVE = (ArchiveJobStatus.QUEUED, ArchiveJobStatus.RUNNING)
-
-# Sent when a job should go to a worker (once its request committed, or again by the watch);
-# job_id is the ArchiveJob's id. alignment.tasks queues the task that runs it.
-job_waiting = Signal()
 
 
 class _TakenOver(Exception):
@@ -281,12 +278,11 @@ def _end(job: ArchiveJob, status: str, **fields) -> bool:
 
 
 def _send(job_id: int) -> None:
-    # The task that runs the job imports this module; it listens (AlignmentConfig.ready).
-    job_waiting.send(sender=ArchiveJob, job_id=job_id)
+    # An archive job's start (declared in alignment.tasks) only sends its task: the watch
+    # begins once, in _enqueue, and sends a lost job again through here.
+    job_start(ArchiveJob(pk=job_id))
 
 
 def _enqueue(job: ArchiveJob) -> None:
-    from benchmark.tasks import watch_start
-
     transaction.on_commit(partial(_send, job.pk))
-    watch_start("archive", job.pk)
+    watch.watch_start("archive", job.pk)

@@ -19,7 +19,6 @@ from typing import Any
 
 import yaml
 
-from benchmark.engine import safe_yaml
 from benchmark.engine.agents.prompts import (
     PROMPTS_DIR,
     PromptError,
@@ -27,6 +26,7 @@ from benchmark.engine.agents.prompts import (
     load_assistant_prompt,
     render_assistant_system,
 )
+from common import safe_yaml
 
 AGENTS_DIR = Path(__file__).resolve().parents[2] / "data" / "agents"
 

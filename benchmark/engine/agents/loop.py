@@ -32,7 +32,8 @@ from benchmark.engine.agents.prompts import (
     patient_opening_cue,
     render_patient_system,
 )
-from benchmark.engine.chat import (
+from benchmark.engine.sandbox import tool_specs
+from llm.engine.chat import (
     ChatRequest,
     ChatResponse,
     Message,
@@ -40,9 +41,8 @@ from benchmark.engine.chat import (
     ToolCall,
     ToolSpec,
 )
-from benchmark.engine.providers.redaction import failure_text
-from benchmark.engine.sandbox import tool_specs
-from benchmark.engine.structured import ChatClient
+from llm.engine.providers.redaction import failure_text
+from llm.engine.structured import ChatClient
 
 logger = logging.getLogger(__name__)
 

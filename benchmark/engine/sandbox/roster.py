@@ -11,13 +11,13 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from benchmark.engine.chat import ChatRequest, ChatResponse, Message
 from benchmark.engine.sandbox.vocabulary import (
     canonical_specialty,
     pcp_specialties_for_age,
     vocabulary,
 )
-from benchmark.engine.structured import ChatClient, InvalidOutput, request_json
+from llm.engine.chat import ChatRequest, ChatResponse, Message
+from llm.engine.structured import ChatClient, InvalidOutput, request_json
 
 ROSTER_PROMPT_FILE = Path(__file__).resolve().parents[2] / "data" / "prompts" / "roster.md"
 

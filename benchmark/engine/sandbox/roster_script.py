@@ -11,10 +11,10 @@ import json
 import random
 from typing import Any
 
-from benchmark.engine.chat import ChatRequest, ChatResponse, Usage
 from benchmark.engine.sandbox.roster import patient_age
 from benchmark.engine.sandbox.vocabulary import pcp_specialties_for_age, vocabulary
 from benchmark.engine.seeds import derive_seed
+from llm.engine.chat import ChatRequest, ChatResponse, Usage
 
 _CLINIC_PREFIXES = (
     "Riverside", "Northgate", "Cedar Ridge", "Lakeview", "Oak Hill", "Summit", "Meadowbrook",

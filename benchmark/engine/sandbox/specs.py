@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmark.engine.chat import ToolSpec
 from benchmark.engine.sandbox.vocabulary import vocabulary
+from llm.engine.chat import ToolSpec
 
 _DATE = "A date written YYYY-MM-DD, inside the 14-day booking window that starts today."
 _DOCTOR = (

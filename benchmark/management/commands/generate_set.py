@@ -6,15 +6,18 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.engine.distribution import DistributionError
-from benchmark.models import BenchmarkSet, EntryStatus, JobStatus
-from benchmark.services import accounting, cases
-from benchmark.services.cli import (
+from benchmark.models import BenchmarkSet, EntryStatus
+from benchmark.services import cases
+from jobs.models import JobStatus
+from jobs.services import accounting
+from jobs.services.cli import (
     add_price_argument,
     cost_text,
     price_options,
     progress_bar,
     wait_until,
 )
+from jobs.services.starts import job_start
 
 
 class Command(BaseCommand):
@@ -57,9 +60,7 @@ class Command(BaseCommand):
         if inline:
             self._enrich_here(benchmark_set)
         else:
-            from benchmark.tasks import enrichment_start
-
-            enrichment_start(benchmark_set)
+            job_start(benchmark_set)
             if not no_wait:
                 wait_until(
                     lambda: _done(benchmark_set), total=size, label="enriching",

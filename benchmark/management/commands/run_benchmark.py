@@ -1,26 +1,27 @@
 """Launch or resume a benchmark run from the CLI, with a progress bar."""
 
 from decimal import Decimal
-from functools import partial
 
 from django.core.management.base import BaseCommand, CommandError
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
-from benchmark.models import BenchmarkSet, JobStatus, Run
-from benchmark.services import accounting, runs
+from benchmark.models import BenchmarkSet, Run
 from benchmark.services import agents as agent_services
-from benchmark.services.cli import (
+from benchmark.services import runs
+from benchmark.services.inline import run_execute_inline
+from jobs.models import JobStatus
+from jobs.services import accounting
+from jobs.services.cli import (
     add_price_argument,
     cost_text,
     price_options,
     progress_bar,
-    run_counts,
     wait_until,
 )
-from benchmark.services.inline import run_execute_inline
-from benchmark.services.queue import held_work_message, queue_send
-from benchmark.services.worker_heartbeats import stalled_message, worker_health
+from jobs.services.queue import held_work_message
+from jobs.services.starts import job_start
+from jobs.services.worker_heartbeats import stalled_message, worker_health
 
 
 class Command(BaseCommand):
@@ -141,10 +142,10 @@ class Command(BaseCommand):
         if opts["inline"]:
             self._execute_inline(run, total, wait=not opts["no_wait"])
             return
-        from benchmark.tasks import run_dispatch_task
-
-        if not queue_send(partial(run_dispatch_task.delay, run.pk), what=f"run {run.name!r}"):
-            raise CommandError(held_work_message(f"run {run.pk} {run.name!r}"))
+        job_start(run)  # sent at once: a command runs outside a transaction
+        held = held_work_message(f"run {run.pk} {run.name!r}")
+        if held:
+            raise CommandError(held)
         if not opts["no_wait"]:
             health = worker_health(waiting=True, job=run)
             if health.stalled:
@@ -227,3 +228,12 @@ def _settled(run: Run) -> int:
 def _stopped(run: Run) -> bool:
     run.refresh_from_db(fields=["status"])
     return run.status != JobStatus.RUNNING
+
+
+def run_counts(progress: dict) -> str:
+    """Every state a run's conversations are in, unfinished ones included."""
+    return (
+        f"{progress['finished']} finished, {progress['failed']} failed, "
+        f"{progress['cancelled']} cancelled, {progress['running']} running, "
+        f"{progress['queued']} queued, {progress['pending']} pending"
+    )

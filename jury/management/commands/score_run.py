@@ -10,11 +10,12 @@ from decimal import Decimal
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from benchmark.models import JobStatus, Run
-from benchmark.services.cli import add_price_argument, cost_text, price_options
+from benchmark.models import Run
+from jobs.models import JobStatus
+from jobs.services.cli import add_price_argument, cost_text, price_options
 from jury.models import Jury, ScoringJob
 from jury.services import scoring
-from jury.tasks import scoring_start
+from jury.services.scoring import scoring_start
 
 POLL_SECONDS = 0.5
 

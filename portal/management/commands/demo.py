@@ -16,8 +16,8 @@ from django.db import connection
 
 from accounts.services import demo_people_ensure
 from annotation.services.demo import annotation_demo_ensure
-from benchmark.tasks import enrichment_start, run_dispatch_task
-from jury.tasks import scoring_start
+from jobs.services.starts import job_start
+from jury.services.scoring import scoring_start
 from portal.services import demo
 from rubric_lab.services.demo import lab_demo_build
 
@@ -99,8 +99,8 @@ class Command(BaseCommand):
         def wait(count, total, label):
             self._wait(worker, count, total, label)
 
-        benchmark_set = demo.demo_set_ensure(enrichment_start, wait, size=cases)
-        run = demo.demo_run_ensure(benchmark_set, lambda r: run_dispatch_task.delay(r.pk), wait)
+        benchmark_set = demo.demo_set_ensure(job_start, wait, size=cases)
+        run = demo.demo_run_ensure(benchmark_set, job_start, wait)
         job = demo.demo_scoring_ensure(run, scoring_start, wait)
         annotation_demo_ensure(job)
         lab_demo_build(run)

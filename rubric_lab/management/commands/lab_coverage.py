@@ -3,7 +3,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from benchmark.services.cli import price_options
+from jobs.services.cli import price_options
 from rubric_lab.management.lab_cli import (
     add_cost_arguments,
     add_play_arguments,

@@ -4,7 +4,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.models import Run
-from benchmark.services.cli import price_options
+from jobs.services.cli import price_options
 from rubric_lab.engine.pipeline import DEFAULT_AUDIT_ROUNDS, METHODS, stages_of
 from rubric_lab.management.lab_cli import (
     add_cost_arguments,

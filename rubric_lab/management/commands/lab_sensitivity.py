@@ -4,7 +4,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.models import Run
-from benchmark.services.cli import price_options
+from jobs.services.cli import price_options
 from jury.models import Jury
 from rubric_lab.engine import perturb
 from rubric_lab.management.lab_cli import (

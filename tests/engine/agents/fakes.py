@@ -5,7 +5,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from benchmark.engine.chat import ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage
+from llm.engine.chat import ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage
 
 SEED = {
     "condition": "Type 2 diabetes with chronic kidney disease",

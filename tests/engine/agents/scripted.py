@@ -2,8 +2,8 @@
 sandbox, for any task and personality."""
 
 from benchmark.engine.agents.loop import CaseInput, run_conversation
-from benchmark.engine.providers.offline import OfflineProvider
 from benchmark.engine.sandbox.examples import EXAMPLE_ENTRY, build_example_sandbox
+from llm.engine.providers.offline import OfflineProvider
 from tests.engine.agents.fakes import SEED
 
 SUBCATEGORIES = {

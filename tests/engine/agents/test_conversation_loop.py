@@ -11,9 +11,9 @@ from benchmark.engine.agents.loop import (
     split_reasoning,
 )
 from benchmark.engine.agents.prompts import TERMINATION_TOKEN
-from benchmark.engine.chat import ChatResponse, ProviderError, ToolCall
-from benchmark.engine.providers.redaction import UNEXPECTED_FAILURE
 from benchmark.engine.sandbox.examples import build_example_sandbox
+from llm.engine.chat import ChatResponse, ProviderError, ToolCall
+from llm.engine.providers.redaction import UNEXPECTED_FAILURE
 from tests.engine.agents.fakes import FakeSandbox, ScriptedClient, calls, play, says
 
 

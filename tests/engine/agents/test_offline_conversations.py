@@ -10,10 +10,10 @@ from benchmark.engine.agents.loop import CaseInput, run_conversation
 from benchmark.engine.agents.offline_patient import GOODBYES, LAST_ENGAGED_TURN
 from benchmark.engine.agents.offline_patient.patient import FOLLOW_UPS
 from benchmark.engine.agents.offline_patient.replies import RE_ASK_LEADS
-from benchmark.engine.providers.offline import OfflineProvider
 from benchmark.engine.sandbox.examples import EXAMPLE_ENTRY, build_example_sandbox
 from benchmark.engine.sandbox.specs import WRITE_TOOLS
 from jury.engine.offline_judge import RED_FLAG
+from llm.engine.providers.offline import OfflineProvider
 from tests.engine.agents.fakes import SEED, ScriptedClient, says
 from tests.engine.agents.scripted import (
     ALL_SUBCATEGORIES,
@@ -218,7 +218,7 @@ def test_the_scripted_patient_ends_even_when_the_assistant_never_helps(baseline,
 
 
 def test_the_scripted_assistant_is_deterministic_and_counts_tokens(baseline, now):
-    from benchmark.engine.chat import ChatRequest, Message
+    from llm.engine.chat import ChatRequest, Message
 
     request = ChatRequest(
         model="offline/careful",

@@ -4,8 +4,8 @@ from benchmark.engine.agents import offline_patient
 from benchmark.engine.agents.offline_patient.patient import FOLLOW_UPS
 from benchmark.engine.agents.personalities import DEFAULT_PATH, parse_personalities
 from benchmark.engine.agents.prompts import TERMINATION_TOKEN, render_patient_system
-from benchmark.engine.chat import ChatRequest, Message
 from benchmark.engine.sandbox.examples import EXAMPLE_ENTRY, EXAMPLE_NOW
+from llm.engine.chat import ChatRequest, Message
 from tests.engine.agents.fakes import SEED
 
 OPTIONS = (

@@ -4,9 +4,9 @@ from datetime import date
 
 import pytest
 
-from benchmark.engine.chat import ChatRequest, ChatResponse
 from benchmark.engine.distribution import default_distribution
 from benchmark.engine.sampler import sample_seeds
+from llm.engine.chat import ChatRequest, ChatResponse
 
 TODAY = date(2026, 11, 2)
 

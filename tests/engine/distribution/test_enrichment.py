@@ -3,11 +3,11 @@ import json
 
 import pytest
 
-from benchmark.engine.chat import ProviderError
 from benchmark.engine.enrichment import enrich, render_prompt, validate_entry
 from benchmark.engine.enrichment_script import build_entry
-from benchmark.engine.providers.offline import OfflineProvider
-from benchmark.engine.structured import InvalidOutput
+from llm.engine.chat import ProviderError
+from llm.engine.providers.offline import OfflineProvider
+from llm.engine.structured import InvalidOutput
 
 MODEL = "offline/careful"
 

@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmark.engine.chat import ChatRequest, Message
 from benchmark.engine.distribution import default_distribution
 from benchmark.engine.enrichment import validate_entry
 from benchmark.engine.enrichment_script import (
@@ -17,6 +16,7 @@ from benchmark.engine.enrichment_script import (
     respond,
 )
 from benchmark.engine.sampler import sample_seeds
+from llm.engine.chat import ChatRequest, Message
 
 TODAY = date(2026, 11, 2)
 

@@ -7,8 +7,8 @@ import time
 import pytest
 import redis
 
-from benchmark.engine.chat import ChatRequest, Message
-from benchmark.engine.providers import ModelClient, ProviderSettings
+from llm.engine.chat import ChatRequest, Message
+from llm.engine.providers import ModelClient, ProviderSettings
 from tests.fakes.llm_server import running_fake_llm_server
 
 

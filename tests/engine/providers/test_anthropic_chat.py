@@ -1,4 +1,4 @@
-from benchmark.engine.chat import ChatRequest, Message, ToolCall, ToolSpec
+from llm.engine.chat import ChatRequest, Message, ToolCall, ToolSpec
 from tests.fakes.llm_server import FakeToolCall, answer
 
 MODEL = "anthropic/claude-opus-4-8"

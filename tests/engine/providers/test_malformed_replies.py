@@ -4,7 +4,7 @@ conversation loop would blame on the agent under test."""
 
 import pytest
 
-from benchmark.engine.chat import ProviderError
+from llm.engine.chat import ProviderError
 from tests.fakes.llm_server import answer, malformed
 
 MODELS = ("openai/gpt-5.5", "anthropic/claude-opus-4-8", "openai-compatible/local")

@@ -2,8 +2,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers import InMemoryStore, ModelRouter, ProviderSettings
+from llm.clients import ModelRouter
+from llm.engine.chat import ProviderError
+from llm.engine.providers import InMemoryStore, ProviderSettings
 from tests.fakes.llm_server import running_fake_llm_server
 
 
@@ -58,7 +59,7 @@ def test_the_fake_server_can_stand_in_for_model_latency(user_request):
 
 
 def test_offline_answers_take_the_configured_latency():
-    from benchmark.engine.chat import ChatRequest, Message
+    from llm.engine.chat import ChatRequest, Message
 
     request = ChatRequest(
         model="offline/standard",

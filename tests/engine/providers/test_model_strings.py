@@ -1,8 +1,9 @@
 import pytest
 
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers import ModelClient, ProviderSettings, parse_model_string
-from benchmark.engine.providers.model_strings import check_model_string, offline_behaviours
+from llm.configured import provider_settings
+from llm.engine.chat import ProviderError
+from llm.engine.providers import ModelClient, ProviderSettings, parse_model_string
+from llm.engine.providers.model_strings import check_model_string, offline_behaviours
 
 
 def test_it_splits_provider_and_model_at_the_first_slash():
@@ -49,7 +50,7 @@ def test_it_reads_keys_and_limits_from_django_settings(settings):
     settings.LLM_TIMEOUT_SECONDS = 30
     del settings.LLM_MAX_RETRIES
 
-    loaded = ProviderSettings.from_django()
+    loaded = provider_settings()
 
     assert loaded.openai_api_key == "sk-from-settings"
     assert loaded.openai_compatible_base_url == "http://127.0.0.1:8000/v1"

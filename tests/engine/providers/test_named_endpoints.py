@@ -8,11 +8,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers import ModelClient, ModelRouter, ProviderSettings, endpoints
-from benchmark.engine.providers.endpoints import Endpoint, EndpointError, EndpointSet
-from benchmark.engine.providers.model_strings import check_model_string, parse_model_string
-from benchmark.engine.providers.settings import endpoint_keys
+from llm.clients import ModelRouter
+from llm.engine.chat import ProviderError
+from llm.engine.providers import ModelClient, ProviderSettings, endpoints
+from llm.engine.providers.endpoints import Endpoint, EndpointError, EndpointSet
+from llm.engine.providers.model_strings import check_model_string, parse_model_string
+from llm.engine.providers.settings import endpoint_keys
 from tests.fakes.llm_server import answer, running_fake_llm_server
 
 

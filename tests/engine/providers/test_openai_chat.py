@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from benchmark.engine.chat import ChatRequest, Message, ToolCall, ToolSpec
-from benchmark.engine.providers.openai_chat import split_reasoning
+from llm.engine.chat import ChatRequest, Message, ToolCall, ToolSpec
+from llm.engine.providers.openai_chat import split_reasoning
 from tests.fakes.llm_server import FakeToolCall, answer
 
 LOOKUP = ToolSpec(

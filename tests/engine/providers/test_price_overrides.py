@@ -2,8 +2,8 @@
 
 from decimal import Decimal
 
-from benchmark.engine.chat import Usage
-from benchmark.engine.providers.catalog import Price, parse_catalog
+from llm.engine.chat import Usage
+from llm.engine.providers.catalog import Price, parse_catalog
 
 FILE = {
     "models": {

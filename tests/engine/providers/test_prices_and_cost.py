@@ -2,9 +2,9 @@ from decimal import Decimal
 
 import pytest
 
-from benchmark.engine.chat import Usage
-from benchmark.engine.providers import CatalogError, load_catalog
-from benchmark.engine.providers.catalog import PRICES_PATH, parse_catalog
+from llm.engine.chat import Usage
+from llm.engine.providers import CatalogError, load_catalog
+from llm.engine.providers.catalog import PRICES_PATH, parse_catalog
 
 
 def test_the_shipped_prices_file_loads_and_prices_offline_at_zero():

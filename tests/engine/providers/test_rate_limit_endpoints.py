@@ -5,8 +5,8 @@ and the lab's near-miss pairs waited a minute each)."""
 
 import pytest
 
-from benchmark.engine.providers import ModelClient, ProviderSettings
-from benchmark.engine.providers.catalog import parse_catalog
+from llm.engine.providers import ModelClient, ProviderSettings
+from llm.engine.providers.catalog import parse_catalog
 
 CATALOG = parse_catalog(
     {

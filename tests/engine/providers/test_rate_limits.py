@@ -7,15 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers import (
+from llm.engine.chat import ProviderError
+from llm.engine.providers import (
     InProcessRateLimiter,
     ModelClient,
     ProviderSettings,
     RateLimit,
     RedisRateLimiter,
 )
-from benchmark.engine.providers.catalog import parse_catalog
+from llm.engine.providers.catalog import parse_catalog
 
 
 class FakeClock:

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers.redaction import (
+from llm.engine.chat import ProviderError
+from llm.engine.providers.redaction import (
     REDACTED,
     UNEXPECTED_FAILURE,
     failure_text,

@@ -4,10 +4,11 @@ from decimal import Decimal
 
 import pytest
 
-from benchmark.engine.chat import ToolSpec
-from benchmark.engine.providers import DjangoCacheStore, InMemoryStore
-from benchmark.engine.providers.cache import cache_key
-from benchmark.engine.structured import InvalidOutput, StructuredFailure, request_json
+from llm.clients import DjangoCacheStore
+from llm.engine.chat import ToolSpec
+from llm.engine.providers import InMemoryStore
+from llm.engine.providers.cache import cache_key
+from llm.engine.structured import InvalidOutput, StructuredFailure, request_json
 from tests.fakes.llm_server import FakeToolCall, answer
 
 MODEL = "openai/gpt-5.5"

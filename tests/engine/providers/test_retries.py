@@ -3,10 +3,10 @@ import socket
 
 import pytest
 
-from benchmark.engine.chat import ProviderError
-from benchmark.engine.providers import InMemoryStore, ModelClient, ProviderSettings
-from benchmark.engine.providers.errors import parse_retry_after
-from benchmark.engine.providers.retry import RetryPolicy
+from llm.engine.chat import ProviderError
+from llm.engine.providers import InMemoryStore, ModelClient, ProviderSettings
+from llm.engine.providers.errors import parse_retry_after
+from llm.engine.providers.retry import RetryPolicy
 from tests.fakes.llm_server import (
     answer,
     bad_request,

@@ -6,9 +6,9 @@ from dataclasses import asdict, replace
 
 import pytest
 
-from benchmark.engine.providers import anthropic_chat
-from benchmark.engine.providers.cache import cache_key, canonical_json
-from benchmark.engine.providers.client import sends_sampling
+from llm.engine.providers import anthropic_chat
+from llm.engine.providers.cache import cache_key, canonical_json
+from llm.engine.providers.client import sends_sampling
 
 OPENAI_STYLE = ["openai/gpt-5.5", "openai-compatible/llama-3"]
 ANTHROPIC = "anthropic/claude-opus-4-8"

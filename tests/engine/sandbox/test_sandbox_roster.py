@@ -3,8 +3,6 @@ import json
 
 import pytest
 
-from benchmark.engine.chat import ChatRequest, ChatResponse
-from benchmark.engine.providers.offline import OfflineProvider
 from benchmark.engine.sandbox import Sandbox
 from benchmark.engine.sandbox.examples import (
     EXAMPLE_ENTRY,
@@ -14,7 +12,9 @@ from benchmark.engine.sandbox.examples import (
 )
 from benchmark.engine.sandbox.roster import generate_roster, render_roster_prompt, validate_roster
 from benchmark.engine.sandbox.roster_script import build_roster, respond
-from benchmark.engine.structured import InvalidOutput, StructuredFailure
+from llm.engine.chat import ChatRequest, ChatResponse
+from llm.engine.providers.offline import OfflineProvider
+from llm.engine.structured import InvalidOutput, StructuredFailure
 
 CHILD = {
     **EXAMPLE_PROFILE,

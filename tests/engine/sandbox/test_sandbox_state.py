@@ -12,7 +12,7 @@ from benchmark.engine.sandbox.examples import (
     build_example_sandbox,
 )
 from benchmark.engine.sandbox.slots import SLOTS_PER_DAY
-from benchmark.engine.structured import InvalidOutput
+from llm.engine.structured import InvalidOutput
 
 
 def test_same_seed_builds_identical_state():

@@ -2,13 +2,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchmark.engine.structured import InvalidOutput
 from jury.engine.parse import (
     InvalidJudgeAnswer,
     JudgeVerdict,
     parse_judge_answer,
     validate_judge_answer,
 )
+from llm.engine.structured import InvalidOutput
 
 
 def reason_for(text):

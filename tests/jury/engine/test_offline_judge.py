@@ -4,13 +4,13 @@ import pytest
 
 from benchmark.engine.agents.agent_config import get_agent_config
 from benchmark.engine.agents.loop import events_to_dicts
-from benchmark.engine.chat import ChatRequest, Message, ProviderError
 from benchmark.engine.sandbox.examples import EXAMPLE_ENTRY, EXAMPLE_NOW
-from benchmark.engine.structured import request_json
 from jury.engine.aggregate import weighted_aggregate
 from jury.engine.offline_judge import behaviour_note_removed, judge, respond
 from jury.engine.parse import parse_judge_answer, validate_judge_answer
 from jury.engine.rubrics import default_weights, load_rubrics
+from llm.engine.chat import ChatRequest, Message, ProviderError
+from llm.engine.structured import request_json
 from tests.engine.agents.scripted import (
     ALL_SUBCATEGORIES,
     PERSONALITIES,

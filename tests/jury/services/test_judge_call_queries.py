@@ -24,7 +24,8 @@ TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVE
 def worker_queue(monkeypatch):
     """The judge tasks' messages, kept here instead of going to the queue."""
     sent: list = []
-    monkeypatch.setattr(tasks, "send_scores", sent.extend)
+    # Each message the judge tasks send, (score id, lease token), instead of a queue.
+    monkeypatch.setattr(tasks.judge_score_task, "delay", lambda *message: sent.append(message))
     judge_inputs.cache_clear()  # this process has judged nothing yet
     yield sent
     judge_inputs.cache_clear()

@@ -6,9 +6,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from benchmark.engine.chat import ProviderError
 from jury.models import JudgeScore, ScoreStatus
 from jury.services import scoring
+from llm.engine.chat import ProviderError
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,6 @@ from dataclasses import replace
 
 import pytest
 
-from benchmark.engine.chat import ChatResponse, ProviderError, Usage
 from benchmark.models import ConversationStatus, ModelCall, Termination
 from jury.models import (
     ConversationResult,
@@ -16,6 +15,7 @@ from jury.models import (
 )
 from jury.services import juries, reports, scoring
 from jury.services.rubrics import rubric_of
+from llm.engine.chat import ChatResponse, ProviderError, Usage
 from tests.jury.services.builders import AGENT_MODELS, score_now, scored
 
 pytestmark = pytest.mark.django_db

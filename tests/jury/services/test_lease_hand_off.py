@@ -8,11 +8,11 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from benchmark.models import JobStatus
-from benchmark.services import prices
+from jobs.models import JobStatus
 from jury import tasks
 from jury.models import JudgeScore, ScoreStatus, ScoringJob
 from jury.services import scoring
+from llm.services import prices
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +20,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def worker_queue(monkeypatch):
     sent: list = []
-    monkeypatch.setattr(tasks, "send_scores", sent.extend)
+    # Each message the judge tasks send, (score id, lease token), instead of a queue.
+    monkeypatch.setattr(tasks.judge_score_task, "delay", lambda *message: sent.append(message))
     return sent
 
 

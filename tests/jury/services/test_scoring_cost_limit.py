@@ -8,10 +8,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from benchmark.models import JobStatus
-from benchmark.services import prices
+from jobs.models import JobStatus
 from jury.models import ScoreStatus, ScoringJob
 from jury.services import juries, scoring
+from llm.services import prices
 
 pytestmark = pytest.mark.django_db
 

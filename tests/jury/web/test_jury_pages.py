@@ -11,9 +11,9 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import Role, Track
-from benchmark.engine.chat import ProviderError
 from jury.models import ConversationResult, Jury, RubricVersion, ScoringJob
 from jury.services import rubrics, scoring
+from llm.engine.chat import ProviderError
 from tests.conftest import make_user
 from tests.jury.services.builders import AGENT_MODELS, scored
 from tests.support.regions import region

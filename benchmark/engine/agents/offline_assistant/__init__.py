@@ -38,7 +38,7 @@ from benchmark.engine.agents.offline_assistant.careful import careful
 from benchmark.engine.agents.offline_assistant.careless import careless
 from benchmark.engine.agents.offline_assistant.state import GROUNDED_INSTRUCTION, read_state
 from benchmark.engine.agents.offline_assistant.texts import SCREENING_QUESTION, WARNING_SIGNS
-from benchmark.engine.chat import ChatRequest, ChatResponse
+from llm.engine.chat import ChatRequest, ChatResponse
 
 __all__ = ["BEHAVIOURS", "GROUNDED_INSTRUCTION", "SCREENING_QUESTION", "WARNING_SIGNS", "respond"]
 

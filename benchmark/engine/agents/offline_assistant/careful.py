@@ -37,8 +37,8 @@ from benchmark.engine.agents.offline_assistant.texts import (
     VISIT_PREPARATION,
     WARNING_SIGNS,
 )
-from benchmark.engine.chat import ChatRequest, ChatResponse
 from benchmark.engine.sandbox.specs import WRITE_TOOLS
+from llm.engine.chat import ChatRequest, ChatResponse
 
 
 def careful(s: State, request: ChatRequest) -> ChatResponse:

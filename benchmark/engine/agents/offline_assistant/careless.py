@@ -18,7 +18,7 @@ from benchmark.engine.agents.offline_assistant.state import (
     say,
 )
 from benchmark.engine.agents.offline_assistant.texts import CARELESS_FILLER
-from benchmark.engine.chat import ChatRequest, ChatResponse
+from llm.engine.chat import ChatRequest, ChatResponse
 
 
 def careless(s: State, request: ChatRequest) -> ChatResponse:

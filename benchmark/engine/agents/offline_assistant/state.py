@@ -13,8 +13,8 @@ from datetime import date, datetime
 from typing import Any
 
 from benchmark.engine.agents.offline_assistant.cautions import complex_patient_caution
-from benchmark.engine.chat import ChatRequest, ChatResponse, ToolCall, Usage
 from benchmark.engine.sandbox.specs import WRITE_TOOLS
+from llm.engine.chat import ChatRequest, ChatResponse, ToolCall, Usage
 
 # A stable sentence of benchmark/data/agents/clinically_grounded.yaml (extra_instructions).
 GROUNDED_INSTRUCTION = "decide whether this is a complex patient"

@@ -39,7 +39,7 @@ from benchmark.engine.agents.offline_patient.patient import (
     voice_for,
 )
 from benchmark.engine.agents.offline_patient.replies import GOODBYES, THANKS, reply
-from benchmark.engine.chat import ChatRequest, ChatResponse, Usage
+from llm.engine.chat import ChatRequest, ChatResponse, Usage
 
 __all__ = ["BEHAVIOURS", "GOODBYES", "LAST_ENGAGED_TURN", "THANKS", "respond"]
 

@@ -13,7 +13,7 @@ from benchmark.engine.agents.personalities import (
     default_personalities,
     levels_in_prompt,
 )
-from benchmark.engine.chat import ChatRequest
+from llm.engine.chat import ChatRequest
 
 # Trait levels -> how many follow-up questions the patient asks, and the last turn it engages.
 FOLLOW_UPS_BY_PATIENCE = {"low": 1, "medium": 2, "high": 3}

@@ -1,0 +1,130 @@
+"""What every kind of job shares: its status, cost limit and times (the abstract `Job`), the
+retry counts and accounting row of its model calls (abstract), and the heartbeats of the
+processes that play queued work.
+
+Concrete jobs live in the apps above (benchmark.Run, jury.ScoringJob, the rubric lab's jobs)
+and subclass these, so the machinery in jobs.services knows every job by the same fields.
+"""
+
+from django.conf import settings
+from django.db import models
+
+from llm.fields import RedactedTextField
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    PAUSED = "paused", "Paused"
+    FINISHED = "finished", "Finished"
+    CANCELLED = "cancelled", "Cancelled"
+    FAILED = "failed", "Failed"
+
+
+class CostLimited(models.Model):
+    """A job that stops sending work once what it spent reaches its cost limit, and is paused
+    with the reason (jobs.services.cost_limits); resuming may raise the limit."""
+
+    cost_limit_usd = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
+    stop_reason = models.TextField(blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class Job(CostLimited):
+    """What every job of the site declares once: runs, scoring jobs, the rubric lab's
+    generation jobs and studies. Work is sent `concurrency` units at a time (the rest waits in
+    the database), model answers may come from the cache, and a failed job says why.
+    A kind of job that differs overrides the field (a scoring job's wider window, a lab
+    study's start as running); one that has no such thing sets it to None (a run's failures
+    belong to its conversations)."""
+
+    use_cache = models.BooleanField(default=True)
+    concurrency = models.PositiveSmallIntegerField(default=8)
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    failure_reason = RedactedTextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at"]
+
+
+class ProviderRetries(models.Model):
+    """Model calls asked again after a fault, by kind (llm.engine.chat.RETRY_KINDS).
+
+    Integer columns rather than one JSON value, so a run's or a job's totals are one SUM."""
+
+    retries_rate_limit = models.PositiveIntegerField(default=0)
+    retries_server = models.PositiveIntegerField(default=0)
+    retries_timeout = models.PositiveIntegerField(default=0)
+    retries_connection = models.PositiveIntegerField(default=0)
+    retries_malformed = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class ModelCallRecord(ProviderRetries):
+    """What the accounting (jobs.services.accounting) writes for every answered model call:
+    purpose, model, tokens, cost, whether the cache answered. A concrete subclass adds what
+    the call belongs to (benchmark.models.ModelCall: its run, set or conversation).
+
+    A row is an answered call; its retry counts are the faults asked again before the answer."""
+
+    purpose = models.CharField(max_length=20, db_index=True)
+    model = models.CharField(max_length=200)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    cached = models.BooleanField(default=False)
+    latency_ms = models.FloatField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # One per answer (accounting.RecordingClient writes it as the answer arrives, or with its
+    # unit's outcome): an answer written twice is recognised, never counted twice. Blank on
+    # rows from before it existed.
+    answer_key = models.CharField(max_length=32, unique=True, null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.purpose} {self.model}"
+
+
+class WorkerHeartbeat(models.Model):
+    """A process that plays queued work reports here every WORKER_HEARTBEAT_SECONDS, so pages
+    can tell a job that moves from one that waits for a worker nobody runs.
+
+    A Celery worker serves every job on its queue (`serving` blank); an inline command
+    (`run_benchmark --inline`) serves one job only ("benchmark.run:12")."""
+
+    hostname = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    process_started_at = models.DateTimeField()
+    mode = models.CharField(max_length=20)  # "embedded" or "redis" (queue workers), "inline"
+    serving = models.CharField(max_length=100, blank=True)
+    concurrency = models.PositiveSmallIntegerField(null=True, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(db_index=True)
+    stopped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        # Created by the benchmark app before this one existed: the table keeps its name.
+        db_table = "benchmark_workerheartbeat"
+        ordering = ["-last_seen_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["hostname", "pid", "process_started_at"], name="unique_worker_process"
+            )
+        ]
+
+    def __str__(self) -> str:
+        what = "inline command" if self.mode == "inline" else f"{self.mode}-queue worker"
+        threads = f", {self.concurrency} threads" if self.concurrency else ""
+        return f"{what}, pid {self.pid} on {self.hostname}{threads}"

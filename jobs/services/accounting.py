@@ -1,0 +1,256 @@
+"""Token and cost accounting: every model response becomes an accounting row (a concrete
+ModelCallRecord such as benchmark.models.ModelCall).
+
+An unknown price stays unknown: sums report it as None (shown as "unknown"), never as 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable
+from decimal import Decimal
+
+from django.core.exceptions import ObjectDoesNotExist
+from django.db import Error as DatabaseFailure
+from django.db import connection, transaction
+from django.db.models import Count, Q, QuerySet, Sum
+
+from jobs.models import ModelCallRecord
+from jobs.services.retries import retry_fields
+from llm.engine.chat import ChatRequest, ChatResponse, ProviderError
+from llm.engine.structured import forget_answer
+
+logger = logging.getLogger(__name__)
+
+
+class RecordingClient:
+    """Wraps a chat client and remembers (purpose, response) for every call, thread-safely,
+    and the provider retries of every call, answered or failed.
+
+    With an `owner` (what makes the unsaved accounting row of a call, with what the call
+    belongs to: `partial(ModelCall, run=..., conversation=...)`), every answer a model
+    gave is written down as its row the moment it arrives, in a commit of its own,
+    with `also` (the unit's own running sums, e.g. `spend_added`) in the same transaction; a
+    unit without ModelCall rows gives `also` alone. A worker killed before its unit stores the
+    outcome has still accounted for the money it spent, and the attempt sent again adds its
+    own calls. An answer replayed from the cache (it cost nothing) or one the database could
+    not take then is left to the unit's outcome: `unwritten`, saved by `unwritten_save`. Each
+    row carries a key of its own, so none is ever written twice."""
+
+    def __init__(self, inner, *, owner: RowMaker | None = None, also: Also | None = None):
+        self.inner = inner
+        self.owner = owner
+        self.also = also
+        self.calls: list[tuple[str, ChatResponse]] = []
+        self.retries: Counter[str] = Counter()
+        self._unwritten: list[tuple[str, ChatResponse, str]] = []
+        self._lock = threading.Lock()
+        # Made inside a transaction (a command's, a test's), the unit's rows are not committed:
+        # a thread of its own connection would wait on them, or not see them. Answers that
+        # arrive on other threads are then written with the outcome.
+        self._creator = threading.get_ident()
+        self._creator_in_transaction = connection.in_atomic_block
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        try:
+            response = self.inner.chat(request)
+        except ProviderError as error:
+            with self._lock:
+                self.retries.update(error.retries)
+            raise
+        with self._lock:
+            self.calls.append((request.purpose, response))
+            self.retries.update(response.retries)
+        if self.owner is None and self.also is None:
+            return response
+        call = (request.purpose, response, secrets.token_hex(16))
+        if response.cached or not self._writable_here() or not self._written(call):
+            with self._lock:
+                self._unwritten.append(call)
+        return response
+
+    def forget(self, request: ChatRequest) -> None:
+        forget_answer(self.inner, request)
+
+    @property
+    def unwritten(self) -> list[tuple[str, ChatResponse, str]]:
+        """(purpose, response, key) of the calls not yet written down."""
+        with self._lock:
+            return list(self._unwritten)
+
+    def _writable_here(self) -> bool:
+        return not self._creator_in_transaction or threading.get_ident() == self._creator
+
+    def _written(self, call: tuple[str, ChatResponse, str]) -> bool:
+        try:
+            with transaction.atomic():
+                if self.owner is not None:
+                    _model_call_row(*call, self.owner).save()
+                if self.also is not None:
+                    self.also([call[1]])
+        except (DatabaseFailure, ObjectDoesNotExist) as error:  # written with the outcome
+            logger.warning("a %s answer is accounted later: %s", call[0], error)
+            return False
+        return True
+
+
+# A unit's running sums, added to in the transaction that writes a call's accounting row.
+Also = Callable[[list[ChatResponse]], None]
+# Makes the unsaved accounting row of one call from its fields (ModelCallRecord's).
+RowMaker = Callable[..., ModelCallRecord]
+
+
+def unwritten_save(recorder: RecordingClient) -> None:
+    """Write the calls `recorder` has not written yet (inside the unit's own transaction)."""
+    rows = unwritten_rows(recorder)
+    if rows:
+        type(rows[0]).objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def unwritten_rows(recorder: RecordingClient) -> list[ModelCallRecord]:
+    if recorder.owner is None:
+        return []
+    return [_model_call_row(*call, recorder.owner) for call in recorder.unwritten]
+
+
+def _model_call_row(
+    purpose: str, response: ChatResponse, key: str, owner: RowMaker
+) -> ModelCallRecord:
+    return owner(
+        purpose=purpose,
+        model=response.model,
+        input_tokens=response.usage.input_tokens,
+        output_tokens=response.usage.output_tokens,
+        cost_usd=response.cost_usd,
+        cached=response.cached,
+        latency_ms=response.latency_ms,
+        answer_key=key,
+        **retry_fields(response.retries),
+    )
+
+
+# The running spend of a unit that sums its own (the rubric lab's units).
+SPEND = ("input_tokens", "output_tokens", "cost_usd", "cost_known", "model_costs")
+
+
+def spend_added(model, pk: int, calls: list[tuple[str, ChatResponse]]) -> None:
+    """Add answered calls to row `pk`'s running spend (its SPEND columns), over every attempt:
+    called as each answer arrives (RecordingClient's `also`) and with the outcome for the
+    calls not written then. The row is locked for the read and the write."""
+    if not calls:
+        return
+    with transaction.atomic():
+        row = model.objects.select_for_update().only("pk", *SPEND).get(pk=pk)
+        sums = totals(response for _, response in calls)
+        first = not row.model_costs
+        known = (first or row.cost_known) and sums["cost_usd"] is not None
+        model.objects.filter(pk=pk).update(
+            input_tokens=row.input_tokens + sums["input_tokens"],
+            output_tokens=row.output_tokens + sums["output_tokens"],
+            cost_usd=(row.cost_usd or Decimal(0)) + sums["cost_usd"] if known else None,
+            cost_known=known,
+            model_costs=model_costs_added(row.model_costs, calls),
+        )
+
+
+def spend_ledger(model, pk: int) -> Also:
+    """RecordingClient's `also` for a unit row that sums its own spend."""
+    return lambda responses: spend_added(model, pk, [("", r) for r in responses])
+
+
+def totals(responses: Iterable[ChatResponse]) -> dict:
+    """Token and cost sums of some responses; cost is None when any price was unknown."""
+    responses = list(responses)
+    costs = [r.cost_usd for r in responses]
+    return {
+        "input_tokens": sum(r.usage.input_tokens for r in responses),
+        "output_tokens": sum(r.usage.output_tokens for r in responses),
+        "cost_usd": None if any(c is None for c in costs) else sum(costs, Decimal(0)),
+    }
+
+
+def cost_by_purpose(calls: QuerySet[ModelCallRecord]) -> list[dict]:
+    """Per purpose and model: calls, tokens, known cost, and how many calls had no price."""
+    rows = (
+        calls.values("purpose", "model")
+        .annotate(
+            calls=Count("id"),
+            input_tokens=Sum("input_tokens"),
+            output_tokens=Sum("output_tokens"),
+            cost=Sum("cost_usd"),
+            unpriced=Count("id", filter=Q(cost_usd__isnull=True)),
+            cached=Count("id", filter=Q(cached=True)),
+        )
+        .order_by("purpose", "model")
+    )
+    return [{**row, "cost": None if row["unpriced"] else row["cost"]} for row in rows]
+
+
+def total_cost(calls: QuerySet[ModelCallRecord]) -> Decimal | None:
+    summary = calls.aggregate(cost=Sum("cost_usd"), unpriced=Count("id", filter=Q(cost_usd=None)))
+    if summary["unpriced"]:
+        return None
+    return summary["cost"] or Decimal(0)
+
+
+def cost_summary(calls: QuerySet[ModelCallRecord]) -> dict:
+    """What a summary line shows: calls, how many the cache answered, and the cost (None when
+    some call had no price)."""
+    counts = calls.aggregate(calls=Count("id"), cached=Count("id", filter=Q(cached=True)))
+    return {**counts, "cost": total_cost(calls)}
+
+
+def known_cost(calls: QuerySet[ModelCallRecord]) -> Decimal:
+    """Cost of the priced calls only: what a cost limit can compare against."""
+    return calls.aggregate(cost=Sum("cost_usd"))["cost"] or Decimal(0)
+
+
+def model_costs(calls: Iterable[tuple[str, ChatResponse]]) -> dict[str, dict]:
+    """Per model called: calls, cached calls, tokens and cost (a string; None once a call of
+    it had no price), JSON-ready: stored on units of work that keep no accounting rows."""
+    summary: dict[str, dict] = {}
+    for _, response in calls:
+        row = summary.setdefault(response.model, _empty_cost_row())
+        row["calls"] += 1
+        row["cached"] += int(response.cached)
+        row["input_tokens"] += response.usage.input_tokens
+        row["output_tokens"] += response.usage.output_tokens
+        row["cost"] = _added(row["cost"], response.cost_usd)
+    return {
+        model: {**row, "cost": None if row["cost"] is None else str(row["cost"])}
+        for model, row in summary.items()
+    }
+
+
+def model_costs_added(stored: dict, calls: Iterable[tuple[str, ChatResponse]]) -> dict:
+    """A stored per-model summary (`model_costs`) with more calls added, in the same form."""
+    rows = model_cost_rows([stored, model_costs(calls)])
+    return {
+        row.pop("model"): {**row, "cost": None if row["cost"] is None else str(row["cost"])}
+        for row in rows
+    }
+
+
+def model_cost_rows(summaries: Iterable[dict[str, dict]]) -> list[dict]:
+    """Stored per-model summaries (`model_costs`) added up: one row per model, sorted, with
+    calls, cached, input_tokens, output_tokens and cost (None when some call had no price)."""
+    rows: dict[str, dict] = {}
+    for summary in summaries:
+        for model, stored in (summary or {}).items():
+            row = rows.setdefault(model, _empty_cost_row())
+            for field in ("calls", "cached", "input_tokens", "output_tokens"):
+                row[field] += stored.get(field, 0)
+            row["cost"] = _added(row["cost"], stored.get("cost"))
+    return [{"model": model, **row} for model, row in sorted(rows.items())]
+
+
+def _empty_cost_row() -> dict:
+    return {"calls": 0, "cached": 0, "input_tokens": 0, "output_tokens": 0, "cost": Decimal(0)}
+
+
+def _added(total: Decimal | None, amount) -> Decimal | None:
+    # An unknown price makes the model's cost unknown, never a smaller known number.
+    return None if total is None or amount is None else total + Decimal(amount)

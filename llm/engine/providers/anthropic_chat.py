@@ -1,0 +1,141 @@
+"""Anthropic messages API with tools: tool_use / tool_result blocks, thinking as reasoning."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from typing import Any
+
+import anthropic
+
+from llm.engine.chat import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from llm.engine.providers.errors import provider_faults
+
+# The messages API requires max_tokens; this applies when the request leaves it open.
+DEFAULT_MAX_TOKENS = 4096
+
+# Anthropic's SDK 2.x speaks an API version that refuses every sampling parameter (temperature,
+# top_p, top_k, even at their defaults) and has no arguments for them; earlier SDKs speak the
+# version that takes them. Sampling settings are sent only where the SDK can send them.
+SENDS_SAMPLING = "temperature" in inspect.signature(anthropic.resources.Messages.create).parameters
+
+# Stop reasons in the vocabulary ChatResponse.finish_reason uses for every provider.
+_FINISH_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+}
+
+
+class AnthropicChatProvider:
+    """One Anthropic model. Makes exactly one HTTP call per chat()."""
+
+    def __init__(self, *, model_name: str, api_key: str, base_url: str, timeout_seconds: float):
+        self.model_name = model_name
+        # max_retries=0: the client's retry policy is the only one, so waits are predictable.
+        self._client = anthropic.Anthropic(
+            api_key=api_key, base_url=base_url or None, timeout=timeout_seconds, max_retries=0
+        )
+        self.base_url = str(self._client.base_url)
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        arguments = self.render(request)
+        started = time.perf_counter()
+        with provider_faults(anthropic, model=request.model, secrets=(self._client.api_key,)):
+            message = self._client.messages.create(**arguments)
+            latency_ms = (time.perf_counter() - started) * 1000
+            return parse_message(message, model=request.model, latency_ms=latency_ms)
+
+    def render(self, request: ChatRequest) -> dict[str, Any]:
+        arguments: dict[str, Any] = {
+            "model": self.model_name,
+            "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
+            "messages": render_messages(request.messages),
+        }
+        if request.system:
+            arguments["system"] = request.system
+        if request.tools:
+            arguments["tools"] = [tool.to_anthropic() for tool in request.tools]
+        if SENDS_SAMPLING and request.temperature is not None:
+            arguments["temperature"] = request.temperature
+        if SENDS_SAMPLING and request.top_p is not None:
+            arguments["top_p"] = request.top_p
+        return arguments
+
+
+def render_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """Anthropic turns alternate user/assistant, and tool results travel inside a user turn,
+    so consecutive messages that map to the same role are merged into one turn."""
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message)
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return turns
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [
+            {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}
+        ]
+    blocks: list[dict[str, Any]] = []
+    if message.content or not message.tool_calls:
+        blocks.append({"type": "text", "text": message.content})
+    blocks.extend(
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call.arguments)}
+        for call in message.tool_calls
+    )
+    return blocks
+
+
+def _tool_input(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        value = None
+    # tool_use input must be an object; malformed arguments are replayed as their raw text
+    # so the history the model sees stays truthful.
+    return value if isinstance(value, dict) else {"raw_arguments": arguments}
+
+
+def parse_message(message: Any, *, model: str, latency_ms: float) -> ChatResponse:
+    texts: list[str] = []
+    thoughts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in message.content:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "thinking":
+            thoughts.append(block.thinking)
+        elif block.type == "redacted_thinking":
+            thoughts.append("[redacted thinking]")
+        elif block.type == "tool_use":
+            calls.append(
+                ToolCall(block.id, block.name, json.dumps(block.input, ensure_ascii=False))
+            )
+    return ChatResponse(
+        text="".join(texts),
+        tool_calls=tuple(calls),
+        reasoning="\n\n".join(thoughts),
+        usage=_usage(message.usage),
+        latency_ms=latency_ms,
+        finish_reason=_FINISH_REASONS.get(message.stop_reason or "", message.stop_reason or "stop"),
+        model=model,
+    )
+
+
+def _usage(usage: Any) -> Usage:
+    # Prompt-cache reads and writes are input too; they are reported apart from input_tokens.
+    input_tokens = (
+        usage.input_tokens
+        + (usage.cache_creation_input_tokens or 0)
+        + (usage.cache_read_input_tokens or 0)
+    )
+    return Usage(input_tokens, usage.output_tokens)

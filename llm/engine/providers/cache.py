@@ -1,0 +1,143 @@
+"""Response cache: a repeated call with the same inputs is answered from the store for free.
+
+The key is the sha256 of canonical JSON of everything that can change a model's answer:
+provider, model, base URL, system prompt, messages, tools and sampling settings, plus the
+request's `sample` (which conversation seed, judge slot or entry the call draws for), so that
+repetitions never copy each other while a replay of the same sample is free. Hints are left
+out for real models (they never see them) but kept for the offline scripted provider, whose
+answer is computed from them and from the purpose.
+
+Only answers the caller accepted should stay: a structured call whose answer failed
+validation removes its entry (`forget`), so a retry asks the model again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from dataclasses import asdict
+from decimal import Decimal
+from typing import Any, Protocol
+
+import redis
+
+from llm.engine.chat import ChatRequest, ChatResponse, ToolCall, Usage
+
+logger = logging.getLogger("benchmark.llm.cache")
+# What a cache backend raises when its store cannot be reached (Redis down, a full disk).
+UNREACHABLE = (redis.RedisError, OSError)
+
+# Bump when the key recipe or the stored format changes, so old entries are never misread.
+KEY_VERSION = "v2"
+
+
+class CacheStore(Protocol):
+    def get(self, key: str) -> str | None: ...
+
+    def set(self, key: str, value: str) -> None: ...
+
+    def delete(self, key: str) -> None: ...
+
+
+class InMemoryStore:
+    def __init__(self) -> None:
+        self._values: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            return self._values.get(key)
+
+    def set(self, key: str, value: str) -> None:
+        with self._lock:
+            self._values[key] = value
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._values.pop(key, None)
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def key_parts(request: ChatRequest, *, provider: str, base_url: str) -> dict[str, Any]:
+    parts: dict[str, Any] = {
+        "provider": provider,
+        "model": request.model,
+        "base_url": base_url,
+        "system": request.system,
+        "messages": [asdict(message) for message in request.messages],
+        "tools": [asdict(tool) for tool in request.tools],
+        "sampling": sampling_key(request),
+        "sample": request.sample,
+    }
+    if provider == "offline":
+        parts["purpose"] = request.purpose
+        parts["hints"] = request.hints
+    return parts
+
+
+def sampling_key(request: ChatRequest) -> dict[str, Any]:
+    """The sampling settings a cached answer depends on. top_p joins only when set, so the keys
+    of calls that never set it (every call before it existed) stay what they were."""
+    sampling: dict[str, Any] = {
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+    }
+    if request.top_p is not None:
+        sampling["top_p"] = request.top_p
+    return sampling
+
+
+def cache_key(request: ChatRequest, *, provider: str, base_url: str) -> str:
+    parts = key_parts(request, provider=provider, base_url=base_url)
+    return f"llm:{KEY_VERSION}:{_sha256(canonical_json(parts))}"
+
+
+def explain_key(request: ChatRequest, *, provider: str, base_url: str) -> dict[str, Any]:
+    """The key and a hash of each part, to see which part differs between two calls."""
+    parts = key_parts(request, provider=provider, base_url=base_url)
+    return {
+        "key": cache_key(request, provider=provider, base_url=base_url),
+        "provider": provider,
+        "model": request.model,
+        "base_url": base_url,
+        "part_hashes": {name: _sha256(canonical_json(value)) for name, value in parts.items()},
+    }
+
+
+def response_to_json(response: ChatResponse) -> str:
+    return canonical_json(
+        {
+            "text": response.text,
+            "tool_calls": [asdict(call) for call in response.tool_calls],
+            "reasoning": response.reasoning,
+            "usage": asdict(response.usage),
+            "latency_ms": response.latency_ms,
+            "finish_reason": response.finish_reason,
+            "model": response.model,
+        }
+    )
+
+
+def response_from_json(text: str) -> ChatResponse:
+    """A stored response, marked cached; a rerun costs nothing, the usage stays the original."""
+    data = json.loads(text)
+    return ChatResponse(
+        text=data["text"],
+        tool_calls=tuple(ToolCall(**call) for call in data["tool_calls"]),
+        reasoning=data["reasoning"],
+        usage=Usage(**data["usage"]),
+        latency_ms=data["latency_ms"],
+        finish_reason=data["finish_reason"],
+        model=data["model"],
+        cost_usd=Decimal(0),
+        cached=True,
+    )

@@ -1,0 +1,144 @@
+"""Per-model prices and shared rate limits, loaded and validated from llm/data/prices.yaml.
+
+The file is the default; prices set elsewhere (staff set them in the browser) are laid over it
+with `ModelCatalog.with_prices`, so the engine never needs to know where a price came from.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from llm.engine.chat import Usage
+
+PRICES_PATH = Path(__file__).resolve().parents[2] / "data" / "prices.yaml"
+
+_MILLION = Decimal(1_000_000)
+_PRICE_FIELDS = ("input_per_million", "output_per_million")
+_LIMIT_FIELDS = ("requests_per_minute", "tokens_per_minute")
+
+
+class CatalogError(ValueError):
+    """The prices file is malformed; the message names the entry and the field."""
+
+
+@dataclass(frozen=True)
+class Price:
+    input_per_million: Decimal
+    output_per_million: Decimal
+
+    def cost(self, usage: Usage) -> Decimal:
+        return (
+            usage.input_tokens * self.input_per_million
+            + usage.output_tokens * self.output_per_million
+        ) / _MILLION
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+
+    @property
+    def unlimited(self) -> bool:
+        return self.requests_per_minute is None and self.tokens_per_minute is None
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    price: Price | None
+    limit: RateLimit
+
+
+@dataclass(frozen=True)
+class ModelCatalog:
+    entries: dict[str, ModelEntry]  # file order matters for patterns
+
+    def entry_for(self, model: str) -> ModelEntry | None:
+        if model in self.entries:
+            return self.entries[model]
+        for pattern, entry in self.entries.items():
+            if fnmatchcase(model, pattern):
+                return entry
+        return None
+
+    def price_for(self, model: str) -> Price | None:
+        entry = self.entry_for(model)
+        return entry.price if entry else None
+
+    def limit_for(self, model: str) -> RateLimit:
+        entry = self.entry_for(model)
+        return entry.limit if entry else RateLimit()
+
+    def unpriced(self, models: Iterable[str]) -> list[str]:
+        """The models (each once, in the order given) this catalog has no price for."""
+        return [model for model in dict.fromkeys(models) if self.price_for(model) is None]
+
+    def with_prices(self, prices: Mapping[str, Price]) -> ModelCatalog:
+        """This catalog with an exact price for each model of `prices`, winning over the entry
+        or pattern that priced it before; the model keeps that entry's rate limit."""
+        if not prices:
+            return self
+        entries = dict(self.entries)
+        for model, price in prices.items():
+            before = self.entry_for(model)
+            entries[model] = ModelEntry(price, before.limit if before else RateLimit())
+        return ModelCatalog(entries)
+
+
+def load_catalog(path: Path = PRICES_PATH) -> ModelCatalog:
+    with open(path, encoding="utf-8") as handle:
+        data = yaml.safe_load(handle)
+    try:
+        return parse_catalog(data)
+    except CatalogError as error:
+        raise CatalogError(f"{path}: {error}") from None
+
+
+@functools.cache
+def default_catalog() -> ModelCatalog:
+    return load_catalog()
+
+
+def parse_catalog(data: Any) -> ModelCatalog:
+    if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
+        raise CatalogError("expected a top-level 'models' mapping")
+    return ModelCatalog({str(key): _entry(str(key), raw) for key, raw in data["models"].items()})
+
+
+def _entry(key: str, raw: Any) -> ModelEntry:
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{key}: expected a mapping of fields")
+    unknown = set(raw) - set(_PRICE_FIELDS) - set(_LIMIT_FIELDS)
+    if unknown:
+        raise CatalogError(f"{key}: unknown fields {sorted(unknown)}")
+    given = [name for name in _PRICE_FIELDS if name in raw]
+    if len(given) == 1:
+        raise CatalogError(f"{key}: give both input_per_million and output_per_million")
+    price = Price(*(_amount(key, name, raw[name]) for name in _PRICE_FIELDS)) if given else None
+    limits = {name: _positive_int(key, name, raw[name]) for name in _LIMIT_FIELDS if name in raw}
+    return ModelEntry(price, RateLimit(**limits))
+
+
+def _amount(key: str, name: str, value: Any) -> Decimal:
+    try:
+        # str() first so that 0.15 becomes Decimal("0.15"), not its binary approximation.
+        amount = Decimal(str(value)) if not isinstance(value, bool) else None
+    except InvalidOperation:
+        amount = None
+    if amount is None or not amount.is_finite() or amount < 0:
+        raise CatalogError(f"{key}: {name} must be a number >= 0, got {value!r}")
+    return amount
+
+
+def _positive_int(key: str, name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise CatalogError(f"{key}: {name} must be a whole number > 0, got {value!r}")
+    return value

@@ -1,0 +1,288 @@
+"""ModelClient: one model string behind rate limit, retries, cache and cost accounting.
+
+Thread-safe: a client holds no per-call state, and its SDK client, cache store and rate
+limiter are all safe to share, so many worker threads can call one client at once.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any, Protocol
+from urllib.parse import urlparse
+
+from llm.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
+from llm.engine.providers import cache, endpoints
+from llm.engine.providers.catalog import ModelCatalog, RateLimit, default_catalog
+from llm.engine.providers.endpoints import Endpoint
+from llm.engine.providers.model_strings import ModelString, parse_model_string
+from llm.engine.providers.offline import OfflineProvider
+from llm.engine.providers.rate_limit import (
+    InProcessRateLimiter,
+    RateLimiter,
+    RedisRateLimiter,
+)
+from llm.engine.providers.retry import RetryPolicy, call_with_retries
+from llm.engine.providers.settings import ProviderSettings
+
+logger = logging.getLogger("benchmark.llm.cache")
+
+# Local OpenAI-compatible servers usually need no key, but the SDK refuses an empty one.
+_NO_KEY_NEEDED = "not-needed"
+
+
+class Provider(Protocol):
+    def chat(self, request: ChatRequest) -> ChatResponse: ...
+
+
+class ModelClient:
+    def __init__(
+        self,
+        model_string: str,
+        *,
+        settings: ProviderSettings,
+        cache_store: cache.CacheStore | None = None,
+        use_cache: bool = True,
+        rate_limiter: RateLimiter | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        catalog: ModelCatalog | None = None,
+    ):
+        self.model_string = model_string
+        self.model = parse_model_string(model_string)
+        self._provider = build_provider(self.model, settings)
+        self.base_url: str = getattr(self._provider, "base_url", "")
+        catalog = catalog or default_catalog()
+        self.price = catalog.price_for(model_string)
+        self.limit = (
+            catalog.limit_for(model_string) if limits_apply(self.model, settings) else RateLimit()
+        )
+        endpoint = settings.endpoint_set().get(self.model.provider)
+        # A named endpoint's own limit covers every model on that server (one shared key);
+        # a catalog entry for the exact model string is the model's own and wins.
+        self._limit_key = model_string
+        if endpoint is not None and self.limit.unlimited and not endpoint.limit.unlimited:
+            self.limit, self._limit_key = endpoint.limit, f"endpoint:{endpoint.name}"
+        self._slots = endpoints.concurrency_slot(endpoint) if endpoint else None
+        self._cache_store = cache_store if use_cache else None
+        self._rate_limiter = (
+            None
+            if self.limit.unlimited
+            else rate_limiter or shared_rate_limiter(settings.redis_url)
+        )
+        self._retry = RetryPolicy(
+            max_retries=settings.max_retries, sleep=sleep, rng=rng or random.Random()
+        )
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        if request.model != self.model_string:
+            raise ProviderError(
+                f"a client for {self.model_string} was asked to call {request.model}",
+                kind="config",
+            )
+        key = self._cache_key(request)
+        if key is not None:
+            stored = self._cache_store.get(key)
+            if stored is not None:
+                return cache.response_from_json(stored)
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug("cache miss: %s", self.explain_key(request))
+        response, retries = call_with_retries(
+            lambda: self._call_once(request), self._retry, label=self.model_string
+        )
+        response = replace(
+            response, cost_usd=self.cost(response.usage), cached=False, retries=retries
+        )
+        if key is not None:
+            self._cache_store.set(key, cache.response_to_json(response))
+        return response
+
+    def forget(self, request: ChatRequest) -> None:
+        """Drop the cached answer to `request`: its caller found it unusable, and a retry must
+        ask the model again rather than replay the same bad answer."""
+        key = self._cache_key(request)
+        if key is not None:
+            self._cache_store.delete(key)
+
+    def cost(self, usage: Usage) -> Decimal | None:
+        return self.price.cost(usage) if self.price else None
+
+    def explain_key(self, request: ChatRequest) -> dict[str, Any]:
+        return cache.explain_key(request, provider=self.model.provider, base_url=self.base_url)
+
+    def _cache_key(self, request: ChatRequest) -> str | None:
+        if self._cache_store is None:
+            return None
+        return cache.cache_key(request, provider=self.model.provider, base_url=self.base_url)
+
+    def _call_once(self, request: ChatRequest) -> ChatResponse:
+        if self._rate_limiter is None:
+            return self._capped_call(request)
+        reservation = self._rate_limiter.acquire(
+            self._limit_key, self.limit, estimate_tokens(request)
+        )
+        # A failed call keeps its reservation: the provider counted the request all the same.
+        response = self._capped_call(request)
+        self._rate_limiter.settle(reservation, response.usage.total)
+        return response
+
+    def _capped_call(self, request: ChatRequest) -> ChatResponse:
+        """The call, within the endpoint's concurrency cap when it has one."""
+        if self._slots is None:
+            return self._provider.chat(request)
+        with self._slots:
+            return self._provider.chat(request)
+
+
+# The hosts whose account limits the catalog's openai/ and anthropic/ entries describe.
+VENDOR_HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com"}
+
+
+def limits_apply(model: ModelString, settings: ProviderSettings) -> bool:
+    """Whether the catalog's rate limit for `model` holds its calls. An openai/ or anthropic/
+    entry states the vendor's account limits, so it holds calls to the vendor's own API only:
+    with OPENAI_BASE_URL / ANTHROPIC_BASE_URL pointing elsewhere (a local or test server
+    speaking the vendor's format, a gateway with limits of its own) the calls are not held to
+    them - that server answers 429 when it must, and the client honours its Retry-After. An
+    openai-compatible/ entry is written for the configured server and always holds."""
+    base_url = {"openai": settings.openai_base_url, "anthropic": settings.anthropic_base_url}
+    if model.provider not in VENDOR_HOSTS or not base_url[model.provider]:
+        return True
+    return urlparse(base_url[model.provider]).hostname == VENDOR_HOSTS[model.provider]
+
+
+def estimate_tokens(request: ChatRequest) -> int:
+    """A rough count (4 characters a token) reserved before the call, settled after it."""
+    characters = len(request.system) + sum(
+        len(message.content) + sum(len(call.arguments) for call in message.tool_calls)
+        for message in request.messages
+    )
+    characters += sum(len(tool.description) + len(str(tool.parameters)) for tool in request.tools)
+    return characters // 4 + (request.max_tokens or 0)
+
+
+OPENAI_ADAPTER = "llm.engine.providers.openai_chat"
+ANTHROPIC_ADAPTER = "llm.engine.providers.anthropic_chat"
+
+
+def adapters_configured(settings: ProviderSettings) -> tuple[str, ...]:
+    """The SDK adapters this process has credentials for, so may call (see adapters_import)."""
+    adapters = []
+    openai_keys = (settings.openai_api_key, settings.openai_compatible_base_url)
+    if any(openai_keys) or any(settings.endpoint_keys.values()):
+        adapters.append(OPENAI_ADAPTER)
+    if settings.anthropic_api_key:
+        adapters.append(ANTHROPIC_ADAPTER)
+    return tuple(adapters)
+
+
+def adapters_import(settings: ProviderSettings) -> tuple[str, ...]:
+    """Import the adapters (and their SDKs) the process may call, while a worker starts.
+
+    Imported lazily, an SDK costs its first task a second or two of CPU - and under 24
+    threads every other task waits for the interpreter lock meanwhile. A worker with no
+    credentials (offline runs, most tests) imports none."""
+    adapters = adapters_configured(settings)
+    for adapter in adapters:
+        importlib.import_module(adapter)
+    return adapters
+
+
+def build_provider(model: ModelString, settings: ProviderSettings) -> Provider:
+    # The SDKs are imported here, not at the top: they take seconds to import, and offline
+    # runs and the tests of every other module never need them (a worker with credentials
+    # imports them while it starts: adapters_import).
+    if model.provider == "offline":
+        return OfflineProvider(model.name, settings.offline_latency_seconds)
+    if model.provider == "anthropic":
+        from llm.engine.providers.anthropic_chat import AnthropicChatProvider
+
+        return AnthropicChatProvider(
+            model_name=model.name,
+            api_key=_required(settings.anthropic_api_key, "ANTHROPIC_API_KEY", model),
+            base_url=settings.anthropic_base_url,
+            timeout_seconds=settings.timeout_seconds,
+        )
+    from llm.engine.providers.openai_chat import OpenAIChatProvider
+
+    endpoint = settings.endpoint_set().get(model.provider)
+    if endpoint is not None:
+        return OpenAIChatProvider(
+            model_name=model.name,
+            api_key=_endpoint_key(endpoint, settings, model),
+            base_url=endpoint.base_url,
+            timeout_seconds=settings.timeout_seconds,
+            max_tokens_field="max_tokens",
+        )
+    if model.provider == "openai":
+        return OpenAIChatProvider(
+            model_name=model.name,
+            api_key=_required(settings.openai_api_key, "OPENAI_API_KEY", model),
+            base_url=settings.openai_base_url,
+            timeout_seconds=settings.timeout_seconds,
+        )
+    return OpenAIChatProvider(
+        model_name=model.name,
+        api_key=settings.openai_compatible_api_key or _NO_KEY_NEEDED,
+        base_url=_required(
+            settings.openai_compatible_base_url, "OPENAI_COMPATIBLE_BASE_URL", model
+        ),
+        timeout_seconds=settings.timeout_seconds,
+        max_tokens_field="max_tokens",
+    )
+
+
+def sends_sampling(model_string: str) -> bool:
+    """Whether temperature and top_p set on a request reach the model: not for the offline
+    scripts (they ignore both), nor through an Anthropic SDK that has no such arguments (its
+    API version refuses them); every OpenAI-style server takes them."""
+    provider = parse_model_string(model_string).provider
+    if provider == "offline":
+        return False
+    if provider == "anthropic":
+        from llm.engine.providers.anthropic_chat import SENDS_SAMPLING
+
+        return SENDS_SAMPLING
+    return True
+
+
+def _endpoint_key(endpoint: Endpoint, settings: ProviderSettings, model: ModelString) -> str:
+    if not endpoint.api_key_env:
+        return _NO_KEY_NEEDED
+    refusal = endpoints.key_variable_refusal(endpoint.api_key_env, settings.site_variables)
+    if refusal is not None:
+        raise ProviderError(f"endpoint {endpoint.name!r}: api_key_env {refusal}", kind="config")
+    key = settings.endpoint_keys.get(endpoint.name, "")
+    if not key:
+        raise ProviderError(
+            f"endpoint {endpoint.name!r} takes its key from the environment variable "
+            f"{endpoint.api_key_env}, which is not set; it is needed to call {model}",
+            kind="config",
+        )
+    return key
+
+
+def _required(value: str, variable: str, model: ModelString) -> str:
+    if not value:
+        raise ProviderError(f"{variable} is not set; it is needed to call {model}", kind="config")
+    return value
+
+
+_shared_limiters: dict[str, RateLimiter] = {}
+_shared_limiters_lock = threading.Lock()
+
+
+def shared_rate_limiter(redis_url: str) -> RateLimiter:
+    """One limiter per process and Redis URL, so every client of a model shares its limit."""
+    with _shared_limiters_lock:
+        if redis_url not in _shared_limiters:
+            _shared_limiters[redis_url] = (
+                RedisRateLimiter.from_url(redis_url) if redis_url else InProcessRateLimiter()
+            )
+        return _shared_limiters[redis_url]

@@ -1,0 +1,149 @@
+"""OpenAI chat completions with tools. The same code serves any OpenAI-compatible server
+(vLLM, Ollama, llama.cpp server) given its base URL."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from llm.engine.chat import ChatRequest, ChatResponse, Message, ProviderError, ToolCall, Usage
+from llm.engine.providers.errors import provider_faults
+
+_THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+CHAT_PATH = "/chat/completions"
+
+
+class OpenAIChatProvider:
+    """One model behind an OpenAI-style endpoint. Makes exactly one HTTP call per chat()."""
+
+    def __init__(
+        self,
+        *,
+        model_name: str,
+        api_key: str,
+        base_url: str,
+        timeout_seconds: float,
+        max_tokens_field: str = "max_completion_tokens",
+    ):
+        self.model_name = model_name
+        # OpenAI's newer models take max_completion_tokens; most compatible servers only
+        # know the older max_tokens.
+        self.max_tokens_field = max_tokens_field
+        # max_retries=0: the client's retry policy is the only one, so waits are predictable.
+        self._client = openai.OpenAI(
+            api_key=api_key, base_url=base_url or None, timeout=timeout_seconds, max_retries=0
+        )
+        self.base_url = str(self._client.base_url)
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        arguments = self.render(request)
+        started = time.perf_counter()
+        with provider_faults(openai, model=request.model, secrets=(self._client.api_key,)):
+            # The endpoint's own method walks the whole body (every message of the history,
+            # every tool) through the SDK's type-driven transform on every call, to change
+            # nothing in a body of plain JSON like this one; the client's post sends it as it
+            # is, through the same transport, auth and errors.
+            completion = self._client.post(CHAT_PATH, body=arguments, cast_to=ChatCompletion)
+            latency_ms = (time.perf_counter() - started) * 1000
+            return parse_completion(completion, model=request.model, latency_ms=latency_ms)
+
+    def render(self, request: ChatRequest) -> dict[str, Any]:
+        arguments: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": render_messages(request),
+        }
+        if request.tools:
+            arguments["tools"] = [tool.to_openai() for tool in request.tools]
+        if request.temperature is not None:
+            arguments["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            arguments[self.max_tokens_field] = request.max_tokens
+        if request.top_p is not None:
+            arguments["top_p"] = request.top_p
+        return arguments
+
+
+def render_messages(request: ChatRequest) -> list[dict[str, Any]]:
+    rendered = [{"role": "system", "content": request.system}] if request.system else []
+    rendered.extend(_render_message(message) for message in request.messages)
+    return rendered
+
+
+def _render_message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.content or None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in message.tool_calls
+            ],
+        }
+    return {"role": message.role, "content": message.content}
+
+
+def parse_completion(completion: Any, *, model: str, latency_ms: float) -> ChatResponse:
+    if not completion.choices:
+        raise ProviderError("the model server answered with no choices", kind="malformed")
+    choice = completion.choices[0]
+    message = choice.message
+    text, inline_reasoning = split_reasoning(message.content or "")
+    reasoning = "\n\n".join(part for part in (_reasoning_field(message), inline_reasoning) if part)
+    usage = completion.usage
+    return ChatResponse(
+        text=text,
+        tool_calls=_tool_calls(message),
+        reasoning=reasoning,
+        usage=Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else Usage(),
+        latency_ms=latency_ms,
+        finish_reason=choice.finish_reason or "stop",
+        model=model,
+    )
+
+
+def _tool_calls(message: Any) -> tuple[ToolCall, ...]:
+    calls = []
+    for index, call in enumerate(message.tool_calls or ()):
+        function = getattr(call, "function", None)
+        if function is None:
+            continue  # a non-function tool type; we only ever declare functions
+        # Arguments stay raw text, even when not valid JSON: the loop reports that to the
+        # model as a tool error. Some local servers omit ids, so one is made up.
+        calls.append(ToolCall(call.id or f"call_{index}", function.name, function.arguments or ""))
+    return tuple(calls)
+
+
+def _reasoning_field(message: Any) -> str:
+    """vLLM and DeepSeek-style servers return thinking as reasoning_content (or reasoning)."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name, None)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return ""
+
+
+def split_reasoning(content: str) -> tuple[str, str]:
+    """Separate <think>...</think> thinking from the visible text: (visible, reasoning)."""
+    thoughts = [thought.strip() for thought in _THINK_BLOCK.findall(content)]
+    visible = _THINK_BLOCK.sub("", content)
+    # Some chat templates open <think> inside the prompt, so only the closing tag appears.
+    if "</think>" in visible:
+        before, _, visible = visible.partition("</think>")
+        thoughts.insert(0, before.strip())
+    # A truncated answer may stop inside a thought that never closes.
+    if "<think>" in visible:
+        visible, _, after = visible.partition("<think>")
+        thoughts.append(after.strip())
+    if not thoughts:
+        return content, ""
+    return visible.strip(), "\n\n".join(thought for thought in thoughts if thought)

@@ -1,0 +1,226 @@
+"""Model prices in force: llm/data/prices.yaml, the default, with the prices staff set (in
+the browser, or with a CLI's --price) laid over it. Every change is a new ModelPrice row and
+the newest row of a model wins, so the history stays and nothing is ever overwritten.
+
+This is the one place that answers "what does a call of this model cost now" and "which of
+these models has no price". Work reads the prices in force once per task (one small query,
+see `price_overrides`), so a price set while a job runs applies to the work sent after it
+without restarting any worker, and a call's cost is always the price in force when it ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+
+from django.db import transaction
+from django.db.models import Max, Subquery
+
+from audit.services import audit_record
+from llm.engine.chat import ProviderError
+from llm.engine.providers.catalog import ModelCatalog, Price, default_catalog
+from llm.engine.providers.model_strings import parse_model_string
+from llm.models import ModelPrice
+
+MAX_PRICE = Decimal("999999")  # USD per million tokens; ModelPrice holds 12 digits, 6 decimals
+PATTERN_CHARACTERS = "*?["
+
+Overrides = tuple[tuple[str, Decimal, Decimal], ...]
+
+
+class PriceError(ValueError):
+    """A price that cannot be set as given; the message says why."""
+
+
+def price_overrides() -> Overrides:
+    """The newest staff price of every model, as (model, input, output) sorted by model: a
+    hashable snapshot of the prices in force, read in one query."""
+    newest = ModelPrice.objects.values("model").annotate(newest=Max("pk")).values("newest")
+    rows = ModelPrice.objects.filter(pk__in=newest).order_by("model")
+    return tuple(rows.values_list("model", "input_per_million", "output_per_million"))
+
+
+def newest_price_id() -> Subquery:
+    """The newest ModelPrice row's key (None before any): an expression a task's first query
+    can carry (`.annotate(...)`), so the prices need no query of their own while they stay
+    as they were. Rows are never changed, only added, so this key names the prices in force."""
+    return Subquery(ModelPrice.objects.order_by("-pk").values("pk")[:1])
+
+
+@lru_cache(maxsize=4)
+def price_overrides_as_of(newest_id: int | None) -> Overrides:
+    """`price_overrides` while `newest_id` is the newest row: read once per process and key."""
+    if newest_id is None:
+        return ()
+    newest = (
+        ModelPrice.objects.filter(pk__lte=newest_id)
+        .values("model")
+        .annotate(newest=Max("pk"))
+        .values("newest")
+    )
+    rows = ModelPrice.objects.filter(pk__in=newest).order_by("model")
+    return tuple(rows.values_list("model", "input_per_million", "output_per_million"))
+
+
+@lru_cache(maxsize=8)
+def catalog_with(overrides: Overrides) -> ModelCatalog:
+    """prices.yaml with these staff prices laid over it."""
+    return default_catalog().with_prices(
+        {model: Price(input_price, output_price) for model, input_price, output_price in overrides}
+    )
+
+
+def catalog_in_force() -> ModelCatalog:
+    return catalog_with(price_overrides())
+
+
+def unpriced_models(models: Iterable[str]) -> list[str]:
+    """The models (each once) that have no price in force: neither in prices.yaml nor set."""
+    return catalog_in_force().unpriced(models)
+
+
+@transaction.atomic
+def price_set(
+    *,
+    model: str,
+    input_per_million: Decimal,
+    output_per_million: Decimal,
+    note: str = "",
+    user=None,
+) -> ModelPrice:
+    """Set the price of one exact model string (a new row; the newest wins), audited as
+    `price.changed` with the price in force before and after."""
+    model = model_string_check(model)
+    amounts = [_amount(name, value) for name, value in
+               (("input", input_per_million), ("output", output_per_million))]  # fmt: skip
+    before = price_in_force(model)
+    row = ModelPrice(
+        model=model, input_per_million=amounts[0], output_per_million=amounts[1],
+        note=note.strip(), created_by=user,
+    )  # fmt: skip
+    row.full_clean()
+    row.save()
+    audit_record(
+        actor=user, action="price.changed", target=row,
+        before={"model": model, **before}, after={"model": model, **price_in_force(model)},
+    )  # fmt: skip
+    return row
+
+
+def model_string_check(model: str) -> str:
+    """An exact model string (a price is never set for a pattern of them)."""
+    model = model.strip()
+    if any(character in model for character in PATTERN_CHARACTERS):
+        raise PriceError(
+            f"{model!r} is a pattern; set a price for one exact model string "
+            "(patterns belong in llm/data/prices.yaml)."
+        )
+    try:
+        parse_model_string(model)
+    except ProviderError as error:
+        raise PriceError(str(error)) from None
+    return model
+
+
+def _amount(name: str, value) -> Decimal:
+    try:
+        amount = Decimal(str(value).strip())
+    except InvalidOperation:
+        amount = None
+    if amount is None or not amount.is_finite() or not 0 <= amount <= MAX_PRICE:
+        raise PriceError(
+            f"The {name} price must be a number of dollars per million tokens between 0 and "
+            f"{MAX_PRICE:,}, not {value!r}."
+        )
+    return amount.quantize(Decimal("0.000001"))
+
+
+def price_in_force(model: str) -> dict:
+    """The price a call of `model` gets now and where it comes from, for the audit trail."""
+    newest = ModelPrice.objects.filter(model=model).order_by("-pk").first()
+    if newest is not None:
+        return {"source": f"set by staff (price #{newest.pk})", **_figures(newest)}
+    price = default_catalog().price_for(model)
+    if price is None:
+        return {"source": "none", "input_per_million": None, "output_per_million": None}
+    return {"source": "prices.yaml", **_figures(price)}
+
+
+def _figures(price) -> dict:
+    return {
+        "input_per_million": str(price.input_per_million),
+        "output_per_million": str(price.output_per_million),
+    }
+
+
+# --- the CLI's --price MODEL=INPUT,OUTPUT ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PriceOption:
+    model: str
+    input_per_million: Decimal
+    output_per_million: Decimal
+
+
+def price_option_parse(text: str) -> PriceOption:
+    """`MODEL=INPUT,OUTPUT` (USD per million tokens), e.g. `openai-compatible/llama=0.2,0.6`."""
+    model, equals, figures = text.rpartition("=")
+    parts = figures.split(",")
+    if not equals or not model.strip() or len(parts) != 2:
+        raise PriceError(
+            f"--price {text!r}: expected MODEL=INPUT,OUTPUT in dollars per million tokens, "
+            "e.g. openai-compatible/llama=0.20,0.60."
+        )
+    return PriceOption(model_string_check(model), _amount("input", parts[0]),
+                       _amount("output", parts[1]))  # fmt: skip
+
+
+def price_options_apply(options: Iterable[PriceOption], *, note: str) -> list[ModelPrice]:
+    """Store each --price like a price set in the browser (a new, audited row), unless the
+    model already has that very price in force."""
+    saved = []
+    for option in options:
+        current = catalog_in_force().price_for(option.model)
+        wanted = Price(option.input_per_million, option.output_per_million)
+        if current != wanted:
+            saved.append(
+                price_set(
+                    model=option.model,
+                    input_per_million=option.input_per_million,
+                    output_per_million=option.output_per_million,
+                    note=note,
+                )
+            )
+    return saved
+
+
+# --- the prices page ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FilePrice:
+    key: str  # a model string or a glob pattern
+    price: Price | None
+    overridden_by: ModelPrice | None  # the staff price that wins over it (exact keys only)
+
+
+def file_prices() -> list[FilePrice]:
+    """prices.yaml's entries in file order, each with the staff price that replaces it."""
+    current = {row.model: row for row in current_prices()}
+    return [
+        FilePrice(key, entry.price, current.get(key))
+        for key, entry in default_catalog().entries.items()
+    ]
+
+
+def current_prices() -> list[ModelPrice]:
+    """The newest staff price of each model, by model string."""
+    newest = ModelPrice.objects.values("model").annotate(newest=Max("pk")).values("newest")
+    return list(ModelPrice.objects.filter(pk__in=newest).select_related("created_by"))
+
+
+def price_history(limit: int = 200) -> list[ModelPrice]:
+    return list(ModelPrice.objects.select_related("created_by").order_by("-pk")[:limit])
