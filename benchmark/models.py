@@ -343,10 +343,22 @@ class TraceEvent(models.Model):
 
     # The fields copied from the engine's TraceEvent; also the fields a JSONL export carries.
     ENGINE_FIELDS = (
-        "event_id", "turn", "kind", "content", "tool_name", "tool_call_id", "arguments", "ok",
-        "model_role", "input_tokens", "output_tokens", "latency_ms", "cost_usd", "cached",
+        "event_id",
+        "turn",
+        "kind",
+        "content",
+        "tool_name",
+        "tool_call_id",
+        "arguments",
+        "ok",
+        "model_role",
+        "input_tokens",
+        "output_tokens",
+        "latency_ms",
+        "cost_usd",
+        "cached",
         "retries",
-    )  # fmt: skip
+    )
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="events")
     event_id = models.CharField(max_length=16)

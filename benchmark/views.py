@@ -138,9 +138,11 @@ def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "query": reports.query_without_page(request),
     }
     context["live"] = live_jobs.live_region(
-        request, "set-progress", polling=is_running(benchmark_set.status),
+        request,
+        "set-progress",
+        polling=is_running(benchmark_set.status),
         include="#entry-filters, #entry-page",
-    )  # fmt: skip
+    )
     if request.htmx and query_choice(request.GET, "fragment", FRAGMENTS) == "entries":
         return render(request, "benchmark/set_detail.html#entry-table", context)
     return live_jobs.live_page(
@@ -184,9 +186,13 @@ def set_report(request: HttpRequest, pk: int) -> HttpResponse:
     table = reports.realised_distribution(benchmark_set)
     if query_choice(request.GET, "format", ["csv"]) == "csv":
         return download_response(
-            request, report_csv(table), filename=f"distribution-report-set-{pk}.csv",
-            content_type="text/csv; charset=utf-8", kind="table", target=benchmark_set,
-        )  # fmt: skip
+            request,
+            report_csv(table),
+            filename=f"distribution-report-set-{pk}.csv",
+            content_type="text/csv; charset=utf-8",
+            kind="table",
+            target=benchmark_set,
+        )
     return render(
         request,
         "benchmark/set_report.html",
@@ -275,9 +281,11 @@ def run_import(request: HttpRequest) -> HttpResponse:
     upload = form.cleaned_data["file"]
     try:
         imported = imports.conversations_file_import(
-            name=form.cleaned_data["name"], filename=upload.name, data=upload.read(),
+            name=form.cleaned_data["name"],
+            filename=upload.name,
+            data=upload.read(),
             user=request.user,
-        )  # fmt: skip
+        )
     except imports.ImportRefused as refused:
         context = {"form": form, "filename": upload.name, "problems": refused.problems}
         return render(request, "benchmark/run_import.html", context, status=400)
@@ -314,9 +322,12 @@ def run_control(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     run = get_object_or_404(Run, pk=pk)
     try:
         run_control_apply(
-            run, action, actor=request.user, retry_failed=bool(request.POST.get("retry_failed")),
+            run,
+            action,
+            actor=request.user,
+            retry_failed=bool(request.POST.get("retry_failed")),
             cost_limit_usd=forms.optional_decimal(request.POST.get("cost_limit")),
-        )  # fmt: skip
+        )
     except (runs.RunError, ValueError) as error:
         messages.error(request, str(error))
     else:
@@ -330,18 +341,26 @@ def run_control(request: HttpRequest, pk: int, action: str) -> HttpResponse:
 def run_export(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=pk)
     return download_response(
-        request, exports.run_jsonl(run), filename=f"run-{run.pk}-conversations.jsonl",
-        content_type="application/x-ndjson", kind="conversations", target=run,
-    )  # fmt: skip
+        request,
+        exports.run_jsonl(run),
+        filename=f"run-{run.pk}-conversations.jsonl",
+        content_type="application/x-ndjson",
+        kind="conversations",
+        target=run,
+    )
 
 
 @role_required(*STAFF)
 def run_export_parquet(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=pk)
     return download_response(
-        request, exports.run_parquet(run), filename=f"run-{run.pk}-conversations.parquet",
-        content_type=PARQUET, kind="conversations", target=run,
-    )  # fmt: skip
+        request,
+        exports.run_parquet(run),
+        filename=f"run-{run.pk}-conversations.parquet",
+        content_type=PARQUET,
+        kind="conversations",
+        target=run,
+    )
 
 
 @role_required(*STAFF)
@@ -396,12 +415,15 @@ def prices_page(request: HttpRequest) -> HttpResponse:
         except prices.PriceError as error:
             form.add_error(None, str(error))
         else:
-            figures = [f"${amount.normalize():f}" for amount in
-                       (row.input_per_million, row.output_per_million)]  # fmt: skip
+            figures = [
+                f"${amount.normalize():f}"
+                for amount in (row.input_per_million, row.output_per_million)
+            ]
             messages.success(
-                request, f"{row.model} now costs {figures[0]} in and {figures[1]} out per "
+                request,
+                f"{row.model} now costs {figures[0]} in and {figures[1]} out per "
                 "million tokens, from its next call on.",
-            )  # fmt: skip
+            )
             return redirect("benchmark:prices")
     context = {
         "form": form,

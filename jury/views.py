@@ -200,9 +200,13 @@ def job_scores_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
         raise Http404("Export formats: csv, jsonl, parquet.")
     job = get_object_or_404(ScoringJob, pk=pk)
     return download_response(
-        request, score_exports.judge_scores_export(job, fmt), filename=f"job-{pk}-scores.{fmt}",
-        content_type=score_exports.FORMATS[fmt], kind="table", target=job,
-    )  # fmt: skip
+        request,
+        score_exports.judge_scores_export(job, fmt),
+        filename=f"job-{pk}-scores.{fmt}",
+        content_type=score_exports.FORMATS[fmt],
+        kind="table",
+        target=job,
+    )
 
 
 # --- reports -------------------------------------------------------------------------------
@@ -270,9 +274,13 @@ def report_figure_download(request: HttpRequest, pk: int, kind: str, fmt: str) -
         raise Http404("No complete conversations to draw yet.")
     body = render_figure(report_figure(data, kind), fmt, salt=f"job-{kind}")
     return download_response(
-        request, body, filename=f"job-{pk}-{kind}.{fmt}", content_type=FORMATS[fmt],
-        kind="figure", target=data.job,
-    )  # fmt: skip
+        request,
+        body,
+        filename=f"job-{pk}-{kind}.{fmt}",
+        content_type=FORMATS[fmt],
+        kind="figure",
+        target=data.job,
+    )
 
 
 @role_required(*STAFF)
@@ -313,10 +321,13 @@ def report_export(request: HttpRequest, pk: int, table: str, suffix: str) -> Htt
     else:
         text = reports.export_text(data, table, suffix)
     return download_response(
-        request, text, filename=f"job-{pk}-{table}.{suffix}",
-        content_type=f"{reports.EXPORT_FORMATS[suffix][1]}; charset=utf-8", kind="table",
+        request,
+        text,
+        filename=f"job-{pk}-{table}.{suffix}",
+        content_type=f"{reports.EXPORT_FORMATS[suffix][1]}; charset=utf-8",
+        kind="table",
         target=data.job,
-    )  # fmt: skip
+    )
 
 
 @role_required(*STAFF)
@@ -356,9 +367,13 @@ def sensitivity_figure_download(
     figure = sensitivity_figure(data, measure, attribute, measures[measure])
     body = render_figure(figure, fmt, salt=f"sensitivity-{measure}-{attribute}")
     return download_response(
-        request, body, filename=f"job-{pk}-sensitivity-{measure}-{attribute}.{fmt}",
-        content_type=FORMATS[fmt], kind="figure", target=data.job,
-    )  # fmt: skip
+        request,
+        body,
+        filename=f"job-{pk}-sensitivity-{measure}-{attribute}.{fmt}",
+        content_type=FORMATS[fmt],
+        kind="figure",
+        target=data.job,
+    )
 
 
 @role_required(*STAFF)

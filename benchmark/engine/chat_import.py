@@ -90,9 +90,13 @@ def _openai(row: dict, number: int) -> ImportedConversation:
             continue
         calls = tuple(_tool_call(call, position) for call in message.get("tool_calls") or [])
         messages.append(
-            ImportedMessage(str(role), content, tool_calls=calls,
-                            tool_call_id=str(message.get("tool_call_id") or ""))
-        )  # fmt: skip
+            ImportedMessage(
+                str(role),
+                content,
+                tool_calls=calls,
+                tool_call_id=str(message.get("tool_call_id") or ""),
+            )
+        )
     model = _optional_text(row, "model")
     return ImportedConversation(
         key=str(row.get("id") or f"line-{number}"),

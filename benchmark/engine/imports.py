@@ -24,21 +24,43 @@ from typing import Any
 
 ROLES = ("user", "assistant", "tool")
 EVENT_KINDS = (
-    "patient_message", "assistant_message", "tool_call", "tool_result", "reasoning", "error",
-)  # fmt: skip
+    "patient_message",
+    "assistant_message",
+    "tool_call",
+    "tool_result",
+    "reasoning",
+    "error",
+)
 # The fields of a trace event an import stores (TraceEvent.ENGINE_FIELDS), with their types.
 EVENT_FIELDS = {
-    "event_id": str, "turn": int, "kind": str, "content": str, "tool_name": str,
-    "tool_call_id": str, "arguments": (dict, type(None)), "ok": (bool, type(None)),
-    "model_role": str, "input_tokens": int, "output_tokens": int, "latency_ms": (int, float),
-    "cost_usd": (int, float, str, type(None)), "cached": bool, "retries": int,
-}  # fmt: skip
+    "event_id": str,
+    "turn": int,
+    "kind": str,
+    "content": str,
+    "tool_name": str,
+    "tool_call_id": str,
+    "arguments": (dict, type(None)),
+    "ok": (bool, type(None)),
+    "model_role": str,
+    "input_tokens": int,
+    "output_tokens": int,
+    "latency_ms": (int, float),
+    "cost_usd": (int, float, str, type(None)),
+    "cached": bool,
+    "retries": int,
+}
 MAX_EVENT_ID_CHARS = 16
 # Columns of a case an importer may fill (BenchmarkEntry.SEED_COLUMNS); the rest stay blank.
 CASE_COLUMNS = (
-    "condition", "severity", "task_category", "task_subcategory", "age_group",
-    "gender_identity", "care_preference", "personality",
-)  # fmt: skip
+    "condition",
+    "severity",
+    "task_category",
+    "task_subcategory",
+    "age_group",
+    "gender_identity",
+    "care_preference",
+    "personality",
+)
 MAX_KEY_CHARS = 200
 
 
@@ -130,8 +152,10 @@ def _event_problems(events: Sequence[Mapping[str, Any]]) -> list[str]:
         problems.append("its trace must open with the patient's message")
     for number, event in enumerate(events, start=1):
         if event.get("kind") not in EVENT_KINDS:
-            problems.append(f"event {number} has kind {event.get('kind')!r}, not one of "
-                            f"{', '.join(EVENT_KINDS)}")  # fmt: skip
+            problems.append(
+                f"event {number} has kind {event.get('kind')!r}, not one of "
+                f"{', '.join(EVENT_KINDS)}"
+            )
         for name, kinds in EVENT_FIELDS.items():
             if name in event and not isinstance(event[name], kinds):
                 problems.append(f"event {number}: {name} has the wrong type")
@@ -157,9 +181,12 @@ def duplicate_keys(conversations: Sequence[ImportedConversation]) -> list[str]:
 
 # What a case is: conversations sharing a case key must agree on each of these.
 CASE_FIELDS = {
-    "instructions": "the assistant's instructions", "profile": "the patient record",
-    "story": "the scenario", "complexity": "the scenario complexity", "case": "the case columns",
-}  # fmt: skip
+    "instructions": "the assistant's instructions",
+    "profile": "the patient record",
+    "story": "the scenario",
+    "complexity": "the scenario complexity",
+    "case": "the case columns",
+}
 
 
 def case_problems(conversations: Sequence[ImportedConversation]) -> list[str]:
@@ -199,8 +226,16 @@ def trace_events(conversation: ImportedConversation) -> list[dict[str, Any]]:
 
     def add(kind: str, content: str = "", **fields) -> None:
         seq = len(events) + 1
-        events.append({"event_id": f"e{seq:04d}", "seq": seq, "turn": turn, "kind": kind,
-                       "content": content, **fields})  # fmt: skip
+        events.append(
+            {
+                "event_id": f"e{seq:04d}",
+                "seq": seq,
+                "turn": turn,
+                "kind": kind,
+                "content": content,
+                **fields,
+            }
+        )
 
     for message in conversation.messages:
         if message.role == "user":
@@ -211,10 +246,18 @@ def trace_events(conversation: ImportedConversation) -> list[dict[str, Any]]:
                 add("assistant_message", message.content)
             for call in message.tool_calls:
                 names[call.call_id] = call.name
-                add("tool_call", tool_name=call.name, tool_call_id=call.call_id,
-                    arguments=dict(call.arguments))  # fmt: skip
+                add(
+                    "tool_call",
+                    tool_name=call.name,
+                    tool_call_id=call.call_id,
+                    arguments=dict(call.arguments),
+                )
         else:
-            add("tool_result", message.content, tool_call_id=message.tool_call_id,
-                tool_name=names.get(message.tool_call_id, ""))  # fmt: skip
+            add(
+                "tool_result",
+                message.content,
+                tool_call_id=message.tool_call_id,
+                tool_name=names.get(message.tool_call_id, ""),
+            )
         previous = message.role
     return events

@@ -105,9 +105,12 @@ def benchmark_set_create(
     benchmark_set.save()
     seeds = sample_seeds(distribution_spec(distribution), size, sampler_seed)
     BenchmarkEntry.objects.bulk_create(_pending_entry(benchmark_set, seed) for seed in seeds)
-    audit_record(actor=user, action="set.created", target=benchmark_set,
-                 after=fields_of(benchmark_set, "size", "sampler_seed", "generator_model",
-                                 "distribution"))  # fmt: skip
+    audit_record(
+        actor=user,
+        action="set.created",
+        target=benchmark_set,
+        after=fields_of(benchmark_set, "size", "sampler_seed", "generator_model", "distribution"),
+    )
     return benchmark_set
 
 
@@ -139,9 +142,11 @@ def enrichment_dispatch(
             return []
         pending = locked.entries.filter(status=EntryStatus.PENDING)
         sent = lease_dispatch(
-            pending, window=ENRICHMENT_WINDOW, send=send,
+            pending,
+            window=ENRICHMENT_WINDOW,
+            send=send,
             stop=lambda: benchmark_set_over_limit(locked),
-        )  # fmt: skip
+        )
     benchmark_set_finish_if_done(benchmark_set)
     return sent
 
@@ -159,9 +164,11 @@ def benchmark_set_resume(benchmark_set: BenchmarkSet, *, cost_limit_usd: Decimal
     """Continue a set paused at its cost limit, with a higher limit; the caller dispatches.
     Raises CostLimitError when the limit is still reached or the model has no price."""
     cost_limits.job_resume(
-        benchmark_set, spent=benchmark_set_spent(benchmark_set),
-        models=[benchmark_set.generator_model], cost_limit_usd=cost_limit_usd,
-    )  # fmt: skip
+        benchmark_set,
+        spent=benchmark_set_spent(benchmark_set),
+        models=[benchmark_set.generator_model],
+        cost_limit_usd=cost_limit_usd,
+    )
 
 
 def set_id_of(entry_id: int) -> int | None:
@@ -276,9 +283,11 @@ def benchmark_set_retry_failed(benchmark_set: BenchmarkSet) -> int:
     again."""
     retry = benchmark_set.entries.filter(status=EntryStatus.FAILED)
     count = retry.update(
-        status=EntryStatus.PENDING, failure_reason="", updated_at=timezone.now(),
+        status=EntryStatus.PENDING,
+        failure_reason="",
+        updated_at=timezone.now(),
         **lease_release_fields(),
-    )  # fmt: skip
+    )
     if count or benchmark_set.entries.filter(status=EntryStatus.PENDING).exists():
         BenchmarkSet.objects.filter(pk=benchmark_set.pk).update(
             status=JobStatus.RUNNING, stop_reason="", error=""

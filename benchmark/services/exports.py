@@ -15,15 +15,33 @@ BATCH = 200
 # A conversation record as Parquet columns: the record's fields, `agent` and `case` spread
 # into their own columns.
 CONVERSATION_COLUMNS = (
-    Column("conversation_id"), Column("run"), Column("agent_label"), Column("agent_model"),
-    Column("agent_agent_config"), Column("agent_scripted", "bool"), Column("patient_model"),
-    Column("case_entry_index", "int"), Column("case_seed", "json"), Column("case_profile", "json"),
-    Column("case_story"), Column("case_complexity"), Column("repetition", "int"),
-    Column("seed", "int"), Column("clock"), Column("status"), Column("termination_reason"),
-    Column("error"), Column("assistant_turns", "int"), Column("usage", "json"),
-    Column("cost_usd", "float"), Column("final_state_hash"), Column("write_actions", "json"),
-    Column("sandbox_initial", "json"), Column("sandbox_final", "json"), Column("events", "json"),
-)  # fmt: skip
+    Column("conversation_id"),
+    Column("run"),
+    Column("agent_label"),
+    Column("agent_model"),
+    Column("agent_agent_config"),
+    Column("agent_scripted", "bool"),
+    Column("patient_model"),
+    Column("case_entry_index", "int"),
+    Column("case_seed", "json"),
+    Column("case_profile", "json"),
+    Column("case_story"),
+    Column("case_complexity"),
+    Column("repetition", "int"),
+    Column("seed", "int"),
+    Column("clock"),
+    Column("status"),
+    Column("termination_reason"),
+    Column("error"),
+    Column("assistant_turns", "int"),
+    Column("usage", "json"),
+    Column("cost_usd", "float"),
+    Column("final_state_hash"),
+    Column("write_actions", "json"),
+    Column("sandbox_initial", "json"),
+    Column("sandbox_final", "json"),
+    Column("events", "json"),
+)
 SPREAD = ("agent", "case")
 
 

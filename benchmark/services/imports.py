@@ -104,10 +104,15 @@ def conversations_import(
     now = timezone.now()
     cases = _cases(conversations)
     benchmark_set = BenchmarkSet.objects.create(
-        name=name, distribution=None, sampler_seed=0, size=len(cases),
-        generator_model="", status=JobStatus.FINISHED, imported_from=source[:300],
+        name=name,
+        distribution=None,
+        sampler_seed=0,
+        size=len(cases),
+        generator_model="",
+        status=JobStatus.FINISHED,
+        imported_from=source[:300],
         created_by=user,
-    )  # fmt: skip
+    )
     entries = dict(
         zip(
             cases,
@@ -120,24 +125,38 @@ def conversations_import(
     )
     config = {"benchmark_set": benchmark_set.pk, "imported_from": source, "responder": responder}
     run = Run.objects.create(
-        name=name, benchmark_set=benchmark_set, patient_model="", patient_prompt_version="",
-        roster_model="", concurrency=1, use_cache=False, config=config,
-        config_hash=config_hash(config), status=JobStatus.FINISHED, created_by=user,
-        started_at=now, finished_at=now,
-    )  # fmt: skip
+        name=name,
+        benchmark_set=benchmark_set,
+        patient_model="",
+        patient_prompt_version="",
+        roster_model="",
+        concurrency=1,
+        use_cache=False,
+        config=config,
+        config_hash=config_hash(config),
+        status=JobStatus.FINISHED,
+        created_by=user,
+        started_at=now,
+        finished_at=now,
+    )
     agents = _agents(run, conversations, responder)
     stored = Conversation.objects.bulk_create(
         Conversation(
-            run=run, run_agent=agents[_agent_key(conversation, responder)],
-            entry=entries[_case_of(conversation)], seed=0, repetition=repetition,
+            run=run,
+            run_agent=agents[_agent_key(conversation, responder)],
+            entry=entries[_case_of(conversation)],
+            seed=0,
+            repetition=repetition,
             status=ConversationStatus.FINISHED,
             termination_reason=Termination.IMPORTED,
-            assistant_turns=conversation.assistant_turns, started_at=now, finished_at=now,
+            assistant_turns=conversation.assistant_turns,
+            started_at=now,
+            finished_at=now,
         )
         for conversation, repetition in zip(
             conversations, _repetitions(conversations, responder), strict=True
         )
-    )  # fmt: skip
+    )
     TraceEvent.objects.bulk_create(
         TraceEvent(conversation=row, **event)
         for row, conversation in zip(stored, conversations, strict=True)
@@ -176,9 +195,12 @@ def conversations_file_import(*, name: str, filename: str, data: bytes, user=Non
     if problems:
         raise ImportRefused(problems)
     return conversations_import(
-        name=name.strip() or filename, source=f"JSON Lines: {filename}",
-        conversations=conversations, responder=FILE_RESPONDER, user=user,
-    )  # fmt: skip
+        name=name.strip() or filename,
+        source=f"JSON Lines: {filename}",
+        conversations=conversations,
+        responder=FILE_RESPONDER,
+        user=user,
+    )
 
 
 def _repetitions(conversations, responder: str) -> list[int]:
@@ -217,10 +239,16 @@ def _entry(benchmark_set, index: int, members: list[ImportedConversation], sourc
         for column in CASE_COLUMNS
     }
     return BenchmarkEntry(
-        benchmark_set=benchmark_set, index=index, seed=seed, status=EntryStatus.READY,
-        profile=dict(conversation.profile), story=conversation.story, generator_model="",
-        complexity=conversation.complexity[: _max_length("complexity")], **columns,
-    )  # fmt: skip
+        benchmark_set=benchmark_set,
+        index=index,
+        seed=seed,
+        status=EntryStatus.READY,
+        profile=dict(conversation.profile),
+        story=conversation.story,
+        generator_model="",
+        complexity=conversation.complexity[: _max_length("complexity")],
+        **columns,
+    )
 
 
 def _max_length(column: str) -> int:

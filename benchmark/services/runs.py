@@ -339,8 +339,10 @@ def run_reclaim_abandoned(run: Run) -> list[Reclaimed]:
         if count:
             logger.warning(
                 "run %s: reclaimed %d conversations left by stopped process %s",
-                run.pk, count, holder.describe(),
-            )  # fmt: skip
+                run.pk,
+                count,
+                holder.describe(),
+            )
             reclaimed.append(Reclaimed(holder, count))
     return reclaimed
 
@@ -406,9 +408,12 @@ def run_pause(run: Run, *, actor=None) -> None:
 def _audit(run: Run, action: str, status_before: str, actor) -> None:
     run.refresh_from_db(fields=["status"])
     audit_record(
-        actor=actor, action=action, target=run,
-        before={"status": status_before}, after={"status": run.status},
-    )  # fmt: skip
+        actor=actor,
+        action=action,
+        target=run,
+        before={"status": status_before},
+        after={"status": run.status},
+    )
 
 
 def _pause(run: Run, reason: str) -> None:

@@ -20,10 +20,21 @@ def worker_start(
     """A thread-pool worker: conversations wait on model latency, so threads are the right pool."""
     log_file = log_file or Path(settings.DATA_DIR) / "worker.log"
     command = [
-        sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "threads",
-        "--concurrency", str(concurrency or settings.CELERY_WORKER_CONCURRENCY),
-        "--loglevel", "INFO", "--without-gossip", "--without-mingle",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "config",
+        "worker",
+        "--pool",
+        "threads",
+        "--concurrency",
+        str(concurrency or settings.CELERY_WORKER_CONCURRENCY),
+        "--loglevel",
+        "INFO",
+        "--without-gossip",
+        "--without-mingle",
+    ]
     with open(log_file, "ab") as log:
         return subprocess.Popen(
             command,

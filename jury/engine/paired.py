@@ -37,8 +37,21 @@ MIN_CASES_TO_DETECT = 6
 # Bootstrap resamples are drawn in batches of at most this many cells to bound memory.
 BATCH_CELLS = 1 << 22
 
-COLUMNS = ["measure", "model_a", "model_b", "n", "mean_difference", "ci_low", "ci_high",
-           "p", "p_holm", "wins", "ties", "losses", "note"]  # fmt: skip
+COLUMNS = [
+    "measure",
+    "model_a",
+    "model_b",
+    "n",
+    "mean_difference",
+    "ci_low",
+    "ci_high",
+    "p",
+    "p_holm",
+    "wins",
+    "ties",
+    "losses",
+    "note",
+]
 
 
 def case_means(

@@ -56,8 +56,13 @@ def _aggregates(report: Report, table: pd.DataFrame) -> Figure:
     counts = report.conversations.groupby(["model", bins], observed=False).size().unstack()
     width = 0.5 / (len(table.index) + 1)
     for index, (colour, model) in enumerate(zip(PALETTE * 10, table.index, strict=False)):
-        axes.bar(HISTOGRAM_EDGES[:-1] + (index + 1) * width, counts.loc[model].to_numpy(),
-                 width, color=colour, label=report.label(model))  # fmt: skip
+        axes.bar(
+            HISTOGRAM_EDGES[:-1] + (index + 1) * width,
+            counts.loc[model].to_numpy(),
+            width,
+            color=colour,
+            label=report.label(model),
+        )
     axes.set_xticks(HISTOGRAM_EDGES)
     axes.set_xlim(HISTOGRAM_EDGES[0], HISTOGRAM_EDGES[-1])
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -80,8 +85,15 @@ def _pass_rates(report: Report, table: pd.DataFrame) -> Figure:
         high = np.array([row[f"{rubric}_pass_high"] for rubric in rubrics], dtype=float)
         offset = positions + 0.4 - (index + 0.5) * height
         axes.barh(offset, rate, height, color=colour, alpha=0.85, label=report.label(model))
-        axes.errorbar(rate, offset, xerr=[rate - low, high - rate], fmt="none",
-                      ecolor="#1f2328", elinewidth=0.8, capsize=2)  # fmt: skip
+        axes.errorbar(
+            rate,
+            offset,
+            xerr=[rate - low, high - rate],
+            fmt="none",
+            ecolor="#1f2328",
+            elinewidth=0.8,
+            capsize=2,
+        )
     axes.set_yticks(positions, [report.rubric_names[rubric] for rubric in rubrics])
     axes.set_xlim(0, 1)
     axes.xaxis.set_major_formatter(PercentFormatter(1.0))
@@ -98,9 +110,12 @@ def sensitivity_figure(report: Report, measure: str, attribute: str, title: str)
     by_model = list(results[attribute].groupby("model", sort=True))
     rows = max(len(subgroups) for _, subgroups in by_model)
     figure, panels = new_figure(
-        6.4, 0.6 + len(by_model) * (0.5 + 0.25 * rows), panels=len(by_model), stacked=True,
+        6.4,
+        0.6 + len(by_model) * (0.5 + 0.25 * rows),
+        panels=len(by_model),
+        stacked=True,
         sharex=True,
-    )  # fmt: skip
+    )
     for axes, (model, subgroups) in zip(panels, by_model, strict=True):
         subgroups = subgroups.sort_values("subgroup").reset_index(drop=True)
         band = subgroups[["band_low", "band_high"]].iloc[0].to_numpy(dtype=float)
@@ -126,6 +141,10 @@ def sensitivity_figure(report: Report, measure: str, attribute: str, title: str)
         axes.set_title(report.label(model), loc="left", fontsize=9)
     panels[-1].set_xlim(low, high)  # an interval past the axis is cut at it
     panels[-1].set_xlabel(f"{title}: subgroup mean (95% CI); band: the model's 95% CI")
-    figure.suptitle(f"{ATTRIBUTES[attribute]}: subgroups against each model's band", x=0.01,
-                    ha="left", fontsize=10)  # fmt: skip
+    figure.suptitle(
+        f"{ATTRIBUTES[attribute]}: subgroups against each model's band",
+        x=0.01,
+        ha="left",
+        fontsize=10,
+    )
     return figure

@@ -25,9 +25,14 @@ TRACE_FIELDS = ("event_id", "turn", "kind", "content", "tool_name", "arguments",
 # the ones in flight at once are a few dozen at most.
 CACHED_CONVERSATIONS = 128
 ENTRY_FIELDS = (
-    "profile", "story", "task_category", "task_subcategory", "complexity", "seed",
+    "profile",
+    "story",
+    "task_category",
+    "task_subcategory",
+    "complexity",
+    "seed",
     "care_preference",
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)
@@ -59,8 +64,7 @@ def trace_of(conversation: Conversation) -> list[dict]:
 
 def judge_inputs(conversation: Conversation) -> JudgeInputs:
     """The conversation's judge inputs (two queries the first time in this process)."""
-    key = (conversation.pk, conversation.public_id, conversation.attempts,
-           conversation.finished_at)  # fmt: skip
+    key = (conversation.pk, conversation.public_id, conversation.attempts, conversation.finished_at)
     return _cache.get(key, lambda: _load(conversation.pk))
 
 

@@ -288,9 +288,13 @@ def export_text(report: Report, table_name: str, suffix: str) -> str:
     source = f"run {job.run.name}, jury {job.jury.name}"
     part_captions = {part: f"{text}; {source}" for part, text in MODEL_PART_CAPTIONS.items()}
     return stats.export_table(
-        table, EXPORT_FORMATS[suffix][0], caption=f"{EXPORT_CAPTIONS[table_name]}; {source}",
-        label=f"job {job.pk} {table_name}", parts=parts, part_captions=part_captions,
-    )  # fmt: skip
+        table,
+        EXPORT_FORMATS[suffix][0],
+        caption=f"{EXPORT_CAPTIONS[table_name]}; {source}",
+        label=f"job {job.pk} {table_name}",
+        parts=parts,
+        part_captions=part_captions,
+    )
 
 
 def export_frame(report: Report, table_name: str) -> pd.DataFrame:

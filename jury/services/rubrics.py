@@ -89,10 +89,13 @@ def rubric_version_create(
     text = _VERSION_LINE.sub(f"version: {number}", yaml_text, count=1)
     stored = _store(parse_rubric(text), text, note=note, user=user)
     audit_record(
-        actor=user, action="rubric.version_published", target=stored,
+        actor=user,
+        action="rubric.version_published",
+        target=stored,
         before={"version": current.version, "fingerprint": current.fingerprint},
-        after={"version": stored.version, "fingerprint": stored.fingerprint}, note=note,
-    )  # fmt: skip
+        after={"version": stored.version, "fingerprint": stored.fingerprint},
+        note=note,
+    )
     return stored
 
 

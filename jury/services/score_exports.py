@@ -14,24 +14,44 @@ from jury.models import ScoringJob
 
 BATCH = 5000
 COLUMNS = (
-    Column("score_id", "int"), Column("conversation"), Column("model"), Column("case", "int"),
-    Column("repetition", "int"), Column("rubric_id"), Column("rubric_version", "int"),
-    Column("judge_index", "int"), Column("judge_model"), Column("status"),
-    Column("score", "int"), Column("explanation"), Column("invalid_reason"),
-    Column("input_tokens", "int"), Column("output_tokens", "int"), Column("cost_usd", "float"),
+    Column("score_id", "int"),
+    Column("conversation"),
+    Column("model"),
+    Column("case", "int"),
+    Column("repetition", "int"),
+    Column("rubric_id"),
+    Column("rubric_version", "int"),
+    Column("judge_index", "int"),
+    Column("judge_model"),
+    Column("status"),
+    Column("score", "int"),
+    Column("explanation"),
+    Column("invalid_reason"),
+    Column("input_tokens", "int"),
+    Column("output_tokens", "int"),
+    Column("cost_usd", "float"),
     Column("cached", "bool"),
-)  # fmt: skip
+)
 NAMES = tuple(column.name for column in COLUMNS)
 FIELDS = {  # column -> JudgeScore value path, in column order
-    "score_id": "pk", "conversation": "conversation__public_id",
-    "model": "conversation__run_agent__label", "case": "conversation__entry__index",
-    "repetition": "conversation__repetition", "rubric_id": "rubric_version__rubric_id",
-    "rubric_version": "rubric_version__version", "judge_index": "judge_index",
-    "judge_model": "judge_model", "status": "status", "score": "score",
-    "explanation": "explanation", "invalid_reason": "invalid_reason",
-    "input_tokens": "input_tokens", "output_tokens": "output_tokens", "cost_usd": "cost_usd",
+    "score_id": "pk",
+    "conversation": "conversation__public_id",
+    "model": "conversation__run_agent__label",
+    "case": "conversation__entry__index",
+    "repetition": "conversation__repetition",
+    "rubric_id": "rubric_version__rubric_id",
+    "rubric_version": "rubric_version__version",
+    "judge_index": "judge_index",
+    "judge_model": "judge_model",
+    "status": "status",
+    "score": "score",
+    "explanation": "explanation",
+    "invalid_reason": "invalid_reason",
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "cost_usd": "cost_usd",
     "cached": "cached",
-}  # fmt: skip
+}
 FORMATS = {  # suffix -> content type
     "csv": "text/csv; charset=utf-8",
     "jsonl": "application/x-ndjson",

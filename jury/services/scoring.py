@@ -136,22 +136,34 @@ def scoring_launch(
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise ScoringError(f"Concurrency must lie between 1 and {MAX_CONCURRENCY}.")
     job = ScoringJob.objects.create(
-        run=run, jury=jury, use_cache=use_cache, concurrency=concurrency,
-        status=JobStatus.RUNNING, created_by=user, judge_template=template,
+        run=run,
+        jury=jury,
+        use_cache=use_cache,
+        concurrency=concurrency,
+        status=JobStatus.RUNNING,
+        created_by=user,
+        judge_template=template,
         cost_limit_usd=cost_limit_usd,
-    )  # fmt: skip
+    )
     job.rubric_versions.set(versions)
     if conversations is not None:
         job.conversations.set(conversations)
     scores_create_missing(job)
     audit_record(
-        actor=user, action="scoring.launched", target=job,
-        after={"run": run.pk, "jury": jury.name, "judges": jury.judges,
-               "rubric_versions": [v.pk for v in versions], "use_cache": use_cache,
-               "conversations": len(conversations) if conversations is not None else "all",
-               "prompt_variant": bool(template),
-               "cost_limit_usd": None if cost_limit_usd is None else str(cost_limit_usd)},
-    )  # fmt: skip
+        actor=user,
+        action="scoring.launched",
+        target=job,
+        after={
+            "run": run.pk,
+            "jury": jury.name,
+            "judges": jury.judges,
+            "rubric_versions": [v.pk for v in versions],
+            "use_cache": use_cache,
+            "conversations": len(conversations) if conversations is not None else "all",
+            "prompt_variant": bool(template),
+            "cost_limit_usd": None if cost_limit_usd is None else str(cost_limit_usd),
+        },
+    )
     return job
 
 
@@ -291,9 +303,11 @@ def scoring_dispatch(job: ScoringJob, send: Callable[[list[LeasedTask]], None]) 
             return []
         pending = job.scores.filter(status=ScoreStatus.PENDING)
         sent = lease_dispatch(
-            pending, window=job.concurrency, send=send,
+            pending,
+            window=job.concurrency,
+            send=send,
             stop=lambda: cost_limit_reached(job, spent=lambda: scoring_spent(job)),
-        )  # fmt: skip
+        )
     job_finish_if_done(job)
     return sent
 
@@ -305,8 +319,9 @@ def scoring_spent(job: ScoringJob) -> Decimal:
 def scoring_resume(job: ScoringJob, *, cost_limit_usd: Decimal | None) -> None:
     """Continue a job paused at its cost limit with a higher limit; the caller dispatches."""
     try:
-        job_resume(job, spent=scoring_spent(job), models=job.jury.judges,
-                   cost_limit_usd=cost_limit_usd)  # fmt: skip
+        job_resume(
+            job, spent=scoring_spent(job), models=job.jury.judges, cost_limit_usd=cost_limit_usd
+        )
     except CostLimitError as error:
         raise ScoringError(str(error)) from None
 
@@ -403,9 +418,20 @@ class JudgeRun:
 # The columns a judge call's outcome writes (see _record); its spend is added as each answer
 # arrives (_spend_added).
 RECORDED = (
-    "status", "prompt_hash", "score", "explanation", "raw_output", "invalid_reason", "error",
-    "attempts", "cached", "claimed_until", "lease_token", "updated_at", *retry_fields({}),
-)  # fmt: skip
+    "status",
+    "prompt_hash",
+    "score",
+    "explanation",
+    "raw_output",
+    "invalid_reason",
+    "error",
+    "attempts",
+    "cached",
+    "claimed_until",
+    "lease_token",
+    "updated_at",
+    *retry_fields({}),
+)
 # Never read by a judge: the conversation's sandboxes (two compressed snapshots), its usage
 # and error text, and the trace's parts in judge_inputs.
 UNREAD = tuple(
@@ -569,9 +595,12 @@ def _spend_fields(responses: list[ChatResponse]) -> dict:
     cost = (
         Value(None, output_field=DecimalField())
         if new is None
-        else Case(When(calls=0, then=Value(new)), default=F("cost_usd") + Value(new),
-                  output_field=DecimalField())
-    )  # fmt: skip
+        else Case(
+            When(calls=0, then=Value(new)),
+            default=F("cost_usd") + Value(new),
+            output_field=DecimalField(),
+        )
+    )
     return {
         "calls": F("calls") + len(responses),
         "cached_calls": F("cached_calls") + sum(response.cached for response in responses),
@@ -778,10 +807,13 @@ def judge_costs(job: ScoringJob) -> list[dict]:
         .order_by("judge_model")
     )
     return [
-        {**row, "model": row["judge_model"],
-         "cost": None if row["unpriced"] else row["cost"] or Decimal(0)}
+        {
+            **row,
+            "model": row["judge_model"],
+            "cost": None if row["unpriced"] else row["cost"] or Decimal(0),
+        }
         for row in rows
-    ]  # fmt: skip
+    ]
 
 
 def unusable_answers(job: ScoringJob):

@@ -82,9 +82,13 @@ def endpoint_list_save(*, yaml_text: str, note: str = "", user=None) -> ModelEnd
     row.full_clean()
     row.save()
     audit_record(
-        actor=user, action="endpoints.changed", target=row,
-        before={"yaml": before}, after={"yaml": yaml_text}, note=note,
-    )  # fmt: skip
+        actor=user,
+        action="endpoints.changed",
+        target=row,
+        before={"yaml": before},
+        after={"yaml": yaml_text},
+        note=note,
+    )
     endpoints_forget()
     return row
 

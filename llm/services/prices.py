@@ -93,19 +93,27 @@ def price_set(
     """Set the price of one exact model string (a new row; the newest wins), audited as
     `price.changed` with the price in force before and after."""
     model = model_string_check(model)
-    amounts = [_amount(name, value) for name, value in
-               (("input", input_per_million), ("output", output_per_million))]  # fmt: skip
+    amounts = [
+        _amount(name, value)
+        for name, value in (("input", input_per_million), ("output", output_per_million))
+    ]
     before = price_in_force(model)
     row = ModelPrice(
-        model=model, input_per_million=amounts[0], output_per_million=amounts[1],
-        note=note.strip(), created_by=user,
-    )  # fmt: skip
+        model=model,
+        input_per_million=amounts[0],
+        output_per_million=amounts[1],
+        note=note.strip(),
+        created_by=user,
+    )
     row.full_clean()
     row.save()
     audit_record(
-        actor=user, action="price.changed", target=row,
-        before={"model": model, **before}, after={"model": model, **price_in_force(model)},
-    )  # fmt: skip
+        actor=user,
+        action="price.changed",
+        target=row,
+        before={"model": model, **before},
+        after={"model": model, **price_in_force(model)},
+    )
     return row
 
 
@@ -174,8 +182,9 @@ def price_option_parse(text: str) -> PriceOption:
             f"--price {text!r}: expected MODEL=INPUT,OUTPUT in dollars per million tokens, "
             "e.g. openai-compatible/llama=0.20,0.60."
         )
-    return PriceOption(model_string_check(model), _amount("input", parts[0]),
-                       _amount("output", parts[1]))  # fmt: skip
+    return PriceOption(
+        model_string_check(model), _amount("input", parts[0]), _amount("output", parts[1])
+    )
 
 
 def price_options_apply(options: Iterable[PriceOption], *, note: str) -> list[ModelPrice]:

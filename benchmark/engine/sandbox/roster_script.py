@@ -17,24 +17,72 @@ from benchmark.engine.seeds import derive_seed
 from llm.engine.chat import ChatRequest, ChatResponse, Usage
 
 _CLINIC_PREFIXES = (
-    "Riverside", "Northgate", "Cedar Ridge", "Lakeview", "Oak Hill", "Summit", "Meadowbrook",
-    "Heritage", "Parkway", "Willow Creek", "Harbor", "Pinecrest",
-)  # fmt: skip
+    "Riverside",
+    "Northgate",
+    "Cedar Ridge",
+    "Lakeview",
+    "Oak Hill",
+    "Summit",
+    "Meadowbrook",
+    "Heritage",
+    "Parkway",
+    "Willow Creek",
+    "Harbor",
+    "Pinecrest",
+)
 _CLINIC_KINDS = (
-    "Primary Care", "Family Health Center", "Medical Group", "Specialty Clinic",
-    "Health Partners", "Medical Associates",
-)  # fmt: skip
+    "Primary Care",
+    "Family Health Center",
+    "Medical Group",
+    "Specialty Clinic",
+    "Health Partners",
+    "Medical Associates",
+)
 _STREETS = ("Main", "Oak", "Maple", "Cedar", "Elm", "Washington", "Lincoln", "Park", "Lake")
 _STREET_SUFFIXES = ("St", "Ave", "Blvd", "Rd", "Dr", "Pkwy")
 _HOURS = ("Mon-Fri 8:00-17:00", "Mon-Fri 7:30-16:30", "Mon-Thu 8:00-18:00, Fri 8:00-12:00")
 _FIRST_NAMES = (
-    "Priya", "James", "Ana", "Kevin", "Helen", "Samuel", "Laura", "Michael", "Rosa", "Daniel",
-    "Grace", "Omar", "Aisha", "Thomas", "Mei", "Carlos", "Nora", "Victor", "Fatima", "Elena",
-)  # fmt: skip
+    "Priya",
+    "James",
+    "Ana",
+    "Kevin",
+    "Helen",
+    "Samuel",
+    "Laura",
+    "Michael",
+    "Rosa",
+    "Daniel",
+    "Grace",
+    "Omar",
+    "Aisha",
+    "Thomas",
+    "Mei",
+    "Carlos",
+    "Nora",
+    "Victor",
+    "Fatima",
+    "Elena",
+)
 _LAST_NAMES = (
-    "Patel", "Whitaker", "Ruiz", "Osei", "Park", "Greene", "Chen", "Brandt", "Delgado", "Kim",
-    "Holloway", "Haddad", "Nguyen", "Okafor", "Schultz", "Moreno", "Iverson", "Adeyemi",
-)  # fmt: skip
+    "Patel",
+    "Whitaker",
+    "Ruiz",
+    "Osei",
+    "Park",
+    "Greene",
+    "Chen",
+    "Brandt",
+    "Delgado",
+    "Kim",
+    "Holloway",
+    "Haddad",
+    "Nguyen",
+    "Okafor",
+    "Schultz",
+    "Moreno",
+    "Iverson",
+    "Adeyemi",
+)
 MAX_RELEVANT_SPECIALISTS = 5
 
 

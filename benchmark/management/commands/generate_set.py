@@ -63,9 +63,11 @@ class Command(BaseCommand):
             job_start(benchmark_set)
             if not no_wait:
                 wait_until(
-                    lambda: _done(benchmark_set), total=size, label="enriching",
+                    lambda: _done(benchmark_set),
+                    total=size,
+                    label="enriching",
                     stop=lambda: _stopped(benchmark_set),
-                )  # fmt: skip
+                )
         benchmark_set.refresh_from_db()
         progress = benchmark_set.progress()
         cost = cost_text(**accounting.cost_summary(benchmark_set.model_calls.all()))

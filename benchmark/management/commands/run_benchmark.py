@@ -181,9 +181,12 @@ class Command(BaseCommand):
                 bar.update(_settled(run) - bar.n)
 
             run_execute_inline(
-                run, threads=run.concurrency, on_progress=tick,
-                on_reclaimed=reclaimed, on_held=held,
-            )  # fmt: skip
+                run,
+                threads=run.concurrency,
+                on_progress=tick,
+                on_reclaimed=reclaimed,
+                on_held=held,
+            )
 
     def _agent_choices(self, models, agent_ids):
         agent_services.agent_configs_ensure_shipped()

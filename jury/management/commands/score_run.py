@@ -58,9 +58,12 @@ class Command(BaseCommand):
         price_options(options["price"], command="score_run")
         try:
             job = scoring.scoring_launch(
-                run=run, jury=_jury(jury), use_cache=not no_cache, concurrency=concurrency,
+                run=run,
+                jury=_jury(jury),
+                use_cache=not no_cache,
+                concurrency=concurrency,
                 cost_limit_usd=options["cost_limit"],
-            )  # fmt: skip
+            )
         except scoring.ScoringError as error:
             raise CommandError(str(error)) from error
         queued = scoring_start(job)

@@ -28,8 +28,14 @@ ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 # An endpoint's key is sent to the endpoint's address: only a variable meant as a model key.
 MODEL_KEY_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,91}_API_KEY$")
 BUILT_IN = ("openai", "anthropic", "openai-compatible", "offline")  # model_strings.PROVIDERS
-FIELDS = ("name", "base_url", "api_key_env", "requests_per_minute", "tokens_per_minute",
-          "concurrency")  # fmt: skip
+FIELDS = (
+    "name",
+    "base_url",
+    "api_key_env",
+    "requests_per_minute",
+    "tokens_per_minute",
+    "concurrency",
+)
 
 
 class EndpointError(ValueError):
@@ -114,8 +120,10 @@ def _endpoint(position: int, raw, problems: list[str]) -> Endpoint | None:
     key_env = str(raw.get("api_key_env") or "")
     if key_env and not ENV_NAME.match(key_env):
         problems.append(f"{label}: api_key_env must name an environment variable (A-Z, 0-9, _)")
-    numbers = {f: _positive(raw.get(f), f"{label}: {f}", problems)
-               for f in ("requests_per_minute", "tokens_per_minute", "concurrency")}  # fmt: skip
+    numbers = {
+        f: _positive(raw.get(f), f"{label}: {f}", problems)
+        for f in ("requests_per_minute", "tokens_per_minute", "concurrency")
+    }
     if len(problems) > before:
         return None
     return Endpoint(name=name, base_url=base_url.rstrip("/"), api_key_env=key_env, **numbers)
