@@ -18,24 +18,33 @@ from rubric_lab.tasks.generation import generation_start
 from rubric_lab.tasks.leased import leased_job_tasks
 
 near_misses = leased_job_tasks(
-    task_name="rubric_lab.near_miss", watch_kind="sensitivity", job_model=SensitivityStudy,
-    execute=sensitivity.near_miss_execute, job_id_of=sensitivity.study_id_of,
+    task_name="rubric_lab.near_miss",
+    watch_kind="sensitivity",
+    job_model=SensitivityStudy,
+    execute=sensitivity.near_miss_execute,
+    job_id_of=sensitivity.study_id_of,
     dispatch=sensitivity.study_dispatch,
-)  # fmt: skip
+)
 sensitivity_start = near_misses.start
 
 coverage_cases = leased_job_tasks(
-    task_name="rubric_lab.coverage_case", watch_kind="coverage", job_model=CoverageRun,
-    execute=coverage.coverage_case_execute, job_id_of=coverage.coverage_run_id_of,
+    task_name="rubric_lab.coverage_case",
+    watch_kind="coverage",
+    job_model=CoverageRun,
+    execute=coverage.coverage_case_execute,
+    job_id_of=coverage.coverage_run_id_of,
     dispatch=coverage.coverage_dispatch,
-)  # fmt: skip
+)
 coverage_start = coverage_cases.start
 
 refinements = leased_job_tasks(
-    task_name="rubric_lab.refinement", watch_kind="refine", job_model=RefineStudy,
-    execute=refine.refinement_execute, job_id_of=refine.refine_study_id_of,
+    task_name="rubric_lab.refinement",
+    watch_kind="refine",
+    job_model=RefineStudy,
+    execute=refine.refinement_execute,
+    job_id_of=refine.refine_study_id_of,
     dispatch=refine.refine_dispatch,
-)  # fmt: skip
+)
 refine_start = refinements.start
 
 

@@ -14,10 +14,13 @@ from rubric_lab.services import instance_scoring, pipeline
 from rubric_lab.tasks.leased import leased_job_tasks
 
 generations = leased_job_tasks(
-    task_name="rubric_lab.generate", watch_kind="rubric_generation", job_model=GenerationJob,
-    execute=pipeline.generation_execute, job_id_of=pipeline.job_id_of,
+    task_name="rubric_lab.generate",
+    watch_kind="rubric_generation",
+    job_model=GenerationJob,
+    execute=pipeline.generation_execute,
+    job_id_of=pipeline.job_id_of,
     dispatch=pipeline.generation_dispatch,
-)  # fmt: skip
+)
 generation_start = generations.start
 generation_redispatch = generations.redispatch
 
