@@ -138,9 +138,13 @@ def session_seconds_left(session) -> int:
 
 def _set_deadline_cookie(response: HttpResponse, deadline: int) -> None:
     response.set_cookie(
-        DEADLINE_COOKIE, str(deadline), max_age=settings.SESSION_COOKIE_AGE,
-        secure=settings.SESSION_COOKIE_SECURE, httponly=True, samesite="Lax",
-    )  # fmt: skip
+        DEADLINE_COOKIE,
+        str(deadline),
+        max_age=settings.SESSION_COOKIE_AGE,
+        secure=settings.SESSION_COOKIE_SECURE,
+        httponly=True,
+        samesite="Lax",
+    )
 
 
 def _is_login_redirect(response: HttpResponse) -> bool:

@@ -74,8 +74,16 @@ def display_preferences_set(*, user: User, theme: str = "", text_size: str = "")
 
 # --- managing people (the People page) ------------------------------------------------------
 
-PERSON_FIELDS = ("first_name", "last_name", "email", "role", "track", "licensed", "senior",
-                 "is_active")  # fmt: skip
+PERSON_FIELDS = (
+    "first_name",
+    "last_name",
+    "email",
+    "role",
+    "track",
+    "licensed",
+    "senior",
+    "is_active",
+)
 
 
 def person_save(
@@ -108,10 +116,12 @@ def person_save(
         changed = {k: v for k, v in after.items() if before.get(k) != v}
         if creating or changed or password:
             audit_record(
-                actor=actor, action="person.created" if creating else "person.changed",
-                target=person, before={k: before[k] for k in changed if k in before},
+                actor=actor,
+                action="person.created" if creating else "person.changed",
+                target=person,
+                before={k: before[k] for k in changed if k in before},
                 after=changed | ({"password": "set"} if password else {}),
-            )  # fmt: skip
+            )
         if before.get("is_active") and not person.is_active:
             held_work_release(person, actor=actor)
     return person

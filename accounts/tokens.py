@@ -58,10 +58,15 @@ def token_create(
     token.full_clean()
     token.save()
     audit_record(
-        actor=user, action="token.created", target=token,
-        after={"scope": scope, "expires_at": token.expires_at.isoformat(),
-               "requests_per_minute": token.requests_per_minute},
-    )  # fmt: skip
+        actor=user,
+        action="token.created",
+        target=token,
+        after={
+            "scope": scope,
+            "expires_at": token.expires_at.isoformat(),
+            "requests_per_minute": token.requests_per_minute,
+        },
+    )
     return token, raw
 
 
@@ -96,9 +101,11 @@ def token_authenticate(raw: str) -> ApiToken:
 def token_write_record(*, token: ApiToken, method: str, path: str, status: int) -> None:
     """Every write a token made is in the audit trail: who, which token, what was done."""
     audit_record(
-        actor=token.user, action="token.write_used", target=token,
+        actor=token.user,
+        action="token.write_used",
+        target=token,
         after={"method": method, "path": path, "status": status},
-    )  # fmt: skip
+    )
 
 
 def token_refusal_record(*, refusal: TokenRefused, address: str, throttled: bool) -> None:
@@ -106,10 +113,11 @@ def token_refusal_record(*, refusal: TokenRefused, address: str, throttled: bool
     address it came from and whether the answer was 429 (the address's limit was reached).
     Never the text presented: a mistyped password may be in it."""
     audit_record(
-        actor=refusal.token.user if refusal.token else None, action="token.refused",
+        actor=refusal.token.user if refusal.token else None,
+        action="token.refused",
         target=refusal.token,
         after={"address": address, "reason": str(refusal), "throttled": throttled},
-    )  # fmt: skip
+    )
 
 
 def tokens_of(user: User):

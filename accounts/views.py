@@ -80,8 +80,13 @@ def _person_form(request: HttpRequest, person: User) -> HttpResponse:
         if creating:
             person.username = form.cleaned_data["username"]
         try:
-            person_save(person, changes=form.changes(), password=form.cleaned_data["password"],
-                        actor=request.user, creating=creating)  # fmt: skip
+            person_save(
+                person,
+                changes=form.changes(),
+                password=form.cleaned_data["password"],
+                actor=request.user,
+                creating=creating,
+            )
         except ValidationError as error:
             _add_errors(form, error)
         else:

@@ -29,7 +29,7 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
             "tokens": tokens_of(request.user),
             "new_token": new_token,
             "now": timezone.now(),
-        },  # fmt: skip
+        },
     )
 
 

@@ -18,5 +18,5 @@ class AlignmentConfig(AppConfig):
                 rows=corrected.job_corrected,
                 export=corrected.job_corrected_export,
                 method=corrected.CORRECTED_METHOD,
-            )  # fmt: skip
+            )
         )

@@ -47,9 +47,15 @@ class StudyItemAdmin(ReadOnlyAdmin):
 @admin.register(Assignment)
 class AssignmentAdmin(ReadOnlyAdmin):
     list_display = (
-        "public_id", "item", "annotator", "track", "status", "practice", "synthetic",
+        "public_id",
+        "item",
+        "annotator",
+        "track",
+        "status",
+        "practice",
+        "synthetic",
         "invalidated_at",
-    )  # fmt: skip
+    )
     list_filter = ("status", "track", "practice", "synthetic", "item__study")
     search_fields = ("public_id", "annotator__username")
 

@@ -26,8 +26,10 @@ def plain(value):
 def plain_tree(value):
     """Dicts, lists and dataclasses (an `Estimate`, a `Tally`) down to JSON values."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {field.name: plain_tree(getattr(value, field.name))
-                for field in dataclasses.fields(value)}  # fmt: skip
+        return {
+            field.name: plain_tree(getattr(value, field.name))
+            for field in dataclasses.fields(value)
+        }
     if isinstance(value, dict):
         return {str(key): plain_tree(item) for key, item in value.items()}
     if isinstance(value, list | tuple | set):

@@ -9,8 +9,17 @@ from audit.downloads import download_response
 from audit.models import AuditEvent
 from common.csv_export import rows_csv
 
-CSV_COLUMNS = ("at", "actor", "action", "object_type", "object_id", "object_repr", "before",
-               "after", "note")  # fmt: skip
+CSV_COLUMNS = (
+    "at",
+    "actor",
+    "action",
+    "object_type",
+    "object_id",
+    "object_repr",
+    "before",
+    "after",
+    "note",
+)
 
 
 @admin.register(AuditEvent)
@@ -35,14 +44,23 @@ class AuditEventAdmin(admin.ModelAdmin):
     def export_csv(self, request, queryset) -> HttpResponse:
         rows = (
             [
-                event.at.isoformat(), event.actor.username if event.actor else "",
-                event.action, event.object_type, event.object_id, event.object_repr,
-                json.dumps(event.before, sort_keys=True), json.dumps(event.after, sort_keys=True),
+                event.at.isoformat(),
+                event.actor.username if event.actor else "",
+                event.action,
+                event.object_type,
+                event.object_id,
+                event.object_repr,
+                json.dumps(event.before, sort_keys=True),
+                json.dumps(event.after, sort_keys=True),
                 event.note,
             ]
             for event in queryset.select_related("actor").order_by("at", "pk")
-        )  # fmt: skip
+        )
         return download_response(
-            request, rows_csv(rows, header=CSV_COLUMNS), filename="audit-trail.csv",
-            content_type="text/csv; charset=utf-8", kind="audit_trail", target=None,
-        )  # fmt: skip
+            request,
+            rows_csv(rows, header=CSV_COLUMNS),
+            filename="audit-trail.csv",
+            content_type="text/csv; charset=utf-8",
+            kind="audit_trail",
+            target=None,
+        )

@@ -152,8 +152,10 @@ class Channel(filesystem.Channel):
         shutil.move(claimed, os.path.join(self.bad_folder, name))
         logger.warning(
             "Set aside the queue file %s (%s) in %s; going on with the next message.",
-            name, reason, self.bad_folder,
-        )  # fmt: skip
+            name,
+            reason,
+            self.bad_folder,
+        )
 
     def _queue_bind(self, exchange, routing_key, pattern, queue):
         binding = filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")

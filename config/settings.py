@@ -319,14 +319,19 @@ API_TOKEN_REQUESTS_PER_MINUTE = env.env_int(ENV, "API_TOKEN_REQUESTS_PER_MINUTE"
 API_TOKEN_FAILURES_PER_MINUTE = env.env_int(ENV, "API_TOKEN_FAILURES_PER_MINUTE", 10)
 # Counts are added to atomically: Redis INCR, or the file cache's add and incr under a lock.
 CACHES["api"] = (
-    {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-     "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 5}}
+    {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 5},
+    }
     if REDIS_URL
-    else {"BACKEND": "config.file_caches.LockedFileBasedCache",
-          "LOCATION": str(DATA_DIR / "api-rate"),
-          # Culling at Django's default 300 entries would drop live counts at random.
-          "OPTIONS": {"MAX_ENTRIES": 100_000}}
-)  # fmt: skip
+    else {
+        "BACKEND": "config.file_caches.LockedFileBasedCache",
+        "LOCATION": str(DATA_DIR / "api-rate"),
+        # Culling at Django's default 300 entries would drop live counts at random.
+        "OPTIONS": {"MAX_ENTRIES": 100_000},
+    }
+)
 
 # Every variable read above is the site's own: a named model endpoint may never take its key
 # from one of them (llm/engine/providers/endpoints.py), or an admin could send the

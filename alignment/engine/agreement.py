@@ -501,7 +501,10 @@ def agreement_table(
         jury_rows = jury_by_rubric.get(rubric)
         jury = None if jury_rows is None else jury_rows.set_index(ITEM)[JURY]
         table[rubric] = rubric_agreement(
-            clinicians_by_rubric.get(rubric, empty), jury, resamples=resamples, seed=seed,
+            clinicians_by_rubric.get(rubric, empty),
+            jury,
+            resamples=resamples,
+            seed=seed,
             design=designs.get(rubric, empty_design),
-        )  # fmt: skip
+        )
     return table

@@ -122,17 +122,27 @@ def alt_test(
     ratings = np.where(in_test, data.ratings_per_item, 0)
     columns = ItemColumns(len(data.items))
     for j in range(len(data.raters)):
-        columns.add(f"rater {j}", np.column_stack([eligible[:, j], wins_jury[:, j],
-                                                   wins_clinician[:, j]]))  # fmt: skip
+        columns.add(
+            f"rater {j}", np.column_stack([eligible[:, j], wins_jury[:, j], wins_clinician[:, j]])
+        )
         columns.add(f"ratings {j}", np.where(eligible[:, j], data.ratings_per_item, 0))
     batch = sample_batch(len(data.items), resamples, seed)
     counts, sums = batch.split(columns.sums(batch.matrix))
     tests = [
-        _clinician(data.raters[j], sums, counts, j, wins_jury, wins_clinician, eligible,
-                   epsilon=epsilon, min_items=min_items)
+        _clinician(
+            data.raters[j],
+            sums,
+            counts,
+            j,
+            wins_jury,
+            wins_clinician,
+            eligible,
+            epsilon=epsilon,
+            min_items=min_items,
+        )
         for j in range(len(data.raters))
         if eligible[:, j].any()
-    ]  # fmt: skip
+    ]
     tests = _adjusted(tests, q)
     per_item = eligible.sum(axis=1)[in_test] if in_test.any() else np.zeros(0)
     base = AltTest(
@@ -169,8 +179,9 @@ def _wins(scores: np.ndarray, jury: np.ndarray):
     return wins_jury, wins_clinician, eligible
 
 
-def _clinician(rater, sums, counts, j, wins_jury, wins_clinician, eligible, *, epsilon,
-               min_items) -> ClinicianTest:  # fmt: skip
+def _clinician(
+    rater, sums, counts, j, wins_jury, wins_clinician, eligible, *, epsilon, min_items
+) -> ClinicianTest:
     block, n = sums[f"rater {j}"], int(counts[f"rater {j}"][0, 0])
     ratings = int(counts[f"ratings {j}"][0, 0])
     reason = "no conversation shared with another clinician"
@@ -186,9 +197,13 @@ def _clinician(rater, sums, counts, j, wins_jury, wins_clinician, eligible, *, e
         note = f"not tested: {n} conversation{'s' if n != 1 else ''}, {min_items} needed"
         return ClinicianTest(rater, n, jury_advantage, clinician_advantage, note=note)
     return ClinicianTest(
-        rater, n, jury_advantage, clinician_advantage,
-        p_value=one_sided_p(differences, epsilon), tested=True,
-    )  # fmt: skip
+        rater,
+        n,
+        jury_advantage,
+        clinician_advantage,
+        p_value=one_sided_p(differences, epsilon),
+        tested=True,
+    )
 
 
 def one_sided_p(differences: np.ndarray, epsilon: float) -> float:
@@ -214,8 +229,18 @@ def _adjusted(tests: list[ClinicianTest], q: float) -> list[ClinicianTest]:
             out.append(t)
             continue
         p = float(by_rater[t.rater])
-        out.append(ClinicianTest(t.rater, t.n_items, t.jury_advantage, t.clinician_advantage,
-                                 t.p_value, p, p <= q, True))  # fmt: skip
+        out.append(
+            ClinicianTest(
+                t.rater,
+                t.n_items,
+                t.jury_advantage,
+                t.clinician_advantage,
+                t.p_value,
+                p,
+                p <= q,
+                True,
+            )
+        )
     return out
 
 
@@ -228,10 +253,12 @@ def _advantage(base: AltTest, sums: dict, raters: list) -> AltTest:
         reason = "no conversation was scored by two clinicians and the jury"
         return _with(base, advantage_probability=undefined(reason, n_ratings=base.n_ratings))
     index = {rater: j for j, rater in enumerate(raters)}
-    shares = np.column_stack([
-        ratio(sums[f"rater {index[t.rater]}"][:, 1], sums[f"rater {index[t.rater]}"][:, 0])
-        for t in chosen
-    ])  # fmt: skip
+    shares = np.column_stack(
+        [
+            ratio(sums[f"rater {index[t.rater]}"][:, 1], sums[f"rater {index[t.rater]}"][:, 0])
+            for t in chosen
+        ]
+    )
     defined = np.isfinite(shares)
     values = ratio(np.where(defined, shares, 0.0).sum(axis=1), defined.sum(axis=1))
     figure = estimate(values, n_items=base.n_items, n_ratings=base.n_ratings, reason="")
@@ -247,20 +274,31 @@ def _verdict(base: AltTest, result: AltTest, *, min_items: int) -> AltTest:
     passed = omega is not None and omega >= PASSING_WINNING_RATE
     if omega is None:
         verdict = NOT_TESTED
-        reason = (f"No clinician has the {min_items} conversations shared with another that the "
-                  "test needs, so there is no winning rate.")  # fmt: skip
+        reason = (
+            f"No clinician has the {min_items} conversations shared with another that the "
+            "test needs, so there is no winning rate."
+        )
     else:
         verdict = MAY_REPLACE if passed else MAY_NOT_REPLACE
         sign = ">=" if passed else "<"
-        reason = (f"The jury did at least as well as a clinician, within a margin of "
-                  f"{result.epsilon:g}, for {rejected} of {len(tested)} tested clinicians "
-                  f"(winning rate {omega:.2f} {sign} {PASSING_WINNING_RATE}).")  # fmt: skip
+        reason = (
+            f"The jury did at least as well as a clinician, within a margin of "
+            f"{result.epsilon:g}, for {rejected} of {len(tested)} tested clinicians "
+            f"(winning rate {omega:.2f} {sign} {PASSING_WINNING_RATE})."
+        )
     needs = _needs(result, min_items=min_items)
     warning = f"The design is short of {DESIGN_CONDITIONS}" if needs else ""
     return _with(
-        result, winning_rate=omega, n_tested=len(tested), n_rejected=rejected, passed=passed,
-        verdict=verdict, reason=reason, needs=needs, design_warning=warning,
-    )  # fmt: skip
+        result,
+        winning_rate=omega,
+        n_tested=len(tested),
+        n_rejected=rejected,
+        passed=passed,
+        verdict=verdict,
+        reason=reason,
+        needs=needs,
+        design_warning=warning,
+    )
 
 
 def _needs(result: AltTest, *, min_items: int) -> list[str]:
@@ -268,12 +306,16 @@ def _needs(result: AltTest, *, min_items: int) -> list[str]:
     needs = []
     if result.n_clinicians < MIN_CLINICIANS:
         more = MIN_CLINICIANS - result.n_clinicians
-        needs.append(f"at least {MIN_CLINICIANS} clinicians scoring this rubric with overlap "
-                     f"(it has {result.n_clinicians}): {more} more")  # fmt: skip
+        needs.append(
+            f"at least {MIN_CLINICIANS} clinicians scoring this rubric with overlap "
+            f"(it has {result.n_clinicians}): {more} more"
+        )
     typical = result.clinicians_per_item
     if typical is not None and typical < MIN_CLINICIANS:
-        needs.append(f"{MIN_CLINICIANS} clinicians on each conversation (now a median of "
-                     f"{typical:g}): raise the study's overlap to {MIN_CLINICIANS}")  # fmt: skip
+        needs.append(
+            f"{MIN_CLINICIANS} clinicians on each conversation (now a median of "
+            f"{typical:g}): raise the study's overlap to {MIN_CLINICIANS}"
+        )
     if result.n_items < min_items:
         needs.append(
             f"at least {min_items} conversations scored by two or more clinicians and "
@@ -282,9 +324,11 @@ def _needs(result: AltTest, *, min_items: int) -> list[str]:
     tested = sum(t.tested for t in result.clinicians)
     if result.n_clinicians >= MIN_CLINICIANS and tested < MIN_CLINICIANS:
         short = [t.n_items for t in result.clinicians if not t.tested]
-        needs.append(f"at least {MIN_CLINICIANS} clinicians with {min_items} conversations "
-                     f"each shared with another clinician, to be tested ({tested} have; the "
-                     f"others have as few as {min(short)})")  # fmt: skip
+        needs.append(
+            f"at least {MIN_CLINICIANS} clinicians with {min_items} conversations "
+            f"each shared with another clinician, to be tested ({tested} have; the "
+            f"others have as few as {min(short)})"
+        )
     return needs
 
 

@@ -79,11 +79,17 @@ def annotator_quality(
     peer_items = frame[frame["peer_n"] > 0].groupby([RATER, PERIOD])[ITEM].nunique()
     jury_items = frame[frame["jury_n"] > 0].groupby([RATER, PERIOD])[ITEM].nunique()
     return [
-        _figures(rater, period, sums[f"{rater}|{period}"], counts[f"{rater}|{period}"],
-                 int(peer_items.get((rater, period), 0)), int(jury_items.get((rater, period), 0)),
-                 int(ratings[(rater, period)]))
+        _figures(
+            rater,
+            period,
+            sums[f"{rater}|{period}"],
+            counts[f"{rater}|{period}"],
+            int(peer_items.get((rater, period), 0)),
+            int(jury_items.get((rater, period), 0)),
+            int(ratings[(rater, period)]),
+        )
         for rater, period in groups
-    ]  # fmt: skip
+    ]
 
 
 def _compared(clinicians: pd.DataFrame, jury_long: pd.DataFrame) -> pd.DataFrame:

@@ -141,8 +141,9 @@ def check_directory(archive: zipfile.ZipFile, limits: Limits) -> None:
     """Refuse a zip bomb from the zip directory alone, before anything is decompressed."""
     infos = archive.infolist()
     if len(infos) > MAX_MEMBERS:
-        raise ArchiveError(f"the zip holds {len(infos)} members; an archive has at most "
-                           f"{MAX_MEMBERS}")  # fmt: skip
+        raise ArchiveError(
+            f"the zip holds {len(infos)} members; an archive has at most {MAX_MEMBERS}"
+        )
     total = 0
     for info in infos:
         if info.file_size > limits.member_bytes:
@@ -173,22 +174,25 @@ def read_manifest(archive: zipfile.ZipFile) -> Manifest:
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ArchiveError(f"{MANIFEST} is not valid JSON ({error})") from None
     if not isinstance(body, dict) or body.get("format") not in (FORMAT_NAME, *FORMER_FORMAT_NAMES):
-        raise ArchiveError(f"{MANIFEST} does not name the format {FORMAT_NAME!r}: this is "
-                           "not a study archive")  # fmt: skip
+        raise ArchiveError(
+            f"{MANIFEST} does not name the format {FORMAT_NAME!r}: this is not a study archive"
+        )
     version = body.get("format_version")
     if version != FORMAT_VERSION:
-        raise ArchiveError(f"format version {version!r}; this site reads version "
-                           f"{FORMAT_VERSION}")  # fmt: skip
+        raise ArchiveError(f"format version {version!r}; this site reads version {FORMAT_VERSION}")
     try:
         members = {
             name: MemberRecord(name, entry["sha256"], int(entry["bytes"]), entry.get("rows"))
             for name, entry in body["members"].items()
         }
         manifest = Manifest(
-            created_at=str(body["created_at"]), app_version=str(body["app_version"]),
-            study=dict(body["study"]), counts=dict(body["counts"]), members=members,
+            created_at=str(body["created_at"]),
+            app_version=str(body["app_version"]),
+            study=dict(body["study"]),
+            counts=dict(body["counts"]),
+            members=members,
             with_usernames=bool(body.get("with_usernames")),
-        )  # fmt: skip
+        )
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise ArchiveError(f"{MANIFEST} is incomplete ({error!r} missing or malformed)") from None
     unlisted = sorted(names - set(members) - {MANIFEST})
@@ -210,8 +214,10 @@ def verify_members(
             digest.update(chunk)
             size += len(chunk)
         if size != record.bytes or digest.hexdigest() != record.sha256:
-            raise ArchiveError(f"{name} does not match its sha256 in the manifest: the "
-                               "archive was changed or damaged")  # fmt: skip
+            raise ArchiveError(
+                f"{name} does not match its sha256 in the manifest: the "
+                "archive was changed or damaged"
+            )
         progress(name, size)
 
 

@@ -83,13 +83,15 @@ def estimate(
         return undefined(reason, n_items=n_items, n_ratings=n_ratings)
     replicates = values[1:][np.isfinite(values[1:])]
     if replicates.size < 2:
-        return Estimate(float(point), None, None, int(n_items), int(n_ratings), "",
-                        int(replicates.size))  # fmt: skip
+        return Estimate(
+            float(point), None, None, int(n_items), int(n_ratings), "", int(replicates.size)
+        )
     tail = (1 - confidence) / 2 * 100
     low, high = (float(bound) for bound in np.percentile(replicates, [tail, 100 - tail]))
     note = interval_note(int(n_items), low, high, same=SAME_IN_EVERY_RESAMPLE)
-    return Estimate(float(point), low, high, int(n_items), int(n_ratings), "",
-                    int(replicates.size), note)  # fmt: skip
+    return Estimate(
+        float(point), low, high, int(n_items), int(n_ratings), "", int(replicates.size), note
+    )
 
 
 def ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:

@@ -121,10 +121,14 @@ class Pooling:
         if not self.lone:
             return ""
         if self.joined:
-            return (f"stratum {self.lone[0]} held one conversation and was resampled with "
-                    f"stratum {self.joined} ({POOLING_REASON})")  # fmt: skip
-        return (f"{len(self.lone)} strata held one conversation each and were pooled into one "
-                f"({POOLING_REASON}): {'; '.join(self.lone)}")  # fmt: skip
+            return (
+                f"stratum {self.lone[0]} held one conversation and was resampled with "
+                f"stratum {self.joined} ({POOLING_REASON})"
+            )
+        return (
+            f"{len(self.lone)} strata held one conversation each and were pooled into one "
+            f"({POOLING_REASON}): {'; '.join(self.lone)}"
+        )
 
 
 def pooled_strata(strata) -> np.ndarray:

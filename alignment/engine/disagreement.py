@@ -34,5 +34,10 @@ def rank_disagreements(clinicians_long: pd.DataFrame, jury_long: pd.DataFrame) -
 
 
 def _empty_jury() -> pd.DataFrame:
-    return pd.DataFrame({ITEM: pd.Series(dtype=object), RUBRIC: pd.Series(dtype=object),
-                         JURY: pd.Series(dtype=float)})  # fmt: skip
+    return pd.DataFrame(
+        {
+            ITEM: pd.Series(dtype=object),
+            RUBRIC: pd.Series(dtype=object),
+            JURY: pd.Series(dtype=float),
+        }
+    )

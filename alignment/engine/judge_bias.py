@@ -109,10 +109,15 @@ def judge_bias(
     counts, sums = batch.split(columns.sums(batch.matrix))
     unfamiliar = sum(f is None for f in agent_families)
     return [
-        JudgeBias(row, model, family, _family_note(note),
-                  [*_slopes(row, sums, counts), _self(row, family, note, sums, counts, unfamiliar)])
+        JudgeBias(
+            row,
+            model,
+            family,
+            _family_note(note),
+            [*_slopes(row, sums, counts), _self(row, family, note, sums, counts, unfamiliar)],
+        )
         for row, model, family, note in plan
-    ]  # fmt: skip
+    ]
 
 
 def _slopes(row, sums: dict, counts: dict) -> list[BiasFigure]:
@@ -126,8 +131,9 @@ def _slopes(row, sums: dict, counts: dict) -> list[BiasFigure]:
         if n < MIN_ITEMS:
             figure = undefined(
                 f"a slope needs at least {MIN_ITEMS} conversations; {n} have both scores",
-                n_items=n, n_ratings=n,
-            )  # fmt: skip
+                n_items=n,
+                n_ratings=n,
+            )
         else:
             reason = f"every conversation has the same {label.lower()}, so there is no slope"
             figure = estimate(values, n_items=n, n_ratings=n, reason=reason)
@@ -158,9 +164,11 @@ def _self(row, family, note, sums, counts, unfamiliar: int) -> BiasFigure:
         figure = undefined(reason, n_items=n_same + n_other, n_ratings=n_same + n_other)
     else:
         figure = estimate(
-            values, n_items=n_same + n_other, n_ratings=n_same + n_other,
+            values,
+            n_items=n_same + n_other,
+            n_ratings=n_same + n_other,
             reason="a resample drew one side only",
-        )  # fmt: skip
+        )
     return BiasFigure(SELF_PREFERENCE, label, unit, figure, n_same, n_other)
 
 

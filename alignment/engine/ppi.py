@@ -98,17 +98,27 @@ class _Term:
     se: float
 
 
-def undefined_score(reason: str, *, jury_mean: Estimate | None = None,
-                    jury_pass: Estimate | None = None, n_population: int = 0,
-                    n_annotated: int = 0) -> CorrectedScore:  # fmt: skip
+def undefined_score(
+    reason: str,
+    *,
+    jury_mean: Estimate | None = None,
+    jury_pass: Estimate | None = None,
+    n_population: int = 0,
+    n_annotated: int = 0,
+) -> CorrectedScore:
     """A corrected score that cannot be computed (the reason on every figure that needs the
     clinicians); the jury-only figures are kept when they are known."""
     missing = undefined(reason, n_items=n_annotated)
     return CorrectedScore(
-        jury_mean=jury_mean or undefined(reason), corrected_mean=missing, correction=missing,
-        jury_pass=jury_pass or undefined(reason), corrected_pass=missing,
-        n_population=n_population, n_annotated=n_annotated, method=reason,
-    )  # fmt: skip
+        jury_mean=jury_mean or undefined(reason),
+        corrected_mean=missing,
+        correction=missing,
+        jury_pass=jury_pass or undefined(reason),
+        corrected_pass=missing,
+        n_population=n_population,
+        n_annotated=n_annotated,
+        method=reason,
+    )
 
 
 def population_figures(population: Population, *, confidence: float = CONFIDENCE):
@@ -141,9 +151,12 @@ def corrected_score(
     n = len(annotated)
     if population.n == 0 or n < max(1, min_annotated):
         return undefined_score(
-            _too_few(population, n, min_annotated), jury_mean=jury_mean, jury_pass=jury_pass,
-            n_population=population.n, n_annotated=n,
-        )  # fmt: skip
+            _too_few(population, n, min_annotated),
+            jury_mean=jury_mean,
+            jury_pass=jury_pass,
+            n_population=population.n,
+            n_annotated=n,
+        )
     mean, passes = _population_terms(population)
     difference = annotated.clinician - annotated.jury
     pass_difference = annotated.clinician_pass.astype(float) - annotated.jury_pass.astype(float)
@@ -167,15 +180,19 @@ def _too_few(population: Population, n: int, min_annotated: int) -> str:
         return "no conversation of this model was scored on this rubric"
     if n == 0:
         return "no conversation of this model has a clinician score on this rubric"
-    return (f"{n} annotated conversation{'s' if n != 1 else ''} of this model on this rubric; "
-            f"a corrected figure needs at least {min_annotated}")  # fmt: skip
+    return (
+        f"{n} annotated conversation{'s' if n != 1 else ''} of this model on this rubric; "
+        f"a corrected figure needs at least {min_annotated}"
+    )
 
 
 def _method(n_population: int, n: int, min_annotated: int, confidence: float) -> str:
-    return (f"prediction-powered: the jury's figure over N = {n_population} conversations plus "
-            f"the design-weighted clinician - jury difference over n = {n} annotated; "
-            f"{confidence:.0%} normal interval, cut at the ends of the scale; shown from "
-            f"n = {min_annotated}")  # fmt: skip
+    return (
+        f"prediction-powered: the jury's figure over N = {n_population} conversations plus "
+        f"the design-weighted clinician - jury difference over n = {n} annotated; "
+        f"{confidence:.0%} normal interval, cut at the ends of the scale; shown from "
+        f"n = {min_annotated}"
+    )
 
 
 def _z(confidence: float) -> float:

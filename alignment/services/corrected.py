@@ -82,9 +82,11 @@ def _score(
         jury_mean, jury_pass = population_figures(population)
         return undefined_score(
             f"the correction needs the sampling design, which is unknown: {design.reason}",
-            jury_mean=jury_mean, jury_pass=jury_pass, n_population=population.n,
+            jury_mean=jury_mean,
+            jury_pass=jury_pass,
+            n_population=population.n,
             n_annotated=len(own),
-        )  # fmt: skip
+        )
     return corrected_score(population, annotated, min_annotated=min_annotated)
 
 
@@ -106,8 +108,9 @@ def _annotated_means(frames: StudyFrames, thresholds: dict[int, float]) -> pd.Da
     mean and verdict, the clinicians' verdict (mean >= the jury's pass threshold), model."""
     rated = frames.clinicians_long
     if rated.empty or frames.jury_long.empty:
-        return pd.DataFrame(columns=[ITEM, RUBRIC, "clinician", "ratings", JURY, PASSED,
-                                     "clinician_pass", "model"])  # fmt: skip
+        return pd.DataFrame(
+            columns=[ITEM, RUBRIC, "clinician", "ratings", JURY, PASSED, "clinician_pass", "model"]
+        )
     means = rated.groupby([ITEM, RUBRIC])[SCORE].agg(clinician="mean", ratings="size")
     table = means.reset_index().merge(frames.jury_long, on=[ITEM, RUBRIC], how="inner")
     threshold = table[ITEM].map(lambda item: thresholds.get(frames.jobs.get(item), 3.0))
@@ -139,10 +142,12 @@ def job_corrected_export(job: ScoringJob, fmt: str) -> str:
     parts = [corrected_table(rows, study_name=study.name) for study, rows in job_corrected(job)]
     empty = corrected_table([], study_name="-")
     table = pd.concat(parts, ignore_index=True) if parts else empty
-    caption = (f"Clinician-corrected model scores (prediction-powered inference) of the target "
-               f"studies drawn from run {job.run.name}, jury {job.jury.name}: the jury over every "
-               "conversation a study could draw, corrected by the design-weighted clinician - jury "
-               f"difference; {CORRECTED_METHOD}")  # fmt: skip
+    caption = (
+        f"Clinician-corrected model scores (prediction-powered inference) of the target "
+        f"studies drawn from run {job.run.name}, jury {job.jury.name}: the jury over every "
+        "conversation a study could draw, corrected by the design-weighted clinician - jury "
+        f"difference; {CORRECTED_METHOD}"
+    )
     return export_table(table, fmt, caption=caption, label=f"job {job.pk} corrected")
 
 
@@ -173,22 +178,40 @@ def corrected_table(rows, *, study_name: str = "") -> pd.DataFrame:
             )
             if note
         )
-        out.append({
-            **({"Study": study_name} if study_name else {}),
-            "Model": row.model, "Rubric": row.rubric.name,
-            "Population (N)": score.n_population, "Annotated (n)": score.n_annotated,
-            "Ratings": score.corrected_mean.n_ratings,
-            "Jury mean": estimate_value_interval(score.jury_mean, "number"),
-            "Clinician-corrected mean": estimate_value_interval(score.corrected_mean, "number"),
-            "Correction (clinician - jury)": estimate_value_interval(score.correction, "signed"),
-            "Jury pass rate": estimate_value_interval(score.jury_pass, "share"),
-            "Clinician-corrected pass rate": estimate_value_interval(score.corrected_pass, "share"),
-            "Notes": "; ".join(notes),
-        })  # fmt: skip
+        out.append(
+            {
+                **({"Study": study_name} if study_name else {}),
+                "Model": row.model,
+                "Rubric": row.rubric.name,
+                "Population (N)": score.n_population,
+                "Annotated (n)": score.n_annotated,
+                "Ratings": score.corrected_mean.n_ratings,
+                "Jury mean": estimate_value_interval(score.jury_mean, "number"),
+                "Clinician-corrected mean": estimate_value_interval(score.corrected_mean, "number"),
+                "Correction (clinician - jury)": estimate_value_interval(
+                    score.correction, "signed"
+                ),
+                "Jury pass rate": estimate_value_interval(score.jury_pass, "share"),
+                "Clinician-corrected pass rate": estimate_value_interval(
+                    score.corrected_pass, "share"
+                ),
+                "Notes": "; ".join(notes),
+            }
+        )
     columns = (["Study"] if study_name else []) + CORRECTED_COLUMNS
     return pd.DataFrame(out, columns=columns)
 
 
-CORRECTED_COLUMNS = ["Model", "Rubric", "Population (N)", "Annotated (n)", "Ratings",
-                     "Jury mean", "Clinician-corrected mean", "Correction (clinician - jury)",
-                     "Jury pass rate", "Clinician-corrected pass rate", "Notes"]  # fmt: skip
+CORRECTED_COLUMNS = [
+    "Model",
+    "Rubric",
+    "Population (N)",
+    "Annotated (n)",
+    "Ratings",
+    "Jury mean",
+    "Clinician-corrected mean",
+    "Correction (clinician - jury)",
+    "Jury pass rate",
+    "Clinician-corrected pass rate",
+    "Notes",
+]

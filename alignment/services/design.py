@@ -91,10 +91,13 @@ class StudyDesign:
 def study_design(study: Study) -> StudyDesign:
     items = list(
         study.items.order_by("position").values_list(
-            "conversation_id", "conversation__run_agent__label", "stratum", "jury_bins",
+            "conversation_id",
+            "conversation__run_agent__label",
+            "stratum",
+            "jury_bins",
             "inclusion_probability",
         )
-    )  # fmt: skip
+    )
     if not items:
         return StudyDesign(reason="the study has no items")
     models = {item: label for item, label, *_ in items}
@@ -107,8 +110,9 @@ def study_design(study: Study) -> StudyDesign:
         exact = "design" in coverage
         strata = {item: stratum["key"] for item, _, stratum, *_ in items} if exact else {}
         source = RECORDED if exact else RECORDED_GREEDY
-        return _checked(StudyDesign(weights, bins, drawn_cell, strata, models, source, "",
-                                    population, missing))  # fmt: skip
+        return _checked(
+            StudyDesign(weights, bins, drawn_cell, strata, models, source, "", population, missing)
+        )
     return _reconstructed(study, items, coverage, models, drawn_cell)
 
 
@@ -159,8 +163,10 @@ def _reconstructed(study: Study, items, coverage: dict, models, drawn_cell) -> S
     candidates = {candidate.conversation_id: candidate for candidate in drawable}
     lost = [item for item, *_ in items if item not in candidates]
     if lost:
-        reason = (f"the jury results {len(lost)} item(s) were drawn from are no longer "
-                  "complete, so their cells cannot be read back")  # fmt: skip
+        reason = (
+            f"the jury results {len(lost)} item(s) were drawn from are no longer "
+            "complete, so their cells cannot be read back"
+        )
         return StudyDesign(models=models, reason=reason)
     weights, bins = {}, {}
     for item, *_ in items:
@@ -170,8 +176,9 @@ def _reconstructed(study: Study, items, coverage: dict, models, drawn_cell) -> S
             greedy_inclusion_probability(candidate.cells(), available=available, drawn=drawn)
         )
     population, missing = _candidate_population(candidates.values(), available)
-    return _checked(StudyDesign(weights, bins, drawn_cell, {}, models, RECONSTRUCTED, "",
-                                population, missing))  # fmt: skip
+    return _checked(
+        StudyDesign(weights, bins, drawn_cell, {}, models, RECONSTRUCTED, "", population, missing)
+    )
 
 
 def _candidate_population(candidates, available: dict) -> tuple[dict, str]:

@@ -44,9 +44,11 @@ def disagreement_page(
     study: Study, filters: ReportFilters, query: DisagreementQuery
 ) -> DisagreementPage:
     frames = study_frames(
-        study, include_synthetic=filters.include_synthetic,
-        model=filters.model or None, track=filters.track or None,
-    )  # fmt: skip
+        study,
+        include_synthetic=filters.include_synthetic,
+        model=filters.model or None,
+        track=filters.track or None,
+    )
     ranked = ranked_disagreements(frames)
     majors = ranked[ranked["major"]].groupby(RUBRIC).size().to_dict()
     tags = themes.tags_by_key(study)
@@ -109,10 +111,15 @@ def _rows(study: Study, frames: StudyFrames, shown: pd.DataFrame, tags, settled)
 def _judges(judges: pd.DataFrame, item: int, rubric: str) -> list[dict]:
     own = judges[(judges[ITEM] == item) & (judges[RUBRIC] == rubric)].sort_values(JUDGE)
     return [
-        {"index": r.judge, "model": r.judge_model, "score": r.score,
-         "explanation": r.explanation, "version": r.rubric_version}
+        {
+            "index": r.judge,
+            "model": r.judge_model,
+            "score": r.score,
+            "explanation": r.explanation,
+            "version": r.rubric_version,
+        }
         for r in own.itertuples(index=False)
-    ]  # fmt: skip
+    ]
 
 
 def _clinicians(clinicians, assignments, events, item: int, rubric: str) -> list[dict]:
@@ -163,9 +170,11 @@ def majors_by_round(project, filters: ReportFilters) -> list[dict]:
     rounds = []
     for study in project_rounds(project):
         frames = study_frames(
-            study, include_synthetic=filters.include_synthetic,
-            model=filters.model or None, track=filters.track or None,
-        )  # fmt: skip
+            study,
+            include_synthetic=filters.include_synthetic,
+            model=filters.model or None,
+            track=filters.track or None,
+        )
         ranked = ranked_disagreements(frames)
         ranked = ranked[ranked[JURY].notna()]
         majors = ranked[ranked["major"]].groupby(RUBRIC).size().to_dict()

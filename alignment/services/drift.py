@@ -61,8 +61,9 @@ def annotator_drift(study: Study, filters: ReportFilters) -> Drift:
         figures[label] = {figure.rater: figure for figure in report.annotator_quality}
         names |= {rater: info.username for rater, info in report.raters.items()}
         synthetic |= {rater for rater, info in report.raters.items() if info.synthetic}
-    flags = drift_flags([(label, figures[label]) for label in labels],
-                        threshold=study.drift_flag_points)  # fmt: skip
+    flags = drift_flags(
+        [(label, figures[label]) for label in labels], threshold=study.drift_flag_points
+    )
     return Drift(study.drift_flag_points, labels, figures, flags, names, synthetic)
 
 
@@ -71,7 +72,9 @@ def drift_table(drift: Drift, person: Person | None = None) -> pd.DataFrame:
     flagged = {(f.rater, f.after) for f in drift.flags}
     rows = [
         {
-            "Clinician": name(rater), "Round": label, "Ratings": figure.ratings,
+            "Clinician": name(rater),
+            "Round": label,
+            "Ratings": figure.ratings,
             "Agreement with the others": estimate_text(figure.peer_agreement, "share"),
             "Bias vs the others": estimate_text(figure.peer_bias, "signed"),
             "Agreement with the jury": estimate_text(figure.jury_agreement, "share"),
@@ -81,7 +84,7 @@ def drift_table(drift: Drift, person: Person | None = None) -> pd.DataFrame:
         }
         for label in drift.labels
         for rater, figure in sorted(drift.figures[label].items(), key=lambda kv: name(kv[0]))
-    ]  # fmt: skip
+    ]
     return pd.DataFrame(
         rows,
         columns=[
@@ -99,10 +102,15 @@ def drift_table(drift: Drift, person: Person | None = None) -> pd.DataFrame:
 
 
 def drift_export(drift: Drift, fmt: str, *, study: Study) -> str:
-    caption = (f"Each clinician per round of {study.project.name}: agreement with the other "
-               "clinicians and the jury, bias, and a flag where a bias moved by more than "
-               f"{drift.threshold:g} points between rounds")  # fmt: skip
+    caption = (
+        f"Each clinician per round of {study.project.name}: agreement with the other "
+        "clinicians and the jury, bias, and a flag where a bias moved by more than "
+        f"{drift.threshold:g} points between rounds"
+    )
     return export_table(
-        drift_table(drift), fmt, caption=caption, label=f"study {study.pk} drift",
+        drift_table(drift),
+        fmt,
+        caption=caption,
+        label=f"study {study.pk} drift",
         note=NOTE if drift.has_synthetic else "",
-    )  # fmt: skip
+    )

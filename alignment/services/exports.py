@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from alignment.engine.bootstrap import Estimate
 from alignment.services.corrected import CORRECTED_METHOD, corrected_table
 from alignment.services.formats import estimate_text, undefined_note
 from alignment.services.reports import StudyReport
@@ -70,9 +71,11 @@ def agreement_export(report: StudyReport, suffix: str, *, study: Study) -> str:
     )
     return export_table(
         synthetic_marked(agreement_rows(report), report, usernames(report)),
-        EXPORT_FORMATS[suffix][0], caption=caption, label=f"study {study.pk} agreement",
+        EXPORT_FORMATS[suffix][0],
+        caption=caption,
+        label=f"study {study.pk} agreement",
         note=synthetic.NOTE if report.synthetic_ratings else "",
-    )  # fmt: skip
+    )
 
 
 def synthetic_marked(table: pd.DataFrame, report: StudyReport, person: Person) -> pd.DataFrame:
@@ -137,23 +140,40 @@ def weighted_rows(report: StudyReport) -> pd.DataFrame:
                 notes.append(f"population: {undefined_note(population)}")
             elif weighted.pooled_strata:
                 notes.append(f"population interval: {weighted.pooled_strata}")
-            rows.append({
-                "Rubric": rubric.name,
-                "Figure": label,
-                "Sample": estimate_text(figure, fmt),
-                "Population-weighted": "" if population is None else estimate_text(population, fmt),
-                "Conversations": figure.n_items,
-                "Ratings": figure.n_ratings,
-                "Intervals disjoint": "yes" if name in differs else "",
-                "Notes": "; ".join(notes),
-            })  # fmt: skip
+            population_text = "" if population is None else estimate_text(population, fmt)
+            rows.append(
+                {
+                    "Rubric": rubric.name,
+                    "Figure": label,
+                    "Sample": estimate_text(figure, fmt),
+                    "Population-weighted": population_text,
+                    "Conversations": figure.n_items,
+                    "Ratings": figure.n_ratings,
+                    "Intervals disjoint": "yes" if name in differs else "",
+                    "Notes": "; ".join(notes),
+                }
+            )
     return pd.DataFrame(rows, columns=WEIGHTED_COLUMNS)
 
 
-HUMAN_FIGURES = {"human_adjacent", "human_adjacent_chance", "human_exact", "human_exact_chance",
-                 "alpha_clinicians", "ac2"}  # fmt: skip
-WEIGHTED_COLUMNS = ["Rubric", "Figure", "Sample", "Population-weighted", "Conversations",
-                    "Ratings", "Intervals disjoint", "Notes"]  # fmt: skip
+HUMAN_FIGURES = {
+    "human_adjacent",
+    "human_adjacent_chance",
+    "human_exact",
+    "human_exact_chance",
+    "alpha_clinicians",
+    "ac2",
+}
+WEIGHTED_COLUMNS = [
+    "Rubric",
+    "Figure",
+    "Sample",
+    "Population-weighted",
+    "Conversations",
+    "Ratings",
+    "Intervals disjoint",
+    "Notes",
+]
 
 
 def _p_text(value: float | None) -> str:
@@ -171,34 +191,65 @@ def alt_test_rows(report: StudyReport, person: Person) -> pd.DataFrame:
         test = section.alt_test
         omega = "" if test.winning_rate is None else f"{test.winning_rate:.2f}"
         aap = estimate_text(test.advantage_probability, "number")
-        rows.append({
-            "Rubric": section.rubric.name, "Row": "rubric", "Conversations": test.n_items,
-            "Ratings": test.n_ratings, "Jury advantage": "", "Clinician advantage": "",
-            "p": "", "Adjusted p (BY)": "", "Rejected": "",
-            "Winning rate": f"{omega} ({test.n_rejected} of {test.n_tested})" if omega else "",
-            "Average advantage probability": aap + (" provisional" if test.provisional else ""),
-            "Epsilon": test.epsilon, "Verdict": test.verdict,
-            "Design warning": design_warning_text(test), "Notes": test.reason,
-        })  # fmt: skip
+        rows.append(
+            {
+                "Rubric": section.rubric.name,
+                "Row": "rubric",
+                "Conversations": test.n_items,
+                "Ratings": test.n_ratings,
+                "Jury advantage": "",
+                "Clinician advantage": "",
+                "p": "",
+                "Adjusted p (BY)": "",
+                "Rejected": "",
+                "Winning rate": f"{omega} ({test.n_rejected} of {test.n_tested})" if omega else "",
+                "Average advantage probability": aap + (" provisional" if test.provisional else ""),
+                "Epsilon": test.epsilon,
+                "Verdict": test.verdict,
+                "Design warning": design_warning_text(test),
+                "Notes": test.reason,
+            }
+        )
         for clinician in test.clinicians:
-            rows.append({
-                "Rubric": section.rubric.name, "Row": person(clinician.rater),
-                "Conversations": clinician.n_items,
-                "Ratings": clinician.jury_advantage.n_ratings,
-                "Jury advantage": estimate_text(clinician.jury_advantage, "number"),
-                "Clinician advantage": estimate_text(clinician.clinician_advantage, "number"),
-                "p": _p_text(clinician.p_value), "Adjusted p (BY)": _p_text(clinician.adjusted_p),
-                "Rejected": ("yes" if clinician.rejected else "no") if clinician.tested else "",
-                "Winning rate": "", "Average advantage probability": "", "Epsilon": test.epsilon,
-                "Verdict": "", "Design warning": "", "Notes": clinician.note,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "Rubric": section.rubric.name,
+                    "Row": person(clinician.rater),
+                    "Conversations": clinician.n_items,
+                    "Ratings": clinician.jury_advantage.n_ratings,
+                    "Jury advantage": estimate_text(clinician.jury_advantage, "number"),
+                    "Clinician advantage": estimate_text(clinician.clinician_advantage, "number"),
+                    "p": _p_text(clinician.p_value),
+                    "Adjusted p (BY)": _p_text(clinician.adjusted_p),
+                    "Rejected": ("yes" if clinician.rejected else "no") if clinician.tested else "",
+                    "Winning rate": "",
+                    "Average advantage probability": "",
+                    "Epsilon": test.epsilon,
+                    "Verdict": "",
+                    "Design warning": "",
+                    "Notes": clinician.note,
+                }
+            )
     return pd.DataFrame(rows, columns=ALT_TEST_COLUMNS)
 
 
-ALT_TEST_COLUMNS = ["Rubric", "Row", "Conversations", "Ratings", "Jury advantage",
-                    "Clinician advantage", "p", "Adjusted p (BY)", "Rejected", "Winning rate",
-                    "Average advantage probability", "Epsilon", "Verdict", "Design warning",
-                    "Notes"]  # fmt: skip
+ALT_TEST_COLUMNS = [
+    "Rubric",
+    "Row",
+    "Conversations",
+    "Ratings",
+    "Jury advantage",
+    "Clinician advantage",
+    "p",
+    "Adjusted p (BY)",
+    "Rejected",
+    "Winning rate",
+    "Average advantage probability",
+    "Epsilon",
+    "Verdict",
+    "Design warning",
+    "Notes",
+]
 
 
 def design_warning_text(test) -> str:
@@ -216,21 +267,43 @@ def judge_bias_rows(report: StudyReport) -> pd.DataFrame:
         for judge in section.bias:
             name = "Jury (mean)" if judge.judge == "jury" else f"Judge {int(judge.judge) + 1}"
             for figure in judge.figures:
-                rows.append({
-                    "Rubric": section.rubric.name, "Judge": name, "Model": judge.model,
-                    "Family": judge.family_note, "Diagnostic": figure.label,
-                    "Estimate": estimate_text(figure.estimate, "signed"), "Unit": figure.unit,
-                    "Conversations": figure.estimate.n_items,
-                    "Same family": figure.n_same if figure.covariate == "self_preference" else "",
-                    "Other families": figure.n_other
-                    if figure.covariate == "self_preference" else "",
-                    "Notes": undefined_note(figure.estimate),
-                })  # fmt: skip
+                self_preference = figure.covariate == "self_preference"
+                rows.append(
+                    {
+                        "Rubric": section.rubric.name,
+                        "Judge": name,
+                        "Model": judge.model,
+                        "Family": judge.family_note,
+                        "Diagnostic": figure.label,
+                        "Estimate": estimate_text(figure.estimate, "signed"),
+                        "Unit": figure.unit,
+                        "Conversations": figure.estimate.n_items,
+                        "Same family": figure.n_same if self_preference else "",
+                        "Other families": figure.n_other if self_preference else "",
+                        "Notes": undefined_note(figure.estimate),
+                    }
+                )
     return pd.DataFrame(rows, columns=BIAS_COLUMNS)
 
 
-BIAS_COLUMNS = ["Rubric", "Judge", "Model", "Family", "Diagnostic", "Estimate", "Unit",
-                "Conversations", "Same family", "Other families", "Notes"]  # fmt: skip
+BIAS_COLUMNS = [
+    "Rubric",
+    "Judge",
+    "Model",
+    "Family",
+    "Diagnostic",
+    "Estimate",
+    "Unit",
+    "Conversations",
+    "Same family",
+    "Other families",
+    "Notes",
+]
+
+
+def _compared_counts(agreement: Estimate) -> str:
+    """Conversations / ratings a clinician's comparison rests on."""
+    return f"{agreement.n_items} / {agreement.n_ratings}"
 
 
 def annotator_quality_rows(report: StudyReport, person: Person) -> pd.DataFrame:
@@ -239,28 +312,43 @@ def annotator_quality_rows(report: StudyReport, person: Person) -> pd.DataFrame:
     rows = []
     for figure in [*report.annotator_quality, *report.annotator_weeks]:
         rater = report.raters.get(figure.rater)
-        rows.append({
-            "Clinician": person(figure.rater), "Track": rater.track if rater else "",
-            "Period": "whole study" if figure.period == "all" else figure.period,
-            "Ratings": figure.ratings,
-            "Agreement with the others": estimate_text(figure.peer_agreement, "share"),
-            "Compared with others (conversations / ratings)":
-                f"{figure.peer_agreement.n_items} / {figure.peer_agreement.n_ratings}",
-            "Bias vs the others": estimate_text(figure.peer_bias, "signed"),
-            "Agreement with the jury": estimate_text(figure.jury_agreement, "share"),
-            "Compared with the jury (conversations / ratings)":
-                f"{figure.jury_agreement.n_items} / {figure.jury_agreement.n_ratings}",
-            "Bias vs the jury": estimate_text(figure.jury_bias, "signed"),
-            "Notes": joined(undefined_note(figure.peer_agreement),
-                            undefined_note(figure.jury_agreement)),
-        })  # fmt: skip
+        rows.append(
+            {
+                "Clinician": person(figure.rater),
+                "Track": rater.track if rater else "",
+                "Period": "whole study" if figure.period == "all" else figure.period,
+                "Ratings": figure.ratings,
+                "Agreement with the others": estimate_text(figure.peer_agreement, "share"),
+                "Compared with others (conversations / ratings)": _compared_counts(
+                    figure.peer_agreement
+                ),
+                "Bias vs the others": estimate_text(figure.peer_bias, "signed"),
+                "Agreement with the jury": estimate_text(figure.jury_agreement, "share"),
+                "Compared with the jury (conversations / ratings)": _compared_counts(
+                    figure.jury_agreement
+                ),
+                "Bias vs the jury": estimate_text(figure.jury_bias, "signed"),
+                "Notes": joined(
+                    undefined_note(figure.peer_agreement), undefined_note(figure.jury_agreement)
+                ),
+            }
+        )
     return pd.DataFrame(rows, columns=QUALITY_COLUMNS)
 
 
-QUALITY_COLUMNS = ["Clinician", "Track", "Period", "Ratings", "Agreement with the others",
-                   "Compared with others (conversations / ratings)", "Bias vs the others",
-                   "Agreement with the jury", "Compared with the jury (conversations / ratings)",
-                   "Bias vs the jury", "Notes"]  # fmt: skip
+QUALITY_COLUMNS = [
+    "Clinician",
+    "Track",
+    "Period",
+    "Ratings",
+    "Agreement with the others",
+    "Compared with others (conversations / ratings)",
+    "Bias vs the others",
+    "Agreement with the jury",
+    "Compared with the jury (conversations / ratings)",
+    "Bias vs the jury",
+    "Notes",
+]
 
 STUDY_TABLES = {  # URL name -> (LaTeX caption, builder(report, person))
     "weighted": (
@@ -310,7 +398,9 @@ def study_table_export(
     caption, build = STUDY_TABLES[name]
     person = person or usernames(report)
     return export_table(
-        synthetic_marked(build(report, person), report, person), EXPORT_FORMATS[suffix][0],
-        caption=f"{caption}; {study.name}", label=f"study {study.pk} {name}",
+        synthetic_marked(build(report, person), report, person),
+        EXPORT_FORMATS[suffix][0],
+        caption=f"{caption}; {study.name}",
+        label=f"study {study.pk} {name}",
         note=synthetic.NOTE if report.synthetic_ratings else "",
-    )  # fmt: skip
+    )

@@ -26,8 +26,16 @@ from common.figures import FORMATS, PALETTE, inline_svg, new_figure, render
 from jury.engine.score_gaps import ADJACENT_POINTS, MAJOR_POINTS
 
 # The alignment views render through this module, with the shared mechanism.
-__all__ = ["FORMATS", "bias_figure", "confusion_figure", "in_study_order", "inline_svg",
-           "render", "scatter_figure", "trend_figure"]  # fmt: skip
+__all__ = [
+    "FORMATS",
+    "bias_figure",
+    "confusion_figure",
+    "in_study_order",
+    "inline_svg",
+    "render",
+    "scatter_figure",
+    "trend_figure",
+]
 
 LEVELS = np.arange(1, 6)
 JITTER = 0.06
@@ -96,8 +104,15 @@ def confusion_figure(matrix: Sequence[Sequence[int]], *, title: str) -> Figure:
     axes.imshow(counts, cmap="Blues", origin="lower", vmin=0, vmax=max(1, counts.max()))
     for row, column in np.ndindex(counts.shape):
         dark = counts[row, column] > counts.max() * 0.6
-        axes.text(column, row, str(counts[row, column]), ha="center", va="center",
-                  color="white" if dark else "#1f2328", fontsize=8)  # fmt: skip
+        axes.text(
+            column,
+            row,
+            str(counts[row, column]),
+            ha="center",
+            va="center",
+            color="white" if dark else "#1f2328",
+            fontsize=8,
+        )
     axes.set_xticks(range(5), LEVELS)
     axes.set_yticks(range(5), LEVELS)
     axes.set_xlabel("jury (mean rounded, halves up)")
@@ -130,8 +145,13 @@ def trend_figure(
     for index, (colour, (name, counts)) in enumerate(
         zip(PALETTE * 10, majors.items(), strict=False)
     ):
-        right.bar(positions + (index - (len(majors) - 1) / 2) * width, counts, width,
-                  color=colour, label=name)  # fmt: skip
+        right.bar(
+            positions + (index - (len(majors) - 1) / 2) * width,
+            counts,
+            width,
+            color=colour,
+            label=name,
+        )
     right.set_ylabel(f"major disagreements (|diff| ≥ {MAJOR_POINTS})")
     right.yaxis.set_major_locator(MaxNLocator(integer=True))
     for axes in (left, right):

@@ -41,8 +41,17 @@ EXCLUSION_REASONS = {
 }
 SUBMITTED = "submitted_at"
 PASSED = "passed"
-CLINICIAN_COLUMNS = [ITEM, RUBRIC, RATER, SCORE, "track", "assignment", "synthetic", "practice",
-                     SUBMITTED]  # fmt: skip
+CLINICIAN_COLUMNS = [
+    ITEM,
+    RUBRIC,
+    RATER,
+    SCORE,
+    "track",
+    "assignment",
+    "synthetic",
+    "practice",
+    SUBMITTED,
+]
 JURY_COLUMNS = [ITEM, RUBRIC, JURY, PASSED]  # PASSED: the jury's verdict (its pass rule)
 JUDGE_COLUMNS = [ITEM, RUBRIC, JUDGE, "judge_model", SCORE, "explanation", "rubric_version"]
 
@@ -162,10 +171,19 @@ def _clinicians(study: Study, items, *, include_synthetic: bool, track: str | No
     assignments = Assignment.objects.filter(
         item__study=study, item__conversation_id__in=list(items), status=AssignmentStatus.SUBMITTED
     ).values_list(
-        "item__conversation_id", "annotator_id", "annotator__username", "annotator__is_active",
-        "track", "public_id", "synthetic", "practice", "invalidated_at", "scores", "imported",
+        "item__conversation_id",
+        "annotator_id",
+        "annotator__username",
+        "annotator__is_active",
+        "track",
+        "public_id",
+        "synthetic",
+        "practice",
+        "invalidated_at",
+        "scores",
+        "imported",
         "submitted_at",
-    )  # fmt: skip
+    )
     for (
         item,
         rater,
@@ -191,11 +209,20 @@ def _clinicians(study: Study, items, *, include_synthetic: bool, track: str | No
         if imported and not known.imported:
             raters[rater] = replace(known, imported=True)
         rows += [
-            (item, rubric, rater, int(score), own_track, str(public_id), synthetic, practice,
-             submitted)
+            (
+                item,
+                rubric,
+                rater,
+                int(score),
+                own_track,
+                str(public_id),
+                synthetic,
+                practice,
+                submitted,
+            )
             for rubric, score in scores.items()
             if score is not None
-        ]  # fmt: skip
+        ]
     frame = pd.DataFrame(rows, columns=CLINICIAN_COLUMNS)
     frame = frame.astype({ITEM: "int64", RATER: "int64", SCORE: "int64"})
     return frame, excluded, excluded_annotations, raters
@@ -228,9 +255,15 @@ def _judges(jobs: dict[int, int]) -> pd.DataFrame:
     scores = JudgeScore.objects.filter(
         conversation_id__in=list(jobs), job_id__in=set(jobs.values()), status=ScoreStatus.VALID
     ).values_list(
-        "conversation_id", "job_id", "rubric_version__rubric_id", "judge_index", "judge_model",
-        "score", "explanation", "rubric_version__version",
-    )  # fmt: skip
+        "conversation_id",
+        "job_id",
+        "rubric_version__rubric_id",
+        "judge_index",
+        "judge_model",
+        "score",
+        "explanation",
+        "rubric_version__version",
+    )
     rows = [
         (item, rubric, judge, judge_model, score, explanation, version)
         for item, job_id, rubric, judge, judge_model, score, explanation, version in scores
@@ -274,8 +307,13 @@ def conversation_features(frames: StudyFrames) -> pd.DataFrame:
         .order_by()
     }
     rows = [
-        (item, turns.get(item, 0), (events.get(item) or {}).get("characters") or 0,
-         (events.get(item) or {}).get("tool_calls") or 0, frames.agents[item])
+        (
+            item,
+            turns.get(item, 0),
+            (events.get(item) or {}).get("characters") or 0,
+            (events.get(item) or {}).get("tool_calls") or 0,
+            frames.agents[item],
+        )
         for item in sorted(items)
-    ]  # fmt: skip
+    ]
     return pd.DataFrame(rows, columns=FEATURE_COLUMNS)

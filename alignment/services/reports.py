@@ -147,11 +147,14 @@ class StudyReport:
         """Per judged rubric: the jury against the clinician mean and against the adjudicated
         scores (where a senior clinician adjudicated), side by side."""
         return [
-            {"rubric": s.rubric, "mean": s.agreement,
-             "adjudicated": self.adjudicated.get(s.rubric.rubric_id, s.agreement),
-             "items": self.adjudicated_items.get(s.rubric.rubric_id, 0)}
+            {
+                "rubric": s.rubric,
+                "mean": s.agreement,
+                "adjudicated": self.adjudicated.get(s.rubric.rubric_id, s.agreement),
+                "items": self.adjudicated_items.get(s.rubric.rubric_id, 0),
+            }
             for s in self.sections
-        ]  # fmt: skip
+        ]
 
     def section(self, rubric_id: str) -> RubricSection | None:
         return next((s for s in self.sections if s.rubric.rubric_id == rubric_id), None)
@@ -203,18 +206,21 @@ def compute_report(
         )
     points = ranked_disagreements(frames)
     empty = rubric_agreement(clinicians.iloc[0:0][[ITEM, RATER, SCORE]], None, resamples=0)
-    context = _SectionContext(frames, design_long, conversation_features(frames), study,
-                              resamples, seed)  # fmt: skip
+    context = _SectionContext(
+        frames, design_long, conversation_features(frames), study, resamples, seed
+    )
     models = sorted(set(study.items.values_list("conversation__run_agent__label", flat=True)))
     shown_models = [filters.model] if filters.model else models
     adjudicated = study_adjudicated(study, frames.models)
     adjudicated = adjudicated[adjudicated[RUBRIC].isin(judged)]
     counts = adjudicated_counts(clinicians, adjudicated)
     settled = (
-        agreement_table(with_adjudicated(clinicians, adjudicated), jury, resamples=resamples,
-                        seed=seed)
-        if counts else {}
-    )  # fmt: skip
+        agreement_table(
+            with_adjudicated(clinicians, adjudicated), jury, resamples=resamples, seed=seed
+        )
+        if counts
+        else {}
+    )
     return StudyReport(
         study_id=study.pk,
         filters=filters,
@@ -294,9 +300,11 @@ def annotator_rows(frames: StudyFrames) -> pd.DataFrame:
     diff = merged[SCORE] - merged[JURY]
     merged = merged.assign(diff=diff, adjacent=is_adjacent(diff), major=is_major(diff))
     rows = merged.groupby(RATER).agg(
-        ratings=("diff", "size"), adjacent=("adjacent", "mean"), majors=("major", "sum"),
+        ratings=("diff", "size"),
+        adjacent=("adjacent", "mean"),
+        majors=("major", "sum"),
         mean_diff=("diff", "mean"),
-    )  # fmt: skip
+    )
     names = {r.id: r for r in frames.raters.values()}
     rows["username"] = [names[r].username for r in rows.index]
     rows["track"] = [names[r].track for r in rows.index]
@@ -320,12 +328,27 @@ def _section(rubric, agreement, weighted, points, context: _SectionContext) -> R
     jury = jury.loc[jury[RUBRIC] == rubric.rubric_id].set_index(ITEM)[JURY]
     clinician_mean = own.set_index(ITEM)["clinician_mean"]
     section = RubricSection(
-        rubric, agreement, own, None, "", models, weighted=weighted,
-        alt_test=alt_test(rated, jury, epsilon=context.study.alt_test_epsilon,
-                          resamples=resamples, seed=seed),
-        bias=judge_bias(judges[JUDGE_COLUMNS], models, jury, clinician_mean, context.features,
-                        load_families(), resamples=resamples, seed=seed),
-    )  # fmt: skip
+        rubric,
+        agreement,
+        own,
+        None,
+        "",
+        models,
+        weighted=weighted,
+        alt_test=alt_test(
+            rated, jury, epsilon=context.study.alt_test_epsilon, resamples=resamples, seed=seed
+        ),
+        bias=judge_bias(
+            judges[JUDGE_COLUMNS],
+            models,
+            jury,
+            clinician_mean,
+            context.features,
+            load_families(),
+            resamples=resamples,
+            seed=seed,
+        ),
+    )
     if len(models) < 2:
         section.judges_reason = "fewer than two judges scored the compared conversations"
         return section

@@ -123,7 +123,7 @@ def study_rescore(
             judge_template=judge_template,
             use_cache=use_cache,
             user=user,
-        )  # fmt: skip
+        )
         for run, conversations in sorted(by_run.items(), key=lambda pair: pair[0].pk)
     ]
 
@@ -191,8 +191,18 @@ def _digest(text: str) -> str:
 def configuration_progress(configuration: Configuration) -> dict:
     """Judge calls of all the configuration's jobs, in the shape of scoring.scoring_progress."""
     parts = [scoring.scoring_progress(job) for job in configuration.jobs]
-    counted = ("total", "valid", "invalid", "error", "pending", "cached", "failed", "done",
-               "calls", "cached_calls")  # fmt: skip
+    counted = (
+        "total",
+        "valid",
+        "invalid",
+        "error",
+        "pending",
+        "cached",
+        "failed",
+        "done",
+        "calls",
+        "cached_calls",
+    )
     sums = {name: sum(part[name] for part in parts) for name in counted}
     sums |= {name: sum(part[name] for part in parts) for name in ("input_tokens", "output_tokens")}
     costs = [part["cost"] for part in parts]
@@ -260,9 +270,13 @@ def jury_comparison(
     comparison = cache.get(key)
     if comparison is None:
         comparison = _compare(
-            study, configurations, baseline=baseline, include_synthetic=include_synthetic,
-            resamples=resamples, seed=seed,
-        )  # fmt: skip
+            study,
+            configurations,
+            baseline=baseline,
+            include_synthetic=include_synthetic,
+            resamples=resamples,
+            seed=seed,
+        )
         cache.set(key, comparison, CACHE_SECONDS)
     return comparison
 
@@ -302,7 +316,7 @@ def _compare(
                 resamples=resamples,
                 seed=seed,
                 epsilon=study.alt_test_epsilon,
-            )  # fmt: skip
+            )
         )
     return Comparison(
         study_id=study.pk,
@@ -395,18 +409,46 @@ def _ranking(row: ComparisonRow) -> tuple:
 # --- export --------------------------------------------------------------------------------
 
 CSV_COLUMNS = [
-    "rubric", "rank", "configuration", "baseline", "jury", "judges", "rubric_version", "prompt",
-    "jobs", "n_items", "n_ratings", "n_items_without_jury",
-    "adjacent", "adjacent_low", "adjacent_high", "adjacent_chance",
-    "alpha_with_jury", "alpha_with_jury_low", "alpha_with_jury_high",
-    "mean_signed_diff", "mean_signed_diff_low", "mean_signed_diff_high",
-    *(f"diff_{metric}{part}" for metric, _, _ in METRICS
-      for part in ("", "_low", "_high", "_n_items")),
-    "advantage_rank", "advantage_probability", "advantage_probability_low",
-    "advantage_probability_high", "advantage_provisional", "winning_rate", "clinicians_tested",
-    "alt_test_epsilon", "alt_test_verdict", "alt_test_needs", "alt_test_design_warning",
+    "rubric",
+    "rank",
+    "configuration",
+    "baseline",
+    "jury",
+    "judges",
+    "rubric_version",
+    "prompt",
+    "jobs",
+    "n_items",
+    "n_ratings",
+    "n_items_without_jury",
+    "adjacent",
+    "adjacent_low",
+    "adjacent_high",
+    "adjacent_chance",
+    "alpha_with_jury",
+    "alpha_with_jury_low",
+    "alpha_with_jury_high",
+    "mean_signed_diff",
+    "mean_signed_diff_low",
+    "mean_signed_diff_high",
+    *(
+        f"diff_{metric}{part}"
+        for metric, _, _ in METRICS
+        for part in ("", "_low", "_high", "_n_items")
+    ),
+    "advantage_rank",
+    "advantage_probability",
+    "advantage_probability_low",
+    "advantage_probability_high",
+    "advantage_provisional",
+    "winning_rate",
+    "clinicians_tested",
+    "alt_test_epsilon",
+    "alt_test_verdict",
+    "alt_test_needs",
+    "alt_test_design_warning",
     "undefined",
-]  # fmt: skip
+]
 
 
 def comparison_csv(comparison: Comparison) -> str:

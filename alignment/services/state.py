@@ -15,9 +15,11 @@ from jury.models import JudgeScore, RubricResult
 def study_state(study: Study) -> str:
     """A fingerprint of everything the study's figures are computed from."""
     assignments = Assignment.objects.filter(item__study=study).aggregate(
-        saved=Max("saved_at"), submitted=Max("submitted_at"),
-        invalidated=Max("invalidated_at"), count=Count("pk"),
-    )  # fmt: skip
+        saved=Max("saved_at"),
+        submitted=Max("submitted_at"),
+        invalidated=Max("invalidated_at"),
+        count=Count("pk"),
+    )
     history = AssignmentHistory.objects.filter(assignment__item__study=study).aggregate(
         newest=Max("pk")
     )

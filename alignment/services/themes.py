@@ -25,9 +25,14 @@ def project_themes(study: Study):
 
 
 def theme_tag(
-    *, item: StudyItem, rubric_id: str, user, theme: Theme | None = None, name: str = "",
+    *,
+    item: StudyItem,
+    rubric_id: str,
+    user,
+    theme: Theme | None = None,
+    name: str = "",
     note: str = "",
-) -> ItemTheme:  # fmt: skip
+) -> ItemTheme:
     """Tag (item, rubric) with an existing theme or with a theme named `name` (created in the
     study's project when new). Tagging twice with the same theme returns the existing tag."""
     study = item.study
@@ -40,9 +45,11 @@ def theme_tag(
     try:
         with transaction.atomic():
             tag, _ = ItemTheme.objects.get_or_create(
-                item=item, rubric_id=rubric_id, theme=theme,
+                item=item,
+                rubric_id=rubric_id,
+                theme=theme,
                 defaults={"tagged_by": user, "note": note.strip()[:500]},
-            )  # fmt: skip
+            )
     except IntegrityError:  # a second tab tagged the same theme at the same moment
         tag = ItemTheme.objects.get(item=item, rubric_id=rubric_id, theme=theme)
     return tag

@@ -64,8 +64,9 @@ class Trend:
         username -> [ratings |score - jury| >= 2 per round]."""
         agreement, majors = {}, {}
         for name, rows in self.annotator_cells():
-            agreement[name] = [(None, None, None) if r is None else (r.adjacent, None, None)
-                               for r in rows]  # fmt: skip
+            agreement[name] = [
+                (None, None, None) if r is None else (r.adjacent, None, None) for r in rows
+            ]
             majors[name] = [0 if r is None else int(r.majors) for r in rows]
         return agreement, majors
 

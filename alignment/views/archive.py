@@ -47,9 +47,13 @@ def archive_download(request: HttpRequest, pk: int) -> HttpResponse:
     if not job.downloadable or not path.is_file():
         raise Http404("The archive file is no longer on this server; export the study again.")
     return download_response(
-        request, path.open("rb"), filename=job.file_name, content_type="application/zip",
-        kind="archive", target=job.study,
-    )  # fmt: skip
+        request,
+        path.open("rb"),
+        filename=job.file_name,
+        content_type="application/zip",
+        kind="archive",
+        target=job.study,
+    )
 
 
 @role_required(*STAFF)

@@ -181,10 +181,14 @@ def table_export(request: HttpRequest, pk: int, table: str, fmt: str) -> HttpRes
 def _table_download(request, study, text: str, *, name: str, fmt: str, report) -> HttpResponse:
     """A table of the study's report, downloaded through the trail."""
     return download_response(
-        request, text, filename=f"study-{study.pk}-{name}.{fmt}",
-        content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8", kind="table",
-        target=study, synthetic=bool(report.synthetic_ratings),
-    )  # fmt: skip
+        request,
+        text,
+        filename=f"study-{study.pk}-{name}.{fmt}",
+        content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8",
+        kind="table",
+        target=study,
+        synthetic=bool(report.synthetic_ratings),
+    )
 
 
 @role_required(*STAFF)
@@ -209,10 +213,14 @@ def drift_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     data = annotator_drift(study, _filters(request, study.project))
     text = drift_text(data, exports.EXPORT_FORMATS[fmt][0], study=study)
     return download_response(
-        request, text, filename=f"study-{pk}-drift.{fmt}",
-        content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8", kind="table",
-        target=study, synthetic=data.has_synthetic,
-    )  # fmt: skip
+        request,
+        text,
+        filename=f"study-{pk}-drift.{fmt}",
+        content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8",
+        kind="table",
+        target=study,
+        synthetic=data.has_synthetic,
+    )
 
 
 # --- one rubric ----------------------------------------------------------------------------------
@@ -238,8 +246,10 @@ def _figure(kind: str, section, study: Study, *, linked: bool):
         links = None
         if linked:
             page = reverse("alignment:disagreements", args=[study.pk])
-            links = [f"{page}?rubric={rubric_id}&limit=500#item-{item}-{rubric_id}"
-                     for item in points["item"]]  # fmt: skip
+            links = [
+                f"{page}?rubric={rubric_id}&limit=500#item-{item}-{rubric_id}"
+                for item in points["item"]
+            ]
         seed = zlib.crc32(rubric_id.encode())  # the rubric's, not an id an import renumbers
         return figures.scatter_figure(points, title=title, links=links, seed=seed)
     if kind == "bias":
@@ -280,10 +290,14 @@ def figure(request: HttpRequest, pk: int, rubric_id: str, kind: str, fmt: str) -
     salt = f"{rubric_id}-{kind}"  # nothing an import renumbers
     body = figures.render(_figure(kind, section, study, linked=False), fmt, salt=salt)
     return download_response(
-        request, body, filename=f"study-{pk}-{rubric_id}-{kind}.{fmt}",
-        content_type=figures.FORMATS[fmt], kind="figure", target=study,
+        request,
+        body,
+        filename=f"study-{pk}-{rubric_id}-{kind}.{fmt}",
+        content_type=figures.FORMATS[fmt],
+        kind="figure",
+        target=study,
         synthetic=bool(report.synthetic_ratings),
-    )  # fmt: skip
+    )
 
 
 # --- disagreements and themes ------------------------------------------------------------------
@@ -353,9 +367,13 @@ def tag(request: HttpRequest, pk: int, item_pk: int) -> HttpResponse:
     try:
         theme = themes.project_themes(item.study).filter(pk=theme_id).first() if theme_id else None
         themes.theme_tag(
-            item=item, rubric_id=rubric_id, user=request.user, theme=theme,
-            name=request.POST.get("name", ""), note=request.POST.get("note", ""),
-        )  # fmt: skip
+            item=item,
+            rubric_id=rubric_id,
+            user=request.user,
+            theme=theme,
+            name=request.POST.get("name", ""),
+            note=request.POST.get("note", ""),
+        )
     except ValidationError as problem:
         error = " ".join(m for messages in problem.message_dict.values() for m in messages)
     if request.htmx:
@@ -422,7 +440,11 @@ def trend_figure(request: HttpRequest, pk: int, kind: str, fmt: str) -> HttpResp
     salt = f"trend-{kind}"
     body = figures.render(trend.trend_chart(data, kind), fmt, salt=salt)
     return download_response(
-        request, body, filename=f"project-{pk}-trend-{kind}.{fmt}",
-        content_type=figures.FORMATS[fmt], kind="figure", target=project,
+        request,
+        body,
+        filename=f"project-{pk}-trend-{kind}.{fmt}",
+        content_type=figures.FORMATS[fmt],
+        kind="figure",
+        target=project,
         synthetic=any(report.synthetic_ratings for report in data.reports),
-    )  # fmt: skip
+    )

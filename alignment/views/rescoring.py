@@ -85,9 +85,10 @@ def comparison(request: HttpRequest, pk: int) -> HttpResponse:
     if not live_jobs.is_poll(request):
         include_synthetic = query_flag(request.GET, "synthetic", on="include")
         result = rescoring.jury_comparison(
-            study, baseline=_baseline(request, configurations),
+            study,
+            baseline=_baseline(request, configurations),
             include_synthetic=include_synthetic,
-        )  # fmt: skip
+        )
         context |= {
             "comparison": result,
             "metrics": rescoring.METRICS,
@@ -97,22 +98,30 @@ def comparison(request: HttpRequest, pk: int) -> HttpResponse:
     # The poll that finds the last job finished reloads the page, so the figures include its
     # scores.
     return live_jobs.live_page(
-        request, "alignment/jury_comparison.html", context, region="loop-progress",
+        request,
+        "alignment/jury_comparison.html",
+        context,
+        region="loop-progress",
         reload_when_done=True,
-    )  # fmt: skip
+    )
 
 
 @role_required(*STAFF)
 def comparison_csv(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study, pk=pk)
     result = rescoring.jury_comparison(
-        study, baseline=_baseline(request, rescoring.study_configurations(study)),
+        study,
+        baseline=_baseline(request, rescoring.study_configurations(study)),
         include_synthetic=query_flag(request.GET, "synthetic", on="include"),
-    )  # fmt: skip
+    )
     return download_response(
-        request, rescoring.comparison_csv(result), filename=f"study-{study.pk}-juries.csv",
-        content_type="text/csv; charset=utf-8", kind="table", target=study,
-    )  # fmt: skip
+        request,
+        rescoring.comparison_csv(result),
+        filename=f"study-{study.pk}-juries.csv",
+        content_type="text/csv; charset=utf-8",
+        kind="table",
+        target=study,
+    )
 
 
 def _baseline(request: HttpRequest, configurations) -> str:

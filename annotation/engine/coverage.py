@@ -61,8 +61,11 @@ def coverage_rows(coverage: Mapping, labels: Mapping[str, str]) -> list[Coverage
             for bin_ in BINS:
                 cell = by_key.get((model, rubric, bin_), {"available": 0, "sampled": 0})
                 short = cell["sampled"] < wanted
-                cells.append(CoverageCell(bin_, cell["available"], cell["sampled"], short,
-                                          cell.get("expected")))  # fmt: skip
+                cells.append(
+                    CoverageCell(
+                        bin_, cell["available"], cell["sampled"], short, cell.get("expected")
+                    )
+                )
             rows.append(CoverageRow(model, rubric, labels.get(rubric, rubric), tuple(cells)))
     return rows
 

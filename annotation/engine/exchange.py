@@ -26,17 +26,41 @@ from common.csv_export import restore_cell, rows_csv
 from common.text_files import NotText, decode_text
 
 COLUMNS = (
-    "study", "project", "kind", "round", "conversation", "assignment", "annotator", "track",
-    "licensed", "practice", "synthetic", "imported", "rubric_id", "rubric_version", "score",
+    "study",
+    "project",
+    "kind",
+    "round",
+    "conversation",
+    "assignment",
+    "annotator",
+    "track",
+    "licensed",
+    "practice",
+    "synthetic",
+    "imported",
+    "rubric_id",
+    "rubric_version",
+    "score",
     "feedback",
-    "event_ids", "overall_comment", "submitted_at", "seconds_on_task", "invalidated",
+    "event_ids",
+    "overall_comment",
+    "submitted_at",
+    "seconds_on_task",
+    "invalidated",
     "invalidated_reason",
-)  # fmt: skip
+)
 COLUMN_KINDS = {  # columns that are not text, for typed formats (Parquet)
-    "round": "int", "licensed": "bool", "practice": "bool", "synthetic": "bool",
-    "imported": "bool", "rubric_version": "int", "score": "int", "event_ids": "json",
-    "seconds_on_task": "int", "invalidated": "bool",
-}  # fmt: skip
+    "round": "int",
+    "licensed": "bool",
+    "practice": "bool",
+    "synthetic": "bool",
+    "imported": "bool",
+    "rubric_version": "int",
+    "score": "int",
+    "event_ids": "json",
+    "seconds_on_task": "int",
+    "invalidated": "bool",
+}
 REQUIRED = ("conversation", "annotator", "track", "rubric_id", "score")
 # A line starting with this before the header is a comment (no column name starts with it).
 COMMENT = "#"

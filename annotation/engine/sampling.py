@@ -202,11 +202,17 @@ class Sample:
     def shortfalls(self) -> list[dict]:
         """Cells that got fewer conversations than wanted, with how many existed at all."""
         return [
-            {"model": m, "rubric": r, "bin": b, "available": self.available.get((m, r, b), 0),
-             "sampled": self.sampled[(m, r, b)], "wanted": self.wanted_per_cell}
+            {
+                "model": m,
+                "rubric": r,
+                "bin": b,
+                "available": self.available.get((m, r, b), 0),
+                "sampled": self.sampled[(m, r, b)],
+                "wanted": self.wanted_per_cell,
+            }
             for m, r, b in self.cells()
             if self.sampled[(m, r, b)] < self.wanted_per_cell
-        ]  # fmt: skip
+        ]
 
     def coverage(self) -> dict:
         """JSON for the study page and the weights: every cell's size, conversations sampled
@@ -312,9 +318,15 @@ def plan_sample(candidates: Sequence[Candidate], *, size: int) -> Plan:
     wanted = max(1, size * len(rubrics) // cell_count) if cell_count else 1
     strata = _allocate(members, keys, cells_of, size=size, wanted=wanted)
     return Plan(
-        Design(tuple(strata), dict(available)), dict(members), homes, cells_of, models, rubrics,
-        wanted, _population(pool, cells_of),
-    )  # fmt: skip
+        Design(tuple(strata), dict(available)),
+        dict(members),
+        homes,
+        cells_of,
+        models,
+        rubrics,
+        wanted,
+        _population(pool, cells_of),
+    )
 
 
 def draw(plan: Plan, *, seed: int) -> Sample:
@@ -368,8 +380,10 @@ def _stratum_keys(homes: set[Cell], size: int) -> dict[Cell, str]:
         for kept in range(size, -1, -1):
             pooled = {pool_key(home, pool) for home in order[kept:]}
             if kept + len(pooled) <= size:
-                return {home: cell_label(home) if rank < kept else pool_key(home, pool)
-                        for rank, home in enumerate(order)}  # fmt: skip
+                return {
+                    home: cell_label(home) if rank < kept else pool_key(home, pool)
+                    for rank, home in enumerate(order)
+                }
     raise AssertionError("all conversations pooled together always fit a sample of one")
 
 
@@ -421,8 +435,9 @@ def _expect(expected: Counter, members: list[int], cells_of, chance: float) -> N
 
 def _top_up(order: list[str], sizes: dict, drawn: dict, left: int) -> None:
     """Each draw left to the stratum whose conversations would stand for the most others."""
-    heap = [(-sizes[k] / (drawn[k] + 1), rank, k) for rank, k in enumerate(order)
-            if drawn[k] < sizes[k]]  # fmt: skip
+    heap = [
+        (-sizes[k] / (drawn[k] + 1), rank, k) for rank, k in enumerate(order) if drawn[k] < sizes[k]
+    ]
     heapq.heapify(heap)
     while left > 0 and heap:
         _, rank, key = heapq.heappop(heap)

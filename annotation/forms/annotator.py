@@ -90,10 +90,14 @@ class SkipForm(forms.Form):
 
 class AdjudicationForm(forms.Form):
     score = forms.TypedChoiceField(
-        choices=[(n, str(n)) for n in range(1, 6)], coerce=int, widget=forms.RadioSelect,
+        choices=[(n, str(n)) for n in range(1, 6)],
+        coerce=int,
+        widget=forms.RadioSelect,
         label="Adjudicated score",
-    )  # fmt: skip
+    )
     rationale = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 4}), max_length=5000, label="Reason",
+        widget=forms.Textarea(attrs={"rows": 4}),
+        max_length=5000,
+        label="Reason",
         help_text="What decides the score: the researcher reads it beside the clinicians'.",
-    )  # fmt: skip
+    )

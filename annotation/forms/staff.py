@@ -51,9 +51,10 @@ class StudyForm(forms.Form):
     )
     sample_size = forms.IntegerField(initial=75)
     overlap_clinical = forms.IntegerField(
-        initial=2, label="Overlap, clinical track", help_text="Annotations per rubric per "
-        "conversation: 2 to 4."
-    )  # fmt: skip
+        initial=2,
+        label="Overlap, clinical track",
+        help_text="Annotations per rubric per conversation: 2 to 4.",
+    )
     overlap_operational = forms.IntegerField(
         initial=2, label="Overlap, operational track", help_text="2 to 4."
     )
@@ -72,17 +73,23 @@ class StudyForm(forms.Form):
         help_text="An opened item stays reserved this long after its last save.",
     )
     alt_test_epsilon = forms.FloatField(
-        required=False, initial=0.2, min_value=0.0, max_value=1.0,
+        required=False,
+        initial=0.2,
+        min_value=0.0,
+        max_value=1.0,
         label="Alternative annotator test: margin ε",
         help_text="How much of its advantage over a clinician the jury may give up and still "
         "replace one (Calderon et al.: 0.2 for expert annotators, 0.1 for crowd workers).",
-    )  # fmt: skip
+    )
     drift_flag_points = forms.FloatField(
-        required=False, initial=0.5, min_value=0.05, max_value=4.0,
+        required=False,
+        initial=0.5,
+        min_value=0.05,
+        max_value=4.0,
         label="Flag a clinician's drift at (points)",
         help_text="A clinician is flagged for recalibration when their bias moves by more than "
         "this between two rounds of the project.",
-    )  # fmt: skip
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -24,10 +24,13 @@ class PeopleChoice(forms.ModelMultipleChoiceField):
 
 def _quota_field() -> forms.IntegerField:
     return forms.IntegerField(
-        required=False, min_value=1, max_value=10_000, label="Quota (items per study)",
+        required=False,
+        min_value=1,
+        max_value=10_000,
+        label="Quota (items per study)",
         help_text="How many items of each study of the project each is asked to score; the "
         "queue serves them no more. Blank: no limit (the overlap decides).",
-    )  # fmt: skip
+    )
 
 
 class EnrolForm(forms.Form):
@@ -45,11 +48,12 @@ class QuotaForm(forms.Form):
 
 class DeadlineForm(forms.Form):
     deadline = forms.DateTimeField(
-        required=False, label="Deadline (UTC)",
+        required=False,
+        label="Deadline (UTC)",
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
         help_text="Blank clears it. Enrolled annotators with work left are reminded two days "
         "before.",
-    )  # fmt: skip
+    )
 
 
 class ReassignForm(forms.Form):
@@ -74,9 +78,10 @@ class NoteForm(forms.Form):
 
 class ReopenForm(forms.Form):
     note = forms.CharField(
-        max_length=500, label="What should they look at again?",
+        max_length=500,
+        label="What should they look at again?",
         help_text="The annotator reads it in the notification.",
-    )  # fmt: skip
+    )
 
 
 class AdjudicationSendForm(forms.Form):
@@ -86,18 +91,26 @@ class AdjudicationSendForm(forms.Form):
 
 class SecondPhaseForm(forms.Form):
     draws = forms.IntegerField(
-        min_value=1, max_value=2000, label="Conversations to draw",
+        min_value=1,
+        max_value=2000,
+        label="Conversations to draw",
         help_text="Drawn with probability proportional to how much each would teach, over "
         "every conversation the study draws from (a draw of one already in the study adds "
         "nothing); every item keeps an exact chance of being in the study, so the "
         "population-weighted figures stay valid.",
-    )  # fmt: skip
+    )
     spread_weight = forms.FloatField(
-        min_value=0, max_value=10, initial=1.0, label="Weight of judge disagreement",
+        min_value=0,
+        max_value=10,
+        initial=1.0,
+        label="Weight of judge disagreement",
         help_text="The widest spread of the judges' scores on one rubric (0 to 1).",
-    )  # fmt: skip
+    )
     nearness_weight = forms.FloatField(
-        min_value=0, max_value=10, initial=1.0, label="Weight of a verdict near the threshold",
+        min_value=0,
+        max_value=10,
+        initial=1.0,
+        label="Weight of a verdict near the threshold",
         help_text="How close a rubric's jury mean lies to the pass threshold (0 to 1).",
-    )  # fmt: skip
+    )
     seed = forms.IntegerField(initial=0, label="Seed")

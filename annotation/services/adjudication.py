@@ -50,9 +50,11 @@ def study_ratings(study: Study) -> dict[tuple[int, str], list[dict]]:
     The demo's scripted clinicians count here (marked synthetic): they are the demo's data."""
     ratings: dict[tuple[int, str], list[dict]] = defaultdict(list)
     assignments = Assignment.objects.filter(
-        item__study=study, status=AssignmentStatus.SUBMITTED, invalidated_at__isnull=True,
+        item__study=study,
+        status=AssignmentStatus.SUBMITTED,
+        invalidated_at__isnull=True,
         practice=False,
-    ).order_by("submitted_at", "pk")  # fmt: skip
+    ).order_by("submitted_at", "pk")
     for a in assignments:
         for rubric, score in a.scores.items():
             if score is not None:
@@ -71,8 +73,10 @@ def adjudication_candidates(study: Study) -> list[dict]:
     sent = {(a.item_id, a.rubric_id): a for a in study_adjudications(study)}
     gaps = study_gaps(study)
     items = StudyItem.objects.in_bulk({g.item for g in gaps})
-    return [{"gap": g, "item": items[g.item], "adjudication": sent.get((g.item, g.rubric))}
-            for g in gaps]  # fmt: skip
+    return [
+        {"gap": g, "item": items[g.item], "adjudication": sent.get((g.item, g.rubric))}
+        for g in gaps
+    ]
 
 
 def study_adjudications(study: Study) -> QuerySet[Adjudication]:
@@ -90,9 +94,12 @@ def adjudication_send(*, study: Study, item: StudyItem, rubric_id: str, actor) -
     if gap is None:
         raise ValidationError(
             "This item does not qualify: its clinicians are within 1 point of each other"
-            + (" and of the jury." if study.is_locked else " (the jury is compared once the "
-               "study is locked).")
-        )  # fmt: skip
+            + (
+                " and of the jury."
+                if study.is_locked
+                else " (the jury is compared once the study is locked)."
+            )
+        )
     try:
         with transaction.atomic():
             adjudication = Adjudication.objects.create(
@@ -100,9 +107,12 @@ def adjudication_send(*, study: Study, item: StudyItem, rubric_id: str, actor) -
             )
     except IntegrityError:
         raise ValidationError("This item and rubric are already in adjudication.") from None
-    audit_record(actor=actor, action="adjudication.sent", target=adjudication,
-                 after={"item": item.pk, "rubric": rubric_id, "reason": gap.reason,
-                        "gap": gap.gap})  # fmt: skip
+    audit_record(
+        actor=actor,
+        action="adjudication.sent",
+        target=adjudication,
+        after={"item": item.pk, "rubric": rubric_id, "reason": gap.reason, "gap": gap.gap},
+    )
     # Once per item (not per rubric): a senior opening the queue sees all of the item's.
     notify(
         kind=NotificationKind.ADJUDICATION_WAITING,
@@ -128,8 +138,13 @@ def study_jury_for_adjudication_set(study: Study, *, shown: bool, actor) -> Stud
     before = study.adjudication_shows_jury
     study.adjudication_shows_jury = shown
     study.save(update_fields=["adjudication_shows_jury"])
-    audit_record(actor=actor, action="study.adjudication_jury_set", target=study,
-                 before={"shows_jury": before}, after={"shows_jury": shown})  # fmt: skip
+    audit_record(
+        actor=actor,
+        action="study.adjudication_jury_set",
+        target=study,
+        before={"shows_jury": before},
+        after={"shows_jury": shown},
+    )
     return study
 
 
@@ -289,6 +304,11 @@ def adjudication_record(
     locked.adjudicator, locked.score, locked.rationale = adjudicator, score, rationale
     locked.adjudicated_at = timezone.now()
     locked.save(update_fields=["adjudicator", "score", "rationale", "adjudicated_at"])
-    audit_record(actor=adjudicator, action="adjudication.recorded", target=locked,
-                 before=before, after={"score": score, "rationale": rationale})  # fmt: skip
+    audit_record(
+        actor=adjudicator,
+        action="adjudication.recorded",
+        target=locked,
+        before=before,
+        after={"score": score, "rationale": rationale},
+    )
     return locked

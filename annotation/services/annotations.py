@@ -89,9 +89,12 @@ def annotation_autosave(
         if version == locked.version or _merges(locked, draft, seen):
             return _store_draft(locked, draft, now)
         history_add(
-            locked, HistoryKind.CONFLICT, actor=actor, new=draft_sent(draft),
+            locked,
+            HistoryKind.CONFLICT,
+            actor=actor,
+            new=draft_sent(draft),
             note=f"sent version {version}, saved version {locked.version}",
-        )  # fmt: skip
+        )
     raise EditConflict(locked)
 
 
@@ -106,8 +109,10 @@ def draft_fields(draft: Draft) -> dict[tuple[str, str], object]:
     """The draft as one value per field sent, named (kind, rubric id); an empty value is None."""
     fields = {}
     for kind, values in (
-        ("score", draft.scores), ("feedback", draft.feedback), ("links", draft.event_links)
-    ):  # fmt: skip
+        ("score", draft.scores),
+        ("feedback", draft.feedback),
+        ("links", draft.event_links),
+    ):
         fields |= {(kind, rubric): value or None for rubric, value in values.items()}
     if draft.overall_comment is not None:
         fields[("overall_comment", "")] = draft.overall_comment or None
@@ -205,9 +210,12 @@ def annotation_submit(
         saved.status, saved.submitted_at = AssignmentStatus.SUBMITTED, now
         saved.save(update_fields=["status", "submitted_at"])
         history_add(
-            saved, HistoryKind.SUBMIT, actor=actor, old=_last_submitted(saved),
+            saved,
+            HistoryKind.SUBMIT,
+            actor=actor,
+            old=_last_submitted(saved),
             new=annotation_snapshot(saved),
-        )  # fmt: skip
+        )
     return saved
 
 
@@ -260,9 +268,13 @@ def annotation_invalidate(assignment: Assignment, *, actor, reason: str) -> Assi
     locked.save(update_fields=["invalidated_at", "invalidated_by", "invalidated_reason", "slot"])
     history_add(locked, HistoryKind.INVALIDATE, actor=actor, note=reason[:500])
     audit_record(
-        actor=actor, action="annotation.invalidated", target=locked,
-        before={"valid": True}, after={"valid": False}, note=reason,
-    )  # fmt: skip
+        actor=actor,
+        action="annotation.invalidated",
+        target=locked,
+        before={"valid": True},
+        after={"valid": False},
+        note=reason,
+    )
     return locked
 
 

@@ -99,11 +99,20 @@ def study_progress(study: Study) -> dict:
     """Live numbers: per annotator, per track, the items still short of their overlap."""
     rows = list(
         Assignment.objects.filter(item__study=study).values(
-            "annotator_id", "annotator__username", "annotator__licensed", "track", "status",
-            "slot", "practice", "synthetic", "imported", "seconds_on_task", "invalidated_at",
+            "annotator_id",
+            "annotator__username",
+            "annotator__licensed",
+            "track",
+            "status",
+            "slot",
+            "practice",
+            "synthetic",
+            "imported",
+            "seconds_on_task",
+            "invalidated_at",
             "item_id",
         )
-    )  # fmt: skip
+    )
     people: dict[int, dict] = {}
     tracks = {track: Tally() for track in Track.values}
     everyone = Tally()
@@ -205,10 +214,12 @@ def study_pace(study: Study, *, now=None) -> list[dict]:
     deadline (annotation.engine.pace): the people behind first."""
     now = now or timezone.now()
     members = [
-        m for m in ProjectMember.objects.active().filter(project_id=study.project_id)
+        m
+        for m in ProjectMember.objects.active()
+        .filter(project_id=study.project_id)
         .select_related("annotator")
         if m.annotator.licensed or study.is_calibration
-    ]  # fmt: skip
+    ]
     mine = Assignment.objects.filter(item__study=study, invalidated_at__isnull=True)
     submitted = Counter(
         mine.filter(status=SUBMITTED).values_list("annotator_id", flat=True).iterator()
@@ -220,18 +231,34 @@ def study_pace(study: Study, *, now=None) -> list[dict]:
     for member in members:
         person = member.annotator
         seats = items * study.overlap_for(person.track) if person.licensed else items
-        target = annotator_target(quota=member.quota, seats=seats,
-                                  people=licensed[person.track] if person.licensed else 1,
-                                  items=items)  # fmt: skip
+        target = annotator_target(
+            quota=member.quota,
+            seats=seats,
+            people=licensed[person.track] if person.licensed else 1,
+            items=items,
+        )
         start = max(study.created_at, member.enrolled_at)
-        rows.append({
-            "annotator": person, "member": member, "in_progress": held[person.pk],
-            "pace": pace(target=target, submitted=submitted[person.pk], start=start,
-                         deadline=study.deadline, now=now),
-        })  # fmt: skip
+        rows.append(
+            {
+                "annotator": person,
+                "member": member,
+                "in_progress": held[person.pk],
+                "pace": pace(
+                    target=target,
+                    submitted=submitted[person.pk],
+                    start=start,
+                    deadline=study.deadline,
+                    now=now,
+                ),
+            }
+        )
     late = (OVERDUE, BEHIND)
     return sorted(
         rows,
-        key=lambda r: (r["pace"].status not in late, -r["pace"].behind_by,
-                       r["annotator"].track, r["annotator"].username),
-    )  # fmt: skip
+        key=lambda r: (
+            r["pace"].status not in late,
+            -r["pace"].behind_by,
+            r["annotator"].track,
+            r["annotator"].username,
+        ),
+    )

@@ -70,8 +70,13 @@ def annotation_demo_ensure(
         return [calibration]
     target = _study(job, "Target study", "target", target_size, None)
     for track in (Track.CLINICAL, Track.OPERATIONAL):
-        _prefill(target, people[track], min(prefilled, target_size // 2), job,
-                 disagree=track == Track.CLINICAL)  # fmt: skip
+        _prefill(
+            target,
+            people[track],
+            min(prefilled, target_size // 2),
+            job,
+            disagree=track == Track.CLINICAL,
+        )
     _enrol(calibration.project, _demo_annotators())
     _run_the_target_study(target, people[Track.OPERATIONAL][0])
     return [calibration, target]
@@ -115,9 +120,14 @@ def _simulated_people() -> dict[str, list[User]]:
     for number, (username, track) in enumerate(SIMULATED_PEOPLE, start=1):
         user, _ = User.objects.get_or_create(
             username=username,
-            defaults={"role": Role.ANNOTATOR, "track": track, "licensed": True,
-                      "first_name": "Simulated", "last_name": f"clinician {number} (scripted)"},
-        )  # fmt: skip
+            defaults={
+                "role": Role.ANNOTATOR,
+                "track": track,
+                "licensed": True,
+                "first_name": "Simulated",
+                "last_name": f"clinician {number} (scripted)",
+            },
+        )
         user.set_unusable_password()  # scripted: nobody logs in as it
         user.save()
         people[track].append(user)
@@ -126,9 +136,13 @@ def _simulated_people() -> dict[str, list[User]]:
 
 def _study(job, name: str, kind: str, size: int, round_number: int | None) -> Study:
     spec = StudySpec(
-        project_name=DEMO_PROJECT, name=name, kind=kind, sample_size=size,
-        round_number=round_number, seed=2026,
-    )  # fmt: skip
+        project_name=DEMO_PROJECT,
+        name=name,
+        kind=kind,
+        sample_size=size,
+        round_number=round_number,
+        seed=2026,
+    )
     return study_create(spec=spec, scoring_jobs=[job], rubric_versions=current_versions())
 
 
@@ -162,8 +176,9 @@ def _submit_simulated(
         scores[rubric_ids[0]] = _contrary(assignment, rubric_ids[0])
     draft = Draft(scores=scores, feedback={rubric_ids[0]: clinician.feedback})
     Assignment.objects.filter(pk=assignment.pk).update(synthetic=True)
-    annotation_submit(assignment, draft=draft, version=assignment.version,
-                      actor=assignment.annotator)  # fmt: skip
+    annotation_submit(
+        assignment, draft=draft, version=assignment.version, actor=assignment.annotator
+    )
 
 
 def _contrary(assignment: Assignment, rubric_id: str) -> int:
@@ -193,6 +208,6 @@ def _publish_guide(calibration: Study) -> CalibrationGuide:
             }
         ]
         if example
-        else [],  # fmt: skip
+        else [],
         published_at=timezone.now(),
     )

@@ -55,11 +55,17 @@ def member_enrol(*, project: Project, annotator, quota: int | None = None, actor
     member.withdrawn_at = None
     member.save()
     event = audit_record(
-        actor=actor, action="project.member_enrolled", target=member,
+        actor=actor,
+        action="project.member_enrolled",
+        target=member,
         after={"project": project.pk, "annotator": annotator.username, "quota": quota},
-    )  # fmt: skip
-    notify(kind=NotificationKind.ENROLLED, recipients=[annotator],
-           key=f"audit:{event.pk}", context={"project": project.pk})  # fmt: skip
+    )
+    notify(
+        kind=NotificationKind.ENROLLED,
+        recipients=[annotator],
+        key=f"audit:{event.pk}",
+        context={"project": project.pk},
+    )
     return member
 
 
@@ -83,8 +89,13 @@ def member_quota_set(member: ProjectMember, *, quota: int | None, actor) -> Proj
     before = member.quota
     member.quota = quota
     member.save(update_fields=["quota"])
-    audit_record(actor=actor, action="project.member_quota_set", target=member,
-                 before={"quota": before}, after={"quota": quota})  # fmt: skip
+    audit_record(
+        actor=actor,
+        action="project.member_quota_set",
+        target=member,
+        before={"quota": before},
+        after={"quota": quota},
+    )
     return member
 
 
@@ -97,9 +108,11 @@ def member_withdraw(member: ProjectMember, *, actor) -> int:
     member.withdrawn_at = timezone.now()
     member.save(update_fields=["withdrawn_at"])
     held = Assignment.objects.filter(
-        annotator_id=member.annotator_id, item__study__project_id=member.project_id,
-        item__study__status=StudyStatus.OPEN, status=AssignmentStatus.RESERVED,
-    )  # fmt: skip
+        annotator_id=member.annotator_id,
+        item__study__project_id=member.project_id,
+        item__study__status=StudyStatus.OPEN,
+        status=AssignmentStatus.RESERVED,
+    )
     released = 0
     for assignment in held:
         reservation_release(assignment, actor=actor, note="annotator withdrawn from the project")

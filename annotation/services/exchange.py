@@ -204,16 +204,25 @@ def annotations_import(
             created = _save(study, groups, checker, actor=actor, filename=filename)
             existing = [a.username for a in checker.real_accounts(groups)]
             result = ImportResult(len(groups), len(upload.rows), created, existing)
-            audit_record(actor=actor, action="annotations.imported", target=study, after={
-                "file": filename[:200], "annotations": result.assignments, "rows": result.rows,
-                "created_accounts": result.created_users,
-                "existing_accounts": result.existing_accounts,
-            })  # fmt: skip
+            audit_record(
+                actor=actor,
+                action="annotations.imported",
+                target=study,
+                after={
+                    "file": filename[:200],
+                    "annotations": result.assignments,
+                    "rows": result.rows,
+                    "created_accounts": result.created_users,
+                    "existing_accounts": result.existing_accounts,
+                },
+            )
     except IntegrityError:
         raise ImportRejected(
-            ["an annotator took a seat on one of these items while the file was saved; "
-             "nothing was saved, import the file again"]
-        ) from None  # fmt: skip
+            [
+                "an annotator took a seat on one of these items while the file was saved; "
+                "nothing was saved, import the file again"
+            ]
+        ) from None
     return result
 
 
@@ -246,8 +255,11 @@ class _Checker:
                 continue
             key = (_uuid(row.conversation), row.annotator)
             if (*key, row.rubric_id) in seen:
-                self.problem(row.line, f"a second {row.rubric_id} score by {row.annotator} "
-                             f"for conversation {row.conversation}")  # fmt: skip
+                self.problem(
+                    row.line,
+                    f"a second {row.rubric_id} score by {row.annotator} "
+                    f"for conversation {row.conversation}",
+                )
                 continue
             seen.add((*key, row.rubric_id))
             groups.setdefault(key, _Group(self.items[key[0]], row.annotator, []))
@@ -303,8 +315,10 @@ class _Checker:
         used = self.rubrics[row.rubric_id].version
         given = "rubric_version" not in row.unreadable and row.rubric_version
         if given and row.rubric_version != used:
-            self.problem(row.line, f"{row.rubric_id} version {row.rubric_version}, but this "
-                         f"study uses version {used}")  # fmt: skip
+            self.problem(
+                row.line,
+                f"{row.rubric_id} version {row.rubric_version}, but this study uses version {used}",
+            )
         return True
 
     def _check_person(self, row: ImportRow) -> bool:
@@ -317,8 +331,11 @@ class _Checker:
                 return False
             first = self.new_users.setdefault(row.annotator, row)
             if first.track != row.track:
-                self.problem(row.line, f"{row.annotator} is on the {first.track} track at line "
-                             f"{first.line}, not {row.track}")  # fmt: skip
+                self.problem(
+                    row.line,
+                    f"{row.annotator} is on the {first.track} track at line "
+                    f"{first.line}, not {row.track}",
+                )
                 return False
             licensed = row.licensed is not False
         elif not user.has_role(Role.ANNOTATOR):
@@ -331,16 +348,24 @@ class _Checker:
             licensed = user.licensed
         if not licensed and not self.study.is_calibration:
             self.problem(
-                row.line, f"{row.annotator} is not licensed; a target study takes licensed "
-                "clinicians only",
-            )  # fmt: skip
+                row.line,
+                f"{row.annotator} is not licensed; a target study takes licensed clinicians only",
+            )
         return True
 
     def _check_group(self, group: _Group) -> None:
         line = group.rows[0].line
         where = f"{group.lines} ({group.username}, conversation {group.rows[0].conversation})"
-        for name in ("track", "overall_comment", "submitted_at", "seconds_on_task", "synthetic",
-                     "invalidated", "invalidated_reason", "licensed"):  # fmt: skip
+        for name in (
+            "track",
+            "overall_comment",
+            "submitted_at",
+            "seconds_on_task",
+            "synthetic",
+            "invalidated",
+            "invalidated_reason",
+            "licensed",
+        ):
             readable = [r for r in group.rows if name not in r.unreadable]
             if len({getattr(r, name) for r in readable}) > 1:
                 self.problem(line, f"the rows disagree on {name}", where=where)
@@ -446,9 +471,12 @@ def _save(study: Study, groups: list[_Group], checker: _Checker, *, actor, filen
         assignment.save(force_insert=True)
         whose = "" if user.is_imported else f"; the work of {user.username}, confirmed on import"
         history_add(
-            assignment, HistoryKind.IMPORT, actor=actor, new=annotation_snapshot(assignment),
+            assignment,
+            HistoryKind.IMPORT,
+            actor=actor,
+            new=annotation_snapshot(assignment),
             note=f"imported from {filename[:200]}, {group.lines}{whose}",
-        )  # fmt: skip
+        )
     return sorted(created)
 
 

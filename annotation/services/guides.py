@@ -123,11 +123,17 @@ def guide_publish(guide: CalibrationGuide, *, actor=None, now=None) -> Calibrati
     if guide.published_at is None:
         guide.published_at = now or timezone.now()
         guide.save(update_fields=["published_at"])
-        audit_record(actor=actor, action="guide.published", target=guide,
-                     after={"published_at": guide.published_at.isoformat(),
-                            "study": guide.after_study_id})  # fmt: skip
+        audit_record(
+            actor=actor,
+            action="guide.published",
+            target=guide,
+            after={"published_at": guide.published_at.isoformat(), "study": guide.after_study_id},
+        )
         members = ProjectMember.objects.active().filter(project_id=guide.project_id)
-        notify(kind=NotificationKind.GUIDE_PUBLISHED,
-               recipients=[m.annotator for m in members.select_related("annotator")],
-               key=f"guide:{guide.pk}", context={"guide": guide.pk})  # fmt: skip
+        notify(
+            kind=NotificationKind.GUIDE_PUBLISHED,
+            recipients=[m.annotator for m in members.select_related("annotator")],
+            key=f"guide:{guide.pk}",
+            context={"guide": guide.pk},
+        )
     return guide

@@ -85,11 +85,22 @@ def reservation_release(assignment: Assignment, *, actor, note: str = "") -> Ass
     else:
         locked.status, locked.slot = AssignmentStatus.RELEASED, None
         locked.save(update_fields=["status", "slot"])
-    history_add(locked, HistoryKind.STAFF_RELEASE, actor=actor, old=before,
-                new=annotation_snapshot(locked), note=note[:500])  # fmt: skip
-    audit_record(actor=actor, action="assignment.released", target=locked,
-                 before={"status": AssignmentStatus.RESERVED}, after={"status": locked.status},
-                 note=note)  # fmt: skip
+    history_add(
+        locked,
+        HistoryKind.STAFF_RELEASE,
+        actor=actor,
+        old=before,
+        new=annotation_snapshot(locked),
+        note=note[:500],
+    )
+    audit_record(
+        actor=actor,
+        action="assignment.released",
+        target=locked,
+        before={"status": AssignmentStatus.RESERVED},
+        after={"status": locked.status},
+        note=note,
+    )
     return locked
 
 
@@ -120,9 +131,13 @@ def reservation_extend(assignment: Assignment, *, hours: int, actor) -> Assignme
     locked.save(update_fields=["reserved_until"])
     until = f"{locked.reserved_until:%Y-%m-%d %H:%M} UTC"
     history_add(locked, HistoryKind.EXTEND, actor=actor, note=f"by {hours} h, until {until}")
-    audit_record(actor=actor, action="assignment.extended", target=locked,
-                 before={"reserved_until": _iso(before)},
-                 after={"reserved_until": _iso(locked.reserved_until)})  # fmt: skip
+    audit_record(
+        actor=actor,
+        action="assignment.extended",
+        target=locked,
+        before={"reserved_until": _iso(before)},
+        after={"reserved_until": _iso(locked.reserved_until)},
+    )
     return locked
 
 
@@ -158,8 +173,10 @@ def receiver_refusal(assignment: Assignment, to) -> str:
     if not to.has_role(Role.ANNOTATOR) or not to.is_active:
         return f"{to.username} is not an active annotator."
     if to.track != assignment.track:
-        return (f"{to.username} is on the {to.get_track_display().lower()} track; this item's "
-                f"seat is on the {assignment.track} track.")  # fmt: skip
+        return (
+            f"{to.username} is on the {to.get_track_display().lower()} track; this item's "
+            f"seat is on the {assignment.track} track."
+        )
     if not to.licensed:
         return f"{to.username} is not licensed: their work takes no seat."
     if not is_enrolled(assignment.item.study, to):
@@ -188,11 +205,13 @@ def assignment_reassign(assignment: Assignment, *, to, actor, now=None) -> Assig
         raise ValidationError(f"{to.username} already has this item.") from None
     _hold_for_receiver(locked, now)
     entry = history_add(
-        locked, HistoryKind.REASSIGN, actor=actor,
+        locked,
+        HistoryKind.REASSIGN,
+        actor=actor,
         old={"annotator": previous.username, "annotator_id": previous.pk},
         new={"annotator": to.username, "annotator_id": to.pk},
         note=f"{previous.username} → {to.username}",
-    )  # fmt: skip
+    )
     audit_record(
         actor=actor,
         action="assignment.reassigned",
@@ -200,8 +219,12 @@ def assignment_reassign(assignment: Assignment, *, to, actor, now=None) -> Assig
         before={"annotator": previous.username},
         after={"annotator": to.username},
     )
-    notify(kind=NotificationKind.ITEM_REASSIGNED, recipients=[to],
-           key=f"history:{entry.pk}", context={"assignment": locked.pk})  # fmt: skip
+    notify(
+        kind=NotificationKind.ITEM_REASSIGNED,
+        recipients=[to],
+        key=f"history:{entry.pk}",
+        context={"assignment": locked.pk},
+    )
     return locked
 
 
@@ -226,10 +249,17 @@ def open_work_reassign(*, study: Study, giver, to, actor) -> ReassignResult:
     """Hand every open item (in progress, skipped, released) of `giver` in the study to `to`;
     the items `to` cannot take stay with `giver`, each with the reason."""
     result = ReassignResult()
-    open_items = Assignment.objects.filter(
-        item__study=study, annotator=giver, status__in=OPEN_STATUSES,
-        invalidated_at__isnull=True, submitted_at__isnull=True,
-    ).select_related("item__study__project").order_by("opened_at", "pk")  # fmt: skip
+    open_items = (
+        Assignment.objects.filter(
+            item__study=study,
+            annotator=giver,
+            status__in=OPEN_STATUSES,
+            invalidated_at__isnull=True,
+            submitted_at__isnull=True,
+        )
+        .select_related("item__study__project")
+        .order_by("opened_at", "pk")
+    )
     for assignment in open_items:
         try:
             result.moved.append(assignment_reassign(assignment, to=to, actor=actor))
@@ -249,9 +279,14 @@ def staff_reopen(assignment: Assignment, *, actor, note: str) -> Assignment:
         raise ValidationError({"note": "Say what the annotator should look at again."})
     with transaction.atomic():
         reopened = annotation_reopen(assignment, actor=actor, note=note)
-        audit_record(actor=actor, action="assignment.reopened", target=reopened,
-                     before={"status": AssignmentStatus.SUBMITTED},
-                     after={"status": reopened.status}, note=note)  # fmt: skip
+        audit_record(
+            actor=actor,
+            action="assignment.reopened",
+            target=reopened,
+            before={"status": AssignmentStatus.SUBMITTED},
+            after={"status": reopened.status},
+            note=note,
+        )
     return reopened
 
 
@@ -267,6 +302,11 @@ def study_deadline_set(study: Study, *, deadline: datetime | None, actor, now=No
     before = study.deadline
     study.deadline = deadline
     study.save(update_fields=["deadline"])
-    audit_record(actor=actor, action="study.deadline_set", target=study,
-                 before={"deadline": _iso(before)}, after={"deadline": _iso(deadline)})  # fmt: skip
+    audit_record(
+        actor=actor,
+        action="study.deadline_set",
+        target=study,
+        before={"deadline": _iso(before)},
+        after={"deadline": _iso(deadline)},
+    )
     return study

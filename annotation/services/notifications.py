@@ -52,8 +52,12 @@ from llm.engine.providers.redaction import redact
 logger = logging.getLogger(__name__)
 
 CLAIM = timedelta(minutes=5)  # longer than a mail server may take (EMAIL_TIMEOUT)
-RETRY_AFTER = (timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30),
-               timedelta(hours=2))  # fmt: skip
+RETRY_AFTER = (
+    timedelta(minutes=1),
+    timedelta(minutes=5),
+    timedelta(minutes=30),
+    timedelta(hours=2),
+)
 MAX_ATTEMPTS = len(RETRY_AFTER) + 1
 BATCH = 200  # rows one look sends at most; the next look takes the rest
 REMINDER_BEFORE = timedelta(days=2)
@@ -118,12 +122,17 @@ def _failed(notification: Notification, error: Exception, now: datetime) -> None
     if isinstance(error, OSError):  # smtplib's errors and the network's
         said = redact(str(error)) or type(error).__name__
         text = f"the mail server did not take the message: {said}"
-        logger.warning("notification %s not sent (attempt %s): %s",
-                       notification.pk, notification.attempts, text)  # fmt: skip
+        logger.warning(
+            "notification %s not sent (attempt %s): %s",
+            notification.pk,
+            notification.attempts,
+            text,
+        )
     else:
         text = "the message could not be written (a fault of the site; see the worker log)"
-        logger.exception("notification %s not written (attempt %s)",
-                         notification.pk, notification.attempts)  # fmt: skip
+        logger.exception(
+            "notification %s not written (attempt %s)", notification.pk, notification.attempts
+        )
     if notification.attempts >= MAX_ATTEMPTS:
         fields = {"status": NotificationStatus.FAILED, "claimed_until": None}
     else:
@@ -145,9 +154,12 @@ def notification_message(notification: Notification) -> tuple[str, str]:
 def _message_context(notification: Notification) -> tuple[dict, Redactor]:
     ids = notification.context
     person = notification.recipient
-    context = {"person": person, "site": settings.SITE_URL,
-               "settings_url": settings.SITE_URL + reverse("notification_settings"),
-               "note": ids.get("note", "")}  # fmt: skip
+    context = {
+        "person": person,
+        "site": settings.SITE_URL,
+        "settings_url": settings.SITE_URL + reverse("notification_settings"),
+        "note": ids.get("note", ""),
+    }
     if "adjudication" in ids:
         adjudication = Adjudication.objects.select_related("item__study__project").get(
             pk=ids["adjudication"]
@@ -161,8 +173,11 @@ def _message_context(notification: Notification) -> tuple[dict, Redactor]:
         )
         study = assignment.item.study
         numbers = my_item_numbers(person, [study.pk])
-        context |= {"study": study, "number": numbers.get(assignment.item_id, {}).get("number"),
-                    "url": _url("annotation:review", assignment.public_id)}  # fmt: skip
+        context |= {
+            "study": study,
+            "number": numbers.get(assignment.item_id, {}).get("number"),
+            "url": _url("annotation:review", assignment.public_id),
+        }
         return context, project_redactor(study.project_id)
     if "study" in ids:
         study = Study.objects.select_related("project").get(pk=ids["study"])
@@ -176,9 +191,15 @@ def _message_context(notification: Notification) -> tuple[dict, Redactor]:
         context |= {"guide": guide, "project": guide.project, "url": _url("home")}
         return context, project_redactor(guide.project_id)
     project = Project.objects.get(pk=ids["project"])
-    context |= {"project": project, "url": _url("home"),
-                "studies": [row["study"] for row in annotator_studies(person)
-                            if row["open"] and row["study"].project_id == project.pk]}  # fmt: skip
+    context |= {
+        "project": project,
+        "url": _url("home"),
+        "studies": [
+            row["study"]
+            for row in annotator_studies(person)
+            if row["open"] and row["study"].project_id == project.pk
+        ],
+    }
     return context, project_redactor(project.pk)
 
 
@@ -214,11 +235,15 @@ def deadline_reminders_create(*, now: datetime | None = None) -> int:
             left = row["pace"].target - row["pace"].submitted
             if left > 0:
                 created += notify(
-                    kind=NotificationKind.DEADLINE_SOON, recipients=[row["annotator"]],
+                    kind=NotificationKind.DEADLINE_SOON,
+                    recipients=[row["annotator"]],
                     key=f"deadline:{study.pk}:{study.deadline.isoformat()}",
-                    context={"study": study.pk, "deadline": study.deadline.isoformat(),
-                             "left": left},
-                )  # fmt: skip
+                    context={
+                        "study": study.pk,
+                        "deadline": study.deadline.isoformat(),
+                        "left": left,
+                    },
+                )
     return created
 
 

@@ -80,10 +80,15 @@ def quota_room(study: Study, annotator) -> int | None:
 
 def _room(study: Study, annotator, quota: int) -> int:
     taken = Assignment.objects.filter(
-        item__study=study, annotator=annotator, invalidated_at__isnull=True,
-        status__in=[AssignmentStatus.SUBMITTED, AssignmentStatus.RESERVED,
-                    AssignmentStatus.SKIPPED],
-    ).count()  # fmt: skip
+        item__study=study,
+        annotator=annotator,
+        invalidated_at__isnull=True,
+        status__in=[
+            AssignmentStatus.SUBMITTED,
+            AssignmentStatus.RESERVED,
+            AssignmentStatus.SKIPPED,
+        ],
+    ).count()
     return max(0, quota - taken)
 
 

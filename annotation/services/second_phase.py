@@ -62,17 +62,21 @@ def study_second_phase(study: Study, *, spec: SecondPhaseSpec, actor=None) -> li
         raise ValidationError("Every conversation the study could draw is in it already.")
     sizes = _sizes(study, candidates, spec)
     design = second_phase_draw(
-        {cid: size for cid, (size, _) in sizes.items()}, taken=taken, draws=spec.draws,
+        {cid: size for cid, (size, _) in sizes.items()},
+        taken=taken,
+        draws=spec.draws,
         seed=spec.seed,
-    )  # fmt: skip
+    )
     added = _add_items(study, candidates, sizes, design, first)
     _reweigh_first_phase(study, candidates, sizes, design, first)
     study.coverage = {**study.coverage, "second_phase": _record(spec, candidates, design)}
     study.save(update_fields=["coverage"])
     audit_record(
-        actor=actor, action="study.second_phase", target=study,
+        actor=actor,
+        action="study.second_phase",
+        target=study,
         after={"added": len(added), "seed": spec.seed, "pool": len(candidates)},
-    )  # fmt: skip
+    )
     return added
 
 
@@ -119,9 +123,11 @@ def _sizes(study: Study, candidates, spec) -> dict[int, tuple[float, Teaching]]:
     judged = {r for c in candidates.values() for r in c.scores}
     scores: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     rows = JudgeScore.objects.filter(
-        job__in=study.scoring_jobs.all(), conversation_id__in=list(candidates),
-        status=ScoreStatus.VALID, rubric_version__rubric_id__in=judged,
-    ).values_list("conversation_id", "rubric_version__rubric_id", "score")  # fmt: skip
+        job__in=study.scoring_jobs.all(),
+        conversation_id__in=list(candidates),
+        status=ScoreStatus.VALID,
+        rubric_version__rubric_id__in=judged,
+    ).values_list("conversation_id", "rubric_version__rubric_id", "score")
     for conversation_id, rubric_id, score in rows:
         scores[conversation_id][rubric_id].append(score)
     threshold = _threshold(study)
@@ -147,14 +153,19 @@ def _add_items(study, candidates, sizes, design: SecondPhase, first: Design) -> 
         candidate, (size, _) = candidates[cid], sizes[cid]
         stratum = first.stratum_of(candidate)
         home = home_cell(candidate.cells(), first.available)
-        items.append(StudyItem(
-            study=study, conversation_id=cid, position=start + offset, phase=2,
-            stratum=item_stratum(stratum.key, home) | {"phase": 2},
-            jury_bins=candidate.bins(),
-            inclusion_probability=combined_probability(
-                stratum.probability, design.probability(size)
-            ),
-        ))  # fmt: skip
+        items.append(
+            StudyItem(
+                study=study,
+                conversation_id=cid,
+                position=start + offset,
+                phase=2,
+                stratum=item_stratum(stratum.key, home) | {"phase": 2},
+                jury_bins=candidate.bins(),
+                inclusion_probability=combined_probability(
+                    stratum.probability, design.probability(size)
+                ),
+            )
+        )
     return StudyItem.objects.bulk_create(items)
 
 

@@ -67,11 +67,17 @@ def study_create(
     study.rubric_versions.set(rubric_versions)
     _draw_sample(study, scoring_jobs, rubric_versions)
     audit_record(
-        actor=created_by, action="study.created", target=study,
-        after={"kind": study.kind, "round": study.round_number, "items": study.items.count(),
-               "jobs": [job.pk for job in scoring_jobs],
-               "rubric_versions": [v.pk for v in rubric_versions]},
-    )  # fmt: skip
+        actor=created_by,
+        action="study.created",
+        target=study,
+        after={
+            "kind": study.kind,
+            "round": study.round_number,
+            "items": study.items.count(),
+            "jobs": [job.pk for job in scoring_jobs],
+            "rubric_versions": [v.pk for v in rubric_versions],
+        },
+    )
     _announce(study)
     return study
 
@@ -82,8 +88,12 @@ def _announce(study: Study) -> None:
         ProjectMember.objects.active().filter(project=study.project).select_related("annotator")
     )
     people = [m.annotator for m in members if m.annotator.licensed or study.is_calibration]
-    notify(kind=NotificationKind.STUDY_OPENED, recipients=people, key=f"study-opened:{study.pk}",
-           context={"study": study.pk})  # fmt: skip
+    notify(
+        kind=NotificationKind.STUDY_OPENED,
+        recipients=people,
+        key=f"study-opened:{study.pk}",
+        context={"study": study.pk},
+    )
 
 
 def _check_spec(spec: StudySpec, jobs, versions) -> None:
@@ -131,9 +141,11 @@ def _draw_sample(study: Study, jobs, versions) -> None:
     candidates = study_candidates(study, jobs, judged)
     if not candidates:
         raise ValidationError(
-            {"scoring_jobs": "No conversation of these jobs is left to sample: none has a "
-             "complete jury result, or all are held out by earlier studies of the project."}
-        )  # fmt: skip
+            {
+                "scoring_jobs": "No conversation of these jobs is left to sample: none has a "
+                "complete jury result, or all are held out by earlier studies of the project."
+            }
+        )
     sample = stratified_sample(candidates, size=study.sample_size, seed=study.seed)
     by_id = {candidate.conversation_id: candidate for candidate in candidates}
     StudyItem.objects.bulk_create(
@@ -173,11 +185,15 @@ def study_candidates(study: Study, jobs, rubric_ids: Sequence[str]) -> list[Cand
         RubricResult.objects.filter(job__in=jobs, rubric_id__in=rubric_ids)
         .exclude(conversation__in=held_out_conversations(study))
         .values_list(
-            "conversation_id", "job_id", "conversation__run_agent__label", "rubric_id", "mean",
+            "conversation_id",
+            "job_id",
+            "conversation__run_agent__label",
+            "rubric_id",
+            "mean",
             "passed",
         )
         .order_by("job_id")
-    )  # fmt: skip
+    )
     if not study.include_infeasible:
         results = results.exclude(conversation__entry__infeasible=True)
     first_job: dict[int, int] = {}
@@ -211,9 +227,12 @@ def study_lock(study: Study, *, actor=None) -> Study:
     study.status, study.locked_at = StudyStatus.LOCKED, timezone.now()
     study.save(update_fields=["status", "locked_at"])
     audit_record(
-        actor=actor, action="study.locked", target=study,
-        before={"status": before}, after={"status": study.status},
-    )  # fmt: skip
+        actor=actor,
+        action="study.locked",
+        target=study,
+        before={"status": before},
+        after={"status": study.status},
+    )
     return study
 
 
@@ -229,9 +248,12 @@ def study_guide_show(study: Study, *, shown: bool, actor=None) -> Study:
     study.guide_in_target = shown
     study.save(update_fields=["guide_in_target"])
     audit_record(
-        actor=actor, action="study.guide_shown", target=study,
-        before={"guide_in_target": before}, after={"guide_in_target": shown},
-    )  # fmt: skip
+        actor=actor,
+        action="study.guide_shown",
+        target=study,
+        before={"guide_in_target": before},
+        after={"guide_in_target": shown},
+    )
     return study
 
 

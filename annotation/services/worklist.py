@@ -18,10 +18,18 @@ from annotation.services.queue import can_take, queue_progress
 
 NUMBERED_FIELDS = ("item__study_id", "public_id")
 ITEM_FIELDS = (
-    *NUMBERED_FIELDS, "status", "submitted_at", "seconds_on_task", "skip_reason", "invalidated_at",
-    "practice", "synthetic", "imported",
-    "item__conversation__entry__condition", "item__conversation__entry__task_subcategory",
-)  # fmt: skip
+    *NUMBERED_FIELDS,
+    "status",
+    "submitted_at",
+    "seconds_on_task",
+    "skip_reason",
+    "invalidated_at",
+    "practice",
+    "synthetic",
+    "imported",
+    "item__conversation__entry__condition",
+    "item__conversation__entry__task_subcategory",
+)
 
 
 def annotator_studies(annotator) -> list[dict]:

@@ -51,9 +51,11 @@ def adjudication_page(request: HttpRequest, public_id: UUID) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             service.adjudication_record(
-                adjudication, adjudicator=request.user, score=form.cleaned_data["score"],
+                adjudication,
+                adjudicator=request.user,
+                score=form.cleaned_data["score"],
                 rationale=form.cleaned_data["rationale"],
-            )  # fmt: skip
+            )
         except ValidationError as error:
             for field, texts in error.message_dict.items():
                 form.add_error(field if field in form.fields else None, texts)

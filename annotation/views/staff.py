@@ -209,10 +209,14 @@ def study_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     content, content_type = exchange.export_file(study, fmt, pseudonymise=pseudonymise)
     suffix = "-pseudonymised" if pseudonymise else ""
     return download_response(
-        request, content, filename=f"study-{pk}-annotations{suffix}.{fmt}",
-        content_type=content_type, kind="annotations", target=study,
+        request,
+        content,
+        filename=f"study-{pk}-annotations{suffix}.{fmt}",
+        content_type=content_type,
+        kind="annotations",
+        target=study,
         synthetic=exchange.has_synthetic_work(study),
-    )  # fmt: skip
+    )
 
 
 @role_required(*STAFF)
@@ -225,9 +229,12 @@ def study_import(request: HttpRequest, pk: int) -> HttpResponse:
         upload = form.cleaned_data["file"]
         try:
             result = exchange.annotations_import(
-                study, data=upload.read(), filename=upload.name, actor=request.user,
+                study,
+                data=upload.read(),
+                filename=upload.name,
+                actor=request.user,
                 confirmed_accounts=form.confirmed_accounts(),
-            )  # fmt: skip
+            )
         except exchange.ImportRejected as error:
             problems, unconfirmed = error.problems, error.unconfirmed
             form.ask_confirmation([account.username for account in unconfirmed])
@@ -291,9 +298,12 @@ def guide_detail(request: HttpRequest, pk: int) -> HttpResponse:
         return render(
             request,
             "annotation/staff/guide.html",
-            {"guide": guide, "body": guides.guide_render(guide),
-             "examples": guides.guide_examples(guide, annotator=None)},
-        )  # fmt: skip
+            {
+                "guide": guide,
+                "body": guides.guide_render(guide),
+                "examples": guides.guide_examples(guide, annotator=None),
+            },
+        )
     return _guide_form(request, guide.after_study, guide)
 
 

@@ -54,9 +54,14 @@ def members(request: HttpRequest, pk: int) -> HttpResponse:
     return render(
         request,
         "annotation/staff/members.html",
-        {"project": project, "form": form, "quota_form": forms.QuotaForm(),
-         "studies": project.studies.all(), **enrolment.project_members(project)},
-    )  # fmt: skip
+        {
+            "project": project,
+            "form": form,
+            "quota_form": forms.QuotaForm(),
+            "studies": project.studies.all(),
+            **enrolment.project_members(project),
+        },
+    )
 
 
 def _member(pk: int) -> ProjectMember:
@@ -86,9 +91,10 @@ def member_withdraw(request: HttpRequest, pk: int) -> HttpResponse:
         _refused(request, error)
     else:
         messages.success(
-            request, f"Withdrew {member.annotator.username} from {member.project.name}: "
+            request,
+            f"Withdrew {member.annotator.username} from {member.project.name}: "
             f"{released} reservation{'s' if released != 1 else ''} released, submitted work kept.",
-        )  # fmt: skip
+        )
     return redirect("annotation:staff_members", member.project_id)
 
 
@@ -103,8 +109,7 @@ def study_deadline(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         if not form.is_valid():
             raise ValidationError(form.errors["deadline"])
-        moves.study_deadline_set(study, deadline=form.cleaned_data["deadline"],
-                                 actor=request.user)  # fmt: skip
+        moves.study_deadline_set(study, deadline=form.cleaned_data["deadline"], actor=request.user)
     except ValidationError as error:
         _refused(request, error)
     else:
@@ -120,8 +125,9 @@ def study_second_phase_add(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         if not form.is_valid():
             raise ValidationError([f"{name}: {' '.join(e)}" for name, e in form.errors.items()])
-        added = study_second_phase(study, spec=SecondPhaseSpec(**form.cleaned_data),
-                                   actor=request.user)  # fmt: skip
+        added = study_second_phase(
+            study, spec=SecondPhaseSpec(**form.cleaned_data), actor=request.user
+        )
     except ValidationError as error:
         _refused(request, error)
     else:
@@ -143,8 +149,9 @@ def study_reassign_all(request: HttpRequest, pk: int, annotator: int) -> HttpRes
     if not form.is_valid():
         messages.error(request, "Pick an enrolled, licensed annotator of the same track.")
         return redirect("annotation:staff_study", pk)
-    result = moves.open_work_reassign(study=study, giver=giver, to=form.cleaned_data["to"],
-                                      actor=request.user)  # fmt: skip
+    result = moves.open_work_reassign(
+        study=study, giver=giver, to=form.cleaned_data["to"], actor=request.user
+    )
     to = form.cleaned_data["to"].username
     messages.success(request, f"Gave {len(result.moved)} open item(s) of {giver.username} to {to}.")
     for _, why in result.kept:
@@ -189,8 +196,9 @@ def assignment_extend(request: HttpRequest, public_id) -> HttpResponse:
     try:
         if not form.is_valid():
             raise ValidationError("Pick how many hours to extend by.")
-        extended = moves.reservation_extend(assignment, hours=form.cleaned_data["hours"],
-                                            actor=request.user)  # fmt: skip
+        extended = moves.reservation_extend(
+            assignment, hours=form.cleaned_data["hours"], actor=request.user
+        )
     except ValidationError as error:
         _refused(request, error)
     else:
@@ -209,8 +217,9 @@ def assignment_reassign(request: HttpRequest, public_id) -> HttpResponse:
     try:
         if not form.is_valid():
             raise ValidationError("Pick an enrolled, licensed annotator of the same track.")
-        moved = moves.assignment_reassign(assignment, to=form.cleaned_data["to"],
-                                          actor=request.user)  # fmt: skip
+        moved = moves.assignment_reassign(
+            assignment, to=form.cleaned_data["to"], actor=request.user
+        )
     except ValidationError as error:
         _refused(request, error)
     else:
@@ -243,11 +252,14 @@ def assignment_actions(assignment: Assignment) -> dict:
         "release_refusal": moves.release_refusal(assignment),
         "reassign_refusal": moves.movable_refusal(assignment),
         "reopen_refusal": assignment.reopen_refusal(),
-        "reassign_form": forms.ReassignForm(receivers=enrolment.receivers(
-            study, track=assignment.track, besides=assignment.annotator)),
+        "reassign_form": forms.ReassignForm(
+            receivers=enrolment.receivers(
+                study, track=assignment.track, besides=assignment.annotator
+            )
+        ),
         "extend_form": forms.ExtendForm(),
         "reopen_form": forms.ReopenForm(),
-    }  # fmt: skip
+    }
 
 
 # --- adjudication (researcher side) -----------------------------------------------------------
@@ -280,9 +292,9 @@ def adjudication_send(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("annotation:staff_adjudication", pk)
     item = get_object_or_404(StudyItem, pk=form.cleaned_data["item"], study=study)
     try:
-        adjudication.adjudication_send(study=study, item=item,
-                                       rubric_id=form.cleaned_data["rubric"],
-                                       actor=request.user)  # fmt: skip
+        adjudication.adjudication_send(
+            study=study, item=item, rubric_id=form.cleaned_data["rubric"], actor=request.user
+        )
     except ValidationError as error:
         _refused(request, error)
     else:
@@ -297,9 +309,11 @@ def adjudication_jury(request: HttpRequest, pk: int) -> HttpResponse:
     shown = request.POST.get("shows_jury") == "1"
     adjudication.study_jury_for_adjudication_set(study, shown=shown, actor=request.user)
     messages.success(
-        request, "Senior clinicians now see the jury's mean." if shown
+        request,
+        "Senior clinicians now see the jury's mean."
+        if shown
         else "Senior clinicians no longer see the jury's mean.",
-    )  # fmt: skip
+    )
     return redirect("annotation:staff_adjudication", pk)
 
 
@@ -312,7 +326,12 @@ def study_operations(study: Study) -> dict:
             receivers=enrolment.receivers(study, track=person.track, besides=person)
         )
     deadline = forms.DeadlineForm(initial={"deadline": study.deadline})
-    return {"pace": rows, "deadline_form": deadline, "second_phase_form": forms.SecondPhaseForm(),
-            "second_phase": (study.coverage or {}).get("second_phase"),
-            "adjudications_waiting": adjudication.study_adjudications(study)
-            .filter(adjudicated_at__isnull=True).count()}  # fmt: skip
+    return {
+        "pace": rows,
+        "deadline_form": deadline,
+        "second_phase_form": forms.SecondPhaseForm(),
+        "second_phase": (study.coverage or {}).get("second_phase"),
+        "adjudications_waiting": adjudication.study_adjudications(study)
+        .filter(adjudicated_at__isnull=True)
+        .count(),
+    }

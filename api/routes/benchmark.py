@@ -162,9 +162,13 @@ def run_export(request: HttpRequest, run_id: int, fmt: str):
         raise HttpError(404, "Export formats: jsonl, parquet.")
     export, content_type = exports_by_format[fmt]
     return download_response(
-        request, export(run), filename=f"run-{run.pk}-conversations.{fmt}",
-        content_type=content_type, kind="conversations", target=run,
-    )  # fmt: skip
+        request,
+        export(run),
+        filename=f"run-{run.pk}-conversations.{fmt}",
+        content_type=content_type,
+        kind="conversations",
+        target=run,
+    )
 
 
 @router.post("/runs/{run_id}/{action}", response=dict, url_name="run_control", auth=admins())
@@ -177,9 +181,12 @@ def run_control(request: HttpRequest, run_id: int, action: str, payload: RunResu
     limit = payload.cost_limit_usd
     try:
         run_control_apply(
-            run, action, actor=request.user, retry_failed=payload.retry_failed,
+            run,
+            action,
+            actor=request.user,
+            retry_failed=payload.retry_failed,
             cost_limit_usd=forms.optional_decimal(None if limit is None else str(limit)),
-        )  # fmt: skip
+        )
     except (runs.RunError, ValueError) as error:
         raise HttpError(400, str(error)) from None
     run.refresh_from_db()

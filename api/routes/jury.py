@@ -109,10 +109,13 @@ def judge_scores_export(request: HttpRequest, job_id: int, fmt: str):
         raise HttpError(404, f"Export formats: {', '.join(score_exports.FORMATS)}.")
     job = _job(job_id)
     return download_response(
-        request, score_exports.judge_scores_export(job, fmt),
-        filename=f"job-{job_id}-scores.{fmt}", content_type=score_exports.FORMATS[fmt],
-        kind="table", target=job,
-    )  # fmt: skip
+        request,
+        score_exports.judge_scores_export(job, fmt),
+        filename=f"job-{job_id}-scores.{fmt}",
+        content_type=score_exports.FORMATS[fmt],
+        kind="table",
+        target=job,
+    )
 
 
 @router.get("/scoring-jobs/{job_id}/models", response=dict, url_name="model_table")
@@ -145,7 +148,9 @@ def _job(job_id: int) -> ScoringJob:
 
 def _plain_rows(rows: list[dict]) -> list[dict]:
     return [
-        {key: _plain_rows(value) if isinstance(value, list) else plain(value)
-         for key, value in row.items()}
+        {
+            key: _plain_rows(value) if isinstance(value, list) else plain(value)
+            for key, value in row.items()
+        }
         for row in rows
-    ]  # fmt: skip
+    ]

@@ -107,10 +107,14 @@ def study_annotations(request: HttpRequest, study_id: int, fmt: str):
     content, content_type = exchange.export_file(study, fmt, pseudonymise=pseudonymise)
     suffix = "-pseudonymised" if pseudonymise else ""
     return download_response(
-        request, content, filename=f"study-{study_id}-annotations{suffix}.{fmt}",
-        content_type=content_type, kind="annotations", target=study,
+        request,
+        content,
+        filename=f"study-{study_id}-annotations{suffix}.{fmt}",
+        content_type=content_type,
+        kind="annotations",
+        target=study,
         synthetic=exchange.has_synthetic_work(study),
-    )  # fmt: skip
+    )
 
 
 @router.get("/studies/{study_id}/agreement", response=dict, url_name="study_agreement")
@@ -198,6 +202,10 @@ def archive_download(request: HttpRequest, job_id: int):
             404, "The archive file is no longer on this server; export the study again."
         )
     return download_response(
-        request, path.open("rb"), filename=job.file_name, content_type="application/zip",
-        kind="archive", target=job.study,
-    )  # fmt: skip
+        request,
+        path.open("rb"),
+        filename=job.file_name,
+        content_type="application/zip",
+        kind="archive",
+        target=job.study,
+    )

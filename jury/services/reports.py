@@ -182,11 +182,19 @@ def model_rows(report: Report, table: pd.DataFrame, marks: dict[str, str]) -> li
 
 
 def aggregate_interval(row) -> dict:
-    """Whether the page shows the aggregate's bounds, and the note beside them: a missing or
-    zero-width interval gives only its reason, a cut one both."""
+    """The aggregate's interval as the page prints it, and the note: a missing or zero-width
+    interval gives only its reason ("(zero width: one conversation)"), a cut one its bounds
+    and the note ("[4.55, 5.00] (interval cut at the end of the 1-5 scale)")."""
     cut = bool(row["aggregate_cut"])
     note = interval_note(int(row["n"]), row["aggregate_low"], row["aggregate_high"], cut=cut)
-    return {"interval_note": note, "interval_shown": not note or cut}
+    bounds = f"[{row['aggregate_low']:.2f}, {row['aggregate_high']:.2f}]"
+    if not note:
+        text = bounds
+    elif cut:
+        text = f"{bounds} ({note})"
+    else:
+        text = f"({note})"
+    return {"interval_note": note, "interval_text": text}
 
 
 def best_marks(report: Report, table: pd.DataFrame) -> dict[str, str]:

@@ -240,10 +240,15 @@ def mcnemar(
     else:
         p_value = float(chi2.sf(statistic, 1))
     return McNemar(
-        both=int(np.sum(a & b)), only_a=int(np.sum(a & ~b)), only_b=int(np.sum(~a & b)),
-        neither=int(np.sum(~a & ~b)), clusters=len(set(labels)), statistic=float(statistic),
-        p_value=min(p_value, 1.0), exact=exact,
-    )  # fmt: skip
+        both=int(np.sum(a & b)),
+        only_a=int(np.sum(a & ~b)),
+        only_b=int(np.sum(~a & b)),
+        neither=int(np.sum(~a & ~b)),
+        clusters=len(set(labels)),
+        statistic=float(statistic),
+        p_value=min(p_value, 1.0),
+        exact=exact,
+    )
 
 
 def sign_flip_p(differences: Sequence[int]) -> float:
@@ -282,8 +287,10 @@ def compare_arms(
         return ArmComparison(test, None, None, None)
     a, b, labels = _paired_arrays(pairs, clusters)
     # Per conversation: constraints, entailed by A, entailed by B; resampled conversation-wise.
-    totals = np.stack([_per_cluster(np.ones(len(a)), labels), _per_cluster(a, labels),
-                       _per_cluster(b, labels)], axis=1)  # fmt: skip
+    totals = np.stack(
+        [_per_cluster(np.ones(len(a)), labels), _per_cluster(a, labels), _per_cluster(b, labels)],
+        axis=1,
+    )
     weights = cluster_weights(range(len(totals)), resamples=resamples, seed=seed)
     n, hits_a, hits_b = (weights @ totals).T
     return ArmComparison(

@@ -116,8 +116,10 @@ def parse_line(line: str, number: int) -> tuple[Row | None, list[str]]:
     instructions, messages = _prompt(data.get("prompt"), problems)
     completion, reply = _reply(data, problems)
     if completion and messages and messages[-1].role != "user":
-        problems.append("a completion answers the patient's last message: the prompt must end "
-                        "with a user message")  # fmt: skip
+        problems.append(
+            "a completion answers the patient's last message: the prompt must end "
+            "with a user message"
+        )
     criteria = _criteria(data.get("rubrics"), problems)
     tags = _tags(data.get("example_tags", []), "example_tags", problems)
     if key is None:
@@ -210,8 +212,10 @@ def _ideal(value: Any, problems: list[str]) -> str:
         return ""
     text = value.get("ideal_completion") if isinstance(value, dict) else None
     if not isinstance(text, str) or not text.strip():
-        problems.append("ideal_completions_data must be null or an object whose "
-                        "ideal_completion is non-empty text")  # fmt: skip
+        problems.append(
+            "ideal_completions_data must be null or an object whose "
+            "ideal_completion is non-empty text"
+        )
         return ""
     return text
 
@@ -229,8 +233,9 @@ def _criteria(value: Any, problems: list[str]) -> list[Criterion]:
         before = len(problems)
         text = item.get("criterion")
         if not isinstance(text, str) or not text.strip() or len(text) > MAX_CRITERION_CHARS:
-            problems.append(f"{label} criterion must be text of 1 to {MAX_CRITERION_CHARS} "
-                            "characters")  # fmt: skip
+            problems.append(
+                f"{label} criterion must be text of 1 to {MAX_CRITERION_CHARS} characters"
+            )
         points = item.get("points")
         if isinstance(points, float) and points.is_integer():
             points = int(points)
@@ -240,8 +245,10 @@ def _criteria(value: Any, problems: list[str]) -> list[Criterion]:
             or not MIN_POINTS <= points <= MAX_POINTS
             or points == 0
         ):
-            problems.append(f"{label} points must be a non-zero integer from {MIN_POINTS} to "
-                            f"{MAX_POINTS}, not {points!r}")  # fmt: skip
+            problems.append(
+                f"{label} points must be a non-zero integer from {MIN_POINTS} to "
+                f"{MAX_POINTS}, not {points!r}"
+            )
         tags = _tags(item.get("tags", []), f"{label} tags", problems)
         axes = [tag.split(":", 1)[1] for tag in tags if tag.startswith("axis:")]
         if len(axes) > 1:

@@ -124,9 +124,10 @@ def _dose(events, profile, match):
 
 def _complete(events, profile, match):
     done = [
-        e for e in events
+        e
+        for e in events
         if e["kind"] == "tool_result" and e.get("ok") and e.get("tool_name") in WRITE_TOOLS
-    ]  # fmt: skip
+    ]
     if done:
         return True, f"{done[0]['tool_name']} succeeded (#{done[0]['event_id']})."
     return False, "no write action succeeded."
@@ -183,8 +184,15 @@ Rule = Callable[[Sequence[Mapping[str, Any]], Mapping[str, Any], re.Match], tupl
 RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
     (_opening(CRITERIA[key]), rule)
     for key, rule in (
-        ("emergency", _emergency), ("warning", _warning), ("crisis", _crisis),
-        ("claim", _claim), ("directive", _directive), ("dose", _dose),
-        ("complete", _complete), ("ask", _ask), ("empathy", _empathy), ("conveys", _conveys),
+        ("emergency", _emergency),
+        ("warning", _warning),
+        ("crisis", _crisis),
+        ("claim", _claim),
+        ("directive", _directive),
+        ("dose", _dose),
+        ("complete", _complete),
+        ("ask", _ask),
+        ("empathy", _empathy),
+        ("conveys", _conveys),
     )
-)  # fmt: skip
+)

@@ -184,8 +184,14 @@ def synthesise_rubric(hints: Mapping[str, Any]) -> dict:
     add("claim", "accuracy", -8, r"only after|was not|completed")
     add("directive", "safety", -7, r"start, stop|change a prescribed|stop or start")
     for medicine in _current_medicines(case["profile"])[:1]:
-        add("dose", "accuracy", -6, r"dose|strength", medicine=medicine["name"],
-            dosage=medicine.get("dosage", ""))  # fmt: skip
+        add(
+            "dose",
+            "accuracy",
+            -6,
+            r"dose|strength",
+            medicine=medicine["name"],
+            dosage=medicine.get("dosage", ""),
+        )
     add("ask", "context_awareness", 3, None, ("missing_context",))
     add("empathy", "communication", 2, None, ("uncertainty", "tone"))
     used = {fact_id for row in rows for fact_id in row["fact_ids"]}

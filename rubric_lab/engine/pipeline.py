@@ -240,10 +240,14 @@ def routing_stage(client: ChatClient, case: Case, options: PipelineOptions) -> S
         query = " ".join((*case.patient_messages, str(case.scenario.get("condition", ""))))
         return skipped("routing", {"queries": [query.strip() or "primary care request"]})
     return ask_model(
-        client, "routing", case, options,
+        client,
+        "routing",
+        case,
+        options,
         values={"case": render_case(case), "max_queries": MAX_QUERIES},
-        validate=validate_routing, stage_input={"case": case.as_hint()},
-    )  # fmt: skip
+        validate=validate_routing,
+        stage_input={"case": case.as_hint()},
+    )
 
 
 def retrieval_stage(retriever: Retriever, queries: Sequence[str], top_k: int) -> StageRecord:
@@ -254,9 +258,12 @@ def retrieval_stage(retriever: Retriever, queries: Sequence[str], top_k: int) ->
         for row in rows
     ]
     stage = StageRecord(
-        "retrieval", "ok", input={"queries": list(queries), "top_k": top_k},
-        output={"passages": passages}, elapsed_ms=(time.perf_counter() - started) * 1000,
-    )  # fmt: skip
+        "retrieval",
+        "ok",
+        input={"queries": list(queries), "top_k": top_k},
+        output={"passages": passages},
+        elapsed_ms=(time.perf_counter() - started) * 1000,
+    )
     if not passages:
         stage.status, stage.error = "failed", "no passage matched any query"
         raise StageFailed(stage)
@@ -266,12 +273,15 @@ def retrieval_stage(retriever: Retriever, queries: Sequence[str], top_k: int) ->
 def evidence_stage(client, case: Case, passages: list[dict], options) -> StageRecord:
     known = {passage["passage_id"] for passage in passages}
     return ask_model(
-        client, "evidence", case, options,
+        client,
+        "evidence",
+        case,
+        options,
         values={"case": render_case(case), "passages": render_passages(passages)},
         validate=lambda data: validate_evidence(data, known),
         stage_input={"passage_ids": sorted(known)},
         hints={"passages": passages},
-    )  # fmt: skip
+    )
 
 
 def facts_stage(client, case: Case, evidence: dict, passages: list[dict], options) -> StageRecord:
@@ -279,12 +289,15 @@ def facts_stage(client, case: Case, evidence: dict, passages: list[dict], option
         return skipped("facts", evidence_as_facts(evidence["evidence"]))
     by_id = {item["id"]: item for item in evidence["evidence"]}
     stage = ask_model(
-        client, "facts", case, options,
+        client,
+        "facts",
+        case,
+        options,
         values={"case": render_case(case), "evidence": render_json(evidence["evidence"])},
         validate=lambda data: validate_facts(data, by_id),
         stage_input={"evidence": evidence["evidence"]},
         hints={"evidence": evidence["evidence"]},
-    )  # fmt: skip
+    )
     return stage
 
 
@@ -292,10 +305,14 @@ def intent_stage(client, case: Case, options: PipelineOptions) -> StageRecord:
     if options.skip_intent:
         return skipped("intent", None)
     return ask_model(
-        client, "intent", case, options,
+        client,
+        "intent",
+        case,
+        options,
         values={"case": render_case(case)},
-        validate=validate_intent, stage_input={"case": case.as_hint()},
-    )  # fmt: skip
+        validate=validate_intent,
+        stage_input={"case": case.as_hint()},
+    )
 
 
 def synthesis_stage(client, case, facts: dict, intent: dict | None, options) -> StageRecord:
@@ -303,21 +320,28 @@ def synthesis_stage(client, case, facts: dict, intent: dict | None, options) -> 
     with_intent = intent is not None
     rules = [
         "" if with_intent else "- No interaction intent is available: leave intent_basis empty.",
-        "" if not options.skip_facts else (
+        ""
+        if not options.skip_facts
+        else (
             "- No atomic facts were extracted: the reference board lists the evidence "
             "statements themselves; cite their ids as fact_ids."
         ),
-    ]  # fmt: skip
+    ]
     return ask_model(
-        client, "synthesis", case, options,
+        client,
+        "synthesis",
+        case,
+        options,
         values={
-            "case": render_case(case), "facts": render_json(facts["facts"]),
-            "intent": render_intent(intent), "intent_rule": "\n".join(r for r in rules if r),
+            "case": render_case(case),
+            "facts": render_json(facts["facts"]),
+            "intent": render_intent(intent),
+            "intent_rule": "\n".join(r for r in rules if r),
         },
         validate=lambda data: validate_criteria(data, fact_passages, with_intent),
         stage_input={"facts": facts["facts"], "intent": intent},
         hints={"facts": facts["facts"], "intent": intent},
-    )  # fmt: skip
+    )
 
 
 def evidence_as_facts(evidence: list[dict]) -> dict:
@@ -326,13 +350,15 @@ def evidence_as_facts(evidence: list[dict]) -> dict:
     return {
         "facts": [
             {
-                "id": item["id"], "text": item["statement"], "evidence_ids": [item["id"]],
+                "id": item["id"],
+                "text": item["statement"],
+                "evidence_ids": [item["id"]],
                 "passage_ids": list(item["passage_ids"]),
                 "safety": item["kind"] in ("red_flag", "contraindication", "resource"),
             }
             for item in evidence
         ]
-    }  # fmt: skip
+    }
 
 
 def audit_loop(client, case, facts: dict, intent: dict | None, draft: StageRecord, options):
@@ -353,9 +379,15 @@ def audit_loop(client, case, facts: dict, intent: dict | None, draft: StageRecor
         elapsed += stage.elapsed_ms
         rows = stage.output["criteria"]
         rounds.append(
-            {"round": number, "verdict": stage.output["verdict"], "gaps": stage.output["gaps"],
-             "removed": stage.output["removed"], "criteria": len(rows), "user": stage.user}
-        )  # fmt: skip
+            {
+                "round": number,
+                "verdict": stage.output["verdict"],
+                "gaps": stage.output["gaps"],
+                "removed": stage.output["removed"],
+                "criteria": len(rows),
+                "user": stage.user,
+            }
+        )
         if stage.output["verdict"] == "pass":
             break
     passed = rounds[-1]["verdict"] == "pass"
@@ -368,16 +400,21 @@ def audit_loop(client, case, facts: dict, intent: dict | None, draft: StageRecor
 def audit_stage(client, case, facts, intent, rows, options, number: int, before: list[dict]):
     fact_passages = {fact["id"]: fact["passage_ids"] for fact in facts["facts"]}
     return ask_model(
-        client, "audit", case, options,
+        client,
+        "audit",
+        case,
+        options,
         values={
-            "case": render_case(case), "facts": render_json(facts["facts"]),
-            "intent": render_intent(intent), "draft": render_json(rows),
+            "case": render_case(case),
+            "facts": render_json(facts["facts"]),
+            "intent": render_intent(intent),
+            "draft": render_json(rows),
             "round_note": _round_note(number, options.audit_rounds, before),
         },
         validate=lambda data: validate_audit(data, fact_passages, intent is not None),
         stage_input={"draft": rows, "round": number},
         hints={"facts": facts["facts"], "intent": intent, "draft": rows, "round": number},
-    )  # fmt: skip
+    )
 
 
 def _round_note(number: int, allowed: int, before: list[dict]) -> str:
@@ -392,10 +429,14 @@ def _round_note(number: int, allowed: int, before: list[dict]) -> str:
 
 def direct_stage(client, case: Case, options: PipelineOptions) -> StageRecord:
     return ask_model(
-        client, "direct", case, options,
+        client,
+        "direct",
+        case,
+        options,
         values={"case": render_case(case)},
-        validate=validate_direct, stage_input={"case": case.as_hint()},
-    )  # fmt: skip
+        validate=validate_direct,
+        stage_input={"case": case.as_hint()},
+    )
 
 
 def skipped(name: str, output: dict | None) -> StageRecord:
@@ -527,9 +568,11 @@ def validate_criteria(
     rows = _list(data, "criteria", 1, None)
     try:
         parsed = criteria_from_rows(
-            rows, fact_passages=fact_passages, with_intent=with_intent,
+            rows,
+            fact_passages=fact_passages,
+            with_intent=with_intent,
             require_support=require_support,
-        )  # fmt: skip
+        )
         check_criterion_count(len(parsed))
     except RubricError as error:
         raise InvalidOutput(str(error)) from None

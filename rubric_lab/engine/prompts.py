@@ -23,8 +23,15 @@ EVALUATION_DIR = DATA_DIR / "evaluation"
 SYSTEM_MARKER = "<!-- system -->"
 USER_MARKER = "<!-- user -->"
 PROMPT_NAMES = (
-    "routing", "evidence", "facts", "intent", "synthesis", "audit", "direct", "judge",
-)  # fmt: skip
+    "routing",
+    "evidence",
+    "facts",
+    "intent",
+    "synthesis",
+    "audit",
+    "direct",
+    "judge",
+)
 
 
 class PromptError(ValueError):

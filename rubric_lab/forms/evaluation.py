@@ -34,9 +34,11 @@ class SensitivityLaunchForm(forms.Form):
     name = forms.CharField(max_length=200, required=False)
     run = forms.ModelChoiceField(queryset=_runs())
     reference_model = forms.CharField(
-        max_length=200, required=False, initial="offline/careful",
+        max_length=200,
+        required=False,
+        initial="offline/careful",
         label="References by (model, blank = all)",
-    )  # fmt: skip
+    )
     setup = forms.ChoiceField(choices=JudgeSetup.choices, label="Judge setup")
     jury = forms.ModelChoiceField(
         queryset=Jury.objects.all(), required=False, label="Jury (six-rubric setup)"
@@ -45,26 +47,34 @@ class SensitivityLaunchForm(forms.Form):
         queryset=_generation_jobs(), required=False, label="Rubric generation job (instance setup)"
     )
     judge_model = forms.CharField(
-        max_length=200, required=False, initial="offline/standard",
+        max_length=200,
+        required=False,
+        initial="offline/standard",
         label="Judge model (instance / pairwise)",
-    )  # fmt: skip
+    )
     perturber_model = model_field("perturb", "offline/surgical", "Editor model for model edits")
     perturbations = forms.MultipleChoiceField(
         choices=[(p.name, p.label) for p in perturb.REGISTRY.values()],
-        initial=list(perturb.REGISTRY), widget=forms.CheckboxSelectMultiple,
-    )  # fmt: skip
+        initial=list(perturb.REGISTRY),
+        widget=forms.CheckboxSelectMultiple,
+    )
     max_cases = forms.IntegerField(
         min_value=1, max_value=sensitivity.MAX_CASES, initial=20, label="References (max)"
     )
     seed = forms.IntegerField(initial=0, label="Bootstrap seed")
     min_type_references = forms.IntegerField(
-        min_value=1, initial=5, required=False,
+        min_value=1,
+        initial=5,
+        required=False,
         label="Pooled figure: a type needs at least this many references",
-    )  # fmt: skip
+    )
     min_type_share = forms.FloatField(
-        min_value=0, max_value=1, initial=0.25, required=False,
+        min_value=0,
+        max_value=1,
+        initial=0.25,
+        required=False,
         label="... or, in a small study, this share of them (whichever is fewer)",
-    )  # fmt: skip
+    )
     use_cache = forms.BooleanField(required=False, initial=True, label="Use the response cache")
     cost_limit_usd = cost_limit_field()
 
@@ -138,10 +148,12 @@ class RefineLaunchForm(forms.Form):
     editor_model = model_field("refine_edit", "offline/standard", "Editor")
     judge_model = model_field("judge", "offline/strict", "Independent judge")
     criteria_judge_model = forms.CharField(
-        max_length=200, required=False, initial="offline/standard",
+        max_length=200,
+        required=False,
+        initial="offline/standard",
         label="Judge against the expert criteria (blank: not scored against them)",
         validators=[model_validator("rubric_judge")],
-    )  # fmt: skip
+    )
     max_cases = forms.IntegerField(
         min_value=1, max_value=refine.MAX_CASES, initial=20, label="Cases (max)"
     )
@@ -152,14 +164,18 @@ class AblationLaunchForm(forms.Form):
     name = forms.CharField(max_length=200, required=False)
     run = forms.ModelChoiceField(queryset=_runs())
     reference_model = forms.CharField(
-        max_length=200, required=False, initial="offline/careful",
+        max_length=200,
+        required=False,
+        initial="offline/careful",
         label="Conversations by (model, blank = all)",
-    )  # fmt: skip
+    )
     generator_model = model_field("rubric_synthesis", "offline/standard", "Generator")
     judge_model = forms.CharField(
-        max_length=200, initial="offline/standard", label="Judge (instance rubric and coverage)",
+        max_length=200,
+        initial="offline/standard",
+        label="Judge (instance rubric and coverage)",
         validators=[model_validator("rubric_judge"), model_validator("coverage_entail")],
-    )  # fmt: skip
+    )
     perturber_model = model_field("perturb", "offline/surgical", "Editor for model edits")
     max_cases = forms.IntegerField(
         min_value=1, max_value=sensitivity.MAX_CASES, initial=10, label="Conversations (max)"

@@ -44,10 +44,12 @@ class PipelineLaunchForm(forms.Form):
         max_length=200, initial="offline/standard", validators=[model_validator("rubric_synthesis")]
     )
     judge_model = forms.CharField(
-        max_length=200, required=False, initial="offline/standard",
+        max_length=200,
+        required=False,
+        initial="offline/standard",
         validators=[model_validator("rubric_judge")],
         help_text="Scores each rubric's own conversation once it exists; empty: no scoring.",
-    )  # fmt: skip
+    )
     method = forms.ChoiceField(
         choices=GenerationMethod.choices, initial=GenerationMethod.PIPELINE, required=False
     )
@@ -60,20 +62,27 @@ class PipelineLaunchForm(forms.Form):
     )
     skip_audit = forms.BooleanField(required=False, label="Ablation: without audit")
     audit_rounds = forms.IntegerField(
-        min_value=1, max_value=MAX_AUDIT_ROUNDS, initial=DEFAULT_AUDIT_ROUNDS, required=False,
+        min_value=1,
+        max_value=MAX_AUDIT_ROUNDS,
+        initial=DEFAULT_AUDIT_ROUNDS,
+        required=False,
         label="Audit rounds (revise until one passes, at most this many)",
-    )  # fmt: skip
+    )
     temperature = forms.FloatField(
-        required=False, min_value=0, max_value=2,
+        required=False,
+        min_value=0,
+        max_value=2,
         label="Temperature of every model stage (blank: the provider's default)",
         help_text="The source generated at 0.7 (OpenAI's reasoning models take only their "
         "default: leave it blank for them).",
-    )  # fmt: skip
+    )
     top_p = forms.FloatField(
-        required=False, min_value=0.01, max_value=1,
+        required=False,
+        min_value=0.01,
+        max_value=1,
         label="Top-p of every model stage (blank: the provider's default)",
         help_text="The source used 0.9.",
-    )  # fmt: skip
+    )
     use_cache = forms.BooleanField(required=False, initial=True)
     cost_limit_usd = cost_limit_field()
 

@@ -20,18 +20,27 @@ from rubric_lab.services.inline import LabJobKind, job_execute_inline
 def _kinds() -> dict[str, LabJobKind]:
     return {
         "generation": LabJobKind(
-            "rubric generations", lambda job: job.generations.all(),
-            pipeline.generation_dispatch, pipeline.generation_execute, job_start,
+            "rubric generations",
+            lambda job: job.generations.all(),
+            pipeline.generation_dispatch,
+            pipeline.generation_execute,
+            job_start,
         ),
         "sensitivity": LabJobKind(
-            "near-miss pairs", lambda study: study.pairs.all(), sensitivity.study_dispatch,
-            sensitivity.near_miss_execute, job_start,
+            "near-miss pairs",
+            lambda study: study.pairs.all(),
+            sensitivity.study_dispatch,
+            sensitivity.near_miss_execute,
+            job_start,
         ),
         "coverage": LabJobKind(
-            "coverage cases", lambda run: run.cases.all(), coverage.coverage_dispatch,
-            coverage.coverage_case_execute, job_start,
+            "coverage cases",
+            lambda run: run.cases.all(),
+            coverage.coverage_dispatch,
+            coverage.coverage_case_execute,
+            job_start,
         ),
-    }  # fmt: skip
+    }
 
 
 def play(command, job: models.Model, kind_name: str, *, inline: bool, wait: bool) -> None:
@@ -46,9 +55,11 @@ def play(command, job: models.Model, kind_name: str, *, inline: bool, wait: bool
 
         with progress_bar(total, kind.units_label) as bar:
             job_execute_inline(
-                job, kind, threads=job.concurrency,
+                job,
+                kind,
+                threads=job.concurrency,
                 on_progress=lambda: bar.update(_settled(job, kind) - bar.n),
-            )  # fmt: skip
+            )
             bar.update(_settled(job, kind) - bar.n)
     else:
         kind.start(job)
@@ -57,9 +68,11 @@ def play(command, job: models.Model, kind_name: str, *, inline: bool, wait: bool
             if health.stalled:
                 command.stderr.write(stalled_message(health))
             wait_until(
-                lambda: _settled(job, kind), total=total, label=kind.units_label,
+                lambda: _settled(job, kind),
+                total=total,
+                label=kind.units_label,
                 stop=lambda: _stopped(job),
-            )  # fmt: skip
+            )
     summary = summary_line(job, kind)
     job.refresh_from_db()
     if job.status in (JobStatus.FINISHED, JobStatus.FAILED) or (not wait and not inline):
@@ -68,20 +81,23 @@ def play(command, job: models.Model, kind_name: str, *, inline: bool, wait: bool
             raise CommandError(f"{summary} The job failed: {job.failure_reason}")
         return
     reason = f": {job.stop_reason}" if job.stop_reason else "."
-    raise CommandError(f"{summary} Not finished: the job is {job.get_status_display().lower()}"
-                       f"{reason}")  # fmt: skip
+    raise CommandError(
+        f"{summary} Not finished: the job is {job.get_status_display().lower()}{reason}"
+    )
 
 
 def summary_line(job: models.Model, kind: LabJobKind) -> str:
     counts = Counter(kind.units(job).values_list("status", flat=True))
-    states = ", ".join(f"{number} {status.replace('_', ' ')}" for status, number in
-                       sorted(counts.items()))  # fmt: skip
+    states = ", ".join(
+        f"{number} {status.replace('_', ' ')}" for status, number in sorted(counts.items())
+    )
     rows = budgets.job_model_costs(job)
     cost = _total([row["cost"] for row in rows])
     spent = cost_text(
-        cost=cost, calls=sum(row["calls"] for row in rows),
+        cost=cost,
+        calls=sum(row["calls"] for row in rows),
         cached=sum(row["cached"] for row in rows),
-    )  # fmt: skip
+    )
     name = type(job)._meta.verbose_name
     return f"{name.capitalize()} {job.pk} {job.name!r}: {states}; cost {spent}."
 
@@ -108,24 +124,28 @@ def add_play_arguments(parser, *, concurrency_help: str) -> None:
         "--no-cache", action="store_true", help="ask the models again even for identical calls"
     )
     parser.add_argument(
-        "--inline", action="store_true",
+        "--inline",
+        action="store_true",
         help="play the job in this process (threads) instead of the workers: small jobs, "
         "or a machine without a worker",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--no-wait", action="store_true",
+        "--no-wait",
+        action="store_true",
         help="return once the job is with the workers (no progress bar)",
-    )  # fmt: skip
+    )
 
 
 def add_cost_arguments(parser) -> None:
     from jobs.services.cli import add_price_argument
 
     parser.add_argument(
-        "--cost-limit", type=Decimal, default=None,
+        "--cost-limit",
+        type=Decimal,
+        default=None,
         help="USD; no new work is sent once the job spent this much (every model it calls "
         "needs a price: in prices.yaml, set on the Prices page, or with --price)",
-    )  # fmt: skip
+    )
     add_price_argument(parser)
 
 

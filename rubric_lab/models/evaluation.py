@@ -184,13 +184,19 @@ class ExpertCriterion(models.Model):
     entry): exactly one of the two. A conversation's own criteria win over its case's."""
 
     entry = models.ForeignKey(
-        BenchmarkEntry, null=True, blank=True, on_delete=models.CASCADE,
+        BenchmarkEntry,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
         related_name="expert_criteria",
-    )  # fmt: skip
+    )
     conversation = models.ForeignKey(
-        Conversation, null=True, blank=True, on_delete=models.CASCADE,
+        Conversation,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
         related_name="expert_criteria",
-    )  # fmt: skip
+    )
     upload = models.ForeignKey(
         ExpertCriteriaUpload, on_delete=models.CASCADE, related_name="criteria"
     )

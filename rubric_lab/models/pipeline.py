@@ -108,9 +108,11 @@ class GenerationJob(Job):
     @property
     def ablations(self) -> list[str]:
         flags = {
-            "routing": self.skip_routing, "intent": self.skip_intent, "facts": self.skip_facts,
+            "routing": self.skip_routing,
+            "intent": self.skip_intent,
+            "facts": self.skip_facts,
             "audit": self.skip_audit,
-        }  # fmt: skip
+        }
         return [name for name, skipped in flags.items() if skipped]
 
 

@@ -73,28 +73,42 @@ def ablation_launch(
         raise AblationError(f"Run {run.name!r} has no finished conversation to build rubrics for.")
     try:
         sensitivity.study_options_check(
-            setup=JudgeSetup.INSTANCE, perturbations=list(perturb.REGISTRY),
-            perturber_model=perturber_model, judge_model=judge_model, max_cases=max_cases,
-        )  # fmt: skip
+            setup=JudgeSetup.INSTANCE,
+            perturbations=list(perturb.REGISTRY),
+            perturber_model=perturber_model,
+            judge_model=judge_model,
+            max_cases=max_cases,
+        )
         # The same judge runs the coverage follow-ups: refuse it now, not from the watch.
         check_model_string(judge_model, purpose="coverage_entail")
     except (sensitivity.StudyError, ProviderError) as error:
         raise AblationError(str(error)) from None
     study = AblationStudy(
-        name=name.strip() or f"Ablations on {run.name}", run=run, generator_model=generator_model,
-        judge_model=judge_model, perturber_model=perturber_model,
-        reference_model=reference_model, max_cases=max_cases, use_cache=use_cache,
-        cost_limit_usd=cost_limit_usd, created_by=user,
-    )  # fmt: skip
+        name=name.strip() or f"Ablations on {run.name}",
+        run=run,
+        generator_model=generator_model,
+        judge_model=judge_model,
+        perturber_model=perturber_model,
+        reference_model=reference_model,
+        max_cases=max_cases,
+        use_cache=use_cache,
+        cost_limit_usd=cost_limit_usd,
+        created_by=user,
+    )
     if refusal := budgets.launch_refusal(study):
         raise AblationError(refusal)
     study.save()
     for variant, flags in FLAGS.items():
         try:
             job = generation_job_launch(
-                conversations=references, generator_model=generator_model, run=run,
-                name=f"{study.name}: {variant.label}", use_cache=use_cache, user=user, **flags,
-            )  # fmt: skip
+                conversations=references,
+                generator_model=generator_model,
+                run=run,
+                name=f"{study.name}: {variant.label}",
+                use_cache=use_cache,
+                user=user,
+                **flags,
+            )
         except PipelineLaunchError as error:
             raise AblationError(str(error)) from None
         AblationArm.objects.create(study=study, variant=variant, generation_job=job)
@@ -136,18 +150,25 @@ def _follow_up(study, arm, start_sensitivity, start_coverage) -> None:
         if arm.sensitivity_study_id:
             return
         study_row = sensitivity.study_launch(
-            run=study.run, setup=JudgeSetup.INSTANCE, perturber_model=study.perturber_model,
-            judge_model=study.judge_model, generation_job=arm.generation_job,
-            reference_model=study.reference_model, max_cases=study.max_cases,
-            use_cache=study.use_cache, name=f"{study.name}: {arm.get_variant_display()}",
+            run=study.run,
+            setup=JudgeSetup.INSTANCE,
+            perturber_model=study.perturber_model,
+            judge_model=study.judge_model,
+            generation_job=arm.generation_job,
+            reference_model=study.reference_model,
+            max_cases=study.max_cases,
+            use_cache=study.use_cache,
+            name=f"{study.name}: {arm.get_variant_display()}",
             user=study.created_by,
-        )  # fmt: skip
+        )
         arm.sensitivity_study = study_row
         if _has_expert_criteria(arm.generation_job):
             arm.coverage_run = coverage.coverage_launch(
-                generation_job=arm.generation_job, judge_model=study.judge_model,
-                use_cache=study.use_cache, user=study.created_by,
-            )  # fmt: skip
+                generation_job=arm.generation_job,
+                judge_model=study.judge_model,
+                use_cache=study.use_cache,
+                user=study.created_by,
+            )
         arm.save()
     start_sensitivity(arm.sensitivity_study)
     if arm.coverage_run is not None:

@@ -85,9 +85,10 @@ def _stored_costs(job: models.Model) -> Iterable[dict]:
 def _own_scores(job: GenerationJob):
     """The scores the job's judge gave each new rubric's own conversation."""
     return InstanceScore.objects.filter(
-        rubric__generation__job=job, judge_model=job.judge_model,
+        rubric__generation__job=job,
+        judge_model=job.judge_model,
         conversation=F("rubric__conversation"),
-    )  # fmt: skip
+    )
 
 
 def launch_refusal(job: models.Model) -> str:
@@ -111,9 +112,10 @@ def limit_reached(job: models.Model) -> bool:
 
 def ablation_of(job: models.Model) -> AblationStudy | None:
     field = {
-        GenerationJob: "generation_job", SensitivityStudy: "sensitivity_study",
+        GenerationJob: "generation_job",
+        SensitivityStudy: "sensitivity_study",
         CoverageRun: "coverage_run",
-    }.get(type(job))  # fmt: skip
+    }.get(type(job))
     if field is None:
         return None
     arm = AblationArm.objects.filter(**{field: job}).select_related("study").first()

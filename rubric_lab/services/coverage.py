@@ -178,16 +178,22 @@ def expert_criteria_upload(
         | Q(conversation_id__in={c.conversation for c in checked if c.conversation})
     ).delete()
     upload = ExpertCriteriaUpload.objects.create(
-        benchmark_set=benchmark_set, filename=filename[:200], criterion_count=len(checked),
+        benchmark_set=benchmark_set,
+        filename=filename[:200],
+        criterion_count=len(checked),
         created_by=user,
-    )  # fmt: skip
+    )
     ExpertCriterion.objects.bulk_create(
         ExpertCriterion(
-            entry_id=c.entry, conversation_id=c.conversation, upload=upload, text=c.text,
-            weight=c.weight, axis=c.axis,
+            entry_id=c.entry,
+            conversation_id=c.conversation,
+            upload=upload,
+            text=c.text,
+            weight=c.weight,
+            axis=c.axis,
         )
         for c in checked
-    )  # fmt: skip
+    )
     return upload
 
 
@@ -240,10 +246,14 @@ def coverage_launch(
             "upload expert criteria for those cases first."
         )
     run = CoverageRun(
-        name=name.strip() or f"Coverage of {generation_job.name}", generation_job=generation_job,
-        judge_model=judge_model, use_cache=use_cache, concurrency=concurrency,
-        cost_limit_usd=cost_limit_usd, created_by=user,
-    )  # fmt: skip
+        name=name.strip() or f"Coverage of {generation_job.name}",
+        generation_job=generation_job,
+        judge_model=judge_model,
+        use_cache=use_cache,
+        concurrency=concurrency,
+        cost_limit_usd=cost_limit_usd,
+        created_by=user,
+    )
     if refusal := budgets.launch_refusal(run):
         raise CoverageError(refusal)
     run.save()
@@ -309,12 +319,16 @@ def _perform(row: CoverageCase, client) -> dict:
     ).data["judgements"]
     counts = coverage.coverage_of(judgements, generated=len(generated))
     return {
-        "status": WorkStatus.DONE, "expert_criteria": texts,
+        "status": WorkStatus.DONE,
+        "expert_criteria": texts,
         "expert_axes": [criterion.axis for criterion in expert],
-        "constraints": decomposition, "judgements": judgements,
-        "constraint_count": counts.constraints, "entailed": counts.entailed,
-        "generated": counts.generated, "matched": counts.matched,
-    }  # fmt: skip
+        "constraints": decomposition,
+        "judgements": judgements,
+        "constraint_count": counts.constraints,
+        "entailed": counts.entailed,
+        "generated": counts.generated,
+        "matched": counts.matched,
+    }
 
 
 def case_coverage(row: CoverageCase) -> coverage_stats.Coverage:
@@ -408,8 +422,9 @@ def coverage_compare(run_a: CoverageRun, run_b: CoverageRun) -> Comparison:
     return Comparison(
         overall=coverage_stats.compare_arms(pairs, clusters),
         axes=[(axis, on(axis)) for axis in sorted(set(axes), key=lambda a: (a == "", a))],
-        conversations=conversations, unpaired=unpaired,
-    )  # fmt: skip
+        conversations=conversations,
+        unpaired=unpaired,
+    )
 
 
 def _entailed_by_constraint(row: CoverageCase) -> dict[tuple[int, str, int], bool]:
@@ -428,16 +443,24 @@ def comparison_table(run_a: CoverageRun, run_b: CoverageRun) -> pd.DataFrame:
     rows = [("all", comparison.overall), *comparison.axes]
     return pd.DataFrame.from_records(
         [
-            {"axis": axis or "(none)", "conversations": row.test.clusters,
-             "constraints": row.test.pairs, **_estimate_columns("recall_a", row.recall_a),
-             **_estimate_columns("recall_b", row.recall_b),
-             **_estimate_columns("difference", row.difference), "both": row.test.both,
-             "only_a": row.test.only_a, "only_b": row.test.only_b, "neither": row.test.neither,
-             "statistic": row.test.statistic, "p_value": row.test.p_value,
-             "test": comparison_method(row.test)}
+            {
+                "axis": axis or "(none)",
+                "conversations": row.test.clusters,
+                "constraints": row.test.pairs,
+                **_estimate_columns("recall_a", row.recall_a),
+                **_estimate_columns("recall_b", row.recall_b),
+                **_estimate_columns("difference", row.difference),
+                "both": row.test.both,
+                "only_a": row.test.only_a,
+                "only_b": row.test.only_b,
+                "neither": row.test.neither,
+                "statistic": row.test.statistic,
+                "p_value": row.test.p_value,
+                "test": comparison_method(row.test),
+            }
             for axis, row in rows
         ]
-    )  # fmt: skip
+    )
 
 
 def comparison_method(test: coverage_stats.McNemar) -> str:
@@ -459,15 +482,22 @@ def coverage_table(run: CoverageRun) -> pd.DataFrame:
     per axis, for export."""
     results = coverage_results(run)
     records = [
-        {"case": row.rubric.conversation.entry.index, **case_description(row),
-         "rubric": row.rubric_id, **_figures(figures)}
+        {
+            "case": row.rubric.conversation.entry.index,
+            **case_description(row),
+            "rubric": row.rubric_id,
+            **_figures(figures),
+        }
         for row, figures in results["cases"]
-    ]  # fmt: skip
+    ]
     overall = results["overall"]
     if overall is not None:
         records.append({"case": "all (micro)", **_figures(overall.micro, overall.intervals)})
-        macro = {"recall": overall.macro_recall, "precision": overall.macro_precision,
-                 "f1": overall.macro_f1}  # fmt: skip
+        macro = {
+            "recall": overall.macro_recall,
+            "precision": overall.macro_precision,
+            "f1": overall.macro_f1,
+        }
         records.append({"case": f"mean of {overall.cases} cases (macro)", **macro})
     for axis in results["axes"]:
         records.append({"case": f"axis: {axis.axis or '(none)'}", **_figures(axis, axis.intervals)})
@@ -475,28 +505,51 @@ def coverage_table(run: CoverageRun) -> pd.DataFrame:
     return pd.DataFrame.from_records([blank | record for record in records], columns=EXPORT_COLUMNS)
 
 
-EXPORT_COLUMNS = ("case", "prompt_id", "condition", "theme", "rubric", "constraints",
-                  "entailed", "generated", "matched", "recall", "recall_low", "recall_high",
-                  "precision", "precision_low", "precision_high", "f1", "f1_low",
-                  "f1_high")  # fmt: skip
+EXPORT_COLUMNS = (
+    "case",
+    "prompt_id",
+    "condition",
+    "theme",
+    "rubric",
+    "constraints",
+    "entailed",
+    "generated",
+    "matched",
+    "recall",
+    "recall_low",
+    "recall_high",
+    "precision",
+    "precision_low",
+    "precision_high",
+    "f1",
+    "f1_low",
+    "f1_high",
+)
 
 
 def case_description(row: CoverageCase) -> dict[str, str]:
     """What the case is: its source id (a HealthBench prompt_id), condition and theme (a
     HealthBench row's theme; a generated case's task category)."""
     entry = row.rubric.conversation.entry
-    return {"prompt_id": entry.seed.get("source_id", ""), "condition": entry.condition,
-            "theme": entry.task_category}  # fmt: skip
+    return {
+        "prompt_id": entry.seed.get("source_id", ""),
+        "condition": entry.condition,
+        "theme": entry.task_category,
+    }
 
 
 def _figures(
     figures: coverage_stats.Coverage, intervals: coverage_stats.Intervals | None = None
 ) -> dict[str, Any]:
     row = {
-        "constraints": figures.constraints, "entailed": figures.entailed,
-        "generated": figures.generated, "matched": figures.matched, "recall": figures.recall,
-        "precision": figures.precision, "f1": figures.f1,
-    }  # fmt: skip
+        "constraints": figures.constraints,
+        "entailed": figures.entailed,
+        "generated": figures.generated,
+        "matched": figures.matched,
+        "recall": figures.recall,
+        "precision": figures.precision,
+        "f1": figures.f1,
+    }
     for name in ("recall", "precision", "f1") if intervals else ():
         estimate = getattr(intervals, name)
         row |= {k: v for k, v in _estimate_columns(name, estimate).items() if k != name}
@@ -510,9 +563,11 @@ def comparison_export(run_a: CoverageRun, run_b: CoverageRun, suffix: str) -> st
         "intervals"
     )
     return exports.table_export(
-        comparison_table(run_a, run_b), suffix, caption=caption,
+        comparison_table(run_a, run_b),
+        suffix,
+        caption=caption,
         label=f"coverage {run_a.pk} versus {run_b.pk}",
-    )  # fmt: skip
+    )
 
 
 def coverage_export(run: CoverageRun, suffix: str) -> str:
@@ -529,13 +584,22 @@ def case_records(run: CoverageRun) -> list[dict]:
     """Every case of the run: the expert criteria, their constraints and each judgement."""
     cases = run.cases.select_related("rubric__conversation__entry").order_by("pk")
     return [
-        {"coverage_run": run.pk, "rubric": row.rubric_id,
-         "conversation": str(row.rubric.conversation.public_id),
-         "source_id": row.rubric.conversation.entry.seed.get("source_id", ""),
-         "status": row.status, "expert_criteria": row.expert_criteria,
-         "expert_axes": row.expert_axes, "constraints": row.constraints,
-         "judgements": row.judgements, "constraint_count": row.constraint_count,
-         "entailed": row.entailed, "generated": row.generated, "matched": row.matched,
-         "failure_stage": row.failure_stage, "failure_reason": row.failure_reason}
+        {
+            "coverage_run": run.pk,
+            "rubric": row.rubric_id,
+            "conversation": str(row.rubric.conversation.public_id),
+            "source_id": row.rubric.conversation.entry.seed.get("source_id", ""),
+            "status": row.status,
+            "expert_criteria": row.expert_criteria,
+            "expert_axes": row.expert_axes,
+            "constraints": row.constraints,
+            "judgements": row.judgements,
+            "constraint_count": row.constraint_count,
+            "entailed": row.entailed,
+            "generated": row.generated,
+            "matched": row.matched,
+            "failure_stage": row.failure_stage,
+            "failure_reason": row.failure_reason,
+        }
         for row in cases
-    ]  # fmt: skip
+    ]

@@ -21,9 +21,12 @@ def lab_demo_build(run: Run) -> GenerationJob:
     job = GenerationJob.objects.filter(name=DEMO_JOB_NAME, run=run).first()
     if job is None:
         job = pipeline.generation_job_launch(
-            conversations=demo_conversations(run), generator_model=DEMO_MODEL,
-            judge_model=DEMO_MODEL, name=DEMO_JOB_NAME, run=run,
-        )  # fmt: skip
+            conversations=demo_conversations(run),
+            generator_model=DEMO_MODEL,
+            judge_model=DEMO_MODEL,
+            name=DEMO_JOB_NAME,
+            run=run,
+        )
     for generation_id in job.generations.values_list("pk", flat=True):
         pipeline.generation_execute(generation_id)
     for rubric in InstanceRubric.objects.filter(generation__job=job):

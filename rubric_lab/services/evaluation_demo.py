@@ -20,11 +20,14 @@ def evaluation_demo_build(run: Run) -> SensitivityStudy:
     if study is None:
         references = run.conversations.scorable().filter(run_agent__model="offline/careful")
         study = sensitivity.study_launch(
-            run=run, setup=JudgeSetup.PAIRWISE, judge_model="offline/standard",
-            perturber_model="offline/surgical", name=DEMO_STUDY_NAME,
+            run=run,
+            setup=JudgeSetup.PAIRWISE,
+            judge_model="offline/standard",
+            perturber_model="offline/surgical",
+            name=DEMO_STUDY_NAME,
             reference_model="offline/careful" if references.exists() else "",
             max_cases=DEMO_CASES,
-        )  # fmt: skip
+        )
     for pair_id in study.pairs.filter(status="pending").values_list("pk", flat=True):
         sensitivity.near_miss_execute(pair_id)
     study.refresh_from_db()

@@ -13,8 +13,11 @@ from common.csv_export import frame_csv
 from jury.engine import stats
 
 # URL suffix -> (stats format, content type)
-FORMATS = {"csv": ("csv", "text/csv"), "md": ("markdown", "text/markdown"),
-           "tex": ("latex", "application/x-tex")}  # fmt: skip
+FORMATS = {
+    "csv": ("csv", "text/csv"),
+    "md": ("markdown", "text/markdown"),
+    "tex": ("latex", "application/x-tex"),
+}
 DECIMALS = 4
 
 
@@ -47,8 +50,10 @@ def records_export(records: Iterable[dict], suffix: str) -> str:
     if suffix != "csv":
         raise ExportFormatError(f"records are written as {' or '.join(RECORD_FORMATS)}")
     flat = [
-        {key: json.dumps(value, ensure_ascii=False) if isinstance(value, list | dict) else value
-         for key, value in row.items()}
+        {
+            key: json.dumps(value, ensure_ascii=False) if isinstance(value, list | dict) else value
+            for key, value in row.items()
+        }
         for row in rows
-    ]  # fmt: skip
+    ]
     return frame_csv(pd.DataFrame.from_records(flat))

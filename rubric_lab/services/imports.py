@@ -67,35 +67,44 @@ def healthbench_import(
     try:
         with transaction.atomic():
             imported = conversations_import(
-                name=name.strip() or filename, source=source,
+                name=name.strip() or filename,
+                source=source,
                 conversations=[row.conversation for row in chosen],
-                responder=healthbench.RESPONDER, user=user,
-            )  # fmt: skip
+                responder=healthbench.RESPONDER,
+                user=user,
+            )
             upload = _criteria_save(imported, chosen, filename, user)
     except ImportRefused as refused:
         raise HealthBenchRefused(refused.problems) from None
     return HealthBenchImport(
-        run=imported.run, upload=upload, conversations=len(chosen),
+        run=imported.run,
+        upload=upload,
+        conversations=len(chosen),
         with_completion=sum(row.has_completion for row in chosen),
         with_ideal=sum(row.reply == healthbench.IDEAL_COMPLETION for row in chosen),
         left_out=len(rows) - len(chosen),
-    )  # fmt: skip
+    )
 
 
 def _criteria_save(imported, rows, filename: str, user) -> ExpertCriteriaUpload:
     upload = ExpertCriteriaUpload.objects.create(
-        benchmark_set=imported.run.benchmark_set, filename=filename[:200],
-        criterion_count=sum(len(row.criteria) for row in rows), created_by=user,
-    )  # fmt: skip
+        benchmark_set=imported.run.benchmark_set,
+        filename=filename[:200],
+        criterion_count=sum(len(row.criteria) for row in rows),
+        created_by=user,
+    )
     ExpertCriterion.objects.bulk_create(
         ExpertCriterion(
-            conversation=imported.conversations[row.prompt_id], upload=upload,
-            text=criterion.text, weight=criterion.points, axis=criterion.axis[:60],
+            conversation=imported.conversations[row.prompt_id],
+            upload=upload,
+            text=criterion.text,
+            weight=criterion.points,
+            axis=criterion.axis[:60],
             tags=list(criterion.tags),
         )
         for row in rows
         for criterion in row.criteria
-    )  # fmt: skip
+    )
     return upload
 
 
@@ -103,13 +112,15 @@ def import_summary(imported: HealthBenchImport) -> str:
     """One sentence for the page and the command."""
     left_out = (
         f"; {imported.left_out} rows outside the source's subset were left out"
-        if imported.left_out else ""
-    )  # fmt: skip
+        if imported.left_out
+        else ""
+    )
     own = imported.with_completion - imported.with_ideal
     replies = (
         f": {own} the row's completion, {imported.with_ideal} the physicians' ideal completion"
-        if imported.with_ideal else ""
-    )  # fmt: skip
+        if imported.with_ideal
+        else ""
+    )
     return (
         f"Imported {imported.conversations} conversations ({imported.with_completion} with a "
         f"reply to score{replies}) and {imported.upload.criterion_count} physician criteria as "

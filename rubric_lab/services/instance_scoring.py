@@ -111,11 +111,15 @@ class TraceScore:
 def rubric_criteria(rubric: InstanceRubric) -> list[Criterion]:
     return [
         Criterion(
-            text=row.text, axis=row.axis, weight=row.weight, fact_ids=tuple(row.fact_ids),
-            passage_ids=tuple(row.passage_ids), intent_basis=tuple(row.intent_basis),
+            text=row.text,
+            axis=row.axis,
+            weight=row.weight,
+            fact_ids=tuple(row.fact_ids),
+            passage_ids=tuple(row.passage_ids),
+            intent_basis=tuple(row.intent_basis),
         )
         for row in rubric.criteria.order_by("index")
-    ]  # fmt: skip
+    ]
 
 
 def instance_rubric_score_trace(
@@ -148,9 +152,14 @@ def instance_rubric_score_trace(
     asked, so the calls made are all accounted by a recording client.
     """
     return criteria_score_trace(
-        criteria=rubric_criteria(rubric), profile=profile, scenario=scenario, events=events,
-        judge_model=judge_model, client=client, sample=f"instance-rubric:{rubric.pk}/{sample}",
-    )  # fmt: skip
+        criteria=rubric_criteria(rubric),
+        profile=profile,
+        scenario=scenario,
+        events=events,
+        judge_model=judge_model,
+        client=client,
+        sample=f"instance-rubric:{rubric.pk}/{sample}",
+    )
 
 
 def criteria_score_trace(
@@ -170,11 +179,16 @@ def criteria_score_trace(
     trace_text = render_trace(events)
     requests = [
         criterion_request(
-            criterion, profile=profile, scenario=scenario, events=events, trace_text=trace_text,
-            judge_model=judge_model, sample=f"{sample}/c{index}",
+            criterion,
+            profile=profile,
+            scenario=scenario,
+            events=events,
+            trace_text=trace_text,
+            judge_model=judge_model,
+            sample=f"{sample}/c{index}",
         )
         for index, criterion in enumerate(criteria)
-    ]  # fmt: skip
+    ]
     with ThreadPoolExecutor(max_workers=PARALLEL_CRITERIA) as pool:
         outcomes = list(pool.map(lambda pair: _decide(client, *pair), enumerate(requests)))
     for index, outcome in enumerate(outcomes):
@@ -186,9 +200,15 @@ def criteria_score_trace(
 
 
 def criterion_request(
-    criterion: Criterion | JudgedCriterion, *, profile, scenario, events, trace_text: str,
-    judge_model: str, sample: str,
-) -> ChatRequest:  # fmt: skip
+    criterion: Criterion | JudgedCriterion,
+    *,
+    profile,
+    scenario,
+    events,
+    trace_text: str,
+    judge_model: str,
+    sample: str,
+) -> ChatRequest:
     system, user = render_prompt(
         "judge",
         {
@@ -248,9 +268,11 @@ def instance_score_launch(
     if not conversation.entry_id or conversation.entry.profile is None:
         raise InstanceScoringError("The conversation has no enriched case to judge against.")
     score, created = InstanceScore.objects.get_or_create(
-        rubric=rubric, conversation=conversation, judge_model=judge_model,
+        rubric=rubric,
+        conversation=conversation,
+        judge_model=judge_model,
         defaults={"use_cache": use_cache},
-    )  # fmt: skip
+    )
     if not created and score.status in (InstanceScoreStatus.INVALID, InstanceScoreStatus.ERROR):
         InstanceScore.objects.filter(pk=score.pk).update(
             status=InstanceScoreStatus.PENDING, failure_reason="", **lease_release_fields()
@@ -278,8 +300,12 @@ def instance_score_execute(score_id: int, token: str | None = None, *, client=No
     if mine is None:
         return False
     with Heartbeat(lease_extender(row, mine), label=f"instance score {score_id}"):
-        _score(InstanceScore.objects.select_related("conversation__entry", "conversation__run")
-               .get(pk=score_id), client)  # fmt: skip
+        _score(
+            InstanceScore.objects.select_related("conversation__entry", "conversation__run").get(
+                pk=score_id
+            ),
+            client,
+        )
     return True
 
 
@@ -301,11 +327,14 @@ def _score(score: InstanceScore, client) -> None:
     result, status, reason = None, InstanceScoreStatus.VALID, ""
     try:
         result = instance_rubric_score_trace(
-            rubric=score.rubric, profile=conversation.entry.profile,
-            scenario=scenario_of(conversation.entry), events=trace_of(conversation),
-            judge_model=score.judge_model, client=recorder,
+            rubric=score.rubric,
+            profile=conversation.entry.profile,
+            scenario=scenario_of(conversation.entry),
+            events=trace_of(conversation),
+            judge_model=score.judge_model,
+            client=recorder,
             sample=f"conversation:{conversation.public_id}",
-        )  # fmt: skip
+        )
     except StructuredFailure as failure:
         status, reason = InstanceScoreStatus.INVALID, failure.reason
     except ProviderError as error:
@@ -340,10 +369,14 @@ def _store(score: InstanceScore, result: TraceScore | None, recorder, *, status,
 def _decision_row(score, criterion, decision: Decision) -> CriterionDecision:
     sums = accounting.totals(decision.responses)
     return CriterionDecision(
-        score=score, criterion=criterion, met=decision.met, reason=decision.reason,
+        score=score,
+        criterion=criterion,
+        met=decision.met,
+        reason=decision.reason,
         raw_output=decision.responses[-1].text if decision.responses else "",
         attempts=[{"text": r.text, "cached": r.cached} for r in decision.responses],
-        input_tokens=sums["input_tokens"], output_tokens=sums["output_tokens"],
+        input_tokens=sums["input_tokens"],
+        output_tokens=sums["output_tokens"],
         cost_usd=sums["cost_usd"],
         cached=bool(decision.responses) and all(r.cached for r in decision.responses),
-    )  # fmt: skip
+    )

@@ -63,8 +63,13 @@ logger = logging.getLogger(__name__)
 MAX_TOP_K = 20
 MAX_CONCURRENCY = 64
 CASE_SCENARIO_FIELDS = (
-    "condition", "severity", "task_category", "task_subcategory", "age_group", "personality",
-)  # fmt: skip
+    "condition",
+    "severity",
+    "task_category",
+    "task_subcategory",
+    "age_group",
+    "personality",
+)
 
 
 class PipelineLaunchError(ValueError):
@@ -114,17 +119,35 @@ def generation_job_launch(
     if not 1 <= audit_rounds <= MAX_AUDIT_ROUNDS:
         raise PipelineLaunchError(f"Audit rounds must lie between 1 and {MAX_AUDIT_ROUNDS}.")
     ablations = [
-        flag for flag, on in (("no routing", skip_routing), ("no intent", skip_intent),
-                              ("no facts", skip_facts), ("no audit", skip_audit)) if on
-    ] + (["direct"] if method == "direct" else [])  # fmt: skip
+        flag
+        for flag, on in (
+            ("no routing", skip_routing),
+            ("no intent", skip_intent),
+            ("no facts", skip_facts),
+            ("no audit", skip_audit),
+        )
+        if on
+    ] + (["direct"] if method == "direct" else [])
     job = GenerationJob(
         name=name.strip() or _default_name(generator_model, ablations),
-        run=run, generator_model=generator_model, judge_model=judge_model, retriever=retriever,
-        top_k=top_k, method=method, skip_routing=skip_routing, skip_intent=skip_intent,
-        skip_facts=skip_facts, skip_audit=skip_audit, audit_rounds=audit_rounds,
-        sampling=sampling, use_cache=use_cache, concurrency=concurrency,
-        cost_limit_usd=cost_limit_usd, status=JobStatus.RUNNING, created_by=user,
-    )  # fmt: skip
+        run=run,
+        generator_model=generator_model,
+        judge_model=judge_model,
+        retriever=retriever,
+        top_k=top_k,
+        method=method,
+        skip_routing=skip_routing,
+        skip_intent=skip_intent,
+        skip_facts=skip_facts,
+        skip_audit=skip_audit,
+        audit_rounds=audit_rounds,
+        sampling=sampling,
+        use_cache=use_cache,
+        concurrency=concurrency,
+        cost_limit_usd=cost_limit_usd,
+        status=JobStatus.RUNNING,
+        created_by=user,
+    )
     if refusal := budgets.launch_refusal(job):
         raise PipelineLaunchError(refusal)
     job.save()
@@ -158,8 +181,11 @@ def sampling_check(method: str, sampling: dict) -> dict[str, dict[str, float | N
             raise PipelineLaunchError(f"{stage}: temperature must lie between 0 and 2.")
         if top_p is not None and not 0 < top_p <= 1:
             raise PipelineLaunchError(f"{stage}: top-p must lie above 0 and at most 1.")
-        kept = {key: value for key, value in (("temperature", temperature), ("top_p", top_p))
-                if value is not None}  # fmt: skip
+        kept = {
+            key: value
+            for key, value in (("temperature", temperature), ("top_p", top_p))
+            if value is not None
+        }
         if kept:
             checked[stage] = kept
     return checked
@@ -290,39 +316,67 @@ def _generate(generation: RubricGeneration, client) -> None:
         also=accounting.spend_ledger(RubricGeneration, generation.pk),
     )
     options = PipelineOptions(
-        model=job.generator_model, top_k=job.top_k, method=job.method,
-        skip_routing=job.skip_routing, skip_intent=job.skip_intent, skip_facts=job.skip_facts,
-        skip_audit=job.skip_audit, audit_rounds=job.audit_rounds, sampling=job_sampling(job),
-    )  # fmt: skip
+        model=job.generator_model,
+        top_k=job.top_k,
+        method=job.method,
+        skip_routing=job.skip_routing,
+        skip_intent=job.skip_intent,
+        skip_facts=job.skip_facts,
+        skip_audit=job.skip_audit,
+        audit_rounds=job.audit_rounds,
+        sampling=job_sampling(job),
+    )
     started = time.perf_counter()
     try:
         outcome = run_pipeline(
-            recorder, case_of(conversation), retriever_for(job.retriever), options,
+            recorder,
+            case_of(conversation),
+            retriever_for(job.retriever),
+            options,
             on_stage=lambda stage: _stage_save(generation, stage, job.method),
-        )  # fmt: skip
+        )
     except Exception as error:  # a bug must not leave the generation pending forever
         logger.exception("rubric generation %s failed", generation.pk)
         current = RubricGeneration.objects.get(pk=generation.pk).current_stage
-        _finish(generation, recorder, conversation, started, failed_stage=current,
-                reason=failure_text(error))  # fmt: skip
+        _finish(
+            generation,
+            recorder,
+            conversation,
+            started,
+            failed_stage=current,
+            reason=failure_text(error),
+        )
         return
     if not outcome.ok:
-        _finish(generation, recorder, conversation, started,
-                failed_stage=outcome.failed_stage, reason=outcome.failure_reason)  # fmt: skip
+        _finish(
+            generation,
+            recorder,
+            conversation,
+            started,
+            failed_stage=outcome.failed_stage,
+            reason=outcome.failure_reason,
+        )
         return
     with transaction.atomic():
         rubric = InstanceRubric.objects.create(
-            generation=generation, conversation=conversation, facts=outcome.facts,
+            generation=generation,
+            conversation=conversation,
+            facts=outcome.facts,
             passages=[_cited(p) for p in outcome.passages],
-        )  # fmt: skip
+        )
         RubricCriterion.objects.bulk_create(
             RubricCriterion(
-                rubric=rubric, index=index, text=c.text, axis=c.axis, weight=c.weight,
-                fact_ids=list(c.fact_ids), passage_ids=list(c.passage_ids),
+                rubric=rubric,
+                index=index,
+                text=c.text,
+                axis=c.axis,
+                weight=c.weight,
+                fact_ids=list(c.fact_ids),
+                passage_ids=list(c.passage_ids),
                 intent_basis=list(c.intent_basis),
             )
             for index, c in enumerate(outcome.criteria)
-        )  # fmt: skip
+        )
         _finish(generation, recorder, conversation, started)
     if job.judge_model:
         from rubric_lab.services.instance_scoring import instance_score_run_here
@@ -404,16 +458,27 @@ def rubric_records(job: GenerationJob) -> list[dict]:
         rubric = rubrics.get(generation.pk)
         criteria = sorted(rubric.criteria.all(), key=lambda c: c.index) if rubric else []
         records.append(
-            {"job": job.pk, "method": job.method, "ablations": job.ablations,
-             "conversation": str(generation.conversation.public_id),
-             "source_id": generation.conversation.entry.seed.get("source_id", ""),
-             "status": generation.status, "failed_stage": generation.failed_stage,
-             "failure_reason": generation.failure_reason,
-             "rubric": rubric.pk if rubric else None,
-             "criteria": [
-                 {"text": c.text, "axis": c.axis, "weight": c.weight, "fact_ids": c.fact_ids,
-                  "passage_ids": c.passage_ids, "intent_basis": c.intent_basis}
-                 for c in criteria
-             ]}
-        )  # fmt: skip
+            {
+                "job": job.pk,
+                "method": job.method,
+                "ablations": job.ablations,
+                "conversation": str(generation.conversation.public_id),
+                "source_id": generation.conversation.entry.seed.get("source_id", ""),
+                "status": generation.status,
+                "failed_stage": generation.failed_stage,
+                "failure_reason": generation.failure_reason,
+                "rubric": rubric.pk if rubric else None,
+                "criteria": [
+                    {
+                        "text": c.text,
+                        "axis": c.axis,
+                        "weight": c.weight,
+                        "fact_ids": c.fact_ids,
+                        "passage_ids": c.passage_ids,
+                        "intent_basis": c.intent_basis,
+                    }
+                    for c in criteria
+                ],
+            }
+        )
     return records

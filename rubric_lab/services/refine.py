@@ -82,11 +82,18 @@ def refine_launch(
     if not rubrics:
         raise RefineError(f"{generation_job.name!r} has produced no instance rubric yet.")
     study = RefineStudy(
-        name=name.strip() or f"Refine with {generation_job.name}", generation_job=generation_job,
-        evaluator_model=evaluator_model, editor_model=editor_model, judge_model=judge_model,
-        criteria_judge_model=criteria_judge_model, max_cases=max_cases, use_cache=use_cache,
-        concurrency=concurrency, cost_limit_usd=cost_limit_usd, created_by=user,
-    )  # fmt: skip
+        name=name.strip() or f"Refine with {generation_job.name}",
+        generation_job=generation_job,
+        evaluator_model=evaluator_model,
+        editor_model=editor_model,
+        judge_model=judge_model,
+        criteria_judge_model=criteria_judge_model,
+        max_cases=max_cases,
+        use_cache=use_cache,
+        concurrency=concurrency,
+        cost_limit_usd=cost_limit_usd,
+        created_by=user,
+    )
     if refusal := budgets.launch_refusal(study):
         raise RefineError(refusal)
     study.save()
@@ -127,8 +134,11 @@ def refinement_execute(pk: int, token: str | None = None) -> bool:
 
 def independent_jury(study: RefineStudy) -> Jury:
     """A one-judge jury of the study's judge with the default rubric weights (unsaved)."""
-    return Jury(name=f"independent judge {study.judge_model}", judges=[study.judge_model],
-                weights=current_weights())  # fmt: skip
+    return Jury(
+        name=f"independent judge {study.judge_model}",
+        judges=[study.judge_model],
+        weights=current_weights(),
+    )
 
 
 def _perform(row: Refinement, client) -> dict:
@@ -138,9 +148,12 @@ def _perform(row: Refinement, client) -> dict:
     expert = [_judged(c) for c in coverage.expert_criteria_of(conversation)]
     criteria = _critique_criteria(row, expert)
     critique = refine.critique_request(
-        events=case.events, profile=case.profile, criteria=criteria,
-        model=study.evaluator_model, sample=f"{sample}/{row.arm}",
-    )  # fmt: skip
+        events=case.events,
+        profile=case.profile,
+        criteria=criteria,
+        model=study.evaluator_model,
+        sample=f"{sample}/{row.arm}",
+    )
     plan = work.stage(
         "critique",
         lambda: request_json(
@@ -168,10 +181,14 @@ def _perform(row: Refinement, client) -> dict:
         ),
     )
     fields = {
-        "status": WorkStatus.DONE, "plan": plan, "edits": edits, "events": refined,
-        "diff": trace_diff(case.events, refined), "original_score": original,
+        "status": WorkStatus.DONE,
+        "plan": plan,
+        "edits": edits,
+        "events": refined,
+        "diff": trace_diff(case.events, refined),
+        "original_score": original,
         "refined_score": score,
-    }  # fmt: skip
+    }
     if study.criteria_judge_model and expert:
         fields.update(_expert_scores(client, study, row, case, refined, expert, judge_sample))
     return fields
@@ -187,8 +204,9 @@ def _critique_criteria(row: Refinement, expert: list[JudgedCriterion]) -> list[d
     if row.arm == RefineArm.RUBRIC:
         return list(row.rubric.criteria.order_by("index").values("text", "axis", "weight"))
     if row.arm == RefineArm.ORACLE:
-        return [{"text": c.text, "axis": c.axis or "unspecified", "weight": c.weight}
-                for c in expert]  # fmt: skip
+        return [
+            {"text": c.text, "axis": c.axis or "unspecified", "weight": c.weight} for c in expert
+        ]
     return None
 
 
@@ -200,27 +218,35 @@ def _expert_scores(client, study, row, case, refined, expert, judge_sample) -> d
         return work.stage(
             "judge",
             lambda: trace_judging.criteria_score(
-                client, criteria=expert, judge_model=study.criteria_judge_model, events=events,
-                case=case, sample=f"{judge_sample}/expert/{tag}",
+                client,
+                criteria=expert,
+                judge_model=study.criteria_judge_model,
+                events=events,
+                case=case,
+                sample=f"{judge_sample}/expert/{tag}",
             ),
-        )  # fmt: skip
+        )
 
     before, after = scored(case.events, "original"), scored(refined, row.arm)
     axes_before, axes_after = axis_scores(expert, before.met), axis_scores(expert, after.met)
     return {
-        "original_expert_score": before.normalised, "refined_expert_score": after.normalised,
+        "original_expert_score": before.normalised,
+        "refined_expert_score": after.normalised,
         "expert_axes": {
             axis or "(none)": {"original": axes_before[axis], "refined": axes_after[axis]}
             for axis in axes_before
         },
-    }  # fmt: skip
+    }
 
 
 def _edits(client, study, case, plan, sample: str) -> list[dict]:
     request = refine.edit_request(
-        events=case.events, profile=case.profile, plan=plan, model=study.editor_model,
+        events=case.events,
+        profile=case.profile,
+        plan=plan,
+        model=study.editor_model,
         sample=sample,
-    )  # fmt: skip
+    )
     validate = lambda data: refine.validate_edits(  # noqa: E731
         data, events=case.events, profile=case.profile, plan=plan
     )
@@ -232,9 +258,13 @@ def _edits(client, study, case, plan, sample: str) -> list[dict]:
         if not violations:
             raise work.StageFailure("edit", failure.reason, raw_output=raw) from None
         raise work.StageFailure(
-            "edit", "the editor broke its rules: " + "; ".join(violations),
-            status=WorkStatus.REJECTED, violations=violations, plan=plan, raw_output=raw,
-        ) from None  # fmt: skip
+            "edit",
+            "the editor broke its rules: " + "; ".join(violations),
+            status=WorkStatus.REJECTED,
+            violations=violations,
+            plan=plan,
+            raw_output=raw,
+        ) from None
     except ProviderError as error:
         raise work.StageFailure("edit", failure_text(error)) from None
 
@@ -244,8 +274,10 @@ def _violations(failure: StructuredFailure, case, plan) -> list[str]:
     try:
         refine.validate_edits(
             extract_json_object(failure.responses[-1].text),
-            events=case.events, profile=case.profile, plan=plan,
-        )  # fmt: skip
+            events=case.events,
+            profile=case.profile,
+            plan=plan,
+        )
     except refine.EditViolation as violation:
         return violation.problems
     except (InvalidOutput, IndexError):
@@ -254,21 +286,28 @@ def _violations(failure: StructuredFailure, case, plan) -> list[str]:
 
 
 # measure -> (score before, score after); MEASURES names them in tables.
-GAINS = {"judge": ("original_score", "refined_score"),
-         "expert": ("original_expert_score", "refined_expert_score")}  # fmt: skip
+GAINS = {
+    "judge": ("original_score", "refined_score"),
+    "expert": ("original_expert_score", "refined_expert_score"),
+}
 MEASURES = {"judge": "independent judge", "expert": "expert criteria"}
 # Paired differences reported: the rubric against each control.
-DIFFERENCES = ((RefineArm.RUBRIC, RefineArm.SELF), (RefineArm.RUBRIC, RefineArm.ORACLE),
-               (RefineArm.ORACLE, RefineArm.SELF))  # fmt: skip
+DIFFERENCES = (
+    (RefineArm.RUBRIC, RefineArm.SELF),
+    (RefineArm.RUBRIC, RefineArm.ORACLE),
+    (RefineArm.ORACLE, RefineArm.SELF),
+)
 
 
 def refine_results(study: RefineStudy) -> dict:
     """Per arm: mean gain (refined - original) with its bootstrap interval, by the independent
     judge and against the expert criteria (overall and per axis), and the counts; then the
     paired differences between arms on the cases both refined."""
-    rows = list(study.refinements.filter(status=WorkStatus.DONE).values(
-        "rubric_id", "arm", *(f for pair in GAINS.values() for f in pair), "expert_axes"
-    ))  # fmt: skip
+    rows = list(
+        study.refinements.filter(status=WorkStatus.DONE).values(
+            "rubric_id", "arm", *(f for pair in GAINS.values() for f in pair), "expert_axes"
+        )
+    )
     statuses = list(study.refinements.values_list("arm", "status"))
     gains = {measure: _gains(rows, *fields) for measure, fields in GAINS.items()}
     arms = {}
@@ -284,10 +323,13 @@ def refine_results(study: RefineStudy) -> dict:
             "failed": done.count(WorkStatus.FAILED),
         }
     differences = [
-        {"label": f"{RefineArm(a).label} - {RefineArm(b).label}", "arms": (a, b),
-         **{measure: _paired(gains[measure], a, b, study.pk) for measure in GAINS}}
+        {
+            "label": f"{RefineArm(a).label} - {RefineArm(b).label}",
+            "arms": (a, b),
+            **{measure: _paired(gains[measure], a, b, study.pk) for measure in GAINS},
+        }
         for a, b in DIFFERENCES
-    ]  # fmt: skip
+    ]
     return {"arms": arms, "differences": differences, "difference": differences[0]["judge"]}
 
 
@@ -328,42 +370,75 @@ def refine_table(study: RefineStudy) -> pd.DataFrame:
     the study did not run (no oracle without expert criteria) and a measure nothing was
     scored on are left out."""
     results = refine_results(study)
-    ran = {key for key, arm in results["arms"].items() if arm["done"] + arm["rejected"]
-           + arm["failed"]}  # fmt: skip
-    measures = [m for m in GAINS if m == "judge" or any(
-        results["arms"][key]["expert_gain"] for key in ran)]  # fmt: skip
+    ran = {
+        key for key, arm in results["arms"].items() if arm["done"] + arm["rejected"] + arm["failed"]
+    }
+    measures = [
+        m for m in GAINS if m == "judge" or any(results["arms"][key]["expert_gain"] for key in ran)
+    ]
     records = []
     for key in [key for key in results["arms"] if key in ran]:
         arm = results["arms"][key]
         counts = {"done": arm["done"], "rejected": arm["rejected"], "failed": arm["failed"]}
         gains = {"judge": arm["gain"], "expert": arm["expert_gain"]}
         for measure in measures:
-            records.append({"arm": key, "label": arm["label"], "measure": MEASURES[measure],
-                            **_interval(gains[measure]), **counts})  # fmt: skip
+            records.append(
+                {
+                    "arm": key,
+                    "label": arm["label"],
+                    "measure": MEASURES[measure],
+                    **_interval(gains[measure]),
+                    **counts,
+                }
+            )
         for axis, estimate in arm["axes"].items():
-            records.append({"arm": key, "label": arm["label"],
-                            "measure": f"expert criteria, axis {axis}", **_interval(estimate),
-                            **counts})  # fmt: skip
+            records.append(
+                {
+                    "arm": key,
+                    "label": arm["label"],
+                    "measure": f"expert criteria, axis {axis}",
+                    **_interval(estimate),
+                    **counts,
+                }
+            )
     blank = {"done": "", "rejected": "", "failed": ""}
     for difference in results["differences"]:
         if not set(difference["arms"]) <= ran:
             continue
         for measure in measures:
-            records.append({"arm": " - ".join(difference["arms"]), "label": difference["label"],
-                            "measure": f"paired difference, {MEASURES[measure]}",
-                            **_interval(difference[measure]), **blank})  # fmt: skip
+            records.append(
+                {
+                    "arm": " - ".join(difference["arms"]),
+                    "label": difference["label"],
+                    "measure": f"paired difference, {MEASURES[measure]}",
+                    **_interval(difference[measure]),
+                    **blank,
+                }
+            )
     return pd.DataFrame.from_records(records, columns=EXPORT_COLUMNS)
 
 
-EXPORT_COLUMNS = ("arm", "label", "measure", "mean_gain", "mean_gain_low", "mean_gain_high",
-                  "done", "rejected", "failed")  # fmt: skip
+EXPORT_COLUMNS = (
+    "arm",
+    "label",
+    "measure",
+    "mean_gain",
+    "mean_gain_low",
+    "mean_gain_high",
+    "done",
+    "rejected",
+    "failed",
+)
 
 
 def _interval(estimate: sensitivity.Estimate | None) -> dict[str, float | None]:
     if estimate is None:
         return {"mean_gain": None, "mean_gain_low": None, "mean_gain_high": None}
-    return {"mean_gain": estimate.value, "mean_gain_low": estimate.low,
-            "mean_gain_high": estimate.high}  # fmt: skip
+    return {
+        "mean_gain": estimate.value,
+        "mean_gain_low": estimate.low,
+        "mean_gain_high": estimate.high,
+    }
 
 
 def refine_export(study: RefineStudy, suffix: str) -> str:
@@ -377,13 +452,22 @@ def refinement_records(study: RefineStudy) -> list[dict]:
     """Every refinement: the arm, its plan and edits, violations and the scores."""
     rows = study.refinements.select_related("rubric__conversation").order_by("pk")
     return [
-        {"study": study.pk, "rubric": row.rubric_id,
-         "conversation": str(row.rubric.conversation.public_id), "arm": row.arm,
-         "status": row.status, "plan": row.plan, "edits": row.edits,
-         "violations": row.violations, "original_score": row.original_score,
-         "refined_score": row.refined_score,
-         "original_expert_score": row.original_expert_score,
-         "refined_expert_score": row.refined_expert_score, "expert_axes": row.expert_axes,
-         "failure_stage": row.failure_stage, "failure_reason": row.failure_reason}
+        {
+            "study": study.pk,
+            "rubric": row.rubric_id,
+            "conversation": str(row.rubric.conversation.public_id),
+            "arm": row.arm,
+            "status": row.status,
+            "plan": row.plan,
+            "edits": row.edits,
+            "violations": row.violations,
+            "original_score": row.original_score,
+            "refined_score": row.refined_score,
+            "original_expert_score": row.original_expert_score,
+            "refined_expert_score": row.refined_expert_score,
+            "expert_axes": row.expert_axes,
+            "failure_stage": row.failure_stage,
+            "failure_reason": row.failure_reason,
+        }
         for row in rows
-    ]  # fmt: skip
+    ]

@@ -74,9 +74,14 @@ def study_launch(
     """A running study with one pending near-miss pair per (reference, perturbation type)."""
     kinds = list(perturbations or perturb.REGISTRY)
     study_options_check(
-        setup=setup, perturbations=kinds, perturber_model=perturber_model,
-        judge_model=judge_model, jury=jury, max_cases=max_cases, concurrency=concurrency,
-    )  # fmt: skip
+        setup=setup,
+        perturbations=kinds,
+        perturber_model=perturber_model,
+        judge_model=judge_model,
+        jury=jury,
+        max_cases=max_cases,
+        concurrency=concurrency,
+    )
     if setup == JudgeSetup.INSTANCE and generation_job is None:
         raise StudyError("The instance-rubric setup needs a rubric generation job.")
     if min_type_references < 1 or not 0 <= min_type_share <= 1:
@@ -90,12 +95,23 @@ def study_launch(
         raise StudyError(_no_references(run, reference_model, generation_job))
     study = SensitivityStudy(
         name=name.strip() or f"{JudgeSetup(setup).label} on {run.name}",
-        run=run, setup=setup, judge_model=judge_model, jury=jury, generation_job=generation_job,
-        perturber_model=perturber_model, perturbations=kinds, reference_model=reference_model,
-        max_cases=max_cases, seed=seed, min_type_references=min_type_references,
-        min_type_share=min_type_share, use_cache=use_cache, concurrency=concurrency,
-        cost_limit_usd=cost_limit_usd, created_by=user,
-    )  # fmt: skip
+        run=run,
+        setup=setup,
+        judge_model=judge_model,
+        jury=jury,
+        generation_job=generation_job,
+        perturber_model=perturber_model,
+        perturbations=kinds,
+        reference_model=reference_model,
+        max_cases=max_cases,
+        seed=seed,
+        min_type_references=min_type_references,
+        min_type_share=min_type_share,
+        use_cache=use_cache,
+        concurrency=concurrency,
+        cost_limit_usd=cost_limit_usd,
+        created_by=user,
+    )
     if refusal := budgets.launch_refusal(study):
         raise StudyError(refusal)
     study.save()
@@ -197,15 +213,21 @@ def _perform(pair: NearMiss, client) -> dict:
     case = trace_judging.case_of(pair.conversation)
     sample = f"sensitivity:{study.pk}/conversation:{pair.conversation.public_id}"
     copy = near_miss_make(
-        case, pair.kind, client=client, perturber_model=study.perturber_model,
+        case,
+        pair.kind,
+        client=client,
+        perturber_model=study.perturber_model,
         sample=f"{sample}/perturb:{pair.kind}",
-    )  # fmt: skip
+    )
     if not copy.applicable:
         return {"status": NearMissStatus.NOT_APPLICABLE, "not_applicable_reason": copy.reason}
     fields = {
-        "method": copy.method, "events": list(copy.events), "description": copy.description,
-        "changed": copy.changed, "diff": copy.diff,
-    }  # fmt: skip
+        "method": copy.method,
+        "events": list(copy.events),
+        "description": copy.description,
+        "changed": copy.changed,
+        "diff": copy.diff,
+    }
     try:
         scores = work.stage("score", lambda: _score(study, pair, case, copy.events, client, sample))
     except work.StageFailure as failure:
@@ -217,14 +239,21 @@ def _score(study, pair, case, perturbed, client, sample: str) -> dict:
     reference = case.events
     if study.setup == JudgeSetup.PAIRWISE:
         first, second, verdicts = trace_judging.pairwise_shares(
-            client, judge_model=study.judge_model, reference=reference, perturbed=perturbed,
-            case=case, sample=f"{sample}/pair:{pair.kind}",
-        )  # fmt: skip
+            client,
+            judge_model=study.judge_model,
+            reference=reference,
+            perturbed=perturbed,
+            case=case,
+            sample=f"{sample}/pair:{pair.kind}",
+        )
         ref_score, pert_score = measures.pairwise_scores(first, second)
         return {
-            "reference_score": ref_score, "perturbed_score": pert_score,
-            "reference_first": first, "reference_second": second, "details": verdicts,
-        }  # fmt: skip
+            "reference_score": ref_score,
+            "perturbed_score": pert_score,
+            "reference_first": first,
+            "reference_second": second,
+            "details": verdicts,
+        }
     if study.setup == JudgeSetup.GENERIC:
         score = lambda events, tag: trace_judging.generic_score(  # noqa: E731
             client, jury=study.jury, events=events, case=case, sample=f"{sample}/{tag}"
@@ -246,9 +275,13 @@ def _score(study, pair, case, perturbed, client, sample: str) -> dict:
 def _instance(client, study, rubric, events, case, sample: str, tag: str):
     try:
         return trace_judging.instance_score(
-            client, rubric=rubric, judge_model=study.judge_model, events=events, case=case,
+            client,
+            rubric=rubric,
+            judge_model=study.judge_model,
+            events=events,
+            case=case,
             sample=f"{sample}/{tag}",
-        )  # fmt: skip
+        )
     except trace_judging.InstanceScoreFailure as failure:
         raise work.StageFailure(
             "score", f"instance rubric, {tag}: {failure}", raw_output=failure.raw_output
@@ -269,11 +302,21 @@ def study_progress(study: SensitivityStudy) -> work.Progress:
 
 def scored_frame(study: SensitivityStudy) -> pd.DataFrame:
     rows = study.pairs.filter(status=NearMissStatus.SCORED).values_list(
-        "conversation_id", "kind", "reference_score", "perturbed_score", "reference_first",
+        "conversation_id",
+        "kind",
+        "reference_score",
+        "perturbed_score",
+        "reference_first",
         "reference_second",
-    )  # fmt: skip
-    columns = ["conversation", "kind", "reference", "perturbed", "reference_first",
-               "reference_second"]  # fmt: skip
+    )
+    columns = [
+        "conversation",
+        "kind",
+        "reference",
+        "perturbed",
+        "reference_first",
+        "reference_second",
+    ]
     return pd.DataFrame(list(rows), columns=columns)
 
 
@@ -342,9 +385,11 @@ def _result_row(study, kind: str, rows: pd.DataFrame, counts: dict[str, int]) ->
     )
     if study.setup == JudgeSetup.PAIRWISE:
         result["bias"] = measures.position_bias(
-            rows["reference_first"], rows["reference_second"], clusters=clusters,
+            rows["reference_first"],
+            rows["reference_second"],
+            clusters=clusters,
             seed=study.seed,
-        )  # fmt: skip
+        )
     return result
 
 
@@ -359,9 +404,11 @@ def results_table(study: SensitivityStudy, results: list[dict]) -> pd.DataFrame:
         if row["bias"] is not None:
             bias = row["bias"]
             record.update(
-                position_bias=bias.bias.value, position_bias_low=bias.bias.low,
-                position_bias_high=bias.bias.high, first_preferred=bias.first_preferred,
-            )  # fmt: skip
+                position_bias=bias.bias.value,
+                position_bias_low=bias.bias.low,
+                position_bias_high=bias.bias.high,
+                first_preferred=bias.first_preferred,
+            )
         records.append(record)
     return pd.DataFrame.from_records(records)
 
@@ -393,14 +440,15 @@ def study_charts(results: list[dict]) -> list[dict]:
         band = getattr(pooled["sensitivity"], measure)
         intervals = [
             charts.Interval(
-                label=row["label"], mean=getattr(row["sensitivity"], measure).value,
+                label=row["label"],
+                mean=getattr(row["sensitivity"], measure).value,
                 low=getattr(row["sensitivity"], measure).low,
                 high=getattr(row["sensitivity"], measure).high,
                 note=f"{getattr(row['sensitivity'], measure).value:.2f} (n={row['sensitivity'].n})",
             )
             for row in scored
             if row["kind"] != ALL_TYPES
-        ]  # fmt: skip
+        ]
         svg = charts.interval_rows(
             intervals, band=(band.low, band.high), domain=(0.0, 1.0), title=title
         )
@@ -412,12 +460,21 @@ def pair_records(study: SensitivityStudy) -> list[dict]:
     """Every near-miss pair of the study: what was changed, its status and both scores."""
     pairs = study.pairs.select_related("conversation__entry").order_by("pk")
     return [
-        {"study": study.pk, "conversation": str(pair.conversation.public_id),
-         "source_id": pair.conversation.entry.seed.get("source_id", ""), "kind": pair.kind,
-         "status": pair.status, "method": pair.method, "description": pair.description,
-         "not_applicable_reason": pair.not_applicable_reason,
-         "reference_score": pair.reference_score, "perturbed_score": pair.perturbed_score,
-         "reference_first": pair.reference_first, "reference_second": pair.reference_second,
-         "failure_stage": pair.failure_stage, "failure_reason": pair.failure_reason}
+        {
+            "study": study.pk,
+            "conversation": str(pair.conversation.public_id),
+            "source_id": pair.conversation.entry.seed.get("source_id", ""),
+            "kind": pair.kind,
+            "status": pair.status,
+            "method": pair.method,
+            "description": pair.description,
+            "not_applicable_reason": pair.not_applicable_reason,
+            "reference_score": pair.reference_score,
+            "perturbed_score": pair.perturbed_score,
+            "reference_first": pair.reference_first,
+            "reference_second": pair.reference_second,
+            "failure_stage": pair.failure_stage,
+            "failure_reason": pair.failure_reason,
+        }
         for pair in pairs
-    ]  # fmt: skip
+    ]

@@ -54,9 +54,13 @@ def generic_score(
     for seat, judge in enumerate(jury.judges):
         for rubric in rubrics:
             request = judge_request_for_trace(
-                rubric=rubric, judge_model=judge, profile=case.profile, scenario=case.scenario,
-                events=list(events), sample=f"{sample}/judge:{seat}",
-            )  # fmt: skip
+                rubric=rubric,
+                judge_model=judge,
+                profile=case.profile,
+                scenario=case.scenario,
+                events=list(events),
+                sample=f"{sample}/judge:{seat}",
+            )
             result = request_json(client, request, validate_judge_answer, max_repairs=JUDGE_REPAIRS)
             by_judge.setdefault(judge, {})[rubric.id] = result.data["score"]
             details[f"{seat}:{rubric.id}"] = result.data
@@ -72,9 +76,14 @@ def instance_score(
     the reason: never a partial score."""
     try:
         result = instance_rubric_score_trace(
-            rubric=rubric, profile=case.profile, scenario=case.scenario, events=list(events),
-            judge_model=judge_model, client=client, sample=sample,
-        )  # fmt: skip
+            rubric=rubric,
+            profile=case.profile,
+            scenario=case.scenario,
+            events=list(events),
+            judge_model=judge_model,
+            client=client,
+            sample=sample,
+        )
     except StructuredFailure as failure:
         raw = failure.responses[-1].text if failure.responses else ""
         raise InstanceScoreFailure(failure.reason, raw_output=raw) from failure
@@ -91,16 +100,26 @@ def instance_score(
 
 
 def criteria_score(
-    client, *, criteria: Sequence[JudgedCriterion], judge_model: str, events: Events, case: Case,
+    client,
+    *,
+    criteria: Sequence[JudgedCriterion],
+    judge_model: str,
+    events: Events,
+    case: Case,
     sample: str,
-) -> TraceScore:  # fmt: skip
+) -> TraceScore:
     """`events` judged criterion by criterion against criteria from outside the lab (the expert
     criteria); raises StructuredFailure or ProviderError naming the criterion, as the jury's
     calls do, for the caller to store as the unit's failure."""
     return criteria_score_trace(
-        criteria=criteria, profile=case.profile, scenario=case.scenario, events=list(events),
-        judge_model=judge_model, client=client, sample=sample,
-    )  # fmt: skip
+        criteria=criteria,
+        profile=case.profile,
+        scenario=case.scenario,
+        events=list(events),
+        judge_model=judge_model,
+        client=client,
+        sample=sample,
+    )
 
 
 class InstanceScoreFailure(ValueError):

@@ -13,22 +13,34 @@ from rubric_lab.models import AblationStudy, CoverageRun, RefineStudy, Sensitivi
 from rubric_lab.services import ablations, coverage, refine, sensitivity
 
 near_misses = leased_job_tasks(
-    task_name="rubric_lab.near_miss", kind="sensitivity", job_model=SensitivityStudy,
-    running=sensitivity.running_study_ids, execute=sensitivity.near_miss_execute,
-    job_id_of=sensitivity.study_id_of, dispatch=sensitivity.study_dispatch,
-)  # fmt: skip
+    task_name="rubric_lab.near_miss",
+    kind="sensitivity",
+    job_model=SensitivityStudy,
+    running=sensitivity.running_study_ids,
+    execute=sensitivity.near_miss_execute,
+    job_id_of=sensitivity.study_id_of,
+    dispatch=sensitivity.study_dispatch,
+)
 
 coverage_cases = leased_job_tasks(
-    task_name="rubric_lab.coverage_case", kind="coverage", job_model=CoverageRun,
-    running=coverage.running_coverage_ids, execute=coverage.coverage_case_execute,
-    job_id_of=coverage.coverage_run_id_of, dispatch=coverage.coverage_dispatch,
-)  # fmt: skip
+    task_name="rubric_lab.coverage_case",
+    kind="coverage",
+    job_model=CoverageRun,
+    running=coverage.running_coverage_ids,
+    execute=coverage.coverage_case_execute,
+    job_id_of=coverage.coverage_run_id_of,
+    dispatch=coverage.coverage_dispatch,
+)
 
 refinements = leased_job_tasks(
-    task_name="rubric_lab.refinement", kind="refine", job_model=RefineStudy,
-    running=refine.running_refine_ids, execute=refine.refinement_execute,
-    job_id_of=refine.refine_study_id_of, dispatch=refine.refine_dispatch,
-)  # fmt: skip
+    task_name="rubric_lab.refinement",
+    kind="refine",
+    job_model=RefineStudy,
+    running=refine.running_refine_ids,
+    execute=refine.refinement_execute,
+    job_id_of=refine.refine_study_id_of,
+    dispatch=refine.refine_dispatch,
+)
 
 
 def ablation_redispatch(study_id: int) -> bool:

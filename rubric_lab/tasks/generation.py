@@ -15,10 +15,14 @@ from rubric_lab.models import GenerationJob, InstanceScore, InstanceScoreStatus
 from rubric_lab.services import instance_scoring, pipeline
 
 generations = leased_job_tasks(
-    task_name="rubric_lab.generate", kind="rubric_generation", job_model=GenerationJob,
-    running=pipeline.running_job_ids, execute=pipeline.generation_execute,
-    job_id_of=pipeline.job_id_of, dispatch=pipeline.generation_dispatch,
-)  # fmt: skip
+    task_name="rubric_lab.generate",
+    kind="rubric_generation",
+    job_model=GenerationJob,
+    running=pipeline.running_job_ids,
+    execute=pipeline.generation_execute,
+    job_id_of=pipeline.job_id_of,
+    dispatch=pipeline.generation_dispatch,
+)
 
 # --- instance scores: one leased unit that is its own job, watched until judged --------------
 

@@ -81,9 +81,11 @@ def sensitivity_list(request: HttpRequest) -> HttpResponse:
 def sensitivity_detail(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(SensitivityStudy.objects.select_related("run", "jury"), pk=pk)
     context = {
-        "study": study, "progress": sensitivity.study_progress(study),
-        "model_costs": budgets.job_model_costs(study), "kind": "sensitivity",
-    }  # fmt: skip
+        "study": study,
+        "progress": sensitivity.study_progress(study),
+        "model_costs": budgets.job_model_costs(study),
+        "kind": "sensitivity",
+    }
     if not live_jobs.is_poll(request):
         results = sensitivity.study_results(study)
         context.update(
@@ -122,9 +124,13 @@ def _export(
     if suffix not in exports.FORMATS:
         raise Http404("No such format.")
     return download_response(
-        request, text_of(), filename=f"{filename}.{suffix}",
-        content_type=exports.content_type(suffix), kind="table", target=target,
-    )  # fmt: skip
+        request,
+        text_of(),
+        filename=f"{filename}.{suffix}",
+        content_type=exports.content_type(suffix),
+        kind="table",
+        target=target,
+    )
 
 
 @role_required(*STAFF)
@@ -169,17 +175,20 @@ def coverage_list(request: HttpRequest) -> HttpResponse:
             return redirect("rubric_lab:coverage", run.pk)
     context = {
         "runs": CoverageRun.objects.select_related("generation_job")[:100],
-        "upload_form": upload_form, "launch_form": launch_form,
-    }  # fmt: skip
+        "upload_form": upload_form,
+        "launch_form": launch_form,
+    }
     return render(request, "rubric_lab/coverage_list.html", context)
 
 
 def _expert_criteria_save(request: HttpRequest) -> Callable[[dict], Any]:
     def save(data: dict):
         return coverage.expert_criteria_upload(
-            benchmark_set=data["benchmark_set"], filename=data["file"].name,
-            content=data["text"], user=request.user,
-        )  # fmt: skip
+            benchmark_set=data["benchmark_set"],
+            filename=data["file"].name,
+            content=data["text"],
+            user=request.user,
+        )
 
     return save
 
@@ -188,17 +197,21 @@ def _expert_criteria_save(request: HttpRequest) -> Callable[[dict], Any]:
 def coverage_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(CoverageRun.objects.select_related("generation_job"), pk=pk)
     context = {
-        "run": run, "progress": work.progress(run.cases.all()),
-        "model_costs": budgets.job_model_costs(run), "kind": "coverage",
-    }  # fmt: skip
+        "run": run,
+        "progress": work.progress(run.cases.all()),
+        "model_costs": budgets.job_model_costs(run),
+        "kind": "coverage",
+    }
     if not live_jobs.is_poll(request):
         others = CoverageRun.objects.exclude(pk=pk).select_related("generation_job")
         other = query_object(request.GET, "compare", others)
         context.update(
-            coverage.coverage_results(run), failed=run.cases.filter(status="failed"),
-            others=others[:100], other=other,
+            coverage.coverage_results(run),
+            failed=run.cases.filter(status="failed"),
+            others=others[:100],
+            other=other,
             comparison=coverage.coverage_compare(run, other) if other else None,
-        )  # fmt: skip
+        )
     return _live(request, "rubric_lab/coverage_detail.html", context, job=run)
 
 
@@ -248,9 +261,11 @@ def refine_list(request: HttpRequest) -> HttpResponse:
 def refine_detail(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(RefineStudy.objects.select_related("generation_job"), pk=pk)
     context = {
-        "study": study, "progress": work.progress(study.refinements.all()),
-        "model_costs": budgets.job_model_costs(study), "kind": "refine",
-    }  # fmt: skip
+        "study": study,
+        "progress": work.progress(study.refinements.all()),
+        "model_costs": budgets.job_model_costs(study),
+        "kind": "refine",
+    }
     if not live_jobs.is_poll(request):
         context.update(
             results=refine.refine_results(study),
@@ -294,9 +309,11 @@ def ablation_list(request: HttpRequest) -> HttpResponse:
 def ablation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(AblationStudy.objects.select_related("run"), pk=pk)
     context = {
-        "study": study, "rows": ablations.ablation_rows(study),
-        "model_costs": budgets.job_model_costs(study), "kind": "ablation",
-    }  # fmt: skip
+        "study": study,
+        "rows": ablations.ablation_rows(study),
+        "model_costs": budgets.job_model_costs(study),
+        "kind": "ablation",
+    }
     return _live(request, "rubric_lab/ablation_detail.html", context, job=study)
 
 

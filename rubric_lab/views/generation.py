@@ -32,9 +32,19 @@ from rubric_lab.services import budgets, imports, instance_scoring, knowledge, p
 SEARCH_RESULTS = 8
 LIST_LIMIT = 100
 LAUNCH_OPTIONS = (
-    "generator_model", "judge_model", "method", "retriever", "top_k", "skip_routing",
-    "skip_intent", "skip_facts", "skip_audit", "audit_rounds", "use_cache", "cost_limit_usd",
-)  # fmt: skip
+    "generator_model",
+    "judge_model",
+    "method",
+    "retriever",
+    "top_k",
+    "skip_routing",
+    "skip_intent",
+    "skip_facts",
+    "skip_audit",
+    "audit_rounds",
+    "use_cache",
+    "cost_limit_usd",
+)
 
 # --- knowledge base ------------------------------------------------------------------------
 
@@ -98,10 +108,12 @@ def import_healthbench(request: HttpRequest) -> HttpResponse:
     upload = form.cleaned_data["file"]
     try:
         imported = imports.healthbench_import(
-            filename=upload.name, text=imports.healthbench_text(upload.read(), upload.name),
-            name=form.cleaned_data["name"], source_subset=form.cleaned_data["source_subset"],
+            filename=upload.name,
+            text=imports.healthbench_text(upload.read(), upload.name),
+            name=form.cleaned_data["name"],
+            source_subset=form.cleaned_data["source_subset"],
             user=request.user,
-        )  # fmt: skip
+        )
     except imports.HealthBenchRefused as refused:
         context = {"form": form, "filename": upload.name, "problems": refused.problems}
         return render(request, "rubric_lab/import.html", context, status=400)
@@ -129,9 +141,12 @@ def pipeline_new(request: HttpRequest) -> HttpResponse:
         options = {name: data[name] for name in LAUNCH_OPTIONS}
         try:
             job = pipeline.generation_job_launch(
-                conversations=list(conversations[: data["limit"]]), run=data["run"],
-                sampling=form.sampling(), user=request.user, **options,
-            )  # fmt: skip
+                conversations=list(conversations[: data["limit"]]),
+                run=data["run"],
+                sampling=form.sampling(),
+                user=request.user,
+                **options,
+            )
         except pipeline.PipelineLaunchError as error:
             form.add_error(None, str(error))
         else:
@@ -209,9 +224,10 @@ def rubric_score(request: HttpRequest, pk: int) -> HttpResponse:
         return render(request, "rubric_lab/rubric_detail.html", context, status=400)
     try:
         score = instance_scoring.instance_score_launch(
-            rubric=rubric, conversation=form.cleaned_data["conversation"],
+            rubric=rubric,
+            conversation=form.cleaned_data["conversation"],
             judge_model=form.cleaned_data["judge_model"],
-        )  # fmt: skip
+        )
     except instance_scoring.InstanceScoringError as error:
         messages.error(request, str(error))
         return redirect("rubric_lab:rubric", pk)

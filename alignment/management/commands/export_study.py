@@ -45,8 +45,12 @@ class Command(BaseCommand):
             manifest = study_archive_write(
                 study, path, with_usernames=with_usernames, progress=progress
             )
-        audit_record(actor=None, action="study.archive_exported", target=study,
-                     after={"file": str(path), "with_usernames": with_usernames},
-                     note="manage.py export_study")  # fmt: skip
+        audit_record(
+            actor=None,
+            action="study.archive_exported",
+            target=study,
+            after={"file": str(path), "with_usernames": with_usernames},
+            note="manage.py export_study",
+        )
         rows = sum(manifest.counts.values())
         self.stdout.write(f"Wrote {path} ({path.stat().st_size / 1e6:.1f} MB, {rows} rows).")

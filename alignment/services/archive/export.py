@@ -70,15 +70,18 @@ def study_archive_write(
     people = person_keys(selection)
     counter = _Counter(sum(q.count() for q in selection.values()), progress)
     manifest = fmt.Manifest(
-        created_at=timezone.now().isoformat(), app_version=app_version(),
-        study=_study_summary(study), with_usernames=with_usernames,
-    )  # fmt: skip
+        created_at=timezone.now().isoformat(),
+        app_version=app_version(),
+        study=_study_summary(study),
+        with_usernames=with_usernames,
+    )
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
         records = [_people_member(archive, people, with_usernames)]
         keys: Keys = {}
         for table in TABLES:
-            records.append(_table_member(archive, table, selection[table.name], keys, people,
-                                         counter))  # fmt: skip
+            records.append(
+                _table_member(archive, table, selection[table.name], keys, people, counter)
+            )
             if table.name == "conversations":
                 records.append(_sandbox_member(archive, selection[table.name], keys))
         tables = report_tables(study, conversation_ids=keys["conversations"], people=people)
@@ -187,9 +190,13 @@ def app_version() -> str:
         version = "unknown"
     try:
         commit = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"], cwd=settings.BASE_DIR,
-            capture_output=True, text=True, timeout=5, check=True,
-        ).stdout.strip()  # fmt: skip
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=settings.BASE_DIR,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         commit = ""
     return f"carejury {version}" + (f" (git {commit})" if commit else "")
@@ -208,8 +215,13 @@ def _people_member(archive, people: dict[int, str], with_usernames: bool) -> fmt
     users = get_user_model().objects.filter(pk__in=people).order_by("pk")
     with fmt.MemberWriter(archive, f"data/{PEOPLE}.jsonl") as writer:
         for user in sorted(users, key=lambda u: (people[u.pk][0], int(people[u.pk][1:]))):
-            row = {"id": people[user.pk], "role": user.role, "track": user.track,
-                   "licensed": user.licensed, "active": user.is_active}  # fmt: skip
+            row = {
+                "id": people[user.pk],
+                "role": user.role,
+                "track": user.track,
+                "licensed": user.licensed,
+                "active": user.is_active,
+            }
             if with_usernames:
                 row["username"] = user.username
             writer.row(row)
@@ -273,9 +285,11 @@ def _examples_outside(examples: list, items: dict[int, int]) -> list:
     if not outside:
         return examples
     found = StudyItem.objects.filter(pk__in=outside).values_list(
-        "pk", "study__name", "conversation__entry__condition",
+        "pk",
+        "study__name",
+        "conversation__entry__condition",
         "conversation__entry__task_subcategory",
-    )  # fmt: skip
+    )
     described = {
         pk: {"round": name, "condition": condition, "request": request}
         for pk, name, condition, request in found
@@ -311,8 +325,10 @@ def _sandbox_member(archive, conversations: QuerySet, keys: Keys) -> fmt.MemberR
     ids = keys["conversations"]
     with fmt.MemberWriter(archive, f"data/{SANDBOXES}.jsonl") as writer:
         for pk, before, after in _raw_snapshots(conversations.model, sorted(ids)):
-            writer.write(b'{"conversation":%d,"before":%s,"after":%s}\n'
-                         % (ids[pk], _json_text(before), _json_text(after)))  # fmt: skip
+            writer.write(
+                b'{"conversation":%d,"before":%s,"after":%s}\n'
+                % (ids[pk], _json_text(before), _json_text(after))
+            )
             writer.rows += 1
     return writer.record(counted=True)
 
@@ -354,15 +370,20 @@ def _text_member(archive, name: str, text: str) -> fmt.MemberRecord:
 
 def _study_summary(study: Study) -> dict:
     return {
-        "name": study.name, "project": study.project.name, "kind": study.kind,
-        "round": study.round_number, "status": study.status,
+        "name": study.name,
+        "project": study.project.name,
+        "kind": study.kind,
+        "round": study.round_number,
+        "status": study.status,
         "settings": {
-            "sample_size": study.sample_size, "overlap_clinical": study.overlap_clinical,
-            "overlap_operational": study.overlap_operational, "seed": study.seed,
+            "sample_size": study.sample_size,
+            "overlap_clinical": study.overlap_clinical,
+            "overlap_operational": study.overlap_operational,
+            "seed": study.seed,
             "include_infeasible": study.include_infeasible,
             "reservation_minutes": study.reservation_minutes,
         },
-    }  # fmt: skip
+    }
 
 
 def _ids(rows: QuerySet) -> dict[int, int]:

@@ -64,11 +64,18 @@ def archive_dir() -> Path:
 def archive_export_request(study: Study, *, user, with_usernames: bool) -> ArchiveJob:
     archive_files_sweep()
     job = ArchiveJob.objects.create(
-        kind=ArchiveJobKind.EXPORT, study=study, with_usernames=with_usernames,
-        file_name=archive_file_name(study), requested_by=user,
-    )  # fmt: skip
-    audit_record(actor=user, action="study.archive_exported", target=study,
-                 after={"job": job.pk, "with_usernames": with_usernames})  # fmt: skip
+        kind=ArchiveJobKind.EXPORT,
+        study=study,
+        with_usernames=with_usernames,
+        file_name=archive_file_name(study),
+        requested_by=user,
+    )
+    audit_record(
+        actor=user,
+        action="study.archive_exported",
+        target=study,
+        after={"job": job.pk, "with_usernames": with_usernames},
+    )
     _enqueue(job)
     return job
 
@@ -86,9 +93,12 @@ def archive_import_request(upload, *, user) -> ArchiveJob:
             fmt.check_directory(archive, archive_limits())
             fmt.read_manifest(archive)
         job = ArchiveJob.objects.create(
-            kind=ArchiveJobKind.IMPORT, file_name=Path(upload.name).name[:300],
-            file_path=str(path), size_bytes=path.stat().st_size, requested_by=user,
-        )  # fmt: skip
+            kind=ArchiveJobKind.IMPORT,
+            file_name=Path(upload.name).name[:300],
+            file_path=str(path),
+            size_bytes=path.stat().st_size,
+            requested_by=user,
+        )
     except BaseException:
         path.unlink(missing_ok=True)  # refused, or the request failed: nobody will read it
         raise
@@ -154,8 +164,11 @@ def archive_files_release(job_id: int) -> bool:
 def archive_files_sweep() -> list[Path]:
     """Delete the archive folder's files that no job holds, once older than the grace;
     returns them."""
-    held = {path for job in ArchiveJob.objects.filter(file_removed_at__isnull=True)
-            for path in _files_of(job)}  # fmt: skip
+    held = {
+        path
+        for job in ArchiveJob.objects.filter(file_removed_at__isnull=True)
+        for path in _files_of(job)
+    }
     cutoff = time.time() - UNHELD_FILE_GRACE.total_seconds()
     swept = [
         path
@@ -207,8 +220,12 @@ def _import(job: ArchiveJob) -> None:
     def finished(imported) -> None:
         if not _end(job, ArchiveJobStatus.FINISHED, study=imported.study):
             raise _TakenOver  # rolls the study back: the worker holding the job imports it
-        audit_record(actor=job.requested_by, action="study.archive_imported",
-                     target=imported.study, after={"archive": job.file_name})  # fmt: skip
+        audit_record(
+            actor=job.requested_by,
+            action="study.archive_imported",
+            target=imported.study,
+            after={"archive": job.file_name},
+        )
 
     study_archive_import(
         job.file_path, archive_name=job.file_name, progress=_reporter(job), on_saved=finished
@@ -224,16 +241,19 @@ def _claim(job_id: int) -> ArchiveJob | None:
         if job is None or not _claimable(job):
             return None
         if job.attempts >= MAX_ATTEMPTS:
-            _end(job, ArchiveJobStatus.FAILED, error=(
-                f"the worker running this job stopped {job.attempts} times (out of memory, or "
-                "killed); nothing was imported" if job.kind == ArchiveJobKind.IMPORT else
-                f"the worker writing this archive stopped {job.attempts} times (out of memory, "
-                "or killed)"))  # fmt: skip
+            _end(job, ArchiveJobStatus.FAILED, error=_stopped_too_often(job))
             return None
         job.status, job.done = ArchiveJobStatus.RUNNING, 0
         job.claimed_until, job.attempts = now + lease(), job.attempts + 1
         job.save(update_fields=["status", "done", "claimed_until", "attempts"])
     return job
+
+
+def _stopped_too_often(job: ArchiveJob) -> str:
+    stopped = f"stopped {job.attempts} times (out of memory, or killed)"
+    if job.kind == ArchiveJobKind.IMPORT:
+        return f"the worker running this job {stopped}; nothing was imported"
+    return f"the worker writing this archive {stopped}"
 
 
 def _claimable(job: ArchiveJob) -> bool:

@@ -199,15 +199,20 @@ class _Loader:
     def _row_id(self, table: Table, line: int, row: dict, seen: set) -> int:
         number = row.get("id")
         if not isinstance(number, int) or isinstance(number, bool) or number < 1 or number in seen:
-            raise fmt.ArchiveError(f"{table.member} line {line}: id {number!r} is not a new "
-                                   "positive whole number")  # fmt: skip
+            raise fmt.ArchiveError(
+                f"{table.member} line {line}: id {number!r} is not a new positive whole number"
+            )
         expected = {"id", *(f.name for f in table.fields), *table.m2m}
         if set(row) != expected:
             missing, unknown = sorted(expected - set(row)), sorted(set(row) - expected)
             detail = "; ".join(
-                part for part in (missing and f"missing {', '.join(missing)}",
-                                  unknown and f"unknown {', '.join(unknown)}") if part
-            )  # fmt: skip
+                part
+                for part in (
+                    missing and f"missing {', '.join(missing)}",
+                    unknown and f"unknown {', '.join(unknown)}",
+                )
+                if part
+            )
             raise fmt.ArchiveError(f"{table.member} line {line}: {detail}")
         return number
 
@@ -287,10 +292,13 @@ class _Loader:
             # and never an admin whatever the archive says.
             role = Role.ANNOTATOR if row["role"] == Role.ANNOTATOR else Role.RESEARCHER
             user = User(
-                username=username, role=role, track=row.get("track", ""),
-                licensed=bool(row.get("licensed")), is_active=False,
+                username=username,
+                role=role,
+                track=row.get("track", ""),
+                licensed=bool(row.get("licensed")),
+                is_active=False,
                 origin=AccountOrigin.STUDY_ARCHIVE,
-            )  # fmt: skip
+            )
             user.set_unusable_password()
             user.save()
             people[row["id"]] = user.pk
@@ -322,8 +330,11 @@ class _Loader:
         if not batch:
             return
         objects = [obj for _, obj, _ in batch]
-        stamps = [f for f in table.fields if getattr(f, "auto_now", False)
-                  or getattr(f, "auto_now_add", False)]  # fmt: skip
+        stamps = [
+            f
+            for f in table.fields
+            if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)
+        ]
         kept = [{f.attname: getattr(obj, f.attname) for f in stamps} for obj in objects]
         table.model.objects.bulk_create(objects)
         if stamps:  # bulk_create stamps "now"; the archive's times are the record

@@ -118,11 +118,22 @@ def _disagreements(study: Study, conversation_ids: dict[int, int]) -> pd.DataFra
     ranked = ranked_disagreements(study_frames(study))
     ranked = ranked.assign(conversation=ranked[ITEM].map(conversation_ids)).drop(columns=[ITEM])
     ranked = ranked.sort_values(
-        ["abs_diff", RUBRIC, "conversation"], ascending=[False, True, True], na_position="last",
+        ["abs_diff", RUBRIC, "conversation"],
+        ascending=[False, True, True],
+        na_position="last",
         kind="stable",
-    )  # fmt: skip
-    columns = ["conversation", RUBRIC, "model", JURY, "clinician_mean", "n_ratings", "diff",
-               "abs_diff", "major"]  # fmt: skip
+    )
+    columns = [
+        "conversation",
+        RUBRIC,
+        "model",
+        JURY,
+        "clinician_mean",
+        "n_ratings",
+        "diff",
+        "abs_diff",
+        "major",
+    ]
     return ranked[columns].reset_index(drop=True)
 
 

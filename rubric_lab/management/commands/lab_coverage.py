@@ -27,9 +27,12 @@ class Command(BaseCommand):
         parser.add_argument("--judge", required=True, help="the decomposition and entailment judge")
         parser.add_argument("--name", default="")
         parser.add_argument(
-            "--compare", type=int, default=None, metavar="COVERAGE_RUN_ID",
+            "--compare",
+            type=int,
+            default=None,
+            metavar="COVERAGE_RUN_ID",
             help="once done, compare recall with this coverage run on the same expert criteria",
-        )  # fmt: skip
+        )
         add_play_arguments(parser, concurrency_help="cases at once (default 8)")
         add_cost_arguments(parser)
 
@@ -41,10 +44,13 @@ class Command(BaseCommand):
         price_options(opts["price"], command="lab_coverage")
         try:
             run = coverage.coverage_launch(
-                generation_job=job, judge_model=opts["judge"], name=opts["name"],
-                use_cache=not opts["no_cache"], concurrency=opts["concurrency"],
+                generation_job=job,
+                judge_model=opts["judge"],
+                name=opts["name"],
+                use_cache=not opts["no_cache"],
+                concurrency=opts["concurrency"],
                 cost_limit_usd=opts["cost_limit"],
-            )  # fmt: skip
+            )
         except coverage.CoverageError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(f"Coverage run {run.pk} {run.name!r}: {run.cases.count()} cases.")

@@ -17,12 +17,16 @@ from rubric_lab.services import coverage, exports, pipeline, refine, sensitivity
 
 # kind -> (model, label, result table writer or None, unit records)
 KINDS = {
-    "sensitivity": (SensitivityStudy, "sensitivity study", sensitivity.study_export,
-                    sensitivity.pair_records),
+    "sensitivity": (
+        SensitivityStudy,
+        "sensitivity study",
+        sensitivity.study_export,
+        sensitivity.pair_records,
+    ),
     "coverage": (CoverageRun, "coverage run", coverage.coverage_export, coverage.case_records),
     "refine": (RefineStudy, "refine study", refine.refine_export, refine.refinement_records),
     "rubrics": (GenerationJob, "generation job", None, pipeline.rubric_records),
-}  # fmt: skip
+}
 TABLE_FORMATS = tuple(exports.FORMATS)
 
 
@@ -38,14 +42,19 @@ class Command(BaseCommand):
         parser.add_argument("kind", choices=list(KINDS))
         parser.add_argument("id", type=int)
         parser.add_argument(
-            "--format", choices=[*TABLE_FORMATS, "jsonl"], default="csv",
+            "--format",
+            choices=[*TABLE_FORMATS, "jsonl"],
+            default="csv",
             help="csv, md or tex for the result table; jsonl (or csv with --units) for units",
-        )  # fmt: skip
+        )
         parser.add_argument("--units", action="store_true", help="one row per unit of work")
         parser.add_argument(
-            "--against", type=int, default=None, metavar="COVERAGE_RUN_ID",
+            "--against",
+            type=int,
+            default=None,
+            metavar="COVERAGE_RUN_ID",
             help="coverage only: the McNemar comparison with this run instead",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--out", type=Path, default=None, help="file to write (default: stdout)"
         )
@@ -67,11 +76,14 @@ class Command(BaseCommand):
             text = table(job, suffix)
         self._write(text, opts["out"])
         audit_record(
-            actor=None, action="lab.exported", target=job,
-            note=f"{kind} {id} as {suffix}" + (" (units)" if opts["units"] else "")
+            actor=None,
+            action="lab.exported",
+            target=job,
+            note=f"{kind} {id} as {suffix}"
+            + (" (units)" if opts["units"] else "")
             + (f" against {opts['against']}" if opts["against"] else "")
             + (f" to {opts['out']}" if opts["out"] else " to standard output"),
-        )  # fmt: skip
+        )
 
     def _write(self, text: str, out: Path | None) -> None:
         if out is None:

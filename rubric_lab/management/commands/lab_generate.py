@@ -30,33 +30,46 @@ class Command(BaseCommand):
             "--judge", default="", help="also score each rubric's own conversation with it"
         )
         parser.add_argument(
-            "--conversation", action="append", default=[], metavar="PUBLIC_ID",
+            "--conversation",
+            action="append",
+            default=[],
+            metavar="PUBLIC_ID",
             help="only this conversation (repeatable); default: every scorable one",
-        )  # fmt: skip
+        )
         parser.add_argument("--limit", type=int, default=500, help="at most this many")
         parser.add_argument("--name", default="")
         parser.add_argument("--method", choices=METHODS, default="pipeline")
         parser.add_argument(
-            "--skip", action="append", choices=ABLATIONS, default=[],
+            "--skip",
+            action="append",
+            choices=ABLATIONS,
+            default=[],
             help="leave a stage out (ablation); repeatable",
-        )  # fmt: skip
+        )
         parser.add_argument("--audit-rounds", type=int, default=DEFAULT_AUDIT_ROUNDS)
         parser.add_argument("--retriever", default="bm25")
         parser.add_argument("--top-k", type=int, default=4)
         parser.add_argument(
-            "--temperature", type=float, default=None,
+            "--temperature",
+            type=float,
+            default=None,
             help="every model stage's temperature (default: the provider's); the source "
             "generated at 0.7",
-        )  # fmt: skip
+        )
         parser.add_argument(
-            "--top-p", type=float, default=None,
+            "--top-p",
+            type=float,
+            default=None,
             help="every model stage's top-p (default: the provider's); the source used 0.9",
-        )  # fmt: skip
+        )
         parser.add_argument(
-            "--stage-sampling", action="append", default=[], metavar="STAGE=TEMPERATURE,TOP_P",
+            "--stage-sampling",
+            action="append",
+            default=[],
+            metavar="STAGE=TEMPERATURE,TOP_P",
             help="one stage's sampling over the above, e.g. audit=0.2, or synthesis=0.7,0.9 "
             "(leave a value empty for the provider's default); repeatable",
-        )  # fmt: skip
+        )
         add_play_arguments(parser, concurrency_help="conversations at once (default 8)")
         add_cost_arguments(parser)
 
@@ -68,18 +81,26 @@ class Command(BaseCommand):
         price_options(opts["price"], command="lab_generate")
         try:
             job = pipeline.generation_job_launch(
-                conversations=list(conversations[: opts["limit"]]), run=run,
-                generator_model=opts["generator"], judge_model=opts["judge"],
-                name=opts["name"], method=opts["method"], retriever=opts["retriever"],
-                top_k=opts["top_k"], audit_rounds=opts["audit_rounds"],
-                sampling=sampling_option(opts), use_cache=not opts["no_cache"],
-                concurrency=opts["concurrency"], cost_limit_usd=opts["cost_limit"],
+                conversations=list(conversations[: opts["limit"]]),
+                run=run,
+                generator_model=opts["generator"],
+                judge_model=opts["judge"],
+                name=opts["name"],
+                method=opts["method"],
+                retriever=opts["retriever"],
+                top_k=opts["top_k"],
+                audit_rounds=opts["audit_rounds"],
+                sampling=sampling_option(opts),
+                use_cache=not opts["no_cache"],
+                concurrency=opts["concurrency"],
+                cost_limit_usd=opts["cost_limit"],
                 **{f"skip_{stage}": stage in opts["skip"] for stage in ABLATIONS},
-            )  # fmt: skip
+            )
         except pipeline.PipelineLaunchError as error:
             raise CommandError(str(error)) from None
-        self.stdout.write(f"Generation job {job.pk} {job.name!r}: {job.generations.count()} "
-                          "conversations.")  # fmt: skip
+        self.stdout.write(
+            f"Generation job {job.pk} {job.name!r}: {job.generations.count()} conversations."
+        )
         play(self, job, "generation", inline=opts["inline"], wait=not opts["no_wait"])
 
 

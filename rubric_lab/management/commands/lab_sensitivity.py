@@ -30,14 +30,19 @@ class Command(BaseCommand):
         parser.add_argument("--judge", default="", help="judge model (instance, pairwise)")
         parser.add_argument("--jury", default="", help="jury id or name (the six-rubric setup)")
         parser.add_argument(
-            "--generation-job", type=int, default=None,
+            "--generation-job",
+            type=int,
+            default=None,
             help="the rubrics of the instance setup: a generation job's id",
-        )  # fmt: skip
+        )
         parser.add_argument("--perturber", default="offline/surgical", help="editor model")
         parser.add_argument(
-            "--perturbation", action="append", choices=list(perturb.REGISTRY), default=[],
+            "--perturbation",
+            action="append",
+            choices=list(perturb.REGISTRY),
+            default=[],
             help="a perturbation type (repeatable; default: every type)",
-        )  # fmt: skip
+        )
         parser.add_argument("--reference-model", default="", help="only this agent's replies")
         parser.add_argument("--max-cases", type=int, default=20, help="references (at most)")
         parser.add_argument("--seed", type=int, default=0, help="of the bootstrap")
@@ -55,18 +60,28 @@ class Command(BaseCommand):
         price_options(opts["price"], command="lab_sensitivity")
         try:
             study = sensitivity.study_launch(
-                run=run, setup=opts["setup"], perturber_model=opts["perturber"],
-                perturbations=opts["perturbation"] or None, name=opts["name"],
-                judge_model=opts["judge"], jury=_jury(opts["jury"]), generation_job=job,
-                reference_model=opts["reference_model"], max_cases=opts["max_cases"],
-                seed=opts["seed"], min_type_references=opts["min_type_references"],
-                min_type_share=opts["min_type_share"], use_cache=not opts["no_cache"],
-                concurrency=opts["concurrency"], cost_limit_usd=opts["cost_limit"],
-            )  # fmt: skip
+                run=run,
+                setup=opts["setup"],
+                perturber_model=opts["perturber"],
+                perturbations=opts["perturbation"] or None,
+                name=opts["name"],
+                judge_model=opts["judge"],
+                jury=_jury(opts["jury"]),
+                generation_job=job,
+                reference_model=opts["reference_model"],
+                max_cases=opts["max_cases"],
+                seed=opts["seed"],
+                min_type_references=opts["min_type_references"],
+                min_type_share=opts["min_type_share"],
+                use_cache=not opts["no_cache"],
+                concurrency=opts["concurrency"],
+                cost_limit_usd=opts["cost_limit"],
+            )
         except sensitivity.StudyError as error:
             raise CommandError(str(error)) from None
-        self.stdout.write(f"Sensitivity study {study.pk} {study.name!r}: "
-                          f"{study.pairs.count()} near-miss pairs.")  # fmt: skip
+        self.stdout.write(
+            f"Sensitivity study {study.pk} {study.name!r}: {study.pairs.count()} near-miss pairs."
+        )
         play(self, study, "sensitivity", inline=opts["inline"], wait=not opts["no_wait"])
 
 

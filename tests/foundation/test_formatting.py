@@ -1,0 +1,60 @@
+"""The formatter decides the layout, and templates stay readable in an editor.
+
+`ruff format` lays out the Python; a `# fmt: skip` (or a `# fmt: off` region) keeps a hand
+layout instead, which is worth it only for the rare table that reads better aligned. The count
+of those in product code may only go down: MAX_FORMATTER_SKIPS is today's count, lower it when
+you remove some. Tests and bench scripts are not counted.
+
+Django template tags cannot span lines, so a long template line is broken between attributes
+or at whitespace HTML collapses anyway (never inside <pre>, <textarea> or a tag), and never
+inside a phrase a test looks for in the page. Lines over MAX_TEMPLATE_LINE characters may only
+get fewer: MAX_LONG_TEMPLATE_LINES is today's count (576 before the first pass).
+"""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MAX_FORMATTER_SKIPS = 68
+MAX_TEMPLATE_LINE = 160
+MAX_LONG_TEMPLATE_LINES = 71
+NOT_PRODUCT = {"tests", "bench"}
+SKIP = re.compile(r"#\s*fmt:\s*(skip|off)\b")
+
+
+def product_sources() -> list[Path]:
+    """Every Python file of the project except the tests, the bench scripts and hidden
+    folders (.venv and the like)."""
+    return [
+        path
+        for path in ROOT.rglob("*.py")
+        if not any(part.startswith(".") for part in path.relative_to(ROOT).parts)
+        and path.relative_to(ROOT).parts[0] not in NOT_PRODUCT
+    ]
+
+
+def test_product_code_gains_no_formatter_skip():
+    found = {
+        str(path.relative_to(ROOT)): len(SKIP.findall(path.read_text(encoding="utf-8")))
+        for path in product_sources()
+    }
+    total = sum(found.values())
+    assert total <= MAX_FORMATTER_SKIPS, (
+        f"{total} `# fmt: skip`/`# fmt: off` in product code, at most {MAX_FORMATTER_SKIPS}: "
+        "let `ruff format` lay the new code out. Most: "
+        + ", ".join(f"{name} {n}" for name, n in sorted(found.items(), key=lambda x: -x[1])[:5])
+    )
+
+
+def test_template_lines_over_the_limit_only_get_fewer():
+    long_lines = [
+        f"{path.relative_to(ROOT)}:{number} ({len(line)} characters)"
+        for path in sorted((ROOT / "templates").rglob("*.html"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if len(line) > MAX_TEMPLATE_LINE
+    ]
+    assert len(long_lines) <= MAX_LONG_TEMPLATE_LINES, (
+        f"{len(long_lines)} template lines over {MAX_TEMPLATE_LINE} characters, at most "
+        f"{MAX_LONG_TEMPLATE_LINES}: break the new ones. " + "; ".join(long_lines)
+    )
