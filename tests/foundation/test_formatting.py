@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-MAX_FORMATTER_SKIPS = 68
+MAX_FORMATTER_SKIPS = 1  # the aligned reference tables of benchmark/engine/enrichment_script.py
 MAX_TEMPLATE_LINE = 160
 MAX_LONG_TEMPLATE_LINES = 71
 NOT_PRODUCT = {"tests", "bench"}
