@@ -297,19 +297,29 @@ def _widen(per_rubric: pd.DataFrame, measures: list[str], order: Sequence[str] |
 
 
 def _with_interval(estimate, low, high, digits: int, n=None, cut=None) -> pd.Series:
-    """ "4.21 [3.98, 4.44]"; with the counts `n`, an interval that is missing or of zero width
-    prints why instead ("4.50 (zero width: every conversation has the same value)"), and one
-    flagged in `cut` says it was cut at the end of the scale."""
+    """ "4.21 [3.98, 4.44]"; with the counts `n`, each interval printed by `interval_text`."""
     counts = n if n is not None else [None] * len(estimate)
     cuts = cut if cut is not None else [False] * len(estimate)
     cells = []
     for value, lower, upper, count, was_cut in zip(estimate, low, high, counts, cuts, strict=True):
-        note = "" if count is None else interval_note(int(count), lower, upper, cut=was_cut)
-        bounds = f"[{lower:.{digits}f}, {upper:.{digits}f}]"
-        if note:  # a cut interval is still shown; a missing or zero-width one is not
-            bounds = f"{bounds} ({note})" if note == cut_note() else f"({note})"
+        bounds = (
+            f"[{lower:.{digits}f}, {upper:.{digits}f}]"
+            if count is None
+            else interval_text(lower, upper, digits, n=int(count), cut=was_cut)
+        )
         cells.append(f"{value:.{digits}f} {bounds}")
     return pd.Series(cells, index=estimate.index)
+
+
+def interval_text(low: float, high: float, digits: int, *, n: int, cut: bool = False) -> str:
+    """An interval as the model table prints it beside its value: "[3.98, 4.44]"; a missing
+    or zero-width one gives its reason instead ("(zero width: every conversation has the same
+    value)"), and one `cut` at the end of the scale keeps its bounds and says so."""
+    bounds = f"[{low:.{digits}f}, {high:.{digits}f}]"
+    note = interval_note(n, low, high, cut=cut)
+    if not note:
+        return bounds
+    return f"{bounds} ({note})" if note == cut_note() else f"({note})"
 
 
 def _with_sd(mean, sd) -> pd.Series:

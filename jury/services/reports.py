@@ -20,7 +20,6 @@ from benchmark import charts
 from benchmark.models import BenchmarkEntry, RunAgent
 from jury.engine import paired, stats
 from jury.engine.aggregate import judge_aggregate_frame
-from jury.engine.intervals import interval_note
 from jury.models import ConversationResult, JudgeScore, RubricResult, ScoreStatus, ScoringJob
 from jury.services.scoring import job_conversations
 
@@ -173,7 +172,7 @@ def model_rows(report: Report, table: pd.DataFrame, marks: dict[str, str]) -> li
                 "mean": row["aggregate_mean"],
                 "low": row["aggregate_low"],
                 "high": row["aggregate_high"],
-                **aggregate_interval(row),
+                "interval_text": aggregate_interval_text(row),
                 "versus_best": marks.get(model, ""),
                 "rubrics": rubrics,
             }
@@ -181,20 +180,15 @@ def model_rows(report: Report, table: pd.DataFrame, marks: dict[str, str]) -> li
     return rows
 
 
-def aggregate_interval(row) -> dict:
-    """The aggregate's interval as the page prints it, and the note: a missing or zero-width
-    interval gives only its reason ("(zero width: one conversation)"), a cut one its bounds
-    and the note ("[4.55, 5.00] (interval cut at the end of the 1-5 scale)")."""
-    cut = bool(row["aggregate_cut"])
-    note = interval_note(int(row["n"]), row["aggregate_low"], row["aggregate_high"], cut=cut)
-    bounds = f"[{row['aggregate_low']:.2f}, {row['aggregate_high']:.2f}]"
-    if not note:
-        text = bounds
-    elif cut:
-        text = f"{bounds} ({note})"
-    else:
-        text = f"({note})"
-    return {"interval_note": note, "interval_text": text}
+def aggregate_interval_text(row) -> str:
+    """The aggregate's interval as the page prints it (stats.interval_text)."""
+    return stats.interval_text(
+        row["aggregate_low"],
+        row["aggregate_high"],
+        stats.MEAN_DECIMALS,
+        n=int(row["n"]),
+        cut=bool(row["aggregate_cut"]),
+    )
 
 
 def best_marks(report: Report, table: pd.DataFrame) -> dict[str, str]:
