@@ -260,8 +260,12 @@ def export_table(
 
 def _aggregate_summary(conversations: pd.DataFrame, confidence: float) -> pd.DataFrame:
     summary = _mean_ci_frame(conversations.groupby("model")["aggregate"], confidence, cut=True)
-    names = {"mean": "aggregate_mean", "low": "aggregate_low", "high": "aggregate_high"}
-    names["cut"] = "aggregate_cut"
+    names = {
+        "mean": "aggregate_mean",
+        "low": "aggregate_low",
+        "high": "aggregate_high",
+        "cut": "aggregate_cut",
+    }
     return summary.rename(columns=names)[["n", *names.values()]]
 
 
