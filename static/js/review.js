@@ -36,8 +36,8 @@
   const SAVE_PAUSE_MS = 800;
   const RETRY_MS = [2000, 4000, 8000, 15000, 30000]; // then every 30 s
   // A save the server has not answered by then counts as not saved (sent again, it is merged
-  // with itself if it did arrive).
-  const SAVE_TIMEOUT_MS = 20000;
+  // with itself if it did arrive): REVIEW_SAVE_TIMEOUT_SECONDS, 20 unless the site says.
+  const SAVE_TIMEOUT_MS = 1000 * Number(form?.dataset.saveTimeout || 20);
   const ACTIVE_MS = 120000;
   const WARN_MS = 60000;
   let current = 0;
@@ -799,6 +799,16 @@
       if (failures > 0) {
         event.preventDefault();
         refuseSubmit();
+        return;
+      }
+      // Enter on the submit button comes here without submit(): an autosave still on its way
+      // would bring a newer version than the form carries, and the server would refuse the
+      // submit as a conflict. Submit again once its answer is in.
+      const pending = saving || keepaliveSent;
+      if (pending) {
+        event.preventDefault();
+        const button = event.submitter;
+        pending.finally(() => window.setTimeout(() => form.requestSubmit(button), 0));
         return;
       }
       window.clearTimeout(saveTimer);

@@ -7,6 +7,7 @@ fit the text size."""
 
 import re
 import time
+from urllib.parse import parse_qs
 
 import pytest
 from django.contrib.sessions.models import Session
@@ -132,8 +133,9 @@ def test_a_keyboard_only_pass_scores_every_rubric_with_the_comment_box_in_view(
 
 @pytest.mark.parametrize("failure", ["network down", "server error", "server hangs"])
 def test_changes_made_while_the_server_is_unreachable_are_kept_retried_and_saved(
-    page, login, target_study, live_server, failure
+    page, login, target_study, live_server, failure, settings
 ):
+    settings.REVIEW_SAVE_TIMEOUT_SECONDS = 5  # a hanging save is given up after this
     hanging, failing = [], []
 
     def refuse(route):
@@ -144,7 +146,7 @@ def test_changes_made_while_the_server_is_unreachable_are_kept_retried_and_saved
         elif failure == "server error":
             route.fulfill(status=503, body="Service unavailable")
         else:
-            hanging.append(route)  # never answered: the page gives it up after 20 s
+            hanging.append(route)  # never answered: the page gives it up after 5 s
 
     # Routed from the start and switched by a flag: a route added mid-page could miss a save
     # sent in the same moment on a busy machine (it did once: the score went through).
@@ -175,7 +177,7 @@ def test_changes_made_while_the_server_is_unreachable_are_kept_retried_and_saved
     assert held.scores == {"clinical_safety": 4} and held.feedback == {}
 
     failing.clear()  # the server answers again: the next retry saves everything
-    # A save already hanging is given up only after the page's 20 s, then retried after the
+    # A save already hanging is given up only after the page's 5 s, then retried after the
     # backoff's pause: up to about half a minute before the next attempt.
     expect(status).to_contain_text(re.compile(r"Saved \d\d:\d\d:\d\d"), timeout=DEADLINE_S * 3000)
     expect(page.locator("#announce")).to_contain_text("Reached the server again")
@@ -356,3 +358,41 @@ def test_a_session_ended_on_the_server_is_not_reported_as_inactivity(
     ended = page.locator("#session-ended")
     expect(ended).to_contain_text("Your session ended before its time")
     expect(ended).not_to_contain_text("without activity")
+
+
+def test_enter_on_submit_while_a_save_is_answered_submits_once_the_answer_is_in(
+    page, login, target_study, live_server
+):
+    held = []  # the whole comment's save: it reached the server, its answer waits here
+
+    def hold_the_comments_answer(route):
+        sent = parse_qs(route.request.post_data or "")
+        if sent.get("overall_comment") != [COMMENT]:
+            route.continue_()
+            return
+        held.append((route, route.fetch()))
+
+    page.route("**/autosave/", hold_the_comments_answer)
+    login("nora")
+    open_first_item(page, live_server, target_study)
+    first = item_id(page)
+    measured = keyboard_pass(page)
+    assert len(measured["scored"]) == PANEL_SIZE
+    deadline = time.monotonic() + DEADLINE_S
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(100)  # a Playwright call: the route handler runs inside one
+    assert held, "the comment was never sent"
+    assert Assignment.objects.get(public_id=first).overall_comment == COMMENT
+
+    page.keyboard.press("Tab")
+    expect(page.locator("[data-key-submit]")).to_be_focused()
+    page.keyboard.press("Enter")  # the page still shows the version before the comment's save
+    page.wait_for_timeout(500)
+    assert item_id(page) == first and "/submit/" not in page.url  # held back, not refused
+
+    route, response = held.pop()
+    route.fulfill(response=response)
+    page.wait_for_url(lambda url: "/annotation/items/" in url and first not in url)
+    submitted = Assignment.objects.get(public_id=first)
+    assert submitted.status == "submitted" and submitted.overall_comment == COMMENT
+    assert page.console_errors == []
