@@ -1,8 +1,11 @@
 """Project-wide fixtures: one user per role and logged-in clients."""
 
+import os
+
 import pytest
 
 from accounts.models import Role, Track, User
+from tests.support.legs import leg_select
 
 PASSWORD = "correct-horse-battery-staple"
 
@@ -53,3 +56,10 @@ def researcher_client(client, researcher):
 def admin_client_(client, admin_user):
     client.force_login(admin_user)
     return client
+
+
+def pytest_collection_modifyitems(config, items):
+    kept, deselected = leg_select(items, os.environ.get("TEST_LEG", ""))
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
@@ -131,6 +132,7 @@ def _review_context(request: HttpRequest, assignment: Assignment, **extra) -> di
             "progress": queue.queue_progress(assignment.item.study, request.user),
             "skip_form": forms.SkipForm(),
             "session_seconds": session_seconds_left(request.session),
+            "save_timeout_seconds": settings.REVIEW_SAVE_TIMEOUT_SECONDS,
             "saved_fields": forms.page_fields(assignment, [r.rubric_id for r in context["panel"]]),
             **extra,
         }

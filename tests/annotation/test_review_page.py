@@ -585,3 +585,12 @@ def test_an_unlicensed_annotator_is_told_their_calibration_work_is_practice(clie
 def test_an_admin_is_refused_like_any_staff_member(client, mine):
     client.force_login(make_user("adam", Role.ADMIN))
     assert client.post(page_url(mine, "autosave"), {"version": "0"}).status_code == 403
+
+
+def test_the_page_waits_for_an_autosaves_answer_as_long_as_the_site_says(
+    client, me, mine, settings
+):
+    client.force_login(me)
+    assert 'data-save-timeout="20"' in client.get(page_url(mine)).content.decode()
+    settings.REVIEW_SAVE_TIMEOUT_SECONDS = 45  # a slow hospital proxy
+    assert 'data-save-timeout="45"' in client.get(page_url(mine)).content.decode()

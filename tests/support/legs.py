@@ -1,0 +1,46 @@
+"""Which tests a CI leg runs (TEST_LEG, set by .ci/run; unset, every test runs).
+
+CI runs the suite twice, on SQLite and on PostgreSQL, and a leg must finish in 20 minutes on a
+shared two-vCPU machine. A test that touches no database does the same on both legs, so the
+PostgreSQL leg leaves it to the SQLite one. The real-worker tests run each queue once, with the
+database it is deployed with: the embedded folder queue with SQLite (the default install), Redis
+with PostgreSQL (production). Each queue and each database still meets a killed worker in
+every CI run.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+DATABASE_FIXTURES = {"db", "transactional_db", "django_db_setup", "live_server"}
+LEGS = ("sqlite", "postgres")
+# Fixtures whose parameter is a shared store with two kinds: the one each leg keeps. The worker
+# queue (tests/workers/conftest.py) and the API's rate counts behind gunicorn.
+PAIRED = {
+    "transport": {"sqlite": "embedded", "postgres": "redis"},
+    "site": {"sqlite": "file", "postgres": "redis"},
+}
+
+
+def uses_database(item: pytest.Item) -> bool:
+    if item.get_closest_marker("django_db") is not None:
+        return True
+    return bool(DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def left_to_the_other_leg(item: pytest.Item, leg: str) -> bool:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    for fixture, kept_on in PAIRED.items():
+        if fixture in params and params[fixture] != kept_on[leg]:
+            return True
+    return leg == "postgres" and not uses_database(item)
+
+
+def leg_select(items: list[pytest.Item], leg: str) -> tuple[list, list]:
+    """(kept, deselected) for the leg; every test for no leg."""
+    if not leg:
+        return items, []
+    if leg not in LEGS:
+        raise pytest.UsageError(f"TEST_LEG is {leg!r}; it is one of {', '.join(LEGS)} or unset")
+    kept = [item for item in items if not left_to_the_other_leg(item, leg)]
+    return kept, [item for item in items if left_to_the_other_leg(item, leg)]
