@@ -23,4 +23,5 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$docs_site"
 # process: on the two-vCPU machines CI uses, two workers each ran at half speed (the same tests
 # took 36 s in one process and 38 s in two, with twice the CPU time), so only machines with
 # real cores to spare gain from it.
-.venv/bin/python -m pytest -n "${TEST_WORKERS:-0}" --dist worksteal "$@"
+# --durations: the slowest tests close the output, so a slow run says where its time went.
+.venv/bin/python -m pytest -n "${TEST_WORKERS:-0}" --dist worksteal --durations=25 "$@"

@@ -7,12 +7,12 @@ import pytest
 from tests.support.legs import leg_select
 
 
-def item(name, *, fixtures=(), params=None, django_db=False):
+def item(name, *, fixtures=(), params=None, marks=()):
     return SimpleNamespace(
         name=name,
         fixturenames=list(fixtures),
         callspec=SimpleNamespace(params=params or {}),
-        get_closest_marker=lambda marker: object() if django_db and marker == "django_db" else None,
+        get_closest_marker=lambda marker: object() if marker in marks else None,
     )
 
 
@@ -20,7 +20,8 @@ WORKER = ["transactional_db", "transport"]
 ITEMS = [
     item("pure"),
     item("page", fixtures=["client", "db"]),
-    item("marked", django_db=True),
+    item("marked", marks=("django_db",)),
+    item("browser", fixtures=["live_server", "page"], marks=("browser", "django_db")),
     item("worker[embedded]", fixtures=WORKER, params={"transport": "embedded"}),
     item("worker[redis]", fixtures=WORKER, params={"transport": "redis"}),
     item("gunicorn[redis]", fixtures=["transactional_db", "site"], params={"site": "redis"}),
@@ -38,11 +39,11 @@ def test_without_a_leg_every_test_runs():
 
 def test_the_sqlite_leg_runs_the_folder_queue_and_everything_without_a_database():
     kept, deselected = leg_select(ITEMS, "sqlite")
-    assert names(kept) == ["pure", "page", "marked", "worker[embedded]"]
+    assert names(kept) == ["pure", "page", "marked", "browser", "worker[embedded]"]
     assert names(deselected) == ["worker[redis]", "gunicorn[redis]"]
 
 
-def test_the_postgres_leg_runs_redis_and_only_tests_that_touch_the_database():
+def test_the_postgres_leg_runs_redis_and_only_tests_that_touch_the_database_without_a_browser():
     kept, _ = leg_select(ITEMS, "postgres")
     assert names(kept) == ["page", "marked", "worker[redis]", "gunicorn[redis]"]
 

@@ -5,7 +5,9 @@ shared two-vCPU machine. A test that touches no database does the same on both l
 PostgreSQL leg leaves it to the SQLite one. The real-worker tests run each queue once, with the
 database it is deployed with: the embedded folder queue with SQLite (the default install), Redis
 with PostgreSQL (production). Each queue and each database still meets a killed worker in
-every CI run.
+every CI run. The browser tests run on the SQLite leg only: what they check is the pages' own
+script and layout in Chromium, the same whatever the database; what the server does with
+their requests on PostgreSQL is checked there by the tests without a browser.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ def left_to_the_other_leg(item: pytest.Item, leg: str) -> bool:
     for fixture, kept_on in PAIRED.items():
         if fixture in params and params[fixture] != kept_on[leg]:
             return True
-    return leg == "postgres" and not uses_database(item)
+    if leg == "postgres":
+        return item.get_closest_marker("browser") is not None or not uses_database(item)
+    return False
 
 
 def leg_select(items: list[pytest.Item], leg: str) -> tuple[list, list]:
