@@ -61,6 +61,8 @@ def differing(before: dict, after: dict) -> list:
     return [key for key in before if before[key] != after[key]]
 
 
+# Drawing is the same on either database; the import is the production one.
+@pytest.mark.leg("postgres")
 def test_every_figure_re_rendered_from_the_archive_on_an_empty_site_is_the_same(client, scored_job):
     original = build_world(scored_job)[0]
     researcher = make_user("figure-reader", Role.RESEARCHER)

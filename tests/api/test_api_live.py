@@ -21,7 +21,13 @@ from tests.support.workers import (
     worker_env,
 )
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+# A script against a live site with a real worker, on the production database; both legs run
+# every API route in process (tests/api).
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow,
+    pytest.mark.leg("postgres"),
+]
 
 
 def poll(client: httpx.Client, url: str, done, *, timeout: float = 180) -> dict:

@@ -5,9 +5,11 @@ shared two-vCPU machine. A test that touches no database does the same on both l
 PostgreSQL leg leaves it to the SQLite one. The real-worker tests run each queue once, with the
 database it is deployed with: the embedded folder queue with SQLite (the default install), Redis
 with PostgreSQL (production). Each queue and each database still meets a killed worker in
-every CI run. The browser tests run on the SQLite leg only: what they check is the pages' own
-script and layout in Chromium, the same whatever the database; what the server does with
-their requests on PostgreSQL is checked there by the tests without a browser.
+every CI run. A slow test that does the same on either database says which leg runs it
+(`@pytest.mark.leg("postgres")`), to even the legs out. The browser tests run on the SQLite
+leg only: what they check is the pages' own script and layout in Chromium, the same whatever
+the database; what the server does with their requests on PostgreSQL is checked there by the
+tests without a browser.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ def uses_database(item: pytest.Item) -> bool:
 
 
 def left_to_the_other_leg(item: pytest.Item, leg: str) -> bool:
+    only_on = item.get_closest_marker("leg")
+    if only_on is not None:
+        return only_on.args[0] != leg
     params = getattr(getattr(item, "callspec", None), "params", {})
     for fixture, kept_on in PAIRED.items():
         if fixture in params and params[fixture] != kept_on[leg]:

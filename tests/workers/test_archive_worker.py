@@ -24,7 +24,13 @@ from tests.support.workers import (
     worker_env,
 )
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+# The archive's worker path on the production database (PostgreSQL); both legs run the
+# archive's round trips without a worker (tests/alignment/test_archive*.py).
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow,
+    pytest.mark.leg("postgres"),
+]
 
 
 def small_study() -> Study:

@@ -71,6 +71,7 @@ def test_a_task_delivered_twice_sends_each_message_once(tmp_path, transport):
     assert all("twice@example.org" in text for text in texts)
 
 
+@pytest.mark.leg("sqlite")  # the worker's own timer, the same on either database
 def test_every_worker_looks_for_due_mail_and_deadline_reminders_on_its_own(tmp_path):
     person, study = world("ticked")
     study.deadline = timezone.now() + timedelta(hours=30)

@@ -68,6 +68,7 @@ def test_the_embedded_queue_is_always_available(settings):
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.slow
+@pytest.mark.leg("postgres")  # Redis with PostgreSQL, as deployed
 def test_a_run_survives_redis_stopping_and_the_site_says_so(tmp_path, settings, client):
     redis_server = RestartableRedis(tmp_path).start()
     benchmark_set = enriched_set(name="outage set", size=2, sampler_seed=5)

@@ -16,7 +16,12 @@ from tests.support.workers import (
     worker_env,
 )
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+# Heartbeats of real worker processes, on the production database.
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow,
+    pytest.mark.leg("postgres"),
+]
 
 
 def page_text(client, url) -> str:
