@@ -6,3 +6,6 @@ class JuryConfig(AppConfig):
 
     def ready(self) -> None:
         from jury import tasks  # noqa: F401 - declares scoring jobs (jobs.tasks.job_kind)
+        from llm.engine.providers.offline import scripts_register
+
+        scripts_register({"judge": "jury.engine.offline_judge:respond"})  # the offline judge

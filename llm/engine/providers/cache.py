@@ -25,7 +25,7 @@ import redis
 
 from llm.engine.chat import ChatRequest, ChatResponse, ToolCall, Usage
 
-logger = logging.getLogger("benchmark.llm.cache")
+logger = logging.getLogger("llm.cache")
 # What a cache backend raises when its store cannot be reached (Redis down, a full disk).
 UNREACHABLE = (redis.RedisError, OSError)
 

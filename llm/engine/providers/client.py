@@ -31,7 +31,7 @@ from llm.engine.providers.rate_limit import (
 from llm.engine.providers.retry import RetryPolicy, call_with_retries
 from llm.engine.providers.settings import ProviderSettings
 
-logger = logging.getLogger("benchmark.llm.cache")
+logger = logging.getLogger("llm.cache")
 
 # Local OpenAI-compatible servers usually need no key, but the SDK refuses an empty one.
 _NO_KEY_NEEDED = "not-needed"

@@ -15,7 +15,7 @@ from typing import Any
 from llm.engine.chat import ProviderError
 from llm.engine.providers.redaction import redact
 
-logger = logging.getLogger("benchmark.llm")
+logger = logging.getLogger("llm")
 
 # OpenAI's code, and llama.cpp server's error type, for a prompt longer than the window.
 CONTEXT_OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})

@@ -12,31 +12,18 @@ from __future__ import annotations
 
 import importlib
 import time
+from collections.abc import Mapping
 
 from llm.engine.chat import ChatRequest, ChatResponse, ProviderError
 
-# purpose -> "module:function". Each function takes (request, behaviour) -> ChatResponse.
-SCRIPTS = {
-    "enrichment": "benchmark.engine.enrichment_script:respond",
-    "roster": "benchmark.engine.sandbox.roster_script:respond",
-    "patient": "benchmark.engine.agents.offline_patient:respond",
-    "assistant": "benchmark.engine.agents.offline_assistant:respond",
-    "judge": "jury.engine.offline_judge:respond",
-    # Rubric lab, generation side: the pipeline stages, direct generation and the criterion
-    # judge.
-    **{
-        f"rubric_{stage}": "rubric_lab.engine.offline_pipeline:respond"
-        for stage in ("routing", "evidence", "facts", "intent", "synthesis", "audit", "direct")
-    },
-    "rubric_judge": "rubric_lab.engine.offline_criterion_judge:respond",
-    # Rubric lab, evaluation side: near-miss edits, pairwise judging, coverage, refinement.
-    "perturb": "rubric_lab.engine.perturb_script:respond",
-    "pairwise_judge": "rubric_lab.engine.pairwise_script:respond",
-    "coverage_decompose": "rubric_lab.engine.coverage_script:decompose",
-    "coverage_entail": "rubric_lab.engine.coverage_script:entail",
-    "refine_critique": "rubric_lab.engine.refine_script:critique",
-    "refine_edit": "rubric_lab.engine.refine_script:edit",
-}
+# purpose -> "module:function", each taking (request, behaviour) -> ChatResponse. The app that
+# owns a role registers its scripts when it is ready (scripts_register): this layer, below
+# every app, names none of them.
+SCRIPTS: dict[str, str] = {}
+
+
+def scripts_register(scripts: Mapping[str, str]) -> None:
+    SCRIPTS.update(scripts)
 
 
 class OfflineProvider:

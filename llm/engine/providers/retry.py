@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from llm.engine.chat import ProviderError
 
-logger = logging.getLogger("benchmark.llm")
+logger = logging.getLogger("llm")
 
 T = TypeVar("T")
 

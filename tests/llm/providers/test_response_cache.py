@@ -89,7 +89,7 @@ def test_explain_key_shows_which_part_differs(make_client, user_request):
 def test_a_miss_is_logged_with_the_key_parts_but_no_secrets(make_client, user_request, caplog):
     client = make_client(MODEL, cache_store=InMemoryStore(), use_cache=True)
 
-    with caplog.at_level(logging.DEBUG, logger="benchmark.llm.cache"):
+    with caplog.at_level(logging.DEBUG, logger="llm.cache"):
         client.chat(user_request(MODEL))
 
     assert "cache miss" in caplog.text and "part_hashes" in caplog.text

@@ -98,7 +98,7 @@ def test_a_log_record_is_redacted_in_its_message_arguments_and_traceback():
     except RuntimeError:
         exc_info = sys.exc_info()
     record = logging.LogRecord(
-        "benchmark.llm",
+        "llm",
         logging.WARNING,
         __file__,
         1,
