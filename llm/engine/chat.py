@@ -74,6 +74,10 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None  # set on role="tool"
     tool_name: str | None = None  # set on role="tool"
+    # The provider's own record of the reasoning behind an assistant turn that called tools
+    # (ChatResponse.reasoning_blocks), sent back with it unchanged where the provider requires
+    # it. Never shown to the patient or the judges.
+    reasoning_blocks: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,11 @@ class ChatResponse:
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
     reasoning: str = ""  # thinking blocks: kept in the trace, never shown to the patient
+    # The reasoning as the provider must get it back with this turn if it called tools:
+    # Anthropic thinking and redacted_thinking blocks with their signatures, or the
+    # reasoning field (reasoning_content, reasoning) of an OpenAI-compatible server such as
+    # vLLM serving GPT-OSS or Qwen3. Opaque: a provider adapter writes and reads its own kinds.
+    reasoning_blocks: tuple[dict[str, Any], ...] = ()
     usage: Usage = field(default_factory=Usage)
     latency_ms: float = 0.0
     finish_reason: str = "stop"

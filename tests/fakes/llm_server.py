@@ -11,6 +11,7 @@ the request. Every request body is recorded unless recording is turned off.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import threading
 from collections import deque
@@ -39,6 +40,8 @@ class FakeReply:
     text: str = ""
     tool_calls: tuple[FakeToolCall, ...] = ()
     reasoning: str = ""  # OpenAI: reasoning_content field; Anthropic: a thinking block
+    # Anthropic only: a redacted_thinking block (its opaque data) after any thinking block.
+    redacted_reasoning: str = ""
     truncated: bool = False
     error_message: str = ""
     error_code: str = ""  # OpenAI error code, e.g. context_length_exceeded
@@ -55,6 +58,7 @@ def answer(
     *,
     tool_calls: tuple[FakeToolCall, ...] = (),
     reasoning: str = "",
+    redacted_reasoning: str = "",
     truncated: bool = False,
     delay_seconds: float = 0.0,
 ) -> FakeReply:
@@ -62,6 +66,7 @@ def answer(
         text=text,
         tool_calls=tool_calls,
         reasoning=reasoning,
+        redacted_reasoning=redacted_reasoning,
         truncated=truncated,
         delay_seconds=delay_seconds,
     )
@@ -123,6 +128,9 @@ class FakeLLMServer:
         # A long benchmark sends hundreds of thousands of requests: it keeps none of them.
         self.record = record
         self._replies: deque[FakeReply] = deque()
+        # The reasoning each tool-calling turn was answered with, by its first call's id: a
+        # later request must send that turn back with it unchanged (the thinking-block rule).
+        self._reasoning_of_turn: dict[str, Any] = {}
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         # Set on stop so handlers still sleeping in a slow reply finish at once.
@@ -164,6 +172,27 @@ class FakeLLMServer:
         self._server.server_close()
         self._thread.join(timeout=5)
 
+    def remember_reasoning(self, reply: FakeReply, payload_reasoning: Any) -> None:
+        if reply.tool_calls and payload_reasoning:
+            with self._lock:
+                self._reasoning_of_turn[reply.tool_calls[0].id] = payload_reasoning
+
+    def reasoning_refusal(self, path: str, body: dict[str, Any]) -> FakeReply | None:
+        """A 400 for a request that sends a tool-calling turn back without the reasoning it
+        came with, as the real APIs refuse it; None when the request keeps the rule."""
+        with self._lock:
+            issued = dict(self._reasoning_of_turn)
+        for index, message in enumerate(body.get("messages", ())):
+            if message.get("role") != "assistant":
+                continue
+            first_call = _first_call_id(path, message)
+            if first_call in issued and _reasoning_sent(path, message) != issued[first_call]:
+                return bad_request(
+                    f"messages.{index}: an assistant turn that called a tool must be sent back "
+                    "with the reasoning it came with, unchanged"
+                )
+        return None
+
     def _next_reply(self, request: RecordedRequest) -> FakeReply:
         with self._lock:
             if self.record:
@@ -200,12 +229,14 @@ def _handler_for(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("content-length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             recorded = RecordedRequest(self.path, dict(self.headers.items()), body)
-            reply = fake._next_reply(recorded)
+            reply = fake.reasoning_refusal(self.path, body) or fake._next_reply(recorded)
             fake._wait(reply.delay_seconds)
             if self.path == OPENAI_PATH:
                 payload = _openai_payload(reply, body)
+                fake.remember_reasoning(reply, _openai_reasoning(payload))
             elif self.path == ANTHROPIC_PATH:
                 payload = _anthropic_payload(reply, body)
+                fake.remember_reasoning(reply, _anthropic_reasoning(payload))
             else:
                 reply, payload = FakeReply(status=404), {"error": {"message": "no such path"}}
             self._send(reply, payload)
@@ -266,7 +297,10 @@ def _anthropic_payload(reply: FakeReply, request: dict[str, Any]) -> dict[str, A
         return {"type": "error", "error": {"type": error_type, "message": reply.error_message}}
     content: list[dict[str, Any]] = []
     if reply.reasoning:
-        content.append({"type": "thinking", "thinking": reply.reasoning, "signature": "sig"})
+        signature = thinking_signature(reply.reasoning)
+        content.append({"type": "thinking", "thinking": reply.reasoning, "signature": signature})
+    if reply.redacted_reasoning:
+        content.append({"type": "redacted_thinking", "data": reply.redacted_reasoning})
     if reply.text:
         content.append({"type": "text", "text": reply.text})
     for call in reply.tool_calls:
@@ -283,3 +317,39 @@ def _anthropic_payload(reply: FakeReply, request: dict[str, Any]) -> dict[str, A
         "stop_sequence": None,
         "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
     }
+
+
+def thinking_signature(thinking: str) -> str:
+    """Stands in for Anthropic's signature over a thinking block: changes with its text."""
+    return hashlib.sha256(f"fake-signing-key:{thinking}".encode()).hexdigest()[:32]
+
+
+def _first_call_id(path: str, message: dict[str, Any]) -> str | None:
+    if path == OPENAI_PATH:
+        calls = message.get("tool_calls") or ()
+        return calls[0]["id"] if calls else None
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else ()
+    return next((block["id"] for block in blocks if block.get("type") == "tool_use"), None)
+
+
+def _reasoning_sent(path: str, message: dict[str, Any]) -> Any:
+    if path == OPENAI_PATH:
+        return _openai_reasoning({"choices": [{"message": message}]})
+    return _anthropic_reasoning(message)
+
+
+def _openai_reasoning(payload: dict[str, Any]) -> Any:
+    message = payload.get("choices", [{}])[0].get("message", {})
+    return {name: message[name] for name in ("reasoning_content", "reasoning") if name in message}
+
+
+def _anthropic_reasoning(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The thinking blocks a turn starts with (the API reads them only at the start)."""
+    content = payload.get("content")
+    leading = []
+    for block in content if isinstance(content, list) else ():
+        if block.get("type") not in {"thinking", "redacted_thinking"}:
+            break
+        leading.append(block)
+    return leading

@@ -397,7 +397,14 @@ class _Conversation:
 
     def _run_tools(self, response: ChatResponse, narration: str) -> None:
         calls = tuple(self._with_unique_id(call) for call in response.tool_calls)
-        self.assistant_view.append(Message(role="assistant", content=narration, tool_calls=calls))
+        self.assistant_view.append(
+            Message(
+                role="assistant",
+                content=narration,
+                tool_calls=calls,
+                reasoning_blocks=response.reasoning_blocks,
+            )
+        )
         for index, call in enumerate(calls):
             arguments = parse_tool_arguments(call.arguments)
             self._record(

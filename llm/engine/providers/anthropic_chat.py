@@ -30,6 +30,10 @@ _FINISH_REASONS = {
 }
 
 
+# The content blocks that carry a turn's reasoning, kept with it as the API returned them.
+THINKING_KINDS = frozenset({"thinking", "redacted_thinking"})
+
+
 class AnthropicChatProvider:
     """One Anthropic model. Makes exactly one HTTP call per chat()."""
 
@@ -85,7 +89,9 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
         return [
             {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}
         ]
-    blocks: list[dict[str, Any]] = []
+    # A turn that called tools goes back with its thinking first, unchanged, signature and all:
+    # the API refuses (or reasons worse on) a tool result whose call lost its thinking.
+    blocks = [dict(block) for block in message.reasoning_blocks if block["type"] in THINKING_KINDS]
     if message.content or not message.tool_calls:
         blocks.append({"type": "text", "text": message.content})
     blocks.extend(
@@ -108,14 +114,19 @@ def _tool_input(arguments: str) -> dict[str, Any]:
 def parse_message(message: Any, *, model: str, latency_ms: float) -> ChatResponse:
     texts: list[str] = []
     thoughts: list[str] = []
+    kept: list[dict[str, Any]] = []
     calls: list[ToolCall] = []
     for block in message.content:
         if block.type == "text":
             texts.append(block.text)
         elif block.type == "thinking":
             thoughts.append(block.thinking)
+            kept.append(
+                {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+            )
         elif block.type == "redacted_thinking":
             thoughts.append("[redacted thinking]")
+            kept.append({"type": "redacted_thinking", "data": block.data})
         elif block.type == "tool_use":
             calls.append(
                 ToolCall(block.id, block.name, json.dumps(block.input, ensure_ascii=False))
@@ -124,6 +135,7 @@ def parse_message(message: Any, *, model: str, latency_ms: float) -> ChatRespons
         text="".join(texts),
         tool_calls=tuple(calls),
         reasoning="\n\n".join(thoughts),
+        reasoning_blocks=tuple(kept),
         usage=_usage(message.usage),
         latency_ms=latency_ms,
         finish_reason=_FINISH_REASONS.get(message.stop_reason or "", message.stop_reason or "stop"),

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import redis
 
-from llm.engine.chat import ChatRequest, ChatResponse, ToolCall, Usage
+from llm.engine.chat import ChatRequest, ChatResponse, Message, ToolCall, Usage
 
 logger = logging.getLogger("llm.cache")
 # What a cache backend raises when its store cannot be reached (Redis down, a full disk).
@@ -73,7 +73,7 @@ def key_parts(request: ChatRequest, *, provider: str, base_url: str) -> dict[str
         "model": request.model,
         "base_url": base_url,
         "system": request.system,
-        "messages": [asdict(message) for message in request.messages],
+        "messages": [message_key(message) for message in request.messages],
         "tools": [asdict(tool) for tool in request.tools],
         "sampling": sampling_key(request),
         "sample": request.sample,
@@ -81,6 +81,15 @@ def key_parts(request: ChatRequest, *, provider: str, base_url: str) -> dict[str
     if provider == "offline":
         parts["purpose"] = request.purpose
         parts["hints"] = request.hints
+    return parts
+
+
+def message_key(message: Message) -> dict[str, Any]:
+    """A message as the key sees it. Reasoning blocks join only when a turn has them, so the
+    keys of conversations without any (every one before they were kept) stay what they were."""
+    parts = asdict(message)
+    if not message.reasoning_blocks:
+        del parts["reasoning_blocks"]
     return parts
 
 
@@ -119,6 +128,7 @@ def response_to_json(response: ChatResponse) -> str:
             "text": response.text,
             "tool_calls": [asdict(call) for call in response.tool_calls],
             "reasoning": response.reasoning,
+            "reasoning_blocks": list(response.reasoning_blocks),
             "usage": asdict(response.usage),
             "latency_ms": response.latency_ms,
             "finish_reason": response.finish_reason,
@@ -134,6 +144,7 @@ def response_from_json(text: str) -> ChatResponse:
         text=data["text"],
         tool_calls=tuple(ToolCall(**call) for call in data["tool_calls"]),
         reasoning=data["reasoning"],
+        reasoning_blocks=tuple(data.get("reasoning_blocks", ())),
         usage=Usage(**data["usage"]),
         latency_ms=data["latency_ms"],
         finish_reason=data["finish_reason"],

@@ -15,6 +15,8 @@ from llm.engine.providers.errors import provider_faults
 
 _THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 CHAT_PATH = "/chat/completions"
+# How a turn's reasoning field is kept in ChatResponse.reasoning_blocks.
+REASONING_FIELD_BLOCK = "reasoning_field"
 
 
 class OpenAIChatProvider:
@@ -77,7 +79,7 @@ def _render_message(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
     if message.role == "assistant" and message.tool_calls:
-        return {
+        return _returned_reasoning(message) | {
             "role": "assistant",
             "content": message.content or None,
             "tool_calls": [
@@ -92,18 +94,34 @@ def _render_message(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": message.content}
 
 
+def _returned_reasoning(message: Message) -> dict[str, str]:
+    """The reasoning field a server sent with a turn that called tools, under its own name:
+    vLLM serving GPT-OSS or Qwen3 reads it back to continue the same line of thought."""
+    return {
+        block["field"]: block["text"]
+        for block in message.reasoning_blocks
+        if block["type"] == REASONING_FIELD_BLOCK
+    }
+
+
 def parse_completion(completion: Any, *, model: str, latency_ms: float) -> ChatResponse:
     if not completion.choices:
         raise ProviderError("the model server answered with no choices", kind="malformed")
     choice = completion.choices[0]
     message = choice.message
     text, inline_reasoning = split_reasoning(message.content or "")
-    reasoning = "\n\n".join(part for part in (_reasoning_field(message), inline_reasoning) if part)
+    field = _reasoning_field(message)
+    reasoning = "\n\n".join(part for part in (field[1].strip(), inline_reasoning) if part)
     usage = completion.usage
     return ChatResponse(
         text=text,
         tool_calls=_tool_calls(message),
         reasoning=reasoning,
+        reasoning_blocks=(
+            ({"type": REASONING_FIELD_BLOCK, "field": field[0], "text": field[1]},)
+            if field[0]
+            else ()
+        ),
         usage=Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else Usage(),
         latency_ms=latency_ms,
         finish_reason=choice.finish_reason or "stop",
@@ -123,13 +141,14 @@ def _tool_calls(message: Any) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
-def _reasoning_field(message: Any) -> str:
-    """vLLM and DeepSeek-style servers return thinking as reasoning_content (or reasoning)."""
+def _reasoning_field(message: Any) -> tuple[str, str]:
+    """(name, text) of the thinking vLLM and DeepSeek-style servers return as reasoning_content
+    (or reasoning); ("", "") when there is none."""
     for name in ("reasoning_content", "reasoning"):
         value = getattr(message, name, None)
         if isinstance(value, str) and value.strip():
-            return value.strip()
-    return ""
+            return name, value
+    return "", ""
 
 
 def split_reasoning(content: str) -> tuple[str, str]:

@@ -5,9 +5,9 @@ from decimal import Decimal
 import pytest
 
 from llm.clients import DjangoCacheStore
-from llm.engine.chat import ToolSpec
+from llm.engine.chat import Message, ToolCall, ToolSpec
 from llm.engine.providers import InMemoryStore
-from llm.engine.providers.cache import cache_key
+from llm.engine.providers.cache import cache_key, key_parts
 from llm.engine.structured import InvalidOutput, StructuredFailure, request_json
 from tests.fakes.llm_server import FakeToolCall, answer
 
@@ -157,3 +157,34 @@ def test_an_answer_that_failed_validation_is_never_served_from_the_cache_again(
     assert result.data == {"score": 4}
     assert [response.cached for response in result.responses] == [False]
     assert len(llm_server.requests) == 3
+
+
+def test_a_cached_answer_keeps_the_thinking_it_must_send_back(
+    make_client, llm_server, user_request
+):
+    model = "anthropic/claude-opus-4-8"
+    call = FakeToolCall("tu_1", "list_appointments", "{}")
+    llm_server.script(answer(tool_calls=(call,), reasoning="Look first.", redacted_reasoning="x=="))
+    client = make_client(model, cache_store=InMemoryStore(), use_cache=True)
+
+    first = client.chat(user_request(model))
+    second = client.chat(user_request(model))
+
+    assert second.cached and second.reasoning_blocks == first.reasoning_blocks
+    assert [block["type"] for block in second.reasoning_blocks] == ["thinking", "redacted_thinking"]
+
+
+def test_thinking_sent_back_joins_the_key_and_leaves_other_keys_as_they_were(user_request):
+    base = user_request(MODEL)
+    turn = Message(role="assistant", tool_calls=(ToolCall("c1", "f", "{}"),))
+    thought = {"type": "thinking", "thinking": "Look first.", "signature": "s1"}
+    without = replace(base, messages=(*base.messages, turn))
+    with_thought = replace(
+        without, messages=(*base.messages, replace(turn, reasoning_blocks=(thought,)))
+    )
+
+    key = cache_key(without, provider="anthropic", base_url="")
+    assert cache_key(with_thought, provider="anthropic", base_url="") != key
+    # The key of a turn without reasoning is the one it had before reasoning was kept.
+    parts = key_parts(without, provider="anthropic", base_url="")
+    assert "reasoning_blocks" not in parts["messages"][1]

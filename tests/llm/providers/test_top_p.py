@@ -81,10 +81,17 @@ def test_top_p_changes_the_cache_key_and_an_unset_one_keeps_the_old_key(user_req
     assert key(base).endswith(":" + _key_before_top_p(base))
 
 
+def _message_before_reasoning(message) -> dict:
+    """A message as the key recipe read it before reasoning blocks were kept."""
+    fields = ("role", "content", "tool_calls", "tool_call_id", "tool_name")
+    return {name: value for name, value in asdict(message).items() if name in fields}
+
+
 def _key_before_top_p(request) -> str:
     parts = {
         "provider": "openai", "model": request.model, "base_url": "https://a/v1",
-        "system": request.system, "messages": [asdict(m) for m in request.messages],
+        "system": request.system,
+        "messages": [_message_before_reasoning(m) for m in request.messages],
         "tools": [asdict(t) for t in request.tools],
         "sampling": {"temperature": request.temperature, "max_tokens": request.max_tokens},
         "sample": request.sample,
