@@ -55,7 +55,6 @@ TARGET_SECONDS = 5.0
 MODELS = ("openai/gpt-4o-mini", "openai-compatible/qwen2.5:7b")
 JUDGE_MODELS = {0: "openai/gpt-4o", 1: "anthropic/claude-sonnet-4-5", 2: "offline/standard"}
 WEEKS = 6
-POPULATION_PER_CELL = 40
 
 
 def synthetic_study(annotators_per_item: int, seed: int = 0) -> dict[str, pd.DataFrame]:
@@ -135,9 +134,14 @@ def _corrected(mean, jury, design, features) -> None:
     table = design.set_index(ITEM).reindex(mean.index)
     for model in MODELS:
         own = (models == model).to_numpy()
+        # The unannotated population: ten conversations like each annotated one.
         population_jury = jury[own]
-        population = Population(POPULATION_PER_CELL * 5, float(population_jury.sum()) * 10,
-                                float((population_jury**2).sum()) * 10, 400)  # fmt: skip
+        population = Population(
+            n=10 * len(population_jury),
+            jury_sum=10 * float(population_jury.sum()),
+            jury_squares=10 * float((population_jury**2).sum()),
+            passed=10 * int((population_jury >= 3).sum()),
+        )
         annotated = Annotated(
             mean[own].to_numpy(), jury[own].to_numpy(), (mean[own] >= 3).to_numpy(),
             (jury[own] >= 3).to_numpy(), table[WEIGHT][own].to_numpy(),

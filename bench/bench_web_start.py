@@ -51,8 +51,9 @@ def build_demo() -> tuple[str, int]:
     from accounts.models import Role, User
     from annotation.models import Project
     from annotation.services.demo import DEMO_PROJECT, annotation_demo_ensure
-    from benchmark.services import cases, conversations, demo
+    from benchmark.services import cases, conversations
     from jury.services import scoring
+    from portal.services import demo
 
     def no_wait(count, total, label) -> None:
         return None

@@ -61,6 +61,10 @@ class Population:
     jury_squares: float
     passed: int
 
+    def __post_init__(self) -> None:
+        if not 0 <= self.passed <= self.n:
+            raise ValueError(f"{self.passed} of a population of {self.n} cannot have passed")
+
 
 @dataclass(frozen=True)
 class Annotated:

@@ -268,6 +268,7 @@
   let saveAgain = false; // a change came while it was on its way
   let keepaliveSent = null; // a keepalive save the page may still see answered
   let submitting = false;
+  let submitQueued = false; // a submit held until the autosave on its way is answered
   let failures = 0; // saves in a row that did not reach the server
   let retryTimer = null;
 
@@ -805,10 +806,15 @@
       // would bring a newer version than the form carries, and the server would refuse the
       // submit as a conflict. Submit again once its answer is in.
       const pending = saving || keepaliveSent;
-      if (pending) {
+      if (pending || submitQueued) {
         event.preventDefault();
+        if (submitQueued) return; // a second Enter while the first waits: one submit
+        submitQueued = true;
         const button = event.submitter;
-        pending.finally(() => window.setTimeout(() => form.requestSubmit(button), 0));
+        pending.finally(() => {
+          submitQueued = false;
+          window.setTimeout(() => form.requestSubmit(button), 0);
+        });
         return;
       }
       window.clearTimeout(saveTimer);

@@ -384,15 +384,20 @@ def test_enter_on_submit_while_a_save_is_answered_submits_once_the_answer_is_in(
     assert held, "the comment was never sent"
     assert Assignment.objects.get(public_id=first).overall_comment == COMMENT
 
+    submits = []
+    page.on("request", lambda request: "/submit/" in request.url and submits.append(request))
     page.keyboard.press("Tab")
     expect(page.locator("[data-key-submit]")).to_be_focused()
     page.keyboard.press("Enter")  # the page still shows the version before the comment's save
+    page.keyboard.press("Enter")  # impatient: still one submit
     page.wait_for_timeout(500)
     assert item_id(page) == first and "/submit/" not in page.url  # held back, not refused
+    assert submits == []
 
     route, response = held.pop()
     route.fulfill(response=response)
     page.wait_for_url(lambda url: "/annotation/items/" in url and first not in url)
     submitted = Assignment.objects.get(public_id=first)
     assert submitted.status == "submitted" and submitted.overall_comment == COMMENT
+    assert len(submits) == 1
     assert page.console_errors == []

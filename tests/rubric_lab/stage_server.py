@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from llm.engine.providers.offline import OfflineProvider
+from llm.engine.providers.offline import OfflineProvider, scripts_register
+from rubric_lab.apps import OFFLINE_SCRIPTS
 from rubric_lab.engine.pipeline import Case, PipelineOptions, run_pipeline
 from rubric_lab.engine.retrieval import Retriever
 from tests.fakes.llm_server import FakeLLMServer, FakeReply, RecordedRequest, answer
@@ -41,6 +42,8 @@ class _Recorder:
 
 def scripted_answers(case: Case, retriever: Retriever) -> dict[str, str]:
     """Each model stage's offline answer for `case`, by stage name."""
+    # The lab registers its scripts when Django starts it; the rubric-lab bench runs without.
+    scripts_register(OFFLINE_SCRIPTS)
     recorder = _Recorder()
     outcome = run_pipeline(recorder, case, retriever, PipelineOptions(model="offline/standard"))
     if not outcome.ok:

@@ -229,3 +229,8 @@ def test_every_figure_and_bound_stays_on_its_scale(population, pairs, strata):
                 assert figure.note  # a zero-width interval always says why
     if len(pairs) < MIN_ANNOTATED:
         assert result.corrected_mean.value is None and result.corrected_pass.value is None
+
+
+def test_a_population_with_more_passed_than_conversations_is_refused_by_name():
+    with pytest.raises(ValueError, match="400 of a population of 200"):
+        Population(200, 600.0, 2000.0, 400)
