@@ -110,18 +110,15 @@ def parse_completion(completion: Any, *, model: str, latency_ms: float) -> ChatR
     choice = completion.choices[0]
     message = choice.message
     text, inline_reasoning = split_reasoning(message.content or "")
-    field = _reasoning_field(message)
-    reasoning = "\n\n".join(part for part in (field[1].strip(), inline_reasoning) if part)
+    field, field_text = _reasoning_field(message)
+    reasoning = "\n\n".join(part for part in (field_text.strip(), inline_reasoning) if part)
+    kept = ({"type": REASONING_FIELD_BLOCK, "field": field, "text": field_text},) if field else ()
     usage = completion.usage
     return ChatResponse(
         text=text,
         tool_calls=_tool_calls(message),
         reasoning=reasoning,
-        reasoning_blocks=(
-            ({"type": REASONING_FIELD_BLOCK, "field": field[0], "text": field[1]},)
-            if field[0]
-            else ()
-        ),
+        reasoning_blocks=kept,
         usage=Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else Usage(),
         latency_ms=latency_ms,
         finish_reason=choice.finish_reason or "stop",
