@@ -141,7 +141,7 @@ def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
         request,
         "set-progress",
         polling=is_running(benchmark_set.status),
-        include="#entry-filters, #entry-page",
+        include="#entry-filter-form, #entry-page",
     )
     if request.htmx and query_choice(request.GET, "fragment", FRAGMENTS) == "entries":
         return render(request, "benchmark/set_detail.html#entry-table", context)

@@ -250,7 +250,7 @@ def test_the_set_poll_refreshes_the_entries_with_the_counts_and_stops_when_done(
     after = poll_set(researcher_client, benchmark_set)
     assert "hx-trigger" not in region(after, "set-progress").attrs  # the final refresh
     assert region(after, "entry-table").text.count("ready") == SET_SIZE
-    complexity = region(after, "entry-filters")  # choices that exist only once enriched
+    complexity = region(after, "entry-filter-form")  # choices that exist only once enriched
     assert complexity.attrs["hx-swap-oob"] == "true"
     assert BenchmarkEntry.objects.get(pk=first.pk).complexity in complexity.text
 
@@ -261,7 +261,10 @@ def test_the_set_poll_sends_the_chosen_filters_and_page_and_answers_with_them(
     benchmark_set = make_set(distribution, size=SET_SIZE)
     page = researcher_client.get(reverse("benchmark:set", args=[benchmark_set.pk])).content
     progress = region(page.decode(), "set-progress")
-    assert progress.attrs["hx-include"] == "#entry-filters, #entry-page"
+    assert progress.attrs["hx-include"] == "#entry-filter-form, #entry-page"
+    # A change sends the stable wrapper's request (the poll swaps the form itself in anew).
+    wrapper = region(page.decode(), "entry-filters")
+    assert (wrapper.tag, wrapper.attrs["hx-include"]) == ("div", "#entry-filter-form")
     assert region(page.decode(), "entry-page").attrs["value"] == "1"
     entry = benchmark_set.entries.first()
     polled = poll_set(researcher_client, benchmark_set, personality=entry.personality, page="1")

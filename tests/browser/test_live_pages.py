@@ -119,3 +119,27 @@ def is_poll(request) -> bool:
 
 def is_filter_change(request) -> bool:
     return request.headers.get("hx-trigger") == "entry-filters"
+
+
+# Set in the moment a poll has swapped the filter form in anew, before htmx has processed it.
+CHANGE_RIGHT_AFTER_A_SWAP = """(value) => new Promise((done) => {
+  document.body.addEventListener("htmx:oobAfterSwap", function chosen(event) {
+    if (!String(event.detail.target?.id).startsWith("entry-filter")) return;
+    const select = document.querySelector("select[name=personality]");
+    document.body.removeEventListener("htmx:oobAfterSwap", chosen);
+    select.value = value;
+    select.dispatchEvent(new Event("change", {bubbles: true}));
+    done(true);
+  });
+})"""
+
+
+def test_a_filter_chosen_the_moment_a_poll_swaps_the_form_in_is_not_lost(
+    page, login, people, live_server
+):
+    benchmark_set = open_generating_set(page, login, live_server, size=4, seed=7)
+    personality = benchmark_set.entries.first().personality
+    with page.expect_request(is_filter_change, timeout=TIMEOUT_MS) as change:
+        page.evaluate(CHANGE_RIGHT_AFTER_A_SWAP, personality)
+    assert f"personality={personality}" in change.value.url
+    assert page.console_errors == []
