@@ -686,17 +686,10 @@
 
   // --- keys ------------------------------------------------------------------------------------
 
+  // The keys submit through the button: the form's submit handler refuses while saves fail
+  // and holds the submit while an autosave is on its way.
   function submit() {
-    const button = document.querySelector("[data-key-submit]");
-    if (!button) return;
-    if (failures > 0) {
-      refuseSubmit();
-      return;
-    }
-    // Submitting while an autosave is in flight would send a version about to be superseded.
-    const pending = saving || keepaliveSent;
-    if (pending) pending.finally(() => window.setTimeout(submit, 0));
-    else button.click();
+    document.querySelector("[data-key-submit]")?.click();
   }
 
   // The server does not answer: a submit would end on the browser's error page.
@@ -802,8 +795,8 @@
         refuseSubmit();
         return;
       }
-      // Enter on the submit button comes here without submit(): an autosave still on its way
-      // would bring a newer version than the form carries, and the server would refuse the
+      // Every submit comes here (the button, Enter on it, the keys): an autosave still on its
+      // way would bring a newer version than the form carries, and the server would refuse the
       // submit as a conflict. Submit again once its answer is in.
       const pending = saving || keepaliveSent;
       if (pending || submitQueued) {

@@ -51,5 +51,7 @@ def leg_select(items: list[pytest.Item], leg: str) -> tuple[list, list]:
         return items, []
     if leg not in LEGS:
         raise pytest.UsageError(f"TEST_LEG is {leg!r}; it is one of {', '.join(LEGS)} or unset")
-    kept = [item for item in items if not left_to_the_other_leg(item, leg)]
-    return kept, [item for item in items if left_to_the_other_leg(item, leg)]
+    kept, deselected = [], []
+    for item in items:
+        (deselected if left_to_the_other_leg(item, leg) else kept).append(item)
+    return kept, deselected
