@@ -358,6 +358,7 @@ class TraceEvent(models.Model):
         "cost_usd",
         "cached",
         "retries",
+        "refused",
     )
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="events")
@@ -377,6 +378,9 @@ class TraceEvent(models.Model):
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     cached = models.BooleanField(default=False)
     retries = models.PositiveSmallIntegerField(default=0)
+    # The model declined to answer: an assistant message holding its refusal, or the patient
+    # model's refusal that ended the conversation.
+    refused = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["conversation", "seq"]

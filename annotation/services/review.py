@@ -84,7 +84,7 @@ def review_context(assignment: Assignment) -> dict:
 
 def trace_events(conversation_id: int, redact: Redactor) -> list[dict]:
     rows = TraceEvent.objects.filter(conversation_id=conversation_id, kind__in=SHOWN_KINDS).values(
-        "event_id", "turn", "kind", "content", "tool_name", "arguments", "ok"
+        "event_id", "turn", "kind", "content", "tool_name", "arguments", "ok", "refused"
     )
     events = []
     for row in rows:

@@ -48,6 +48,7 @@ EVENT_FIELDS = {
     "cost_usd": (int, float, str, type(None)),
     "cached": bool,
     "retries": int,
+    "refused": bool,
 }
 MAX_EVENT_ID_CHARS = 16
 # Columns of a case an importer may fill (BenchmarkEntry.SEED_COLUMNS); the rest stay blank.

@@ -100,6 +100,11 @@ class ChatRequest:
     sample: str = ""
 
 
+# A refusal that came with no words of its own (Claude can stop with stop_reason "refusal" before
+# writing anything): what the trace and error messages say instead.
+REFUSED_WITHOUT_TEXT = "(the model refused without a word)"
+
+
 @dataclass(frozen=True)
 class Usage:
     input_tokens: int = 0
@@ -124,11 +129,20 @@ class ChatResponse:
     latency_ms: float = 0.0
     finish_reason: str = "stop"
     model: str = ""
+    # The model declined to answer: OpenAI's `refusal` text, or what Claude wrote before it
+    # stopped with stop_reason "refusal" (REFUSED_WITHOUT_TEXT when it wrote nothing). Empty
+    # when the model did not refuse.
+    refusal: str = ""
     cost_usd: Decimal | None = None  # None means the price is unknown, never "free"
     cached: bool = False
     # Faults asked again before this answer came, by kind (see RETRY_KINDS); a cached answer
     # made none.
     retries: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def refusal_words(self) -> str:
+        """What the model said in refusing; "" when it said nothing (or did not refuse)."""
+        return "" if self.refusal == REFUSED_WITHOUT_TEXT else self.refusal
 
 
 class ProviderError(Exception):

@@ -150,13 +150,18 @@ def request_json(
     """Call the model, parse one JSON object, validate it; on failure feed the error back.
 
     `validate` returns the (possibly normalised) data or raises InvalidOutput.
-    ProviderError propagates untouched: a provider fault is not a malformed answer.
+    ProviderError propagates untouched: a provider fault is not a malformed answer. A refusal
+    fails at once, with the model's words, and is not repaired.
     """
     responses: list[ChatResponse] = []
     current = request
     for attempt in range(max_repairs + 1):
         response = client.chat(current)
         responses.append(response)
+        if response.refusal:
+            # Asking again for the JSON would only be refused again, at the same price.
+            forget_answer(client, current)
+            raise StructuredFailure(f"the model refused: {response.refusal}", responses)
         try:
             return StructuredResult(validate(extract_json_object(response.text)), responses)
         except InvalidOutput as error:

@@ -28,6 +28,7 @@ from jury.models import RubricResult
 from tests.alignment.conftest import annotate_study
 from tests.alignment.engine.test_alt_test import published_style, run
 from tests.annotation.conftest import annotators, new_study
+from tests.support.text import squashed
 
 pytestmark = pytest.mark.django_db
 RUBRIC = "clinical_safety"
@@ -222,13 +223,13 @@ def test_the_authors_verdict_shows_with_the_design_warning_beside_it(
     assert result.winning_rate >= 0.5 and result.needs
     monkeypatch.setattr(reports_service, "alt_test", lambda *args, **options: result)
     page = researcher_client.get(reverse("alignment:report", args=[annotated_study.pk]))
-    table = page.content.decode().split('id="alt-test-table"')[1].split("</table>")[0]
+    table = squashed(page).split('id="alt-test-table"')[1].split("</table>")[0]
     assert table.count(f'<span class="badge ok">{MAY_REPLACE}</span>') == 6
     warning = f"The design is short of {DESIGN_CONDITIONS}"
     assert table.count(f'<span class="badge warn">{escape(warning)}</span>') == 6
-    rubric = researcher_client.get(
-        reverse("alignment:rubric", args=[annotated_study.pk, RUBRIC])
-    ).content.decode()
+    rubric = squashed(
+        researcher_client.get(reverse("alignment:rubric", args=[annotated_study.pk, RUBRIC]))
+    )
     assert f'<span class="badge ok">{MAY_REPLACE}</span>' in rubric and escape(warning) in rubric
     export = researcher_client.get(
         reverse("alignment:table_export", args=[annotated_study.pk, "alt-test", "csv"])

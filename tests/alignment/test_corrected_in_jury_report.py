@@ -11,6 +11,7 @@ from alignment.engine.ppi import MIN_ANNOTATED
 from tests.alignment.conftest import OFFSETS, near_jury
 from tests.annotation.conftest import new_study
 from tests.annotation.staff_support import annotate
+from tests.support.text import squashed
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -43,7 +44,7 @@ def test_the_table_4_view_puts_the_corrected_score_under_each_mean(
     fragment = researcher_client.get(
         url + "?corrected=show&pass_rates=show&fragment=models", **HTMX
     )
-    cells = fragment.content.decode()
+    cells = squashed(fragment)
     assert cells.lstrip().startswith('<div id="model-table"')
     assert cells.count("corrected-cell") == 2 * 2 * 6  # 2 models x 6 rubrics, mean and pass rate
     assert "jury <span" in cells and "; clinician-corrected <span" in cells

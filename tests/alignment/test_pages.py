@@ -14,6 +14,7 @@ from jury.models import JudgeScore, RubricResult
 from tests.alignment.conftest import annotate_study, jury_means, near_jury
 from tests.annotation.conftest import annotators, new_study
 from tests.annotation.staff_support import annotate
+from tests.support.text import squashed
 
 pytestmark = pytest.mark.django_db
 
@@ -26,7 +27,7 @@ def empty_cache():
 def page(client, name, *args, query=""):
     response = client.get(reverse(f"alignment:{name}", args=args) + query)
     assert response.status_code == 200, response.content[:300]
-    return response.content.decode()
+    return squashed(response)
 
 
 def test_the_report_shows_the_agreement_table_with_n_and_intervals(

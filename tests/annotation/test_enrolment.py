@@ -19,6 +19,7 @@ from tests.annotation.conftest import annotators, enrol
 from tests.annotation.test_annotation_writes import full_draft
 from tests.conftest import make_user
 from tests.foundation.test_people_page import record
+from tests.support.text import squashed
 
 pytestmark = pytest.mark.django_db
 
@@ -95,7 +96,7 @@ def test_the_queue_page_says_the_quota_is_done(client, study, clinicians):
     ProjectMember.objects.filter(annotator=me).update(quota=1)
     submit(queue.next_assignment(study=study, annotator=me))
     client.force_login(me)
-    html = client.get(reverse("annotation:queue", args=[study.pk])).content.decode()
+    html = squashed(client.get(reverse("annotation:queue", args=[study.pk])))
     assert "You scored your 1 items of this study" in html
 
 

@@ -10,6 +10,7 @@ from annotation.services import queue
 from annotation.services.annotations import Draft, annotation_invalidate, annotation_submit
 from annotation.services.studies import panel_versions, study_lock
 from tests.annotation.conftest import annotators, enrol, new_study
+from tests.support.text import squashed
 
 pytestmark = pytest.mark.django_db
 
@@ -125,10 +126,10 @@ def test_the_guide_numbers_examples_as_my_own_list_does(client, calibration, cli
     )  # fmt: skip
     client.force_login(me)
     link = f'<a href="{review_url(example)}">item 3</a>'
-    queue_page = client.get(queue_url(calibration)).content.decode()
+    queue_page = squashed(client.get(queue_url(calibration)))
     assert f'<a href="{review_url(example)}">Item 3</a>' in queue_page  # my own list
     assert f"Round 1, {link}</strong>" in queue_page and "item 1" not in queue_page
-    review = client.get(review_url(example)).content.decode()
+    review = squashed(client.get(review_url(example)))
     assert (
         f"Round 1, {link}</strong>" in review
         and '<h1 id="item-number" tabindex="-1">Item 3' in review

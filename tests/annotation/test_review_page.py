@@ -20,6 +20,7 @@ from jury.models import JudgeScore
 from jury.services.rubrics import current_versions, rubric_of
 from tests.annotation.conftest import annotators, new_study
 from tests.conftest import make_user
+from tests.support.text import squashed
 
 pytestmark = pytest.mark.django_db
 
@@ -486,7 +487,7 @@ def test_the_reveal_marks_a_simulated_clinicians_scores_synthetic(client, calibr
     assert mine.item_id == theirs.item_id
     client.force_login(me)
     client.post(page_url(mine, "submit"), full_form(mine, score=3))
-    html = client.get(page_url(mine)).content.decode()
+    html = squashed(client.get(page_url(mine)))
     panel = len(CLINICAL_PANEL + REALISM)
     assert html.count(f"<strong>Peers:</strong> 1 {SYNTHETIC_BADGE}</span>, 5 ") == panel
     assert html.count(f"5 {PRACTICE_BADGE}practice</span></p>") == panel
@@ -506,7 +507,7 @@ def test_the_reveal_marks_imported_peer_scores(client, calibration, clinicians):
     mine = queue.next_assignment(study=calibration, annotator=me)
     client.force_login(me)
     client.post(page_url(mine, "submit"), full_form(mine, score=3))
-    html = client.get(page_url(mine)).content.decode()
+    html = squashed(client.get(page_url(mine)))
     panel = len(CLINICAL_PANEL + REALISM)
     assert html.count(f"<strong>Peers:</strong> 2 {IMPORTED_BADGE}imported</span></p>") == panel
 

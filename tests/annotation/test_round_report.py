@@ -8,6 +8,7 @@ from annotation.engine.round_report import Score, round_report
 from annotation.services.round_report import jury_means, study_round_report
 from tests.annotation.conftest import annotators
 from tests.annotation.staff_support import annotate, full_scores
+from tests.support.text import squashed
 
 JURY = {(1, "cs"): 3.0, (2, "cs"): 3.5}
 
@@ -116,7 +117,7 @@ def test_the_report_page_links_each_major_disagreement_to_the_annotation(
 ):
     study, item, jury, high, high_assignment = scored_round
     page = researcher_client.get(reverse("annotation:staff_round_report", args=[study.pk]))
-    html = page.content.decode()
+    html = squashed(page)
     link = reverse("annotation:staff_assignment", args=[high_assignment.public_id])
     assert link in html and f"{high - jury:+.2f}" in html
     assert "annotator − reference" in html and "≥ +0.5" in html

@@ -16,6 +16,7 @@ from annotation.services.annotations import (
 from jury.services.rubrics import current_versions
 from tests.annotation.conftest import annotators, new_study
 from tests.annotation.staff_support import annotate, full_scores
+from tests.support.text import squashed
 
 pytestmark = pytest.mark.django_db
 
@@ -196,9 +197,9 @@ def test_the_assignment_page_shows_who_changed_what_old_and_new(
     researcher_client, study, clinicians
 ):
     assignment = scored_then_edited(study, clinicians[0])
-    page = researcher_client.get(
-        reverse("annotation:staff_assignment", args=[assignment.public_id])
-    ).content.decode()
+    page = squashed(
+        researcher_client.get(reverse("annotation:staff_assignment", args=[assignment.public_id]))
+    )
     assert "Reopened" in page and page.count("Submitted") >= 2 and "clinical-0" in page
     assert "scores: Clinical Safety</strong>: <del>3</del> → <ins>4</ins>" in page
 

@@ -27,7 +27,7 @@ def fake(settings):
         running_fake_llm_server(default_text="Could you tell me more?") as server,
     ):
         caches["llm"].clear()
-        settings.OPENAI_COMPATIBLE_BASE_URL = server.openai_base_url
+        settings.OPENAI_COMPATIBLE_BASE_URL = server.compatible_base_url
         model_router.cache_clear()
         yield server
     model_router.cache_clear()

@@ -20,6 +20,7 @@ from tests.foundation.access_table import (
     jury_objects,
     rubric_lab_objects,
 )
+from tests.support.text import squashed
 
 pytestmark = pytest.mark.django_db
 
@@ -60,7 +61,7 @@ def jobs(users_by_role) -> dict:
 def page(client, jobs, name, key, status) -> str:
     job = jobs[key]
     type(job).objects.filter(pk=job.pk).update(status=status)
-    return client.get(reverse(name, args=[job.pk])).content.decode()
+    return squashed(client.get(reverse(name, args=[job.pk])))
 
 
 def beat(**fields) -> WorkerHeartbeat:

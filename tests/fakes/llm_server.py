@@ -1,7 +1,11 @@
 """A local fake of the OpenAI and Anthropic chat endpoints, for tests and benchmarks.
 
-It speaks the wire formats of POST /v1/chat/completions (OpenAI and compatible servers) and
-POST /v1/messages (Anthropic), so the real SDKs run unmodified against it. Each test scripts
+It speaks the wire formats of POST /v1/chat/completions (OpenAI), POST
+/compatible/v1/chat/completions (an OpenAI-compatible server such as vLLM) and POST
+/v1/messages (Anthropic), so the real SDKs run unmodified against it. Every request body is
+checked against the SDK's own request types first (tests/fakes/request_types.py) and refused
+with a 400 naming each problem, as the real APIs refuse unknown or ill-typed fields; so is a
+tool-calling turn sent back without the reasoning it came with. Each test scripts
 a queue of replies, written once and rendered in whichever format the request arrived in;
 when the queue is empty every request gets a plain text answer, optionally after a fixed
 delay (a stand-in for model latency in benchmarks), or whatever a responder function makes of
@@ -21,8 +25,16 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes.request_types import request_problems
+
 OPENAI_PATH = "/v1/chat/completions"
+COMPATIBLE_PATH = "/compatible/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
+DIALECT_OF_PATH = {
+    OPENAI_PATH: "openai",
+    COMPATIBLE_PATH: "openai-compatible",
+    ANTHROPIC_PATH: "anthropic",
+}
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,9 @@ class FakeReply:
     # Anthropic only: a redacted_thinking block (its opaque data) after any thinking block.
     redacted_reasoning: str = ""
     truncated: bool = False
+    # The model declines: OpenAI sends this text in `refusal` with content null; Anthropic
+    # stops with stop_reason "refusal" after it (no text block when it is empty).
+    refusal: str | None = None
     error_message: str = ""
     error_code: str = ""  # OpenAI error code, e.g. context_length_exceeded
     headers: dict[str, str] = field(default_factory=dict)
@@ -70,6 +85,11 @@ def answer(
         truncated=truncated,
         delay_seconds=delay_seconds,
     )
+
+
+def refused(text: str = "") -> FakeReply:
+    """A model turn that refuses, saying `text` (Anthropic: nothing at all when empty)."""
+    return FakeReply(refusal=text)
 
 
 def rate_limited(*, retry_after: str | None = None, retry_after_ms: str | None = None) -> FakeReply:
@@ -120,6 +140,7 @@ class FakeLLMServer:
         default_text: str = "Okay.",
         responder: Callable[[RecordedRequest], FakeReply] | None = None,
         record: bool = True,
+        check_requests: bool = True,
     ):
         self.default_reply = answer(default_text, delay_seconds=delay_seconds)
         # With no scripted reply left, the responder (if any) composes the answer from the
@@ -127,6 +148,8 @@ class FakeLLMServer:
         self.responder = responder
         # A long benchmark sends hundreds of thousands of requests: it keeps none of them.
         self.record = record
+        # Off only for a test that sends a deliberately invalid body past the type check.
+        self.check_requests = check_requests
         self._replies: deque[FakeReply] = deque()
         # The reasoning each tool-calling turn was answered with, by its first call's id: a
         # later request must send that turn back with it unchanged (the thinking-block rule).
@@ -148,6 +171,12 @@ class FakeLLMServer:
     @property
     def openai_base_url(self) -> str:
         return f"{self.url}/v1"
+
+    @property
+    def compatible_base_url(self) -> str:
+        """Where an `openai-compatible/` model reaches the fake: OpenAI's format with vLLM's
+        extra fields allowed."""
+        return f"{self.url}/compatible/v1"
 
     @property
     def anthropic_base_url(self) -> str:
@@ -176,6 +205,14 @@ class FakeLLMServer:
         if reply.tool_calls and payload_reasoning:
             with self._lock:
                 self._reasoning_of_turn[reply.tool_calls[0].id] = payload_reasoning
+
+    def type_refusal(self, path: str, body: dict[str, Any]) -> FakeReply | None:
+        """A 400 naming what the provider's request types do not allow; None for a valid body."""
+        dialect = DIALECT_OF_PATH.get(path)
+        if not self.check_requests or dialect is None:
+            return None
+        problems = request_problems(body, dialect)
+        return bad_request(f"Invalid request: {'; '.join(problems)}") if problems else None
 
     def reasoning_refusal(self, path: str, body: dict[str, Any]) -> FakeReply | None:
         """A 400 for a request that sends a tool-calling turn back without the reasoning it
@@ -229,9 +266,13 @@ def _handler_for(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("content-length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             recorded = RecordedRequest(self.path, dict(self.headers.items()), body)
-            reply = fake.reasoning_refusal(self.path, body) or fake._next_reply(recorded)
+            reply = (
+                fake.type_refusal(self.path, body)
+                or fake.reasoning_refusal(self.path, body)
+                or fake._next_reply(recorded)
+            )
             fake._wait(reply.delay_seconds)
-            if self.path == OPENAI_PATH:
+            if self.path in (OPENAI_PATH, COMPATIBLE_PATH):
                 payload = _openai_payload(reply, body)
                 fake.remember_reasoning(reply, _openai_reasoning(payload))
             elif self.path == ANTHROPIC_PATH:
@@ -269,6 +310,8 @@ def _openai_payload(reply: FakeReply, request: dict[str, Any]) -> dict[str, Any]
             }
         }
     message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+    if reply.refusal is not None:
+        message.update(content=None, refusal=reply.refusal)
     if reply.reasoning:
         message["reasoning_content"] = reply.reasoning
     if reply.tool_calls:
@@ -301,12 +344,15 @@ def _anthropic_payload(reply: FakeReply, request: dict[str, Any]) -> dict[str, A
         content.append({"type": "thinking", "thinking": reply.reasoning, "signature": signature})
     if reply.redacted_reasoning:
         content.append({"type": "redacted_thinking", "data": reply.redacted_reasoning})
-    if reply.text:
-        content.append({"type": "text", "text": reply.text})
+    text = reply.text if reply.refusal is None else reply.refusal
+    if text:
+        content.append({"type": "text", "text": text})
     for call in reply.tool_calls:
         arguments = json.loads(call.arguments)  # Anthropic always sends parsed objects
         content.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
     stop = "max_tokens" if reply.truncated else "tool_use" if reply.tool_calls else "end_turn"
+    if reply.refusal is not None:
+        stop = "refusal"
     return {
         "id": "msg_fake",
         "type": "message",
@@ -325,7 +371,7 @@ def thinking_signature(thinking: str) -> str:
 
 
 def _first_call_id(path: str, message: dict[str, Any]) -> str | None:
-    if path == OPENAI_PATH:
+    if path != ANTHROPIC_PATH:
         calls = message.get("tool_calls") or ()
         return calls[0]["id"] if calls else None
     content = message.get("content")
@@ -334,7 +380,7 @@ def _first_call_id(path: str, message: dict[str, Any]) -> str | None:
 
 
 def _reasoning_sent(path: str, message: dict[str, Any]) -> Any:
-    if path == OPENAI_PATH:
+    if path != ANTHROPIC_PATH:
         return _openai_reasoning({"choices": [{"message": message}]})
     return _anthropic_reasoning(message)
 

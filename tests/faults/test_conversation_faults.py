@@ -31,7 +31,7 @@ TOKEN = "[DROPPED OFF CONVERSATION]"
 @pytest.fixture
 def fake(settings):
     with running_fake_llm_server(default_text="Could you tell me more?") as server:
-        settings.OPENAI_COMPATIBLE_BASE_URL = server.openai_base_url
+        settings.OPENAI_COMPATIBLE_BASE_URL = server.compatible_base_url
         settings.LLM_MAX_RETRIES = 2
         model_router.cache_clear()
         yield server

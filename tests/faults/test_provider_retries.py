@@ -25,7 +25,7 @@ JUDGE_ANSWER = '{"score": 4, "explanation": "Checked availability before booking
 @pytest.fixture
 def fake(settings):
     with running_fake_llm_server(default_text="Could you tell me more?") as server:
-        settings.OPENAI_COMPATIBLE_BASE_URL = server.openai_base_url
+        settings.OPENAI_COMPATIBLE_BASE_URL = server.compatible_base_url
         settings.ANTHROPIC_BASE_URL = server.anthropic_base_url
         settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
         settings.LLM_MAX_RETRIES = 3

@@ -83,18 +83,17 @@ def test_the_fake_refuses_a_tool_turn_sent_back_without_its_thinking(fake, setti
     """The rule the tests above rely on: a client that drops the thinking gets a 400."""
     import httpx
 
+    def messages(*history):
+        body = {"model": "claude-test", "max_tokens": 2048, "messages": list(history)}
+        return httpx.post(f"{fake.url}/v1/messages", json=body)
+
     fake.script(answer(tool_calls=(LOOKUP,), reasoning=THOUGHT))
-    first = httpx.post(f"{fake.url}/v1/messages", json={"messages": []}).json()
+    first = messages({"role": "user", "content": "Anything on Tuesday?"}).json()
     turn_without_thinking = [b for b in first["content"] if b["type"] == "tool_use"]
-    refused = httpx.post(
-        f"{fake.url}/v1/messages",
-        json={"messages": [{"role": "assistant", "content": turn_without_thinking}]},
-    )
+    refused = messages({"role": "assistant", "content": turn_without_thinking})
     assert refused.status_code == 400
-    kept = httpx.post(
-        f"{fake.url}/v1/messages",
-        json={"messages": [{"role": "assistant", "content": first["content"]}]},
-    )
+    assert "reasoning it came with" in refused.json()["error"]["message"]
+    kept = messages({"role": "assistant", "content": first["content"]})
     assert kept.status_code == 200
 
 

@@ -32,7 +32,7 @@ def keyed_world(settings, caplog, transactional_db):
     with running_fake_llm_server(default_text="Thank you, I will call the clinic.") as server:
         for name, value in SENTINELS.items():
             setattr(settings, name, value)
-        settings.OPENAI_COMPATIBLE_BASE_URL = server.openai_base_url
+        settings.OPENAI_COMPATIBLE_BASE_URL = server.compatible_base_url
         settings.ANTHROPIC_BASE_URL = server.anthropic_base_url
         settings.LLM_MAX_RETRIES = 1
         model_router.cache_clear()

@@ -75,7 +75,7 @@ def killed_then_finished(tmp_path, transport, server, killer, *, kind, job_id, d
     extra = {
         "DATABASE_URL": test_database_url(),
         "CONVERSATION_LEASE_SECONDS": str(LEASE_SECONDS),
-        "OPENAI_COMPATIBLE_BASE_URL": server.openai_base_url,
+        "OPENAI_COMPATIBLE_BASE_URL": server.compatible_base_url,
     }
     if transport:
         extra["REDIS_URL"] = transport

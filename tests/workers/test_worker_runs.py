@@ -62,7 +62,7 @@ def test_a_worker_killed_mid_conversation_loses_nothing_else(tmp_path):
             # Short enough to wait out here, long enough that a busy machine's late heartbeat
             # never makes a live conversation look dead.
             CONVERSATION_LEASE_SECONDS=str(LEASE_SECONDS),
-            OPENAI_COMPATIBLE_BASE_URL=server.openai_base_url,
+            OPENAI_COMPATIBLE_BASE_URL=server.compatible_base_url,
         )
         app = client_app(env.celery_transport(None, tmp_path / "queue"))
         first = start_worker(environment)
@@ -108,7 +108,7 @@ def test_a_worker_killed_on_this_host_has_its_conversation_taken_back_without_it
             tmp_path,
             DATABASE_URL=test_database_url(),
             CONVERSATION_LEASE_SECONDS="3600",
-            OPENAI_COMPATIBLE_BASE_URL=server.openai_base_url,
+            OPENAI_COMPATIBLE_BASE_URL=server.compatible_base_url,
         )
         app = client_app(env.celery_transport(None, tmp_path / "queue"))
         first = start_worker(environment)

@@ -117,6 +117,7 @@ class TraceEvent:
     cost_usd: Decimal | None = None
     cached: bool = False
     retries: int = 0  # provider faults asked again before this call's answer came
+    refused: bool = False  # the model declined to answer (ChatResponse.refusal)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -352,6 +353,14 @@ class _Conversation:
         ended = TERMINATION_TOKEN in visible
         # Stored without the token; a bare token leaves an empty message, kept so that every
         # model call stays visible in the trace.
+        if response.refusal:
+            self._record(
+                kind="patient_message",
+                model_role="patient",
+                response=response,
+                refused=True,
+            )
+            raise _Ended("agent_error", f"the patient model refused: {response.refusal}", "patient")
         message = visible.replace(TERMINATION_TOKEN, "").strip()
         self._record(
             kind="patient_message", content=message, model_role="patient", response=response
@@ -373,18 +382,7 @@ class _Conversation:
                 "assistant", response, tool_round=bool(response.tool_calls)
             )
             if not response.tool_calls:
-                if not visible:
-                    raise _Ended(
-                        "agent_error", "the assistant returned an empty answer", "assistant"
-                    )
-                self._record(
-                    kind="assistant_message",
-                    content=visible,
-                    model_role="assistant",
-                    response=response,
-                )
-                self.assistant_view.append(Message(role="assistant", content=visible))
-                self.patient_view.append(Message(role="user", content=visible))
+                self._answer_patient(response, visible)
                 return
             if tool_round == self.max_tool_rounds:
                 raise _Ended(
@@ -394,6 +392,25 @@ class _Conversation:
                     "assistant",
                 )
             self._run_tools(response, visible)
+
+    def _answer_patient(self, response: ChatResponse, visible: str) -> None:
+        """The assistant's reply reaches the patient. A refusal is a reply too (an app would
+        show its words, and the judges weigh it), marked refused in the trace."""
+        said = visible or response.refusal_words
+        refused = bool(response.refusal)
+        if not said and not refused:
+            raise _Ended("agent_error", "the assistant returned an empty answer", "assistant")
+        self._record(
+            kind="assistant_message",
+            content=said,
+            model_role="assistant",
+            response=response,
+            refused=refused,
+        )
+        if not said:
+            raise _Ended("agent_error", "the assistant refused without a word", "assistant")
+        self.assistant_view.append(Message(role="assistant", content=said))
+        self.patient_view.append(Message(role="user", content=said))
 
     def _run_tools(self, response: ChatResponse, narration: str) -> None:
         calls = tuple(self._with_unique_id(call) for call in response.tool_calls)

@@ -9,7 +9,14 @@ from typing import Any
 
 import anthropic
 
-from llm.engine.chat import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from llm.engine.chat import (
+    REFUSED_WITHOUT_TEXT,
+    ChatRequest,
+    ChatResponse,
+    Message,
+    ToolCall,
+    Usage,
+)
 from llm.engine.providers.errors import provider_faults
 
 # The messages API requires max_tokens; this applies when the request leaves it open.
@@ -140,7 +147,15 @@ def parse_message(message: Any, *, model: str, latency_ms: float) -> ChatRespons
         latency_ms=latency_ms,
         finish_reason=_FINISH_REASONS.get(message.stop_reason or "", message.stop_reason or "stop"),
         model=model,
+        refusal=_refusal(message.stop_reason, "".join(texts)),
     )
+
+
+def _refusal(stop_reason: str | None, text: str) -> str:
+    """Claude's refusal: the stop reason says so, the text (often none) is what came before."""
+    if stop_reason != "refusal":
+        return ""
+    return text.strip() or REFUSED_WITHOUT_TEXT
 
 
 def _usage(usage: Any) -> Usage:

@@ -133,6 +133,7 @@ def response_to_json(response: ChatResponse) -> str:
             "latency_ms": response.latency_ms,
             "finish_reason": response.finish_reason,
             "model": response.model,
+            "refusal": response.refusal,
         }
     )
 
@@ -149,6 +150,7 @@ def response_from_json(text: str) -> ChatResponse:
         latency_ms=data["latency_ms"],
         finish_reason=data["finish_reason"],
         model=data["model"],
+        refusal=data.get("refusal", ""),  # absent from answers stored before refusals were kept
         cost_usd=Decimal(0),
         cached=True,
     )

@@ -123,6 +123,9 @@ def parse_completion(completion: Any, *, model: str, latency_ms: float) -> ChatR
         latency_ms=latency_ms,
         finish_reason=choice.finish_reason or "stop",
         model=model,
+        # A refusal comes in its own field, with content null: without this it read as an
+        # empty answer.
+        refusal=(getattr(message, "refusal", None) or "").strip(),
     )
 
 

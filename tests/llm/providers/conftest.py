@@ -32,7 +32,7 @@ def make_client(llm_server, sleeps):
             openai_base_url=llm_server.openai_base_url,
             anthropic_api_key="test-anthropic-key",
             anthropic_base_url=llm_server.anthropic_base_url,
-            openai_compatible_base_url=llm_server.openai_base_url,
+            openai_compatible_base_url=llm_server.compatible_base_url,
             timeout_seconds=timeout_seconds,
             max_retries=max_retries,
         )
