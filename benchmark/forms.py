@@ -163,7 +163,8 @@ class RunForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text="Models under test, one per line (openai/…, anthropic/…, "
         "openai-compatible/…, a named endpoint such as vllm-a/…, offline/careful, "
-        "offline/careless).",
+        "offline/careless). Settings follow an @: openai/gpt-5.5@effort=high, "
+        "anthropic/claude-opus-4-8@thinking=8000; two settings of one model are two rows.",
     )
     agent_configs = forms.ModelMultipleChoiceField(
         queryset=AgentConfig.objects.none(),

@@ -52,6 +52,7 @@ from jobs.services.processes import (
 )
 from jobs.services.retries import retry_summary
 from llm.engine.chat import ProviderError
+from llm.engine.generation import model_label, settings_of
 from llm.engine.providers.model_strings import check_model_string
 
 logger = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ class AgentChoice:
 
     @property
     def label(self) -> str:
-        return f"{self.model} · {self.agent_config.slug}"
+        return f"{model_label(self.model)} · {self.agent_config.slug}"
 
 
 def patient_prompt_version() -> str:
@@ -91,6 +92,7 @@ def run_config(
     clock: str,
 ) -> dict:
     """Everything that changes what a run produces. Its hash guards resumes."""
+    agents = list(agents)
     return {
         "benchmark_set": benchmark_set.pk,
         "distribution": benchmark_set.distribution.fingerprint,
@@ -109,7 +111,15 @@ def run_config(
         "max_turns": max_turns,
         "seed": seed,
         "clock": clock,
-    }
+    } | generation_manifest([*(a.model for a in agents), patient_model, roster_model])
+
+
+def generation_manifest(models: Iterable[str]) -> dict:
+    """The generation settings each model runs with (its own over its family's defaults), for
+    the models that have any; no key at all when none has, so older runs keep their hash."""
+    settings = {model: settings_of(model).given() for model in dict.fromkeys(models)}
+    settings = {model: given for model, given in settings.items() if given}
+    return {"generation": settings} if settings else {}
 
 
 def config_hash(config: dict) -> str:

@@ -6,6 +6,7 @@ from django import template
 from django.utils.safestring import mark_safe
 
 from jobs.services import worker_heartbeats
+from llm.engine.generation import model_label as settings_label
 
 register = template.Library()
 
@@ -60,3 +61,9 @@ def ago(moment: datetime | None) -> str:
 def per_million(amount) -> str:
     """A price per million tokens without trailing zeros: 1.250000 -> "1.25", 10 -> "10"."""
     return f"{Decimal(amount).normalize():f}"
+
+
+@register.filter
+def model_label(model: str) -> str:
+    """A model string with its generation settings in words: "openai/gpt-5.5, effort high"."""
+    return settings_label(model or "")

@@ -91,6 +91,12 @@ class ChatRequest:
     max_tokens: int | None = None
     # Nucleus sampling: None leaves the provider's default (sent only when set).
     top_p: float | None = None
+    # Reasoning settings from the model string (llm.engine.generation.apply), each sent only
+    # when set: OpenAI's reasoning_effort, Claude's thinking budget in tokens, and the thinking
+    # switch of Qwen3's chat template on vLLM.
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = None
+    thinking_switch: bool | None = None
     # Structured copies of facts already present in the prompt, for the offline scripted
     # provider only. Never sent to a real model and never allowed to carry model identity.
     hints: dict[str, Any] = field(default_factory=dict)

@@ -73,8 +73,8 @@ class PipelineLaunchForm(forms.Form):
         min_value=0,
         max_value=2,
         label="Temperature of every model stage (blank: the provider's default)",
-        help_text="The source generated at 0.7 (OpenAI's reasoning models take only their "
-        "default: leave it blank for them).",
+        help_text="The source generated at 0.7. A model that takes no temperature (a "
+        "reasoning model, Claude while thinking) is called without it.",
     )
     top_p = forms.FloatField(
         required=False,

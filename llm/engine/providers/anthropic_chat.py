@@ -17,10 +17,8 @@ from llm.engine.chat import (
     ToolCall,
     Usage,
 )
+from llm.engine.generation import DEFAULT_MAX_TOKENS  # the messages API requires one
 from llm.engine.providers.errors import provider_faults
-
-# The messages API requires max_tokens; this applies when the request leaves it open.
-DEFAULT_MAX_TOKENS = 4096
 
 # Anthropic's SDK 2.x speaks an API version that refuses every sampling parameter (temperature,
 # top_p, top_k, even at their defaults) and has no arguments for them; earlier SDKs speak the
@@ -74,6 +72,8 @@ class AnthropicChatProvider:
             arguments["temperature"] = request.temperature
         if SENDS_SAMPLING and request.top_p is not None:
             arguments["top_p"] = request.top_p
+        if request.thinking_budget is not None:
+            arguments["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
         return arguments
 
 

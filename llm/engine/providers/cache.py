@@ -94,14 +94,18 @@ def message_key(message: Message) -> dict[str, Any]:
 
 
 def sampling_key(request: ChatRequest) -> dict[str, Any]:
-    """The sampling settings a cached answer depends on. top_p joins only when set, so the keys
-    of calls that never set it (every call before it existed) stay what they were."""
+    """The sampling settings a cached answer depends on. top_p and the reasoning settings join
+    only when set, so the keys of calls that never set them (every call before they existed)
+    stay what they were."""
     sampling: dict[str, Any] = {
         "temperature": request.temperature,
         "max_tokens": request.max_tokens,
     }
     if request.top_p is not None:
         sampling["top_p"] = request.top_p
+    for name in ("reasoning_effort", "thinking_budget", "thinking_switch"):
+        if getattr(request, name) is not None:
+            sampling[name] = getattr(request, name)
     return sampling
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from llm.engine.chat import Usage
+from llm.engine.generation import base_model
 
 PRICES_PATH = Path(__file__).resolve().parents[2] / "data" / "prices.yaml"
 
@@ -62,6 +63,8 @@ class ModelCatalog:
     entries: dict[str, ModelEntry]  # file order matters for patterns
 
     def entry_for(self, model: str) -> ModelEntry | None:
+        # A model's generation settings do not change its price or its rate limit.
+        model = base_model(model)
         if model in self.entries:
             return self.entries[model]
         for pattern, entry in self.entries.items():

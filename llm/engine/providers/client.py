@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
+from llm.engine import generation
 from llm.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
 from llm.engine.providers import cache, endpoints
 from llm.engine.providers.catalog import ModelCatalog, RateLimit, default_catalog
@@ -56,6 +57,13 @@ class ModelClient:
     ):
         self.model_string = model_string
         self.model = parse_model_string(model_string)
+        # The model string's generation settings over its family's defaults, checked here
+        # too: a client is never built for settings its model refuses.
+        try:
+            self.generation = generation.settings_of(model_string)
+        except generation.SettingsError as error:
+            raise ProviderError(str(error), kind="config") from None
+        self.family = generation.family_of(model_string)
         self._provider = build_provider(self.model, settings)
         self.base_url: str = getattr(self._provider, "base_url", "")
         catalog = catalog or default_catalog()
@@ -66,7 +74,7 @@ class ModelClient:
         endpoint = settings.endpoint_set().get(self.model.provider)
         # A named endpoint's own limit covers every model on that server (one shared key);
         # a catalog entry for the exact model string is the model's own and wins.
-        self._limit_key = model_string
+        self._limit_key = generation.base_model(model_string)
         if endpoint is not None and self.limit.unlimited and not endpoint.limit.unlimited:
             self.limit, self._limit_key = endpoint.limit, f"endpoint:{endpoint.name}"
         self._slots = endpoints.concurrency_slot(endpoint) if endpoint else None
@@ -86,6 +94,7 @@ class ModelClient:
                 f"a client for {self.model_string} was asked to call {request.model}",
                 kind="config",
             )
+        request = self.effective(request)
         key = self._cache_key(request)
         if key is not None:
             stored = self._cache_store.get(key)
@@ -106,9 +115,13 @@ class ModelClient:
     def forget(self, request: ChatRequest) -> None:
         """Drop the cached answer to `request`: its caller found it unusable, and a retry must
         ask the model again rather than replay the same bad answer."""
-        key = self._cache_key(request)
+        key = self._cache_key(self.effective(request))
         if key is not None:
             self._cache_store.delete(key)
+
+    def effective(self, request: ChatRequest) -> ChatRequest:
+        """`request` with this model's generation settings applied (llm.engine.generation)."""
+        return generation.apply(request, self.generation, self.family)
 
     def cost(self, usage: Usage) -> Decimal | None:
         return self.price.cost(usage) if self.price else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+from llm.engine import generation
 from llm.engine.chat import ProviderError
 from llm.engine.providers import endpoints
 from llm.engine.providers.offline import SCRIPTS
@@ -17,6 +18,8 @@ PROVIDERS = ("openai", "anthropic", "openai-compatible", "offline")
 class ModelString:
     provider: str
     name: str  # may itself hold slashes, e.g. openai-compatible/meta-llama/Llama-3.1-8B
+    # Generation settings after the "@" (llm.engine.generation), "" when none.
+    settings: str = ""
 
     def __str__(self) -> str:
         return f"{self.provider}/{self.name}"
@@ -27,7 +30,8 @@ class ModelString:
 
 
 def parse_model_string(model: str) -> ModelString:
-    provider, slash, name = model.partition("/")
+    base, settings = generation.split_model(model)
+    provider, slash, name = base.partition("/")
     known = (*PROVIDERS, *endpoints.in_force().names)
     expected = ", ".join(f"{p}/<model>" for p in known)
     if not slash or not name:
@@ -40,7 +44,7 @@ def parse_model_string(model: str) -> ModelString:
             f"unknown provider {provider!r} in model string {model!r}; expected one of {expected}",
             kind="config",
         )
-    return ModelString(provider, name)
+    return ModelString(provider, name, settings)
 
 
 def offline_behaviours(purpose: str) -> tuple[str, ...] | None:
@@ -62,4 +66,7 @@ def check_model_string(model: str, *, purpose: str) -> ModelString:
             f"use one of {valid}",
             kind="config",
         )
+    problems = generation.settings_problems(model)
+    if problems:
+        raise ProviderError(f"{model}: {'; '.join(problems)}", kind="config")
     return parsed

@@ -66,6 +66,11 @@ class OpenAIChatProvider:
             arguments[self.max_tokens_field] = request.max_tokens
         if request.top_p is not None:
             arguments["top_p"] = request.top_p
+        if request.reasoning_effort is not None:
+            arguments["reasoning_effort"] = request.reasoning_effort
+        if request.thinking_switch is not None:
+            # vLLM passes these to the model's chat template: Qwen3 thinks unless told not to.
+            arguments["chat_template_kwargs"] = {"enable_thinking": request.thinking_switch}
         return arguments
 
 
