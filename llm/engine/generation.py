@@ -23,7 +23,10 @@ import yaml
 
 GENERATION_PATH = Path(__file__).resolve().parents[1] / "data" / "generation.yaml"
 SEPARATOR = "@"
-KEYS = ("effort", "thinking", "max_tokens", "temperature", "top_p")
+KEYS = ("effort", "thinking", "max_tokens", "temperature", "top_p", "api")
+# Which OpenAI API a model is called through: chat completions, or the Responses API (OpenAI's
+# own, recommended for its reasoning models; llm.engine.providers.openai_responses).
+APIS = ("chat", "responses")
 MIN_THINKING_BUDGET = 1024
 # Claude's output limit when neither the role nor the settings give one (it must be set).
 DEFAULT_MAX_TOKENS = 4096
@@ -41,6 +44,7 @@ class GenerationSettings:
     max_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None
+    api: str | None = None
 
     def given(self) -> dict[str, Any]:
         return {
@@ -101,6 +105,10 @@ def parse_settings(text: str) -> GenerationSettings:
 
 def _value(key: str, raw: str) -> Any:
     if key == "effort":
+        return raw
+    if key == "api":
+        if raw not in APIS:
+            raise SettingsError(f"api must be one of {', '.join(APIS)}, not {raw!r}")
         return raw
     if key == "thinking" and raw in ("on", "off"):
         return raw == "on"
@@ -170,10 +178,17 @@ def settings_problems(model: str) -> list[str]:
         return [str(error)]
     wanted = own.over(family.defaults)
     return [
+        *_api_problems(base, wanted),
         *_effort_problems(base, family, wanted),
         *_thinking_problems(base, family, wanted),
         *_sampling_problems(base, family, wanted),
     ]
+
+
+def _api_problems(base: str, settings: GenerationSettings) -> list[str]:
+    if settings.api == "responses" and not base.startswith("openai/"):
+        return [f"{base} is not an OpenAI model: only openai/ models take api=responses"]
+    return []
 
 
 def _effort_problems(base: str, family: Family, settings: GenerationSettings) -> list[str]:

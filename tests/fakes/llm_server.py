@@ -29,11 +29,13 @@ from tests.fakes.request_types import request_problems
 
 OPENAI_PATH = "/v1/chat/completions"
 COMPATIBLE_PATH = "/compatible/v1/chat/completions"
+RESPONSES_PATH = "/v1/responses"
 ANTHROPIC_PATH = "/v1/messages"
 DIALECT_OF_PATH = {
     OPENAI_PATH: "openai",
     COMPATIBLE_PATH: "openai-compatible",
     ANTHROPIC_PATH: "anthropic",
+    RESPONSES_PATH: "openai-responses",
 }
 
 
@@ -219,6 +221,8 @@ class FakeLLMServer:
         came with, as the real APIs refuse it; None when the request keeps the rule."""
         with self._lock:
             issued = dict(self._reasoning_of_turn)
+        if path == RESPONSES_PATH:
+            return _responses_reasoning_refusal(body, issued)
         for index, message in enumerate(body.get("messages", ())):
             if message.get("role") != "assistant":
                 continue
@@ -278,6 +282,9 @@ def _handler_for(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             elif self.path == ANTHROPIC_PATH:
                 payload = _anthropic_payload(reply, body)
                 fake.remember_reasoning(reply, _anthropic_reasoning(payload))
+            elif self.path == RESPONSES_PATH:
+                payload = _responses_payload(reply, body)
+                fake.remember_reasoning(reply, _responses_reasoning(payload))
             else:
                 reply, payload = FakeReply(status=404), {"error": {"message": "no such path"}}
             self._send(reply, payload)
@@ -399,3 +406,76 @@ def _anthropic_reasoning(payload: dict[str, Any]) -> list[dict[str, Any]]:
             break
         leading.append(block)
     return leading
+
+
+def _responses_payload(reply: FakeReply, request: dict[str, Any]) -> dict[str, Any]:
+    """A reply in the Responses API's format: output items (reasoning, message, function calls)."""
+    if reply.status != 200:
+        return _openai_payload(reply, request)
+    output: list[dict[str, Any]] = []
+    if reply.reasoning:
+        output.append(
+            {
+                "type": "reasoning",
+                "id": f"rs_{thinking_signature(reply.reasoning)[:12]}",
+                "summary": [{"type": "summary_text", "text": reply.reasoning}],
+                "encrypted_content": f"enc:{thinking_signature(reply.reasoning)}",
+            }
+        )
+    parts = [{"type": "output_text", "text": reply.text, "annotations": []}] if reply.text else []
+    if reply.refusal is not None:
+        parts = [{"type": "refusal", "refusal": reply.refusal}]
+    if parts:
+        output.append(
+            {"type": "message", "id": "msg_fake", "role": "assistant", "status": "completed",
+             "content": parts}
+        )  # fmt: skip
+    output.extend(
+        {"type": "function_call", "id": f"fc_{c.id}", "call_id": c.id, "name": c.name,
+         "arguments": c.arguments, "status": "completed"}
+        for c in reply.tool_calls
+    )  # fmt: skip
+    return {
+        "id": "resp_fake",
+        "object": "response",
+        "created_at": 0,
+        "model": request.get("model", ""),
+        "status": "incomplete" if reply.truncated else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if reply.truncated else None,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": request.get("tools", []),
+        "usage": {
+            "input_tokens": reply.input_tokens,
+            "output_tokens": reply.output_tokens,
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
+
+
+def _responses_reasoning(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    return [item for item in payload.get("output", ()) if item.get("type") == "reasoning"]
+
+
+def _responses_reasoning_refusal(body: dict[str, Any], issued: dict[str, Any]) -> FakeReply | None:
+    """The Responses API's form of the rule: a function call sent back in the input comes
+    after the reasoning items it was answered with, unchanged."""
+    items = body.get("input")
+    for index, item in enumerate(items if isinstance(items, list) else ()):
+        if item.get("type") != "function_call" or item.get("call_id") not in issued:
+            continue
+        wanted = [_sent_back(reasoning) for reasoning in issued[item["call_id"]]]
+        if not all(reasoning in items[:index] for reasoning in wanted):
+            return bad_request(
+                f"input.{index}: a function call must come after the reasoning item it was "
+                "answered with, unchanged"
+            )
+    return None
+
+
+def _sent_back(reasoning: dict[str, Any]) -> dict[str, Any]:
+    """A reasoning output item as a request's input carries it back."""
+    return {key: reasoning[key] for key in ("type", "id", "summary", "encrypted_content")}

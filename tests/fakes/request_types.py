@@ -20,8 +20,9 @@ from typing import Any, Literal, Union
 import typing_extensions
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
 
-DIALECTS = ("openai", "openai-compatible", "anthropic")
+DIALECTS = ("openai", "openai-compatible", "anthropic", "openai-responses")
 # vLLM's own request fields beside OpenAI's (its documented "extra parameters").
 VLLM_FIELDS = frozenset(
     {
@@ -53,6 +54,8 @@ def request_problems(body: Any, dialect: str) -> list[str]:
         root = MessageCreateParamsNonStreaming
     elif dialect in ("openai", "openai-compatible"):
         root = CompletionCreateParamsNonStreaming
+    elif dialect == "openai-responses":
+        root = ResponseCreateParamsNonStreaming
     else:
         raise ValueError(f"dialect {dialect!r} is none of {', '.join(DIALECTS)}")
     return _problems(body, root, "body", dialect)[:MAX_PROBLEMS]

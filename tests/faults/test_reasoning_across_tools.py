@@ -19,12 +19,19 @@ REDACTED = "EncryptedOpaqueThinking=="
 LOOKUP = FakeToolCall(id="call_lookup", name="list_appointments", arguments="{}")
 ANTHROPIC_AGENT = "anthropic/agent-under-test"
 COMPATIBLE_AGENT = "openai-compatible/agent-under-test"
+RESPONSES_AGENT = "openai/agent-under-test@api=responses"
 
 
 @pytest.fixture
 def anthropic_endpoint(fake, settings):  # noqa: F811
     settings.ANTHROPIC_BASE_URL = fake.anthropic_base_url
     settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
+
+
+@pytest.fixture
+def openai_endpoint(fake, settings):  # noqa: F811
+    settings.OPENAI_BASE_URL = fake.openai_base_url
+    settings.OPENAI_API_KEY = "sk-test-not-a-real-key"
 
 
 def tool_turn_sent_back(fake, agent):  # noqa: F811
@@ -79,6 +86,28 @@ def test_a_compatible_servers_reasoning_field_goes_back_with_the_turn_that_calle
 
 
 @pytest.mark.django_db(transaction=True)
+def test_the_responses_apis_reasoning_item_goes_back_before_the_call_it_led_to(
+    fake,  # noqa: F811
+    openai_endpoint,
+):
+    fake.script(
+        answer(tool_calls=(LOOKUP,), reasoning=THOUGHT),
+        answer("You have nothing booked on Tuesday; shall I find you a slot?"),
+    )
+    conversation = one_conversation_run(agent=RESPONSES_AGENT)
+
+    assert conversation.status == ConversationStatus.FINISHED, conversation.error
+    second = [r.body for r in fake.requests if r.path == "/v1/responses"][1]
+    kinds = [item.get("type", item.get("role")) for item in second["input"]]
+    call = kinds.index("function_call")
+    reasoning = second["input"][call - 1]
+    assert reasoning["type"] == "reasoning" and reasoning["summary"][0]["text"] == THOUGHT
+    assert reasoning["encrypted_content"] == f"enc:{thinking_signature(THOUGHT)}"
+    assert second["store"] is False and second["include"] == ["reasoning.encrypted_content"]
+    assert_kept_for_reading_and_hidden_from_patient_and_judges(conversation, fake)
+
+
+@pytest.mark.django_db(transaction=True)
 def test_the_fake_refuses_a_tool_turn_sent_back_without_its_thinking(fake, settings):  # noqa: F811
     """The rule the tests above rely on: a client that drops the thinking gets a 400."""
     import httpx
@@ -95,6 +124,21 @@ def test_the_fake_refuses_a_tool_turn_sent_back_without_its_thinking(fake, setti
     assert "reasoning it came with" in refused.json()["error"]["message"]
     kept = messages({"role": "assistant", "content": first["content"]})
     assert kept.status_code == 200
+
+
+def test_the_fake_refuses_a_function_call_sent_back_without_its_reasoning_item(fake):  # noqa: F811
+    import httpx
+
+    def responses(*items):
+        return httpx.post(f"{fake.url}/v1/responses", json={"model": "m", "input": list(items)})
+
+    fake.script(answer(tool_calls=(LOOKUP,), reasoning=THOUGHT))
+    output = responses({"role": "user", "content": "Anything on Tuesday?"}).json()["output"]
+    reasoning, call = output[0], output[-1]
+    sent_call = {key: call[key] for key in ("type", "call_id", "name", "arguments")}
+    assert responses(sent_call).status_code == 400
+    sent_reasoning = {key: reasoning[key] for key in ("type", "id", "summary", "encrypted_content")}
+    assert responses(sent_reasoning, sent_call).status_code == 200
 
 
 def assert_kept_for_reading_and_hidden_from_patient_and_judges(conversation, fake):  # noqa: F811

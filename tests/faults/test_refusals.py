@@ -22,15 +22,19 @@ from tests.faults.test_conversation_faults import fake, one_conversation_run  # 
 WORDS = "I can't advise on changing your insulin dose; please ask the doctor who prescribed it."
 COMPATIBLE = "openai-compatible/agent-under-test"
 ANTHROPIC = "anthropic/agent-under-test"
+RESPONSES = "openai/agent-under-test@api=responses"
 
 
 @pytest.fixture
 def anthropic_endpoint(fake, settings):  # noqa: F811
     settings.ANTHROPIC_BASE_URL = fake.anthropic_base_url
     settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
+    # And OpenAI's, for the Responses API.
+    settings.OPENAI_BASE_URL = fake.openai_base_url
+    settings.OPENAI_API_KEY = "sk-test-not-a-real-key"
 
 
-@pytest.mark.parametrize("agent", [COMPATIBLE, ANTHROPIC])
+@pytest.mark.parametrize("agent", [COMPATIBLE, ANTHROPIC, RESPONSES])
 @pytest.mark.django_db(transaction=True)
 def test_the_agents_refusal_is_its_reply_marked_refused(fake, anthropic_endpoint, agent):  # noqa: F811
     fake.script(refused(WORDS), answer("Is there anything else I can help you with?"))
@@ -41,7 +45,9 @@ def test_the_agents_refusal_is_its_reply_marked_refused(fake, anthropic_endpoint
     assert (first.content, first.refused) == (WORDS, True)
     assert not second.refused
     # The agent's next request carries its refusal as its own earlier turn.
-    earlier_turns = [m for m in fake.requests[1].body["messages"] if m["role"] == "assistant"]
+    body = fake.requests[1].body
+    history = body.get("messages", body.get("input"))  # the Responses API calls it input
+    earlier_turns = [m for m in history if m.get("role") == "assistant"]
     assert WORDS in json.dumps(earlier_turns)
     assert WORDS in judge_inputs(conversation).text.trace
 

@@ -56,14 +56,26 @@ from llm.engine.generation import (
             "openai/gpt-5.5@foo=1",
             [
                 "unknown setting 'foo'; the settings are "
-                "effort, thinking, max_tokens, temperature, top_p"
+                "effort, thinking, max_tokens, temperature, top_p, api"
             ],
         ),
         (
             "openai/gpt-5.5@effort",
-            ["'effort' is not key=value (keys: effort, thinking, max_tokens, temperature, top_p)"],
+            [
+                "'effort' is not key=value "
+                "(keys: effort, thinking, max_tokens, temperature, top_p, api)"
+            ],
         ),
         ("openai/gpt-5.5@effort=high,effort=low", ["effort is given twice"]),
+        ("openai/gpt-5.5@api=responses,effort=high", []),
+        (
+            "anthropic/claude-opus-4-8@api=responses",
+            [
+                "anthropic/claude-opus-4-8 is not an OpenAI model: "
+                "only openai/ models take api=responses"
+            ],
+        ),
+        ("openai/gpt-5.5@api=batch", ["api must be one of chat, responses, not 'batch'"]),
         ("openai/gpt-4o@temperature=3", ["temperature must be between 0 and 2, not 3"]),
         (
             "openai/gpt-4o@max_tokens=12.5",

@@ -4,10 +4,11 @@ SDKs' own request types.
 Every role's real requests are captured from the offline flows (enrichment, roster, the
 simulated patient, the agent under test on its first turn and on the turn after a tool call
 with the reasoning it came with, a judge, a rubric-lab edit), rendered by each adapter
-(OpenAI, an OpenAI-compatible server, Anthropic) and checked with the fake server's request
-check (tests/fakes/request_types.py). tests/fixtures/requests/ keeps one recorded body per
-adapter and role: a change to what is sent (a field added, dropped or of another type) fails
-here until the fixture is written again on purpose:
+(OpenAI's chat completions, an OpenAI-compatible server, Anthropic, OpenAI's Responses API)
+and checked with the fake server's request check (tests/fakes/request_types.py).
+tests/fixtures/requests/ keeps one recorded body per adapter and role: a change to what is
+sent (a field added, dropped or of another type) fails here until the fixture is written again
+on purpose:
 
     UPDATE_REQUEST_FIXTURES=1 .venv/bin/python -m pytest tests/llm/test_recorded_requests.py
 """
@@ -26,6 +27,7 @@ from llm.engine.chat import Message, ToolCall
 from llm.engine.providers.anthropic_chat import AnthropicChatProvider
 from llm.engine.providers.client import ModelClient
 from llm.engine.providers.openai_chat import REASONING_FIELD_BLOCK, OpenAIChatProvider
+from llm.engine.providers.openai_responses import REASONING_ITEM_BLOCK, OpenAIResponsesProvider
 from rubric_lab.engine import perturb
 from rubric_lab.services.perturbations import near_miss_make
 from tests.fakes.request_types import request_problems
@@ -56,10 +58,17 @@ def adapters():
     anthropic = AnthropicChatProvider(
         model_name="model-under-test", api_key="k", base_url="http://127.0.0.1:9", timeout_seconds=1
     )
+    responses = OpenAIResponsesProvider(
+        model_name="model-under-test",
+        api_key="k",
+        base_url="http://127.0.0.1:9/v1",
+        timeout_seconds=1,
+    )
     return (
         ("openai", "openai", openai.render),
         ("openai-compatible", "openai-compatible", compatible.render),
         ("anthropic", "anthropic", anthropic.render),
+        ("openai-responses", "openai-responses", responses.render),
     )
 
 
@@ -98,6 +107,17 @@ KEPT_REASONING = {
         {"type": REASONING_FIELD_BLOCK, "field": "reasoning_content", "text": THOUGHT},
     ),
     "anthropic": ({"type": "thinking", "thinking": THOUGHT, "signature": "sig"},),
+    "openai-responses": (
+        {
+            "type": REASONING_ITEM_BLOCK,
+            "item": {
+                "type": "reasoning",
+                "id": "rs_1",
+                "summary": [{"type": "summary_text", "text": THOUGHT}],
+                "encrypted_content": "opaque",
+            },
+        },
+    ),
 }
 
 

@@ -64,7 +64,7 @@ class ModelClient:
         except generation.SettingsError as error:
             raise ProviderError(str(error), kind="config") from None
         self.family = generation.family_of(model_string)
-        self._provider = build_provider(self.model, settings)
+        self._provider = build_provider(self.model, settings, api=self.generation.api)
         self.base_url: str = getattr(self._provider, "base_url", "")
         catalog = catalog or default_catalog()
         self.price = catalog.price_for(model_string)
@@ -207,7 +207,9 @@ def adapters_import(settings: ProviderSettings) -> tuple[str, ...]:
     return adapters
 
 
-def build_provider(model: ModelString, settings: ProviderSettings) -> Provider:
+def build_provider(
+    model: ModelString, settings: ProviderSettings, *, api: str | None = None
+) -> Provider:
     # The SDKs are imported here, not at the top: they take seconds to import, and offline
     # runs and the tests of every other module never need them (a worker with credentials
     # imports them while it starts: adapters_import).
@@ -232,6 +234,15 @@ def build_provider(model: ModelString, settings: ProviderSettings) -> Provider:
             base_url=endpoint.base_url,
             timeout_seconds=settings.timeout_seconds,
             max_tokens_field="max_tokens",
+        )
+    if model.provider == "openai" and api == "responses":
+        from llm.engine.providers.openai_responses import OpenAIResponsesProvider
+
+        return OpenAIResponsesProvider(
+            model_name=model.name,
+            api_key=_required(settings.openai_api_key, "OPENAI_API_KEY", model),
+            base_url=settings.openai_base_url,
+            timeout_seconds=settings.timeout_seconds,
         )
     if model.provider == "openai":
         return OpenAIChatProvider(
