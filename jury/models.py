@@ -126,6 +126,8 @@ class JudgeScore(ProviderRetries):
     # them the response cache answered.
     calls = models.PositiveIntegerField(default=0)
     cached_calls = models.PositiveIntegerField(default=0)
+    # Of those calls, the ones a repair turn asked for (the answer before did not fit).
+    repairs = models.PositiveIntegerField(default=0)
     # The lease (jobs.services.leases): set when the task is sent and again when a worker
     # takes it, so a duplicate delivery does nothing and a lost task is sent again once the
     # lease runs out. Only the message carrying the current token may claim the row.

@@ -167,6 +167,7 @@ def enrich(
             request,
             lambda data: validate_entry(data, seed, today=today),
             max_repairs=max_repairs,
+            schema=ENTRY_SCHEMA,
         )
     except StructuredFailure as failure:
         return EnrichmentResult(None, failure.reason, failure.responses)

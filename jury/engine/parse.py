@@ -67,6 +67,19 @@ def parse_judge_answer(text: str | None) -> JudgeVerdict:
     return _verdict_from(data)
 
 
+# What a judge answers, as a JSON schema for providers that hold an answer to one (the prompt
+# asks for the same; validate_judge_answer checks it either way).
+JUDGE_ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "integer", "minimum": 1, "maximum": 5},
+        "explanation": {"type": "string"},
+    },
+    "required": ["score", "explanation"],
+    "additionalProperties": False,
+}
+
+
 def validate_judge_answer(data: dict[str, Any]) -> dict[str, Any]:
     """Validator for structured.request_json: returns {"score", "explanation"} normalised."""
     verdict = _verdict_from(data)

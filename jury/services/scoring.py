@@ -54,7 +54,12 @@ from jury.engine.aggregate import (
     merge_judges,
 )
 from jury.engine.outcomes import outcome_checks
-from jury.engine.parse import InvalidJudgeAnswer, parse_judge_answer, validate_judge_answer
+from jury.engine.parse import (
+    JUDGE_ANSWER_SCHEMA,
+    InvalidJudgeAnswer,
+    parse_judge_answer,
+    validate_judge_answer,
+)
 from jury.engine.prompt import (
     JUDGE_TEMPLATE_PATH,
     JudgeTemplate,
@@ -426,6 +431,7 @@ RECORDED = (
     "invalid_reason",
     "error",
     "attempts",
+    "repairs",
     "cached",
     "claimed_until",
     "lease_token",
@@ -481,7 +487,13 @@ def _judge(score: JudgeScore, mine: str, send_next) -> bool:
     )
     asked = time.monotonic()
     try:
-        result = request_json(recorder, request, validate_judge_answer, max_repairs=JUDGE_REPAIRS)
+        result = request_json(
+            recorder,
+            request,
+            validate_judge_answer,
+            max_repairs=JUDGE_REPAIRS,
+            schema=JUDGE_ANSWER_SCHEMA,
+        )
     except ProviderError as error:
         outcome = {"status": ScoreStatus.ERROR, "error": failure_text(error)}
     except StructuredFailure as failure:
@@ -548,6 +560,8 @@ def _record(
     row.invalid_reason = fields.get("invalid_reason", "")
     row.error = fields.get("error", "")
     row.attempts = [*row.attempts, *(_attempt(response) for response in responses)]
+    # Every answer after the first of this attempt was asked for by a repair turn.
+    row.repairs += max(len(responses) - 1, 0)
     retries_added(row, recorder.retries)
     row.cached = bool(responses) and all(response.cached for response in responses)
     row.updated_at = timezone.now()
@@ -791,7 +805,8 @@ def scoring_progress(job: ScoringJob) -> dict:
 
 def judge_costs(job: ScoringJob) -> list[dict]:
     """Per judge model: scores judged, model calls (repairs and retries included), calls the
-    cache answered, tokens and cost (None when some call of the model had no price)."""
+    cache answered, repair turns (answers asked for again because the last did not fit),
+    tokens and cost (None when some call of the model had no price)."""
     rows = (
         job.scores.filter(calls__gt=0)
         .values("judge_model")
@@ -799,6 +814,7 @@ def judge_costs(job: ScoringJob) -> list[dict]:
             scores=Count("id"),
             calls=Sum("calls"),
             cached=Sum("cached_calls"),
+            repairs=Sum("repairs"),
             input_tokens=Sum("input_tokens"),
             output_tokens=Sum("output_tokens"),
             cost=Sum("cost_usd"),

@@ -97,6 +97,10 @@ class ChatRequest:
     reasoning_effort: str | None = None
     thinking_budget: int | None = None
     thinking_switch: bool | None = None
+    # The JSON schema of the object a structured call asks for (llm.engine.structured): sent
+    # as the provider's structured output where the model's family takes it, else left to the
+    # prompt (generation.apply clears it). The answer is validated and repaired either way.
+    json_schema: dict[str, Any] | None = None
     # Structured copies of facts already present in the prompt, for the offline scripted
     # provider only. Never sent to a real model and never allowed to carry model identity.
     hints: dict[str, Any] = field(default_factory=dict)

@@ -72,6 +72,8 @@ class Family:
     efforts: tuple[str, ...] = ()
     thinking: str = ""  # "budget", "switch" or "" (takes none)
     sampling: bool = True
+    # Whether the provider constrains the answer to a JSON schema for this family.
+    structured_output: bool = False
     defaults: GenerationSettings = field(default_factory=GenerationSettings)
 
     def matches(self, base_model: str) -> bool:
@@ -146,6 +148,7 @@ def _family(raw: dict[str, Any]) -> Family:
         efforts=tuple(raw.get("efforts") or ()),
         thinking=raw.get("thinking") or "",
         sampling=raw.get("sampling", True),
+        structured_output=raw.get("structured_output", False),
         defaults=parse_settings(defaults),
     )
 
@@ -254,6 +257,7 @@ def apply(request: Any, settings: GenerationSettings, family: Family) -> Any:
         reasoning_effort=settings.effort,
         thinking_budget=thinking_budget,
         thinking_switch=settings.thinking if isinstance(settings.thinking, bool) else None,
+        json_schema=request.json_schema if family.structured_output else None,
     )
 
 

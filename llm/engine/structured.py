@@ -146,15 +146,19 @@ def request_json(
     validate: Callable[[dict[str, Any]], dict[str, Any]],
     *,
     max_repairs: int = 2,
+    schema: dict[str, Any] | None = None,
 ) -> StructuredResult:
     """Call the model, parse one JSON object, validate it; on failure feed the error back.
 
     `validate` returns the (possibly normalised) data or raises InvalidOutput.
     ProviderError propagates untouched: a provider fault is not a malformed answer. A refusal
-    fails at once, with the model's words, and is not repaired.
+    fails at once, with the model's words, and is not repaired. With `schema` (the object's
+    JSON schema) the request asks the provider to hold the answer to it, where the model's
+    family takes structured output (generation.apply); the answer is validated and repaired
+    all the same, and a model without structured output is asked by the prompt alone.
     """
     responses: list[ChatResponse] = []
-    current = request
+    current = request if schema is None else replace(request, json_schema=_sendable(schema))
     for attempt in range(max_repairs + 1):
         response = client.chat(current)
         responses.append(response)
@@ -183,3 +187,9 @@ def _with_repair_turn(request: ChatRequest, answer: str, reason: str, repair: in
         Message(role="user", content=feedback),
     )
     return replace(request, messages=messages, hints={**request.hints, "repair": repair})
+
+
+def _sendable(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema as a provider takes it: without the `$schema` dialect tag, which the
+    providers' structured outputs do not read."""
+    return {key: value for key, value in schema.items() if key != "$schema"}

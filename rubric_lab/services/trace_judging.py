@@ -16,7 +16,7 @@ from typing import Any
 
 from benchmark.models import Conversation
 from jury.engine.aggregate import jury_aggregate
-from jury.engine.parse import validate_judge_answer
+from jury.engine.parse import JUDGE_ANSWER_SCHEMA, validate_judge_answer
 from jury.models import Jury
 from jury.services.rubrics import current_versions, rubric_of
 from jury.services.scoring import JUDGE_REPAIRS, judge_request_for_trace, scenario_of, trace_of
@@ -61,7 +61,13 @@ def generic_score(
                 events=list(events),
                 sample=f"{sample}/judge:{seat}",
             )
-            result = request_json(client, request, validate_judge_answer, max_repairs=JUDGE_REPAIRS)
+            result = request_json(
+                client,
+                request,
+                validate_judge_answer,
+                max_repairs=JUDGE_REPAIRS,
+                schema=JUDGE_ANSWER_SCHEMA,
+            )
             by_judge.setdefault(judge, {})[rubric.id] = result.data["score"]
             details[f"{seat}:{rubric.id}"] = result.data
     return jury_aggregate(by_judge, jury.weights), details

@@ -30,7 +30,7 @@ from llm.engine.generation import (
         ("openai/gpt-4o@temperature=0.2,top_p=0.9", []),
         (
             "openai/gpt-4o@effort=low",
-            ["openai/gpt-4o takes no reasoning effort (model family: Other chat models)"],
+            ["openai/gpt-4o takes no reasoning effort (model family: OpenAI chat models)"],
         ),
         ("anthropic/claude-opus-4-8@thinking=8000", []),
         ("anthropic/claude-opus-4-8@thinking=off", []),

@@ -74,6 +74,13 @@ class AnthropicChatProvider:
             arguments["top_p"] = request.top_p
         if request.thinking_budget is not None:
             arguments["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
+        output_config = {}
+        if request.reasoning_effort is not None:
+            output_config["effort"] = request.reasoning_effort
+        if request.json_schema is not None:
+            output_config["format"] = {"type": "json_schema", "schema": request.json_schema}
+        if output_config:
+            arguments["output_config"] = output_config
         return arguments
 
 

@@ -103,7 +103,7 @@ def sampling_key(request: ChatRequest) -> dict[str, Any]:
     }
     if request.top_p is not None:
         sampling["top_p"] = request.top_p
-    for name in ("reasoning_effort", "thinking_budget", "thinking_switch"):
+    for name in ("reasoning_effort", "thinking_budget", "thinking_switch", "json_schema"):
         if getattr(request, name) is not None:
             sampling[name] = getattr(request, name)
     return sampling

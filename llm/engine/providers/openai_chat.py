@@ -71,6 +71,11 @@ class OpenAIChatProvider:
         if request.thinking_switch is not None:
             # vLLM passes these to the model's chat template: Qwen3 thinks unless told not to.
             arguments["chat_template_kwargs"] = {"enable_thinking": request.thinking_switch}
+        if request.json_schema is not None:
+            arguments["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": request.json_schema, "strict": False},
+            }
         return arguments
 
 

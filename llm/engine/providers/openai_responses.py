@@ -64,6 +64,15 @@ class OpenAIResponsesProvider:
             arguments["max_output_tokens"] = request.max_tokens
         if request.reasoning_effort is not None:
             arguments["reasoning"] = {"effort": request.reasoning_effort}
+        if request.json_schema is not None:
+            arguments["text"] = {
+                "format": {
+                    "type": "json_schema",
+                    "name": "answer",
+                    "schema": request.json_schema,
+                    "strict": False,
+                }
+            }
         return arguments
 
 

@@ -69,6 +69,11 @@ def test_an_sdk_judge_that_never_answers_in_json_is_invalid_with_its_raw_text(
     assert [a["text"] for a in rows[0].attempts] == ["Looks fine to me."] * 2
     repair = fake_openai.requests[1].body["messages"]
     assert repair[-1]["role"] == "user" and "could not be used" in repair[-1]["content"]
+    # The judge's structured output carried the answer's schema; the repair turns are counted.
+    schema = fake_openai.requests[0].body["response_format"]["json_schema"]["schema"]
+    assert schema["required"] == ["score", "explanation"]
+    (costs,) = scoring.judge_costs(job)
+    assert (costs["calls"], costs["repairs"]) == (12, 6)  # six rubrics, one repair each
     result = target.jury_results.get(job=job)
     assert not result.complete and result.aggregate is None
 

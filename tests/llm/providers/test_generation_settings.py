@@ -70,3 +70,11 @@ def test_a_client_is_never_built_for_settings_its_model_refuses(make_client):
 def test_settings_do_not_change_the_price(make_client):
     plain, high = make_client("openai/gpt-5.5"), make_client("openai/gpt-5.5@effort=high")
     assert plain.price is not None and high.price == plain.price
+
+
+def test_claudes_effort_goes_in_its_output_config(make_client, llm_server, user_request):
+    model = "anthropic/claude-opus-4-8@effort=xhigh"
+    llm_server.script(answer("Fine."))
+    make_client(model).chat(user_request(model))
+
+    assert sent(llm_server)["output_config"] == {"effort": "xhigh"}

@@ -39,11 +39,11 @@ def conversation_with_tool_round(model):
 
 
 def test_it_renders_system_tools_and_tool_results_in_openai_format(make_client, llm_server):
-    make_client("openai/gpt-5.5").chat(conversation_with_tool_round("openai/gpt-5.5"))
+    make_client("openai/gpt-4.1").chat(conversation_with_tool_round("openai/gpt-4.1"))
 
     body = llm_server.requests[0].body
     assert llm_server.requests[0].path == "/v1/chat/completions"
-    assert body["model"] == "gpt-5.5"
+    assert body["model"] == "gpt-4.1"
     assert body["messages"][0] == {"role": "system", "content": "You help patients."}
     assert body["messages"][2]["tool_calls"] == [
         {
@@ -160,8 +160,8 @@ def test_the_request_goes_out_as_the_sdk_would_send_it_without_its_per_call_tran
     server must receive exactly what create() would have sent."""
     import openai.resources.chat.completions.completions as completions
 
-    request = conversation_with_tool_round("openai/gpt-5.5")
-    client = make_client("openai/gpt-5.5")
+    request = conversation_with_tool_round("openai/gpt-4.1")
+    client = make_client("openai/gpt-4.1")
     provider = client._provider
     provider._client.chat.completions.create(**provider.render(request))
     sent_by_create = llm_server.requests[0]

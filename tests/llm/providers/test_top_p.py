@@ -10,7 +10,7 @@ from llm.engine.providers import anthropic_chat
 from llm.engine.providers.cache import cache_key, canonical_json
 from llm.engine.providers.client import sends_sampling
 
-OPENAI_STYLE = ["openai/gpt-5.5", "openai-compatible/llama-3"]
+OPENAI_STYLE = ["openai/gpt-4.1", "openai-compatible/llama-3"]
 ANTHROPIC = "anthropic/claude-opus-4-8"
 
 
