@@ -127,6 +127,10 @@ def json_values(text: str) -> tuple[list[dict[str, Any]], list[list[Any]], int]:
     return objects, arrays, broken
 
 
+# The least a structured call asks of the provider: one JSON object.
+ANY_OBJECT: dict[str, Any] = {"type": "object"}
+
+
 @dataclass
 class StructuredResult:
     data: dict[str, Any]
@@ -146,7 +150,7 @@ def request_json(
     validate: Callable[[dict[str, Any]], dict[str, Any]],
     *,
     max_repairs: int = 2,
-    schema: dict[str, Any] | None = None,
+    schema: dict[str, Any] = ANY_OBJECT,
 ) -> StructuredResult:
     """Call the model, parse one JSON object, validate it; on failure feed the error back.
 
@@ -154,11 +158,13 @@ def request_json(
     ProviderError propagates untouched: a provider fault is not a malformed answer. A refusal
     fails at once, with the model's words, and is not repaired. With `schema` (the object's
     JSON schema) the request asks the provider to hold the answer to it, where the model's
-    family takes structured output (generation.apply); the answer is validated and repaired
-    all the same, and a model without structured output is asked by the prompt alone.
+    family takes structured output (generation.apply): by default any JSON object, which
+    spares the repair turns of an answer in prose; a caller that knows its object's shape
+    passes that. The answer is validated and repaired all the same, and a model without
+    structured output is asked by the prompt alone.
     """
     responses: list[ChatResponse] = []
-    current = request if schema is None else replace(request, json_schema=_sendable(schema))
+    current = replace(request, json_schema=_sendable(schema))
     for attempt in range(max_repairs + 1):
         response = client.chat(current)
         responses.append(response)

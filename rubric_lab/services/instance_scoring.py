@@ -238,6 +238,15 @@ def criterion_request(
     )
 
 
+# A criterion judge's decision, for providers that hold an answer to a schema.
+DECISION_SCHEMA = {
+    "type": "object",
+    "properties": {"met": {"type": "boolean"}, "reason": {"type": "string"}},
+    "required": ["met", "reason"],
+    "additionalProperties": False,
+}
+
+
 def validate_decision(data: dict) -> dict:
     if not isinstance(data.get("met"), bool):
         raise InvalidOutput('"met" must be true or false')
@@ -251,7 +260,9 @@ def _decide(
     client, index: int, request: ChatRequest
 ) -> Decision | StructuredFailure | ProviderError:
     try:
-        result = request_json(client, request, validate_decision, max_repairs=JUDGE_REPAIRS)
+        result = request_json(
+            client, request, validate_decision, max_repairs=JUDGE_REPAIRS, schema=DECISION_SCHEMA
+        )
     except (StructuredFailure, ProviderError) as failure:
         return failure
     return Decision(index, result.data["met"], result.data["reason"], result.responses)
