@@ -65,6 +65,21 @@ def test_an_admin_launches_a_run_with_the_page_defaults_and_controls_it(admin_cl
     assert resumed.status_code == 400 and "cost limit" in resumed.json()["detail"].lower()
 
 
+def test_two_settings_of_one_model_are_two_rows_and_refused_settings_a_400(admin_client_):
+    benchmark_set = enriched_set(size=1)
+    models = ["openai/gpt-5.5@effort=high", "openai/gpt-5.5@effort=low"]
+    payload = {"name": "Efforts", "benchmark_set": benchmark_set.pk, "models": models}
+    response = admin_client_.post(f"{API}/runs", payload, content_type="application/json")
+    assert response.status_code == 201, response.content
+    run = Run.objects.get(pk=response.json()["id"])
+    assert [a.model for a in run.agents.order_by("pk")] == models
+    assert run.config["generation"] == {models[0]: {"effort": "high"}, models[1]: {"effort": "low"}}
+    payload["models"] = ["openai/gpt-5.5@temperature=0"]
+    refused = admin_client_.post(f"{API}/runs", payload, content_type="application/json")
+    assert refused.status_code == 400
+    assert "refuses a custom temperature" in refused.json()["detail"]
+
+
 def test_it_refuses_a_run_with_an_unknown_offline_behaviour(admin_client_):
     benchmark_set = enriched_set(size=1)
     payload = {"name": "R", "benchmark_set": benchmark_set.pk, "models": ["offline/sloppy"]}
