@@ -74,6 +74,21 @@ def cost_limit_field() -> forms.DecimalField:
     )
 
 
+# The repetitions pass^k needs to say something (jury.engine.reliability.RECOMMENDED_REPETITIONS,
+# kept equal by a test; benchmark does not import the jury).
+RELIABILITY_REPETITIONS = 4
+
+
+def short_reliability_warning(repetitions: int) -> str | None:
+    if repetitions >= RELIABILITY_REPETITIONS:
+        return None
+    return (
+        f"{repetitions} repetition(s) per case: the jury report's pass^k (reliability over "
+        f"repeated encounters) will stop at k = {repetitions}; {RELIABILITY_REPETITIONS} or more "
+        "give a useful curve."
+    )
+
+
 class DistributionForm(forms.Form):
     name = forms.CharField(max_length=200)
     yaml_file = forms.FileField(required=False, label="Upload a YAML file")
@@ -183,7 +198,13 @@ class RunForm(forms.Form):
         "uses the patient model unless told otherwise; choose a model that answers in valid "
         "JSON reliably, or every conversation fails at roster generation.",
     )
-    repetitions = forms.IntegerField(min_value=1, max_value=10, initial=1)
+    repetitions = forms.IntegerField(
+        min_value=1,
+        max_value=10,
+        initial=1,
+        help_text=f"Encounters of each case per agent. Reliability over repeated encounters "
+        f"(pass^k, in the jury report) needs at least {RELIABILITY_REPETITIONS}.",
+    )
     concurrency = forms.IntegerField(min_value=1, max_value=256, initial=16)
     max_turns = forms.IntegerField(min_value=1, max_value=15, initial=15)
     seed = forms.IntegerField(min_value=0, max_value=MAX_SEED, initial=0)

@@ -268,6 +268,8 @@ def run_new(request: HttpRequest) -> HttpResponse:
                 messages.error(request, held)
             for model in form.unpriced():
                 messages.warning(request, forms.unpriced_warning(model))
+            if short := forms.short_reliability_warning(run.repetitions):
+                messages.info(request, short)
             return redirect("benchmark:run", run.pk)
     return render(request, "benchmark/run_form.html", {"form": form})
 

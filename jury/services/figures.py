@@ -5,6 +5,8 @@ common.figures (inline SVG on the page; SVG, PNG at 300 dpi or PDF to download):
   0.5, one bar per model in each bin;
 - pass rates: per rubric, each model's share of conversations the jury passed, with its 95%
   Wilson interval;
+- pass^k: per model, the chance that k encounters of one case all pass, k = 1 to the run's
+  repetitions, with its bootstrap interval over cases (jury.engine.reliability);
 - subgroup sensitivity (the sensitivity tab, one per attribute and score): each model's
   subgroup means with their 95% CI against the model's overall band, flagged ones in red, on
   the x range every chart of the tab shares.
@@ -34,6 +36,7 @@ HISTOGRAM_EDGES = np.arange(1.0, 5.01, 0.5)
 FIGURES = {
     "aggregates": "Conversation aggregates per model",
     "pass-rates": "Pass rate per rubric and model (95% Wilson interval)",
+    "pass-k": "pass^k: every one of k encounters of a case passes (95% bootstrap over cases)",
 }
 FLAG_COLOUR, BAND_COLOUR = "#cf222e", "#dbe7ff"
 
@@ -45,6 +48,8 @@ def report_figure(report: Report, kind: str) -> Figure:
         return _aggregates(report, table)
     if kind == "pass-rates":
         return _pass_rates(report, table)
+    if kind == "pass-k":
+        return _pass_k(report)
     raise ValueError(f"figure must be one of {', '.join(FIGURES)}, not {kind!r}")
 
 
@@ -100,6 +105,25 @@ def _pass_rates(report: Report, table: pd.DataFrame) -> Figure:
     axes.set_xlabel("conversations passed")
     figure.legend(fontsize=7, frameon=False, loc="outside lower center", ncols=2)
     axes.set_title(FIGURES["pass-rates"], loc="left", fontsize=10)
+    return figure
+
+
+def _pass_k(report: Report) -> Figure:
+    """The aggregate's pass^k curve per model over every case, its interval shaded."""
+    figure, (axes,) = new_figure(6.4, 3.2)
+    rows = report.reliability
+    overall = rows[(rows["measure"] == "aggregate") & (rows["stratum"] == "all")]
+    curves = overall.groupby("model", sort=False)
+    for colour, (model, curve) in zip(PALETTE * 10, curves, strict=False):
+        axes.plot(curve["k"], curve["pass_hat_k"], marker="o", color=colour, label=model)
+        axes.fill_between(curve["k"], curve["low"], curve["high"], color=colour, alpha=0.15)
+    axes.set_xticks(sorted(overall["k"].unique()))
+    axes.set_ylim(0, 1)
+    axes.yaxis.set_major_formatter(PercentFormatter(1.0))
+    axes.set_xlabel("k (encounters of the same case)")
+    axes.set_ylabel("pass^k")
+    axes.legend(fontsize=7, frameon=False, loc="lower left")
+    axes.set_title(FIGURES["pass-k"], loc="left", fontsize=10)
     return figure
 
 

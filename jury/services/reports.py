@@ -18,8 +18,8 @@ from django.db.models import Count, Q, Sum
 
 from benchmark import charts
 from benchmark.models import BenchmarkEntry, RunAgent
-from jury.engine import paired, stats
-from jury.engine.aggregate import judge_aggregate_frame
+from jury.engine import paired, reliability, stats
+from jury.engine.aggregate import PASS_THRESHOLD, judge_aggregate_frame
 from jury.models import ConversationResult, JudgeScore, RubricResult, ScoreStatus, ScoringJob
 from jury.services.scoring import job_conversations
 
@@ -32,7 +32,15 @@ ATTRIBUTES = {
     "task_category": "Task category",
 }
 SCRIPTED_NOTE = "scripted, not a model"
-EXPORT_TABLES = ("models", "spread", "outcomes", "sensitivity", "agreement", "comparison")
+EXPORT_TABLES = (
+    "models",
+    "spread",
+    "outcomes",
+    "sensitivity",
+    "agreement",
+    "comparison",
+    "reliability",
+)
 EXPORT_CAPTIONS = {  # what each table shows, for the LaTeX caption
     "models": "Scores per model: the aggregate with its 95% CI; per rubric the jury mean and the "
     "pass rate with its 95% Wilson interval; n complete conversations and the cases they cover",
@@ -42,6 +50,9 @@ EXPORT_CAPTIONS = {  # what each table shows, for the LaTeX caption
     "agreement": "Agreement between the jury's judges per rubric",
     "comparison": "Paired comparisons of agents on shared cases: mean difference with its "
     "paired bootstrap 95% CI, Wilcoxon signed-rank and Holm-adjusted p",
+    "reliability": "pass^k per model, measure and stratum: the chance that k encounters of one "
+    "case all pass (unbiased estimate over the run's repetitions, 95% bootstrap interval over "
+    "cases) and the expected worst score of k encounters",
 }
 # In LaTeX the model table is two tables (stats.model_table_parts), each saying what it shows.
 MODEL_PART_CAPTIONS = {
@@ -133,6 +144,29 @@ class Report:
     @property
     def empty(self) -> bool:
         return self.conversations.empty
+
+    @cached_property
+    def encounters(self) -> pd.DataFrame:
+        """One row per (complete conversation, measure): the aggregate and each rubric's jury
+        mean with its pass verdict, beside the conversation's model, case and attributes."""
+        conversations = self.conversations
+        aggregate = conversations.assign(
+            measure="aggregate",
+            score=conversations["aggregate"],
+            passed=conversations["aggregate"] >= PASS_THRESHOLD,
+        )
+        rubrics = self.rubric_scores.rename(columns={"rubric": "measure"})[
+            ["conversation_id", "measure", "score", "passed"]
+        ].merge(conversations.drop(columns="aggregate"), on="conversation_id")
+        return pd.concat([aggregate.drop(columns="aggregate"), rubrics], ignore_index=True)
+
+    @cached_property
+    def reliability(self) -> pd.DataFrame:
+        """pass^k for k = 1..the run's repetitions (jury.engine.reliability.COLUMNS)."""
+        table = reliability.reliability_table(
+            self.encounters, strata=list(ATTRIBUTES), k_max=max(self.job.run.repetitions, 1)
+        )
+        return table.assign(model=table["model"].map(self.label))
 
     def label(self, model: str) -> str:
         return f"{model} ({SCRIPTED_NOTE})" if model in self.scripted else model
@@ -314,6 +348,8 @@ def export_frame(report: Report, table_name: str) -> pd.DataFrame:
         return stats.inter_judge_agreement(judge_scores(report)).reset_index()
     if table_name == "comparison":
         return comparison_table(report, comparisons(report, model_table(report)))
+    if table_name == "reliability":
+        return report.reliability
     raise ValueError(f"unknown table {table_name!r}")
 
 

@@ -1,6 +1,7 @@
-"""Generation settings where models are chosen: two settings of one model are two rows of one
-run, the run's config records what each model runs with, settings a model refuses stop the
-launch (and a jury) before anything is created, and pages name the settings in words."""
+"""What a launch chooses. Generation settings where models are chosen: two settings of one model
+are two rows of one run, the run's config records what each model runs with, settings a model
+refuses stop the launch (and a jury) before anything is created, and pages name the settings in
+words. Repetitions: the launch says when they are too few for pass^k."""
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -58,3 +59,23 @@ def test_the_run_page_names_each_models_settings(ready_set, baseline, researcher
     run = launch(ready_set, baseline, models=(HIGH,))
     page = squashed(researcher_client.get(reverse("benchmark:run", args=[run.pk])))
     assert "openai/gpt-5.5, effort high" in page
+
+
+@pytest.mark.parametrize(("repetitions", "warned"), [(2, True), (4, False)])
+def test_the_launch_says_when_repetitions_are_too_few_for_pass_k(
+    admin_client_, ready_set, baseline, repetitions, warned
+):
+    from tests.benchmark.test_run_pages import launch_form
+
+    form = launch_form(ready_set, baseline, repetitions=repetitions)
+    response = admin_client_.post(reverse("benchmark:run_new"), form, follow=True)
+    page = squashed(response)
+    assert response.redirect_chain, page[:500]
+    assert ("will stop at k = 2" in page) is warned
+
+
+def test_the_forms_threshold_is_the_reports():
+    from benchmark.forms import RELIABILITY_REPETITIONS
+    from jury.engine.reliability import RECOMMENDED_REPETITIONS
+
+    assert RELIABILITY_REPETITIONS == RECOMMENDED_REPETITIONS
