@@ -6,6 +6,15 @@ Inputs are plain DataFrames built from the merged jury results:
 - conversations: one row per scored conversation with `model`, `aggregate` and any seed
   attributes (personality, severity, age_group, ...).
 Everything is grouped and vectorised; no loops over rows.
+
+Repetitions of one case (a run's repetitions: the same patient met again) are not independent,
+so every interval here treats a case as one cluster when the frames carry a `case` column: the
+mean's interval uses the cluster-robust variance (the sum over cases of each case's summed
+deviations, squared, times G / (G - 1), over n squared; Student t with G - 1 degrees of freedom,
+G cases), and a pass rate's Wilson interval uses the effective sample size n / deff (deff: the
+clustered variance over that of the same estimator with one conversation per case, at least 1;
+the number of cases when every conversation passed or none did). With one conversation per
+case both are the textbook intervals exactly.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from jury.engine.latex_tables import latex_tables
 from jury.engine.score_gaps import is_adjacent
 
 CONFIDENCE = 0.95
+CLUSTER = "case"  # repetitions of one case form one cluster
 EXPORT_FORMATS = ("csv", "markdown", "latex")
 MODEL_COLUMN, AGGREGATE_COLUMN = "Model", "Aggregate (95% CI)"
 MEAN_DECIMALS = 2  # of every mean in the model table (page and exports)
@@ -87,10 +97,10 @@ def model_table(
     table = _aggregate_summary(conversations, confidence)
     grouped = rubric_scores.groupby(["model", "rubric"])
     per_rubric = grouped.agg(mean=("score", "mean"), passes=("passed", "sum"), n=("passed", "size"))
-    low, high = wilson_interval(per_rubric["passes"], per_rubric["n"], confidence)
-    per_rubric = per_rubric.assign(
-        pass_rate=per_rubric["passes"] / per_rubric["n"], pass_low=low, pass_high=high
-    )
+    effective = effective_n(rubric_scores, ["model", "rubric"], "passed").reindex(per_rubric.index)
+    rate = per_rubric["passes"] / per_rubric["n"]
+    low, high = wilson_interval(rate * effective, effective, confidence)
+    per_rubric = per_rubric.assign(pass_rate=rate, pass_low=low, pass_high=high)
     wide = _widen(per_rubric, ["mean", "pass_rate", "pass_low", "pass_high"], rubric_order)
     return table.join(wide).sort_values("aggregate_mean", ascending=False)
 
@@ -125,8 +135,8 @@ def subgroup_sensitivity(
     its upper bound is under the band's lower bound. A subgroup with fewer than two
     conversations has no CI and is never flagged.
     """
-    overall = _mean_ci_frame(conversations.groupby("model")[value], confidence)
-    groups = _mean_ci_frame(conversations.groupby(["model", attribute])[value], confidence)
+    overall = _mean_ci_frame(conversations, ["model"], value, confidence)
+    groups = _mean_ci_frame(conversations, ["model", attribute], value, confidence)
     groups = groups.reset_index().rename(columns={attribute: "subgroup"})
     band = overall[["low", "high"]].rename(columns={"low": "band_low", "high": "band_high"})
     result = groups.join(band, on="model")
@@ -259,7 +269,7 @@ def export_table(
 
 
 def _aggregate_summary(conversations: pd.DataFrame, confidence: float) -> pd.DataFrame:
-    summary = _mean_ci_frame(conversations.groupby("model")["aggregate"], confidence, cut=True)
+    summary = _mean_ci_frame(conversations, ["model"], "aggregate", confidence, cut=True)
     names = {
         "mean": "aggregate_mean",
         "low": "aggregate_low",
@@ -269,13 +279,55 @@ def _aggregate_summary(conversations: pd.DataFrame, confidence: float) -> pd.Dat
     return summary.rename(columns=names)[["n", *names.values()]]
 
 
-def _mean_ci_frame(grouped, confidence: float, *, cut: bool = False) -> pd.DataFrame:
-    """Per group of 1-5 scores: n, mean and its t interval on the scale; with `cut`, also
-    whether the interval was cut there."""
-    frame = grouped.agg(["mean", "std", "count"]).rename(columns={"count": "n"})
-    low, high, was_cut = _t_bounds(frame["mean"], frame["std"], frame["n"], confidence, SCORE)
+def _mean_ci_frame(
+    frame: pd.DataFrame, keys: list[str], value: str, confidence: float, *, cut: bool = False
+) -> pd.DataFrame:
+    """Per group of 1-5 scores: n, mean and its cluster-robust t interval on the scale (see
+    the module's note); with `cut`, also whether the interval was cut there."""
+    groups = clustered_variance(frame, keys, value)
+    # As a t interval over G clusters: half = t(G - 1) * sqrt(variance), so sd * sqrt(G).
+    sd = np.sqrt(groups["variance"] * groups["clusters"])
+    low, high, was_cut = _t_bounds(groups["mean"], sd, groups["clusters"], confidence, SCORE)
     columns = ["n", "mean", "low", "high", *(["cut"] if cut else [])]
-    return frame.assign(low=low, high=high, cut=was_cut)[columns]
+    return groups.assign(low=low, high=high, cut=was_cut)[columns]
+
+
+def clustered_variance(frame: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
+    """Per group: n (rows with a value), mean, clusters (G) and the cluster-robust variance of
+    the mean, G / (G - 1) * sum over clusters of (summed deviations)^2 / n^2 (NaN below two
+    clusters). A frame without a `case` column has each row as its own cluster."""
+    data = frame[[*keys, value]].copy()
+    data["_cluster"] = frame[CLUSTER].to_numpy() if CLUSTER in frame else np.arange(len(frame))
+    data = data.dropna(subset=[value])
+    data[value] = data[value].astype(float)
+    grouped = data.groupby(keys, sort=True)[value]
+    data["_deviation"] = data[value] - grouped.transform("mean")
+    summed = data.groupby([*keys, "_cluster"])["_deviation"].sum() ** 2
+    by_group = summed.groupby(level=list(range(len(keys))))
+    result = grouped.agg(["count", "mean"]).rename(columns={"count": "n"})
+    result["clusters"] = by_group.size().reindex(result.index)
+    squares = by_group.sum().reindex(result.index)
+    clusters = result["clusters"].astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(clusters > 1, clusters / (clusters - 1), np.nan)
+        result["variance"] = factor * squares / result["n"].astype(float) ** 2
+    return result
+
+
+def effective_n(frame: pd.DataFrame, keys: list[str], value: str) -> pd.Series:
+    """Per group, the sample size a proportion of `value` (booleans) is worth once its
+    clusters are allowed for: n / deff, deff = the clustered variance over the variance of the
+    same estimator with every row its own cluster, at least 1; the number of clusters when
+    every row passed or none did."""
+    groups = clustered_variance(frame, keys, value)
+    p, n = groups["mean"], groups["n"].astype(float)
+    # The same estimator's variance had every row been its own cluster (so deff is exactly 1
+    # with one conversation per case): p (1 - p) / (n - 1).
+    binomial = p * (1 - p) / (n - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        deff = np.maximum(groups["variance"] / binomial, 1.0)
+        size = np.where(binomial > 0, n / deff, groups["clusters"])
+    return pd.Series(np.where(np.isnan(size), n, size), index=groups.index)
 
 
 def _t_bounds(mean, sd, n, confidence: float, scale: Scale):

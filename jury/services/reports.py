@@ -124,7 +124,8 @@ class Report:
         frame = pd.DataFrame.from_records(
             rows, columns=["conversation_id", "rubric", "score", "passed"]
         )
-        models = self.conversations[["conversation_id", "model"]]
+        # The case travels along: the intervals treat a case's repetitions as one cluster.
+        models = self.conversations[["conversation_id", "model", "case"]]
         return frame.merge(models, on="conversation_id", how="inner")
 
     @cached_property

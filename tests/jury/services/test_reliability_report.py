@@ -56,6 +56,7 @@ def test_the_report_shows_the_curve_and_the_api_serves_the_table(repeated_job, r
     page = researcher_client.get(reverse("jury:report", args=[repeated_job.pk])).content.decode()
     assert 'id="figure-pass-k"' in page
     assert "at least 4 give a useful curve" in squashed(page)
+    assert "its repetitions count as one cluster in every interval" in squashed(page)
     assert reverse("jury:report_export", args=[repeated_job.pk, "reliability", "csv"]) in page
     figure = researcher_client.get(
         reverse("jury:report_figure", args=[repeated_job.pk, "pass-k", "png"])
