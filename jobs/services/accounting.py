@@ -94,6 +94,12 @@ class RecordingClient:
         except (DatabaseFailure, ObjectDoesNotExist) as error:  # written with the outcome
             logger.warning("a %s answer is accounted later: %s", call[0], error)
             return False
+        finally:
+            if threading.get_ident() != self._creator:
+                # A helper thread of the unit (the rubric pipeline's two tracks, an instance
+                # score's criteria) ends with it, and Django leaves a thread's connection to
+                # the garbage collector: dozens stayed open at once, past PostgreSQL's limit.
+                connection.close()
         return True
 
 

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from jobs.models import WorkerHeartbeat
 from tests.support.builders import enriched_set, launched_run
+from tests.support.text import squashed
 from tests.support.workers import (
     start_worker,
     stop_worker,
@@ -25,7 +26,7 @@ pytestmark = [
 
 
 def page_text(client, url) -> str:
-    return client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    return squashed(client.get(url, HTTP_HX_REQUEST="true"))
 
 
 def test_the_run_page_shows_a_live_worker_then_says_no_worker_is_reporting(
