@@ -18,6 +18,10 @@ from jury.services.judge_inputs import judge_inputs
 from llm.engine.chat import REFUSED_WITHOUT_TEXT
 from tests.fakes.llm_server import answer, refused
 from tests.faults.test_conversation_faults import fake, one_conversation_run  # noqa: F401
+from tests.faults.test_reasoning_across_tools import (  # noqa: F401 - the endpoints' fixtures
+    anthropic_endpoint,
+    openai_endpoint,
+)
 
 WORDS = "I can't advise on changing your insulin dose; please ask the doctor who prescribed it."
 COMPATIBLE = "openai-compatible/agent-under-test"
@@ -25,18 +29,14 @@ ANTHROPIC = "anthropic/agent-under-test"
 RESPONSES = "openai/agent-under-test@api=responses"
 
 
-@pytest.fixture
-def anthropic_endpoint(fake, settings):  # noqa: F811
-    settings.ANTHROPIC_BASE_URL = fake.anthropic_base_url
-    settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
-    # And OpenAI's, for the Responses API.
-    settings.OPENAI_BASE_URL = fake.openai_base_url
-    settings.OPENAI_API_KEY = "sk-test-not-a-real-key"
-
-
 @pytest.mark.parametrize("agent", [COMPATIBLE, ANTHROPIC, RESPONSES])
 @pytest.mark.django_db(transaction=True)
-def test_the_agents_refusal_is_its_reply_marked_refused(fake, anthropic_endpoint, agent):  # noqa: F811
+def test_the_agents_refusal_is_its_reply_marked_refused(
+    fake,  # noqa: F811
+    anthropic_endpoint,  # noqa: F811
+    openai_endpoint,  # noqa: F811
+    agent,
+):
     fake.script(refused(WORDS), answer("Is there anything else I can help you with?"))
     conversation = one_conversation_run(agent=agent, max_turns=2)
 
@@ -55,7 +55,7 @@ def test_the_agents_refusal_is_its_reply_marked_refused(fake, anthropic_endpoint
 @pytest.mark.django_db(transaction=True)
 def test_a_refusal_without_a_word_ends_the_conversation_and_stays_in_the_trace(
     fake,  # noqa: F811
-    anthropic_endpoint,
+    anthropic_endpoint,  # noqa: F811
 ):
     fake.script(refused(""))
     conversation = one_conversation_run(agent=ANTHROPIC)

@@ -19,22 +19,15 @@ CHAT_PATH = "/chat/completions"
 REASONING_FIELD_BLOCK = "reasoning_field"
 
 
-class OpenAIChatProvider:
-    """One model behind an OpenAI-style endpoint. Makes exactly one HTTP call per chat()."""
+class OpenAIEndpoint:
+    """One model behind one OpenAI endpoint (`path`): what both OpenAI adapters (chat
+    completions, the Responses API) share. Makes exactly one HTTP call per chat()."""
 
-    def __init__(
-        self,
-        *,
-        model_name: str,
-        api_key: str,
-        base_url: str,
-        timeout_seconds: float,
-        max_tokens_field: str = "max_completion_tokens",
-    ):
+    path: str
+    reply_type: type
+
+    def __init__(self, *, model_name: str, api_key: str, base_url: str, timeout_seconds: float):
         self.model_name = model_name
-        # OpenAI's newer models take max_completion_tokens; most compatible servers only
-        # know the older max_tokens.
-        self.max_tokens_field = max_tokens_field
         # max_retries=0: the client's retry policy is the only one, so waits are predictable.
         self._client = openai.OpenAI(
             api_key=api_key, base_url=base_url or None, timeout=timeout_seconds, max_retries=0
@@ -49,9 +42,31 @@ class OpenAIChatProvider:
             # every tool) through the SDK's type-driven transform on every call, to change
             # nothing in a body of plain JSON like this one; the client's post sends it as it
             # is, through the same transport, auth and errors.
-            completion = self._client.post(CHAT_PATH, body=arguments, cast_to=ChatCompletion)
+            reply = self._client.post(self.path, body=arguments, cast_to=self.reply_type)
             latency_ms = (time.perf_counter() - started) * 1000
-            return parse_completion(completion, model=request.model, latency_ms=latency_ms)
+            return self.parse(reply, model=request.model, latency_ms=latency_ms)
+
+    def render(self, request: ChatRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def parse(self, reply: Any, *, model: str, latency_ms: float) -> ChatResponse:
+        raise NotImplementedError
+
+
+class OpenAIChatProvider(OpenAIEndpoint):
+    """One model behind an OpenAI-style chat completions endpoint."""
+
+    path = CHAT_PATH
+    reply_type = ChatCompletion
+
+    def __init__(self, *, max_tokens_field: str = "max_completion_tokens", **connection: Any):
+        super().__init__(**connection)
+        # OpenAI's newer models take max_completion_tokens; most compatible servers only
+        # know the older max_tokens.
+        self.max_tokens_field = max_tokens_field
+
+    def parse(self, reply: Any, *, model: str, latency_ms: float) -> ChatResponse:
+        return parse_completion(reply, model=model, latency_ms=latency_ms)
 
     def render(self, request: ChatRequest) -> dict[str, Any]:
         arguments: dict[str, Any] = {

@@ -11,39 +11,26 @@ retries serve both OpenAI adapters.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-import openai
 from openai.types.responses import Response
 
 from llm.engine.chat import ChatRequest, ChatResponse, Message, ProviderError, ToolCall, Usage
-from llm.engine.providers.errors import provider_faults
+from llm.engine.providers.openai_chat import OpenAIEndpoint
 
 RESPONSES_PATH = "/responses"
 # How a reply's reasoning item is kept in ChatResponse.reasoning_blocks: the item as it came.
 REASONING_ITEM_BLOCK = "responses_reasoning_item"
 
 
-class OpenAIResponsesProvider:
-    """One model behind OpenAI's /responses. Makes exactly one HTTP call per chat()."""
+class OpenAIResponsesProvider(OpenAIEndpoint):
+    """One model behind OpenAI's /responses."""
 
-    def __init__(self, *, model_name: str, api_key: str, base_url: str, timeout_seconds: float):
-        self.model_name = model_name
-        # max_retries=0: the client's retry policy is the only one, so waits are predictable.
-        self._client = openai.OpenAI(
-            api_key=api_key, base_url=base_url or None, timeout=timeout_seconds, max_retries=0
-        )
-        self.base_url = str(self._client.base_url)
+    path = RESPONSES_PATH
+    reply_type = Response
 
-    def chat(self, request: ChatRequest) -> ChatResponse:
-        arguments = self.render(request)
-        started = time.perf_counter()
-        with provider_faults(openai, model=request.model, secrets=(self._client.api_key,)):
-            # As in the chat-completions adapter: the body is plain JSON, posted as it is.
-            response = self._client.post(RESPONSES_PATH, body=arguments, cast_to=Response)
-            latency_ms = (time.perf_counter() - started) * 1000
-            return parse_response(response, model=request.model, latency_ms=latency_ms)
+    def parse(self, reply: Any, *, model: str, latency_ms: float) -> ChatResponse:
+        return parse_response(reply, model=model, latency_ms=latency_ms)
 
     def render(self, request: ChatRequest) -> dict[str, Any]:
         arguments: dict[str, Any] = {
