@@ -14,6 +14,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from common.safe_yaml import safe_load
+from llm.engine.generation import base_model
 
 FAMILIES_FILE = Path(__file__).resolve().parents[1] / "data" / "model_families.yaml"
 SCRIPTED = "scripted"
@@ -39,7 +40,7 @@ class FamilyTable:
 
     def classify(self, model: str) -> tuple[str | None, str]:
         """(family or None, why): why is the family name, SCRIPTED or UNKNOWN."""
-        provider, _, name = model.partition("/")
+        provider, _, name = base_model(model).partition("/")  # settings say nothing of it
         if provider in self.scripted_providers:
             return None, SCRIPTED
         name = name.lower()

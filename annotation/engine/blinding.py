@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from llm.engine.generation import base_model
+
 BLINDING_FILE = Path(__file__).resolve().parent.parent / "data" / "blinding.yaml"
 
 
@@ -53,11 +55,13 @@ class Redactor:
 
 
 def identity_words(model_strings: Iterable[str], labels: Iterable[str]) -> set[str]:
-    """A run's model strings, their model names without the provider prefix, their labels.
-    An offline model's bare name is a behaviour word ("careful"), not an identity, and would
-    blank ordinary English: its full string and label are enough."""
+    """A run's model strings (with and without their generation settings, `gpt-5.5@effort=high`
+    names `gpt-5.5` too), their model names without the provider prefix, their labels. An
+    offline model's bare name is a behaviour word ("careful"), not an identity, and would blank
+    ordinary English: its full string and label are enough."""
     words = set(labels)
     for model in model_strings:
-        provider, _, name = model.partition("/")
-        words |= {model} if provider == "offline" else {model, name}
+        base = base_model(model)
+        provider, _, name = base.partition("/")
+        words |= {model, base} if provider == "offline" else {model, base, name}
     return {w for w in words if w}

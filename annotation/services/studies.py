@@ -15,6 +15,7 @@ from annotation.models import Project, ProjectMember, Study, StudyItem, StudyKin
 from annotation.services.outbox import notify
 from audit.services import audit_record
 from jury.models import RubricResult, RubricVersion, ScoringJob
+from llm.engine.generation import base_model
 
 OVERLAP_RANGE = range(2, 5)
 
@@ -130,7 +131,8 @@ def _name_leak(name: str, jobs) -> str:
     lowered = name.lower()
     for job in jobs:
         for agent in job.run.agents.all():
-            for word in (agent.model, agent.model.split("/")[-1], agent.label):
+            base = base_model(agent.model)  # the model without its generation settings
+            for word in (agent.model, base, base.split("/")[-1], agent.label):
                 if word and len(word) > 2 and word.lower() in lowered:
                     return word
     return ""

@@ -132,8 +132,8 @@ def subgroup_sensitivity(
     The band is the CI of the model's mean over all its conversations. A subgroup (one value
     of `attribute` within one model) is flagged when its own CI lies entirely outside the band:
     `direction` is "above" when its lower bound exceeds the band's upper bound, "below" when
-    its upper bound is under the band's lower bound. A subgroup with fewer than two
-    conversations has no CI and is never flagged.
+    its upper bound is under the band's lower bound. A subgroup with fewer than two cases (two
+    conversations when the frame has no `case`) has no CI and is never flagged.
     """
     overall = _mean_ci_frame(conversations, ["model"], value, confidence)
     groups = _mean_ci_frame(conversations, ["model", attribute], value, confidence)
@@ -327,7 +327,8 @@ def effective_n(frame: pd.DataFrame, keys: list[str], value: str) -> pd.Series:
     with np.errstate(divide="ignore", invalid="ignore"):
         deff = np.maximum(groups["variance"] / binomial, 1.0)
         size = np.where(binomial > 0, n / deff, groups["clusters"])
-    return pd.Series(np.where(np.isnan(size), n, size), index=groups.index)
+    # Below two clusters nothing says how they vary: the clusters are all it is worth.
+    return pd.Series(np.where(np.isnan(size), groups["clusters"], size), index=groups.index)
 
 
 def _t_bounds(mean, sd, n, confidence: float, scale: Scale):

@@ -19,7 +19,7 @@ from django.db.models import Count, Q, Sum
 from benchmark import charts
 from benchmark.models import BenchmarkEntry, RunAgent
 from jury.engine import paired, reliability, stats
-from jury.engine.aggregate import PASS_THRESHOLD, judge_aggregate_frame
+from jury.engine.aggregate import judge_aggregate_frame
 from jury.models import ConversationResult, JudgeScore, RubricResult, ScoreStatus, ScoringJob
 from jury.services.scoring import job_conversations
 
@@ -154,7 +154,7 @@ class Report:
         aggregate = conversations.assign(
             measure="aggregate",
             score=conversations["aggregate"],
-            passed=conversations["aggregate"] >= PASS_THRESHOLD,
+            passed=conversations["aggregate"] >= self.job.jury.pass_threshold,
         )
         rubrics = self.rubric_scores.rename(columns={"rubric": "measure"})[
             ["conversation_id", "measure", "score", "passed"]

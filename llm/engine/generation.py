@@ -14,6 +14,7 @@ reasoning model, never sent to be refused). Pure: no Django.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field, fields, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -126,11 +127,14 @@ def _value(key: str, raw: str) -> Any:
 
 
 def _number(key: str, raw: str) -> float:
+    hint = " (or on / off)" if key == "thinking" else ""
     try:
-        return float(raw)
+        number = float(raw)
     except ValueError:
-        hint = " (or on / off)" if key == "thinking" else ""
         raise SettingsError(f"{key} must be a number{hint}, not {raw!r}") from None
+    if not math.isfinite(number):
+        raise SettingsError(f"{key} must be a finite number{hint}, not {raw!r}")
+    return number
 
 
 @functools.cache
@@ -174,6 +178,8 @@ def settings_of(model: str) -> GenerationSettings:
 def settings_problems(model: str) -> list[str]:
     """Why the settings of `model` cannot be sent, each in words ([] when they can)."""
     base, text = split_model(model)
+    if SEPARATOR in model and not text.strip(" ,"):
+        return [f"nothing follows the {SEPARATOR!r} in {model!r}: give settings or leave it out"]
     try:
         own = parse_settings(text)
         family = family_of(model)
@@ -232,7 +238,7 @@ def _sampling_problems(base: str, family: Family, settings: GenerationSettings) 
     if not custom:
         return []
     if not family.sampling:
-        return [f"{base} is a reasoning model and refuses a custom {' or '.join(custom)}"]
+        return [f"{base} refuses a custom {' or '.join(custom)} (model family: {family.name})"]
     if isinstance(settings.thinking, int) and not isinstance(settings.thinking, bool):
         return [f"{' and '.join(custom)} cannot be set while {base} thinks"]
     return []

@@ -23,6 +23,13 @@ def test_the_redactor_hides_model_names_vendors_and_labels_as_whole_words():
     assert redact.json({"note": ["OpenAI"]}) == {"note": ["[model name hidden]"]}
 
 
+def test_a_model_with_generation_settings_is_hidden_by_its_bare_name_too():
+    model = "openai/gpt-5.5@effort=high"
+    redact = Redactor(identity_words([model], ["openai/gpt-5.5, effort high · baseline"]))
+    shown = redact.text(f"I am gpt-5.5. Ran as {model} through openai/gpt-5.5.")
+    assert "gpt-5.5" not in shown and "effort=high" not in shown
+
+
 def test_the_context_holds_no_model_identity_and_no_objects_to_walk_from(study, clinicians):
     assignment = queue.next_assignment(study=study, annotator=clinicians[0])
     context = review_context(assignment)

@@ -21,7 +21,7 @@ from llm.engine.generation import (
         ("openai/gpt-5.5@effort=minimal,max_tokens=16000", []),
         (
             "openai/gpt-5.5@temperature=0.2",
-            ["openai/gpt-5.5 is a reasoning model and refuses a custom temperature"],
+            ["openai/gpt-5.5 refuses a custom temperature (model family: OpenAI reasoning models)"],
         ),
         (
             "openai/gpt-5.5@effort=extreme",
@@ -44,7 +44,10 @@ from llm.engine.generation import (
         ),
         (
             "anthropic/claude-opus-4-8@thinking=2048,temperature=0.3",
-            ["temperature cannot be set while anthropic/claude-opus-4-8 thinks"],
+            [
+                "anthropic/claude-opus-4-8 refuses a custom temperature "
+                "(model family: Claude 4.5 and later)"
+            ],
         ),
         ("openai-compatible/Qwen/Qwen3-32B@thinking=off", []),
         (
@@ -156,4 +159,21 @@ def test_family_defaults_fill_what_a_model_string_leaves_out(tmp_path, monkeypat
 def test_the_shipped_families_file_loads_and_ends_with_a_catch_all():
     shipped = generation.families()
     assert shipped[-1].match == ("*",)
-    assert {family.name for family in shipped} >= {"OpenAI reasoning models", "Claude", "Qwen3"}
+    assert {family.name for family in shipped} >= {
+        "OpenAI reasoning models",
+        "Claude 4.5 and later",
+        "Qwen3",
+    }
+
+
+@pytest.mark.parametrize(
+    ("model", "problem"),
+    [
+        ("openai/gpt-4o@max_tokens=nan", "max_tokens must be a finite number, not 'nan'"),
+        ("openai/gpt-4o@temperature=inf", "temperature must be a finite number, not 'inf'"),
+        ("openai/gpt-4o@", "nothing follows the '@' in 'openai/gpt-4o@'"),
+    ],
+)
+def test_non_numbers_and_an_empty_tail_are_named_not_crashed_on(model, problem):
+    (found,) = settings_problems(model)
+    assert found.startswith(problem)

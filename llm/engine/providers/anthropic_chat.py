@@ -77,11 +77,56 @@ class AnthropicChatProvider:
         output_config = {}
         if request.reasoning_effort is not None:
             output_config["effort"] = request.reasoning_effort
-        if request.json_schema is not None:
-            output_config["format"] = {"type": "json_schema", "schema": request.json_schema}
+        schema = claude_schema(request.json_schema) if request.json_schema else None
+        if schema is not None:
+            output_config["format"] = {"type": "json_schema", "schema": schema}
         if output_config:
             arguments["output_config"] = output_config
         return arguments
+
+
+# What Claude's structured outputs do not hold an answer to (numeric and string bounds,
+# patterns, formats, list sizes): left out of what is sent. The answer is still checked here
+# against the whole schema, and repaired when it misses.
+CLAUDE_UNSUPPORTED = frozenset(
+    {
+        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+        "minLength", "maxLength", "pattern", "format",
+        "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties",
+    }
+)  # fmt: skip
+
+
+def claude_schema(schema: Any) -> Any:
+    """The schema as Claude's structured outputs take it: without the keywords it does not
+    support, every object closed (`additionalProperties: false`, which it requires). None when
+    some object names no properties or allows others (a free-form mapping Claude cannot be held
+    to): the prompt alone asks for that answer."""
+    if isinstance(schema, list):
+        parts = [claude_schema(part) for part in schema]
+        return None if any(part is None for part in parts) else parts
+    if not isinstance(schema, dict):
+        return schema
+    is_object = schema.get("type") == "object" or "properties" in schema
+    open_ended = not schema.get("properties") or schema.get("additionalProperties", False)
+    if is_object and open_ended:
+        return None
+    kept = {}
+    for key, value in schema.items():
+        if key in CLAUDE_UNSUPPORTED:
+            continue
+        if key == "properties":
+            value = {name: claude_schema(part) for name, part in value.items()}
+            if any(part is None for part in value.values()):
+                return None
+        elif isinstance(value, (dict, list)) and key not in ("enum", "const", "required"):
+            value = claude_schema(value)
+            if value is None:
+                return None
+        kept[key] = value
+    if "properties" in kept:
+        kept["additionalProperties"] = False
+    return kept
 
 
 def render_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:

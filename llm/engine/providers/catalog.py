@@ -63,7 +63,10 @@ class ModelCatalog:
     entries: dict[str, ModelEntry]  # file order matters for patterns
 
     def entry_for(self, model: str) -> ModelEntry | None:
-        # A model's generation settings do not change its price or its rate limit.
+        if model in self.entries:
+            return self.entries[model]
+        # A model's generation settings do not change its price or its rate limit: a price
+        # set for the model string with its settings wins, else the model's own.
         model = base_model(model)
         if model in self.entries:
             return self.entries[model]

@@ -166,6 +166,8 @@ def _usage(usage: Any) -> Usage:
 
 def _finish_reason(response: Any, calls: list[ToolCall]) -> str:
     details = response.incomplete_details
-    if response.status == "incomplete" and details and details.reason == "max_output_tokens":
-        return "length"
+    if response.status == "incomplete" and details:
+        # Cut off: at the output limit (a length cut-off, as in chat completions) or by the
+        # content filter.
+        return "length" if details.reason == "max_output_tokens" else str(details.reason)
     return "tool_calls" if calls else "stop"

@@ -78,3 +78,14 @@ def test_claudes_effort_goes_in_its_output_config(make_client, llm_server, user_
     make_client(model).chat(user_request(model))
 
     assert sent(llm_server)["output_config"] == {"effort": "xhigh"}
+
+
+def test_a_price_set_for_a_model_with_its_settings_is_the_one_used():
+    from decimal import Decimal
+
+    from llm.engine.providers.catalog import Price, default_catalog
+
+    own = Price(Decimal("1"), Decimal("2"))
+    catalog = default_catalog().with_prices({"openai/gpt-5.5@effort=high": own})
+    assert catalog.price_for("openai/gpt-5.5@effort=high") == own
+    assert catalog.price_for("openai/gpt-5.5@effort=low") == catalog.price_for("openai/gpt-5.5")

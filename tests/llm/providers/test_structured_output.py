@@ -50,7 +50,44 @@ def test_the_schema_goes_to_a_provider_that_holds_answers_to_it(
     result = request_json(make_client(model), user_request(model), needs_score, schema=SCHEMA)
 
     assert result.data == {"score": 4}
-    assert schema_sent(llm_server.requests[0].body) == SENT
+    # Claude's structured outputs require every object closed.
+    closed = {**SENT, "additionalProperties": False} if model.startswith("anthropic/") else SENT
+    assert schema_sent(llm_server.requests[0].body) == closed
+
+
+def test_claude_gets_only_what_its_structured_outputs_take():
+    from llm.engine.providers.anthropic_chat import claude_schema
+
+    bounded = {
+        "type": "object",
+        "properties": {
+            "score": {"type": "integer", "minimum": 1, "maximum": 5},
+            "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+$"},
+                     "minItems": 2},
+        },
+        "required": ["score"],
+    }  # fmt: skip
+    assert claude_schema(bounded) == {
+        "type": "object",
+        "properties": {
+            "score": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["score"],
+        "additionalProperties": False,
+    }
+    # A free-form object cannot be held to: the prompt alone asks for it.
+    assert claude_schema({"type": "object"}) is None
+    nested = {"type": "object", "properties": {"notes": {"type": "object"}}}
+    assert claude_schema(nested) is None
+
+
+def test_claude_is_not_sent_a_schema_it_cannot_hold_to(make_client, llm_server, user_request):
+    model = "anthropic/claude-opus-4-8"
+    llm_server.script(answer('{"anything": 1}'))
+    request_json(make_client(model), user_request(model), lambda data: data)  # any object
+
+    assert "output_config" not in llm_server.requests[0].body
 
 
 def test_a_model_without_structured_output_is_asked_by_the_prompt_and_repaired(
