@@ -89,12 +89,23 @@ class AnthropicChatProvider:
 # patterns, formats, list sizes): left out of what is sent. The answer is still checked here
 # against the whole schema, and repaired when it misses.
 CLAUDE_UNSUPPORTED = frozenset(
-    {
-        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-        "minLength", "maxLength", "pattern", "format",
-        "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties",
-    }
-)  # fmt: skip
+    [
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "minProperties",
+        "maxProperties",
+    ]
+)
 
 
 def claude_schema(schema: Any) -> Any:
