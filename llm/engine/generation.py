@@ -239,16 +239,30 @@ def _sampling_problems(base: str, family: Family, settings: GenerationSettings) 
         return []
     if not family.sampling:
         return [f"{base} refuses a custom {' or '.join(custom)} (model family: {family.name})"]
-    if isinstance(settings.thinking, int) and not isinstance(settings.thinking, bool):
+    if not takes_sampling(settings, family):
         return [f"{' and '.join(custom)} cannot be set while {base} thinks"]
     return []
+
+
+def takes_sampling(settings: GenerationSettings, family: Family) -> bool:
+    """Whether temperature and top_p reach the model: its family takes them and it is not
+    thinking on a budget (Claude fixes them while it thinks)."""
+    return family.sampling and _budget(settings.thinking) is None
+
+
+def model_takes_sampling(model: str) -> bool:
+    """takes_sampling for a model string; False for settings it refuses (nothing is sent)."""
+    try:
+        return takes_sampling(settings_of(model), family_of(model))
+    except SettingsError:
+        return False
 
 
 def apply(request: Any, settings: GenerationSettings, family: Family) -> Any:
     """`request` (a ChatRequest) with the effective settings: the model's own, then the role's
     own preferences where the model takes them."""
     thinking_budget = _budget(settings.thinking)
-    sampling_allowed = family.sampling and thinking_budget is None
+    sampling_allowed = takes_sampling(settings, family)
     max_tokens = settings.max_tokens or request.max_tokens
     if thinking_budget is not None:
         # The output limit counts the thinking: a role's own limit is for the answer alone.

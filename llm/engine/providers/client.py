@@ -265,15 +265,17 @@ def build_provider(
 def sends_sampling(model_string: str) -> bool:
     """Whether temperature and top_p set on a request reach the model: not for the offline
     scripts (they ignore both), nor through an Anthropic SDK that has no such arguments (its
-    API version refuses them); every OpenAI-style server takes them."""
+    API version refuses them), nor to a model whose generation settings drop them (a reasoning
+    model, a thinking Claude: generation.apply)."""
     provider = parse_model_string(model_string).provider
     if provider == "offline":
         return False
     if provider == "anthropic":
         from llm.engine.providers.anthropic_chat import SENDS_SAMPLING
 
-        return SENDS_SAMPLING
-    return True
+        if not SENDS_SAMPLING:
+            return False
+    return generation.model_takes_sampling(model_string)
 
 
 def _endpoint_key(endpoint: Endpoint, settings: ProviderSettings, model: ModelString) -> str:

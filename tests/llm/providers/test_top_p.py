@@ -9,6 +9,7 @@ import pytest
 from llm.engine.providers import anthropic_chat
 from llm.engine.providers.cache import cache_key, canonical_json
 from llm.engine.providers.client import sends_sampling
+from tests.fakes.llm_server import answer
 
 OPENAI_STYLE = ["openai/gpt-4.1", "openai-compatible/llama-3"]
 ANTHROPIC = "anthropic/claude-opus-4-8"
@@ -97,3 +98,25 @@ def _key_before_top_p(request) -> str:
         "sample": request.sample,
     }  # fmt: skip
     return hashlib.sha256(canonical_json(parts).encode("utf-8")).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "openai/gpt-5.5",
+        "openai-compatible/llama-3@thinking=off",
+        "openai-compatible/x@temperature=9",
+    ],
+)
+def test_the_pages_never_claim_sampling_reached_a_model_whose_settings_drop_or_refuse_it(model):
+    # A reasoning model drops a role's temperature (generation.apply); settings a model refuses
+    # never reach it at all.
+    assert not sends_sampling(model)
+
+
+def test_sends_sampling_agrees_with_what_is_sent(make_client, llm_server, user_request):
+    model = "openai/gpt-5.5"
+    llm_server.script(answer("ok"))
+    make_client(model).chat(user_request(model, temperature=0.7, top_p=0.9))
+    body = llm_server.requests[0].body
+    assert "temperature" not in body and "top_p" not in body and not sends_sampling(model)
