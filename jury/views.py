@@ -18,6 +18,7 @@ from common.figures import render as render_figure
 from common.query import query_choice, query_flag
 from jobs.services.queue import held_work_message
 from jury import forms
+from jury.engine.reliability import RECOMMENDED_REPETITIONS
 from jury.engine.rubrics import RubricError
 from jury.models import Jury, RubricVersion, ScoringJob
 from jury.services import juries, reports, rubrics, score_exports, scoring
@@ -259,6 +260,7 @@ def report(request: HttpRequest, pk: int) -> HttpResponse:
                     for kind in FIGURES
                 },
                 "formats": FORMATS,
+                "reliability_repetitions": RECOMMENDED_REPETITIONS,
             }
         )
     return render(request, "jury/report.html", context)

@@ -46,6 +46,17 @@ class ToolSpec:
             },
         }
 
+    def to_openai_responses(self) -> dict[str, Any]:
+        # strict: false - the sandbox's schemas leave optional fields out, which strict mode
+        # forbids.
+        return {
+            "type": "function",
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "strict": False,
+        }
+
     def to_anthropic(self) -> dict[str, Any]:
         return {
             "name": self.name,

@@ -42,7 +42,7 @@ class OpenAIResponsesProvider(OpenAIEndpoint):
         if request.system:
             arguments["instructions"] = request.system
         if request.tools:
-            arguments["tools"] = [_tool(tool) for tool in request.tools]
+            arguments["tools"] = [tool.to_openai_responses() for tool in request.tools]
         if request.temperature is not None:
             arguments["temperature"] = request.temperature
         if request.top_p is not None:
@@ -61,17 +61,6 @@ class OpenAIResponsesProvider(OpenAIEndpoint):
                 }
             }
         return arguments
-
-
-def _tool(tool: Any) -> dict[str, Any]:
-    # strict: false - the sandbox's schemas leave optional fields out, which strict mode forbids.
-    return {
-        "type": "function",
-        "name": tool.name,
-        "description": tool.description,
-        "parameters": tool.parameters,
-        "strict": False,
-    }
 
 
 def render_input(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
