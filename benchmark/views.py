@@ -238,6 +238,10 @@ def agents(request: HttpRequest) -> HttpResponse:
     )
 
 
+# What a planned run carries over to the launch form from its link.
+PLANNED_FIELDS = ("benchmark_set", "repetitions")
+
+
 # --- runs ----------------------------------------------------------------------------------
 
 
@@ -255,7 +259,11 @@ def run_list(request: HttpRequest) -> HttpResponse:
 @role_required(*ADMIN_ONLY)
 def run_new(request: HttpRequest) -> HttpResponse:
     agent_services.agent_configs_ensure_shipped()
-    form = forms.RunForm(request.POST or None)
+    # A plan (jury's "plan a run") links here with the set and the repetitions it chose.
+    planned = {
+        name: request.GET[name] for name in PLANNED_FIELDS if request.GET.get(name, "").isdigit()
+    }
+    form = forms.RunForm(request.POST or None, initial=planned)
     if request.method == "POST" and form.is_valid():
         try:
             run = runs.run_launch(user=request.user, **form.launch_arguments())

@@ -6,7 +6,7 @@ from django import forms
 
 from benchmark.forms import cost_limit_field, unpriced_models
 from jury.engine.aggregate import PASS_THRESHOLD
-from jury.models import Jury, MergeMode, RubricVersion
+from jury.models import Jury, MergeMode, RubricVersion, ScoringJob
 from jury.services import juries
 
 
@@ -84,3 +84,54 @@ class ScoreRunForm(forms.Form):
         label="Use the response cache (identical judge calls cost nothing)",
     )
     cost_limit_usd = cost_limit_field()
+
+
+class PlanForm(forms.Form):
+    """Plan a run (jury.services.planning): the earlier run to learn from, the score whose
+    precision matters and the target; optionally a run size to try."""
+
+    TARGETS = [
+        ("half_width", "A 95% interval of +/- this many points"),
+        ("coefficient", "A generalizability coefficient of"),
+    ]
+    job = forms.ModelChoiceField(
+        queryset=ScoringJob.objects.none(),
+        label="Learn from",
+        help_text="A finished scoring job of an earlier run of the same set, or of a small pilot.",
+    )
+    measure = forms.ChoiceField(label="Score", choices=[("aggregate", "Aggregate")])
+    target = forms.ChoiceField(choices=TARGETS, initial="half_width", widget=forms.RadioSelect)
+    half_width = forms.FloatField(label="Half-width", initial=0.1, min_value=0.001, max_value=4)
+    goal = forms.FloatField(label="Coefficient", initial=0.8, min_value=0.01, max_value=0.99)
+    cases = forms.IntegerField(label="Try: cases", required=False, min_value=1, max_value=10**6)
+    repetitions = forms.IntegerField(label="repetitions", required=False, min_value=1, max_value=50)
+    judges = forms.IntegerField(label="judges", required=False, min_value=1, max_value=20)
+
+    def __init__(self, *args, sources, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["job"].queryset = sources
+        self.fields["job"].label_from_instance = _source_label
+        job = self._chosen_job(sources)
+        if job is not None:
+            rubrics = job.rubric_versions.order_by("order").values_list("rubric_id", "name")
+            self.fields["measure"].choices = [("aggregate", "Aggregate"), *rubrics]
+
+    def _chosen_job(self, sources):
+        chosen = self.data.get("job") if self.is_bound else None
+        if chosen and str(chosen).isdigit():
+            return sources.filter(pk=chosen).first()
+        return sources.first()
+
+    def what_if(self) -> tuple[int, int, int] | None:
+        size = [self.cleaned_data.get(name) for name in ("cases", "repetitions", "judges")]
+        return tuple(size) if all(size) else None
+
+    def targets(self) -> dict:
+        if self.cleaned_data["target"] == "half_width":
+            return {"half_width": self.cleaned_data["half_width"]}
+        return {"goal": self.cleaned_data["goal"]}
+
+
+def _source_label(job: ScoringJob) -> str:
+    run = job.run
+    return f"{run.name} ({run.benchmark_set.name}, {run.repetitions} repetitions) · {job.jury.name}"

@@ -14,6 +14,7 @@ urlpatterns = [
     path("jobs/<int:pk>/resume/", views.job_resume, name="job_resume"),
     path("jobs/<int:pk>/scores.<str:fmt>", views.job_scores_export, name="job_scores_export"),
     path("reports/", views.report_list, name="reports"),
+    path("plan/", views.plan, name="plan"),
     path("jobs/<int:pk>/report/", views.report, name="report"),
     path(
         "jobs/<int:pk>/report/<str:table>.<str:suffix>", views.report_export, name="report_export"

@@ -20,8 +20,9 @@ from jobs.services.queue import held_work_message
 from jury import forms
 from jury.engine.reliability import RECOMMENDED_REPETITIONS
 from jury.engine.rubrics import RubricError
+from jury.engine.variance import COMPONENT_NAMES
 from jury.models import Jury, RubricVersion, ScoringJob
-from jury.services import juries, reports, rubrics, score_exports, scoring
+from jury.services import juries, planning, reports, rubrics, score_exports, scoring
 from jury.services.corrections import corrected_method, job_corrected, job_corrected_export
 from jury.services.figures import FIGURES, report_figure, sensitivity_figure
 from jury.services.scoring import scoring_start
@@ -261,6 +262,8 @@ def report(request: HttpRequest, pk: int) -> HttpResponse:
                 },
                 "formats": FORMATS,
                 "reliability_repetitions": RECOMMENDED_REPETITIONS,
+                "variance": reports.variance_rows(data),
+                "component_names": list(COMPONENT_NAMES.values()),
             }
         )
     return render(request, "jury/report.html", context)
@@ -424,3 +427,37 @@ def failures(request: HttpRequest, pk: int) -> HttpResponse:
             "results": reports.lowest_scoring(data, rubric=rubric, agent_id=agent, filters=chosen),
         },
     )
+
+
+# --- planning a run ----------------------------------------------------------------------
+
+
+@role_required(*STAFF)
+def plan(request: HttpRequest) -> HttpResponse:
+    """Plan a run from an earlier scored run: the numbers that reach a precision, and their cost."""
+    set_id = request.GET.get("set", "")
+    sources = planning.plan_sources(int(set_id) if set_id.isdigit() else None)
+    newest = sources.first()
+    if "job" in request.GET or newest is None:
+        data = request.GET
+    else:
+        data = PLAN_DEFAULTS | {"job": str(newest.pk)}
+    form = forms.PlanForm(data, sources=sources)
+    context = {"form": form, "set_id": set_id}
+    if newest is not None and form.is_valid():
+        try:
+            context["plan"] = result = planning.run_plan(
+                form.cleaned_data["job"],
+                measure=form.cleaned_data["measure"],
+                what_if=form.what_if(),
+                **form.targets(),
+            )
+        except ValueError as error:
+            form.add_error(None, str(error))
+        else:
+            context["sections"] = planning.model_sections(result)
+    return render(request, "jury/plan.html", context)
+
+
+# What the plan page shows before anyone chose: the newest source, the aggregate, +/- 0.1.
+PLAN_DEFAULTS = {"measure": "aggregate", "target": "half_width", "half_width": "0.1", "goal": "0.8"}

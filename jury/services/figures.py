@@ -7,6 +7,8 @@ common.figures (inline SVG on the page; SVG, PNG at 300 dpi or PDF to download):
   Wilson interval;
 - pass^k: per model, the chance that k encounters of one case all pass, k = 1 to the run's
   repetitions, with its bootstrap interval over cases (jury.engine.reliability);
+- variance components: per model and measure, the share of the score variance due to the case,
+  the repetition within a case, the judge, case x judge and the residual (jury.engine.variance);
 - subgroup sensitivity (the sensitivity tab, one per attribute and score): each model's
   subgroup means with their 95% CI against the model's overall band, flagged ones in red, on
   the x range every chart of the tab shares.
@@ -23,6 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from common.figures import PALETTE, new_figure
+from jury.engine.variance import COMPONENT_NAMES, COMPONENTS
 from jury.services.reports import (
     ATTRIBUTES,
     Report,
@@ -37,6 +40,7 @@ FIGURES = {
     "aggregates": "Conversation aggregates per model",
     "pass-rates": "Pass rate per rubric and model (95% Wilson interval)",
     "pass-k": "pass^k: every one of k encounters of a case passes (95% bootstrap over cases)",
+    "variance": "Where the score variance comes from (REML variance components)",
 }
 FLAG_COLOUR, BAND_COLOUR = "#cf222e", "#dbe7ff"
 
@@ -50,6 +54,8 @@ def report_figure(report: Report, kind: str) -> Figure:
         return _pass_rates(report, table)
     if kind == "pass-k":
         return _pass_k(report)
+    if kind == "variance":
+        return _variance(report)
     raise ValueError(f"figure must be one of {', '.join(FIGURES)}, not {kind!r}")
 
 
@@ -124,6 +130,36 @@ def _pass_k(report: Report) -> Figure:
     axes.set_ylabel("pass^k")
     axes.legend(fontsize=7, frameon=False, loc="lower left")
     axes.set_title(FIGURES["pass-k"], loc="left", fontsize=10)
+    return figure
+
+
+def _variance(report: Report) -> Figure:
+    """One panel per model: a bar per measure split into the components' shares."""
+    rows = report.variance
+    models = list(dict.fromkeys(rows["model"]))
+    measures = [m for m in ["aggregate", *report.rubrics] if m in set(rows["measure"])]
+    names = {"aggregate": "Aggregate", **report.rubric_names}
+    height = 0.9 + len(models) * (0.45 + 0.2 * len(measures))
+    figure, panels = new_figure(6.4, height, panels=len(models), stacked=True, sharex=True)
+    positions = np.arange(len(measures))
+    for axes, model in zip(panels, models, strict=True):
+        shares = rows[rows["model"] == model].pivot(
+            index="measure", columns="component", values="share"
+        )
+        shares = shares.reindex(index=measures, columns=list(COMPONENTS)).fillna(0.0)
+        left = np.zeros(len(measures))
+        for colour, component in zip(PALETTE, COMPONENTS, strict=False):
+            label = COMPONENT_NAMES[component] if axes is panels[0] else None
+            axes.barh(positions, shares[component], left=left, color=colour, label=label)
+            left += shares[component].to_numpy()
+        axes.set_yticks(positions, [names.get(measure, measure) for measure in measures])
+        axes.invert_yaxis()
+        axes.set_xlim(0, 1)
+        axes.set_title(model, loc="left", fontsize=8)
+    panels[-1].xaxis.set_major_formatter(PercentFormatter(1.0))
+    panels[-1].set_xlabel("share of the score variance")
+    figure.legend(fontsize=7, frameon=False, loc="outside lower center", ncols=3)
+    figure.suptitle(FIGURES["variance"], x=0.01, ha="left", fontsize=10)
     return figure
 
 

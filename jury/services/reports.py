@@ -18,7 +18,7 @@ from django.db.models import Count, Q, Sum
 
 from benchmark import charts
 from benchmark.models import BenchmarkEntry, RunAgent
-from jury.engine import paired, reliability, stats
+from jury.engine import paired, reliability, stats, variance
 from jury.engine.aggregate import judge_aggregate_frame
 from jury.models import ConversationResult, JudgeScore, RubricResult, ScoreStatus, ScoringJob
 from jury.services.scoring import job_conversations
@@ -40,6 +40,7 @@ EXPORT_TABLES = (
     "agreement",
     "comparison",
     "reliability",
+    "variance",
 )
 EXPORT_CAPTIONS = {  # what each table shows, for the LaTeX caption
     "models": "Scores per model: the aggregate with its 95% CI; per rubric the jury mean and the "
@@ -53,6 +54,9 @@ EXPORT_CAPTIONS = {  # what each table shows, for the LaTeX caption
     "reliability": "pass^k per model, measure and stratum: the chance that k encounters of one "
     "case all pass (unbiased estimate over the run's repetitions, 95% bootstrap interval over "
     "cases) and the expected worst score of k encounters",
+    "variance": "Where the spread of each model's scores comes from: REML variance components "
+    "(case, repetition within a case, judge, case x judge, residual) with 95% Satterthwaite "
+    "intervals, and each one's share of the total with its delta-method interval",
 }
 # In LaTeX the model table is two tables (stats.model_table_parts), each saying what it shows.
 MODEL_PART_CAPTIONS = {
@@ -167,6 +171,30 @@ class Report:
         table = reliability.reliability_table(
             self.encounters, strata=list(ATTRIBUTES), k_max=max(self.job.run.repetitions, 1)
         )
+        return table.assign(model=table["model"].map(self.label))
+
+    @cached_property
+    def judge_encounters(self) -> pd.DataFrame:
+        """One row per (complete conversation, judge, measure): model, measure (the aggregate of
+        that judge's scores, or a rubric), case, conversation, judge, score."""
+        scores = judge_scores(self)
+        cases = self.conversations[["conversation_id", "case"]]
+        aggregates = judge_aggregate_frame(scores, self.job.jury.weights).merge(
+            self.conversations[["conversation_id", "model"]], on="conversation_id"
+        )
+        frames = [
+            aggregates.rename(columns={"aggregate": "score"}).assign(measure="aggregate"),
+            scores.rename(columns={"rubric": "measure"}),
+        ]
+        frame = pd.concat(frames, ignore_index=True).merge(cases, on="conversation_id")
+        return frame.rename(columns={"conversation_id": "conversation"})
+
+    @cached_property
+    def variance(self) -> pd.DataFrame:
+        """Variance components per model and measure (jury.engine.variance.COLUMNS)."""
+        if self.empty:
+            return pd.DataFrame(columns=variance.COLUMNS)
+        table = variance.components_table(self.judge_encounters.dropna(subset=["score"]))
         return table.assign(model=table["model"].map(self.label))
 
     def label(self, model: str) -> str:
@@ -351,6 +379,8 @@ def export_frame(report: Report, table_name: str) -> pd.DataFrame:
         return comparison_table(report, comparisons(report, model_table(report)))
     if table_name == "reliability":
         return report.reliability
+    if table_name == "variance":
+        return report.variance
     raise ValueError(f"unknown table {table_name!r}")
 
 
@@ -603,6 +633,35 @@ def _or(value: float, fallback: float) -> float:
 
 def _finite(value) -> bool:
     return value is not None and math.isfinite(value)
+
+
+# --- where the spread comes from ------------------------------------------------------------
+
+
+def variance_rows(report: Report, measure: str = "aggregate") -> list[dict]:
+    """Per model, each component's share of the variance of `measure` with its interval, as
+    text ("undefined" where the run's design cannot tell the component apart)."""
+    rows = report.variance.query("measure == @measure")
+    return [
+        {
+            "model": model,
+            "shares": [_share_text(row) for row in group.itertuples()],
+            "n": f"{group['n_cases'].iloc[0]} cases, {group['n_conversations'].iloc[0]} "
+            f"conversations, {group['n_judges'].iloc[0]} judges",
+            "method": group["method"].iloc[0],
+        }
+        for model, group in rows.groupby("model", sort=False)
+    ]
+
+
+def _share_text(row) -> dict:
+    if not _finite(row.share):
+        return {"share": "undefined", "interval": ""}
+    return {
+        "share": f"{row.share:.0%}",
+        "interval": f"[{row.share_low:.0%}, {row.share_high:.0%}]",
+        "variance": f"{row.variance:.3f}",
+    }
 
 
 # --- per judge ----------------------------------------------------------------------------

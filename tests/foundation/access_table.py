@@ -104,6 +104,7 @@ PAGES += [
     Page("jury:rubric_new_version", STAFF, _RUBRIC),
     Page("jury:juries", STAFF),
     Page("jury:reports", STAFF),
+    Page("jury:plan", STAFF),
     Page("jury:score_run", STAFF, (("run_id", "run", "pk"),)),
     Page("jury:job", STAFF, _JOB),
     Page("jury:job_retry", STAFF, _JOB),
