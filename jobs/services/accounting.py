@@ -134,6 +134,8 @@ def _model_call_row(
         cached=response.cached,
         latency_ms=response.latency_ms,
         answer_key=key,
+        seed=response.seed,
+        fingerprint=response.fingerprint[:100],
         **retry_fields(response.retries),
     )
 
