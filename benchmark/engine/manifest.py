@@ -65,8 +65,7 @@ def sha256_text(text: str) -> str:
 def file_hashes(root: Path, paths: Iterable[Path]) -> dict[str, str]:
     """sha256 of each file, keyed by its path relative to `root` (forward slashes)."""
     return {
-        path.relative_to(root).as_posix(): sha256_bytes(path.read_bytes())
-        for path in sorted(paths)
+        path.relative_to(root).as_posix(): sha256_bytes(path.read_bytes()) for path in sorted(paths)
     }
 
 
@@ -125,8 +124,11 @@ def parse_manifest(text: str) -> dict[str, Any]:
     missing = [name for name in RUN_FIELDS if name not in data["run"]]
     if missing:
         raise ManifestError(f"the manifest's run section lacks {', '.join(missing)}")
-    if not isinstance(data["run"]["agents"], list) or not data["run"]["agents"]:
+    agents = data["run"]["agents"]
+    if not isinstance(agents, list) or not agents:
         raise ManifestError("the manifest's run section names no agents")
+    if not all(isinstance(agent, dict) and "model" in agent for agent in agents):
+        raise ManifestError("each agent of the manifest's run section needs a model")
     return data
 
 

@@ -290,7 +290,9 @@ def apply(request: Any, settings: GenerationSettings, family: Family) -> Any:
 
 def _seed(request: Any) -> int | None:
     """The request's own seed, else the one its sample and purpose give (llm.engine.seeds)."""
-    return request.seed if request.seed is not None else provider_seed(request.sample, request.purpose)
+    return (
+        request.seed if request.seed is not None else provider_seed(request.sample, request.purpose)
+    )
 
 
 def takes_seed(settings: GenerationSettings, family: Family) -> bool:

@@ -3,10 +3,10 @@
 The key is the sha256 of canonical JSON of everything that can change a model's answer:
 provider, model, base URL, system prompt, messages, tools and sampling settings, plus the
 request's `sample` (which conversation seed, judge slot or entry the call draws for), so that
-repetitions never copy each other while a replay of the same sample is free. The provider seed
-derived from the sample (llm.engine.seeds) is not part of the key: the sample already is. Hints are left
-out for real models (they never see them) but kept for the offline scripted provider, whose
-answer is computed from them and from the purpose.
+repetitions never copy each other while a replay of the same sample is free. The provider
+seed derived from the sample (llm.engine.seeds) is not part of the key: the sample already is.
+Hints are left out for real models (they never see them) but kept for the offline scripted
+provider, whose answer is computed from them and from the purpose.
 
 Only answers the caller accepted should stay: a structured call whose answer failed
 validation removes its entry (`forget`), so a retry asks the model again.
