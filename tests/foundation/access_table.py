@@ -60,6 +60,7 @@ PAGES += [
     Page("benchmark:run", STAFF, (("pk", "run", "pk"),)),
     Page("benchmark:run_export", STAFF, (("pk", "run", "pk"),)),
     Page("benchmark:run_export_parquet", STAFF, (("pk", "run", "pk"),)),
+    Page("benchmark:run_manifest", STAFF, (("pk", "run", "pk"),)),
     Page("benchmark:run_control", ADMIN, (("pk", "run", "pk"), ("action", "run_action", "name"))),
     Page("benchmark:conversation", STAFF, (("public_id", "conversation", "public_id"),)),
     Page("benchmark:prices", STAFF),
