@@ -85,3 +85,12 @@ def test_the_run_page_downloads_its_manifest(researcher_client, run):
     assert manifest["run"]["config_hash"] == run.config_hash
     assert manifest["data_files"] == run.inputs["data_files"]
     assert AuditEvent.objects.filter(action="download.manifest").count() == 1
+
+
+def test_the_api_serves_the_same_manifest(researcher_client, run):
+    page = researcher_client.get(reverse("benchmark:run_manifest", args=[run.pk]))
+
+    api = researcher_client.get(f"/api/v1/runs/{run.pk}/manifest.json")
+
+    assert api.status_code == 200
+    assert api.content == page.content

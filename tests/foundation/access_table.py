@@ -535,6 +535,7 @@ PAGES += [
             ("run", STAFF, _API_RUN, "get"),
             ("conversations", STAFF, _API_RUN, "get"),
             ("run_export", STAFF, (*_API_RUN, ("fmt", "score_export", "fmt")), "get"),
+            ("run_manifest", STAFF, _API_RUN, "get"),
             ("run_control", ADMIN, (*_API_RUN, ("action", "run_action", "name")), "post"),
             ("conversation_import", STAFF, (), "post"),
             ("conversation", STAFF, (("public_id", "conversation", "public_id"),), "get"),
