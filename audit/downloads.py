@@ -17,7 +17,15 @@ from audit.services import audit_record
 from common.synthetic import synthetic_file_name
 
 # What was downloaded; the audit action is "download.<kind>".
-KINDS = ("annotations", "table", "figure", "conversations", "archive", "audit_trail")
+KINDS = (
+    "annotations",
+    "table",
+    "figure",
+    "conversations",
+    "archive",
+    "audit_trail",
+    "manifest",
+)
 
 
 def download_response(

@@ -211,6 +211,10 @@ class Run(Job):
     seed = models.BigIntegerField(default=0)
     config = models.JSONField(default=dict)
     config_hash = models.CharField(max_length=64)
+    # What the run was made with, taken at launch (benchmark.services.provenance): the hash of
+    # every data file it reads, package versions, the code's commit. Its manifest reads them;
+    # empty for runs launched before manifests existed.
+    inputs = models.JSONField(default=dict, blank=True)
     failure_reason = None  # a run does not fail as a whole: its conversations do, each with why
     started_at = models.DateTimeField(null=True, blank=True)
 

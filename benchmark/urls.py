@@ -21,6 +21,7 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("runs/<int:pk>/export.jsonl", views.run_export, name="run_export"),
     path("runs/<int:pk>/export.parquet", views.run_export_parquet, name="run_export_parquet"),
+    path("runs/<int:pk>/manifest.json", views.run_manifest, name="run_manifest"),
     path("runs/<int:pk>/<str:action>/", views.run_control, name="run_control"),
     path("conversations/<uuid:public_id>/", views.conversation_detail, name="conversation"),
     path("prices/", views.prices_page, name="prices"),

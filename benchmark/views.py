@@ -25,12 +25,20 @@ from benchmark.models import (
     Run,
 )
 from benchmark.services import agents as agent_services
-from benchmark.services import cases, exports, imports, reports, runs, sandbox_preview
+from benchmark.services import (
+    cases,
+    exports,
+    imports,
+    manifests,
+    reports,
+    runs,
+    sandbox_preview,
+)
 from benchmark.services.run_control import run_control as run_control_apply
 from common import live_jobs
 from common.live_jobs import is_running
 from common.query import query_choice, query_object, query_page
-from jobs.services.accounting import cost_by_purpose, cost_summary
+from jobs.services.accounting import cost_by_purpose, cost_summary, seeds_by_purpose
 from jobs.services.processes import holder_of
 from jobs.services.queue import held_work_message
 from jobs.services.retries import row_retries
@@ -374,6 +382,19 @@ def run_export_parquet(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @role_required(*STAFF)
+def run_manifest(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(Run.objects.select_related("benchmark_set__distribution"), pk=pk)
+    return download_response(
+        request,
+        manifests.run_manifest_text(run),
+        filename=manifests.manifest_file_name(run),
+        content_type="application/json",
+        kind="manifest",
+        target=run,
+    )
+
+
+@role_required(*STAFF)
 def conversation_detail(request: HttpRequest, public_id: str) -> HttpResponse:
     conversation = get_object_or_404(
         Conversation.objects.select_related("run", "run_agent", "entry"), public_id=public_id
@@ -386,6 +407,7 @@ def conversation_detail(request: HttpRequest, public_id: str) -> HttpResponse:
             "events": conversation.events.all(),
             "sandbox_diff": sandbox_preview.sandbox_changes(conversation),
             "costs": cost_by_purpose(conversation.model_calls.all()),
+            "seeds": seeds_by_purpose(conversation.model_calls.all()),
             "retries": row_retries(conversation),
             "holder": holder_of(conversation),
             "cost_total": cost_summary(conversation.model_calls.all()),

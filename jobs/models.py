@@ -89,6 +89,10 @@ class ModelCallRecord(ProviderRetries):
     # unit's outcome): an answer written twice is recognised, never counted twice. Blank on
     # rows from before it existed.
     answer_key = models.CharField(max_length=32, unique=True, null=True, blank=True)
+    # The sampling seed sent with the call (null when the provider took none) and the
+    # provider's fingerprint of the backend that answered (blank when it gave none).
+    seed = models.BigIntegerField(null=True, blank=True)
+    fingerprint = models.CharField(max_length=100, blank=True)
 
     class Meta:
         abstract = True

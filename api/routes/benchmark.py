@@ -21,7 +21,7 @@ from benchmark import forms
 from benchmark.engine.parquet_export import CONTENT_TYPE as PARQUET
 from benchmark.models import BenchmarkSet, Conversation, Run
 from benchmark.services import agents as agent_services
-from benchmark.services import cases, exports, imports, reports, runs
+from benchmark.services import cases, exports, imports, manifests, reports, runs
 from benchmark.services.run_control import RUN_ACTIONS
 from benchmark.services.run_control import run_control as run_control_apply
 from jobs.services.starts import job_start
@@ -167,6 +167,21 @@ def run_export(request: HttpRequest, run_id: int, fmt: str):
         filename=f"run-{run.pk}-conversations.{fmt}",
         content_type=content_type,
         kind="conversations",
+        target=run,
+    )
+
+
+@router.get("/runs/{run_id}/manifest.json", url_name="run_manifest")
+def run_manifest(request: HttpRequest, run_id: int):
+    """The run's manifest (the run page's "Manifest (JSON)"): data file hashes, models and
+    settings, seeds, package versions, commit; `run_benchmark --replay` takes it."""
+    run = get_object_or_404(Run.objects.select_related("benchmark_set__distribution"), pk=run_id)
+    return download_response(
+        request,
+        manifests.run_manifest_text(run),
+        filename=manifests.manifest_file_name(run),
+        content_type="application/json",
+        kind="manifest",
         target=run,
     )
 

@@ -34,6 +34,7 @@ from benchmark.models import (
     Termination,
     TraceEvent,
 )
+from benchmark.services import provenance
 from jobs.models import JobStatus
 from jobs.services import accounting
 from jobs.services.cost_limits import (
@@ -192,6 +193,7 @@ def run_launch(
         seed=seed,
         config=config,
         config_hash=config_hash(config),
+        inputs=provenance.launch_inputs(),
         status=JobStatus.RUNNING,
         created_by=user,
         started_at=timezone.now(),

@@ -134,6 +134,8 @@ def _model_call_row(
         cached=response.cached,
         latency_ms=response.latency_ms,
         answer_key=key,
+        seed=response.seed,
+        fingerprint=response.fingerprint[:100],
         **retry_fields(response.retries),
     )
 
@@ -193,6 +195,27 @@ def cost_by_purpose(calls: QuerySet[ModelCallRecord]) -> list[dict]:
         .order_by("purpose", "model")
     )
     return [{**row, "cost": None if row["unpriced"] else row["cost"]} for row in rows]
+
+
+def seeds_by_purpose(calls: QuerySet[ModelCallRecord]) -> list[dict]:
+    """Per purpose and model: the seeds sent and the fingerprints of the backends that answered
+    (only calls that carried a seed). One conversation's role keeps one seed; two fingerprints
+    mean the provider changed its backend between calls."""
+    rows = (
+        calls.exclude(seed=None)
+        .values_list("purpose", "model", "seed", "fingerprint")
+        .distinct()
+        .order_by("purpose", "model", "seed", "fingerprint")
+    )
+    grouped: dict[tuple[str, str], dict] = {}
+    for purpose, model, seed, fingerprint in rows:
+        row = grouped.setdefault(
+            (purpose, model), {"purpose": purpose, "model": model, "seeds": [], "fingerprints": []}
+        )
+        for name, value in (("seeds", seed), ("fingerprints", fingerprint)):
+            if value not in row[name] and value != "":
+                row[name].append(value)
+    return list(grouped.values())
 
 
 def total_cost(calls: QuerySet[ModelCallRecord]) -> Decimal | None:

@@ -119,6 +119,10 @@ class ChatRequest:
     # repetition), a judge slot, an entry. Never sent to the model; part of the response-cache
     # key, so two samples never share a cached answer while a replay of one sample does.
     sample: str = ""
+    # The provider's sampling seed (llm.engine.seeds): derived from `sample` and `purpose` by
+    # generation.apply for the families that take one, sent by the chat completions adapters
+    # only (OpenAI and OpenAI-compatible servers; the Responses API and Anthropic take none).
+    seed: int | None = None
 
 
 # A refusal that came with no words of its own (Claude can stop with stop_reason "refusal" before
@@ -159,6 +163,11 @@ class ChatResponse:
     # Faults asked again before this answer came, by kind (see RETRY_KINDS); a cached answer
     # made none.
     retries: dict[str, int] = field(default_factory=dict)
+    # The seed sent with the call (None when the provider took none) and the provider's name
+    # for the backend that answered (OpenAI's system_fingerprint; "" when it gave none): the
+    # same seed promises the same answer only while the fingerprint stays the same.
+    seed: int | None = None
+    fingerprint: str = ""
 
     @property
     def refusal_words(self) -> str:

@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from llm.engine.seeds import provider_seed
+
 GENERATION_PATH = Path(__file__).resolve().parents[1] / "data" / "generation.yaml"
 SEPARATOR = "@"
 KEYS = ("effort", "thinking", "max_tokens", "temperature", "top_p", "api")
@@ -75,6 +77,9 @@ class Family:
     sampling: bool = True
     # Whether the provider constrains the answer to a JSON schema for this family.
     structured_output: bool = False
+    # Whether the family's calls carry a sampling seed (llm.engine.seeds): false where the
+    # provider takes none (Claude) or it would mean nothing (the offline scripts).
+    seed: bool = True
     defaults: GenerationSettings = field(default_factory=GenerationSettings)
 
     def matches(self, base_model: str) -> bool:
@@ -153,6 +158,7 @@ def _family(raw: dict[str, Any]) -> Family:
         thinking=raw.get("thinking") or "",
         sampling=raw.get("sampling", True),
         structured_output=raw.get("structured_output", False),
+        seed=raw.get("seed", True),
         defaults=parse_settings(defaults),
     )
 
@@ -278,7 +284,21 @@ def apply(request: Any, settings: GenerationSettings, family: Family) -> Any:
         thinking_budget=thinking_budget,
         thinking_switch=settings.thinking if isinstance(settings.thinking, bool) else None,
         json_schema=request.json_schema if family.structured_output else None,
+        seed=_seed(request) if takes_seed(settings, family) else None,
     )
+
+
+def _seed(request: Any) -> int | None:
+    """The request's own seed, else the one its sample and purpose give (llm.engine.seeds)."""
+    return (
+        request.seed if request.seed is not None else provider_seed(request.sample, request.purpose)
+    )
+
+
+def takes_seed(settings: GenerationSettings, family: Family) -> bool:
+    """Whether a call carries its seed: its family takes one, through chat completions (the
+    Responses API has no seed parameter)."""
+    return family.seed and settings.api != "responses"
 
 
 def _budget(thinking: int | bool | None) -> int | None:

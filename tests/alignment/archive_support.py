@@ -127,6 +127,29 @@ def wipe_site() -> None:
             cursor.execute("SET CONSTRAINTS ALL DEFERRED")
 
 
+# What a run's manifest keeps through an import. The rest names the run as the exporting site
+# holds it: its name, its set's id and name ("(imported)" after an import), and the
+# conversations of the run there (an archive holds only the study's).
+MANIFEST_KEPT = {
+    "run": ("agents", "patient_model", "roster_model", "repetitions", "max_turns", "seed", "clock"),
+    "seeds": ("run", "set_sampler", "provider_seeds"),
+    "stored": ("agent_configs", "patient_prompt_version"),
+}
+
+
+def manifest_kept(text: bytes) -> dict:
+    manifest = json.loads(text)
+    kept = {
+        section: {key: manifest[section][key] for key in keys}
+        for section, keys in MANIFEST_KEPT.items()
+    }
+    distribution = manifest["stored"]["distribution"]
+    kept["distribution"] = distribution and distribution["sha256"]
+    for section in ("data_files", "models", "environment", "recorded"):
+        kept[section] = manifest[section]
+    return kept
+
+
 def changed_fields(first: bytes, second: bytes) -> dict[str, set[str]]:
     """Data member -> the fields whose values differ between two archives of the same study
     (rows paired by line); a member whose rows differ in number counts as every field."""
@@ -134,6 +157,10 @@ def changed_fields(first: bytes, second: bytes) -> dict[str, set[str]]:
     assert set(a) == set(b)
     changed: dict[str, set[str]] = {}
     for name in sorted(a):
+        if name.startswith("runs/"):
+            if manifest_kept(a[name]) != manifest_kept(b[name]):
+                changed.setdefault(name, set()).add("*")
+            continue
         if not name.startswith("data/"):
             if a[name] != b[name] and name != "manifest.json":
                 changed.setdefault(name, set()).add("*")

@@ -68,6 +68,8 @@ class FakeReply:
     output_tokens: int = 7
     # Sent verbatim instead of a well-formed payload: a broken proxy, a truncated body.
     raw_body: str | None = None
+    # OpenAI's chat completions: the backend that answered (system_fingerprint).
+    fingerprint: str = "fp_fake0001"
 
 
 def answer(
@@ -78,6 +80,7 @@ def answer(
     redacted_reasoning: str = "",
     truncated: bool = False,
     delay_seconds: float = 0.0,
+    fingerprint: str = "fp_fake0001",
 ) -> FakeReply:
     return FakeReply(
         text=text,
@@ -86,6 +89,7 @@ def answer(
         redacted_reasoning=redacted_reasoning,
         truncated=truncated,
         delay_seconds=delay_seconds,
+        fingerprint=fingerprint,
     )
 
 
@@ -332,6 +336,7 @@ def _openai_payload(reply: FakeReply, request: dict[str, Any]) -> dict[str, Any]
         "object": "chat.completion",
         "created": 0,
         "model": request.get("model", ""),
+        "system_fingerprint": reply.fingerprint,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": {
             "prompt_tokens": reply.input_tokens,

@@ -28,6 +28,7 @@ from llm.engine.providers.anthropic_chat import AnthropicChatProvider
 from llm.engine.providers.client import ModelClient
 from llm.engine.providers.openai_chat import REASONING_FIELD_BLOCK, OpenAIChatProvider
 from llm.engine.providers.openai_responses import REASONING_ITEM_BLOCK, OpenAIResponsesProvider
+from llm.engine.seeds import provider_seed
 from rubric_lab.engine import perturb
 from rubric_lab.services.perturbations import near_miss_make
 from tests.fakes.request_types import request_problems
@@ -156,6 +157,9 @@ def check_role(requests, role, adapter, dialect, render):
     else:
         assert role in requests, f"no {role} request was made: {sorted(requests)}"
         request = requests[role]
+    # The seed a model whose family takes one gets (the offline models these flows call get
+    # none): each adapter sends it or leaves it out.
+    request = replace(request, seed=provider_seed(request.sample, request.purpose))
     body = render(request)
     assert request_problems(body, dialect) == [], (adapter, role)
     fixture = FIXTURES / f"{adapter}-{role}.json"

@@ -51,6 +51,7 @@ from alignment.services.archive.tables import (
 from alignment.services.rescoring import rescore_jobs
 from annotation.models import CalibrationGuide, Study, StudyItem
 from annotation.services.exchange import has_synthetic_work
+from benchmark.services.manifests import run_manifest_text
 from common.synthetic import synthetic_file_name
 from jury.models import RubricVersion
 
@@ -86,6 +87,7 @@ def study_archive_write(
                 records.append(_sandbox_member(archive, selection[table.name], keys))
         tables = report_tables(study, conversation_ids=keys["conversations"], people=people)
         tables |= _rubric_texts(selection["rubric_versions"])
+        tables |= _run_manifests(selection["runs"], keys["runs"])
         tables[fmt.README] = readme.text(
             with_usernames=with_usernames, synthetic=has_synthetic_work(study)
         )
@@ -359,6 +361,14 @@ def _rubric_texts(versions: QuerySet) -> dict[str, str]:
     return {
         f"rubrics/{v.rubric_id}-v{v.version}.yaml": v.yaml_text
         for v in versions.only("rubric_id", "version", "yaml_text")
+    }
+
+
+def _run_manifests(runs: QuerySet, ids: dict[int, int]) -> dict[str, str]:
+    """Each run's manifest as its own file, named by the run's id in this archive."""
+    return {
+        f"runs/run-{ids[run.pk]}-manifest.json": run_manifest_text(run)
+        for run in runs.select_related("benchmark_set__distribution")
     }
 
 

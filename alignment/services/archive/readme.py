@@ -50,6 +50,11 @@ data/*.jsonl         one JSON object per line; `id` is the row's number in this 
                        (round, condition, request, note) with `item` null
   themes, item_themes  disagreement themes and the (item, rubric) tags
 rubrics/*.yaml       the same rubric versions as plain YAML files, to read
+runs/run-N-manifest.json
+                     each run's manifest (N: the run's id in this archive): sha256 of every
+                     data file and stored input it used, models with their generation
+                     settings, seeds, package versions and the code's commit; a site holding
+                     the run replays it with `manage.py run_benchmark --replay <file>`
 tables/              the agreement tables as computed at export, default filters (synthetic
                      work left out): agreement.csv / .md (the paper's table), report.json
                      (every figure with its interval and counts, judges, realism, each

@@ -68,6 +68,8 @@ Keys = dict[str, dict[int, int]]  # table -> original pk -> archive id
 ADDED_FIELDS = {
     "assignments": ("imported",),
     "benchmark_sets": ("imported_from",),
+    # What a run was made with, kept at launch (issue 32): blank for older archives' runs.
+    "runs": ("inputs",),
     # The sampling design and the study's analysis settings (issue 22): an older archive's
     # study is reconstructed from its coverage (alignment.services.design).
     "study_items": ("jury_bins", "cell_available", "cell_drawn", "inclusion_probability", "phase"),

@@ -6,9 +6,10 @@ from django.core.management.base import BaseCommand, CommandError
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
+from benchmark.engine.manifest import ManifestError
 from benchmark.models import BenchmarkSet, Run
 from benchmark.services import agents as agent_services
-from benchmark.services import runs
+from benchmark.services import manifests, runs
 from benchmark.services.inline import run_execute_inline
 from jobs.models import JobStatus
 from jobs.services import accounting
@@ -27,18 +28,25 @@ from jobs.services.worker_heartbeats import stalled_message, worker_health
 class Command(BaseCommand):
     help = (
         "Launch a run (every --model x every --agent on a benchmark set), or resume the run "
-        "with the same --name if its configuration is unchanged."
+        "with the same --name if its configuration is unchanged. With --replay MANIFEST, "
+        "launch the configuration a run's manifest describes, once its data files still match."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--name", required=True)
-        parser.add_argument("--set", required=True, help="benchmark set id or name")
+        parser.add_argument("--name", help="required unless --replay (default: '<run> (replay)')")
+        parser.add_argument("--set", help="benchmark set id or name (required unless --replay)")
         parser.add_argument(
             "--model",
             action="append",
-            required=True,
             dest="models",
-            help="model under test; repeat for several",
+            help="model under test; repeat for several (required unless --replay)",
+        )
+        parser.add_argument(
+            "--replay",
+            metavar="MANIFEST",
+            help="a run's manifest (JSON, from its page or the archive): launch the same set, "
+            "models, agent configurations, patient, repetitions, turns, seed and clock; refused, "
+            "naming each difference, when a data file or stored input no longer matches",
         )
         parser.add_argument(
             "--agent",
@@ -79,6 +87,45 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
+        run = self._replay(opts) if opts["replay"] else self._launch_or_resume(opts)
+        self._execute(run, opts)
+        self._report(run, opts)
+
+    def _replay(self, opts) -> Run:
+        flags = {"set": "--set", "models": "--model", "agents": "--agent"}
+        given = [flag for name, flag in flags.items() if opts[name]]
+        if given:
+            raise CommandError(
+                f"--replay takes its configuration from the manifest: drop {', '.join(given)}."
+            )
+        price_options(opts["price"], command="run_benchmark")
+        try:
+            plan = manifests.replay_plan(manifests.manifest_read(opts["replay"]))
+            opts["name"] = opts["name"] or f"{plan.source_name} (replay)"
+            run = Run.objects.filter(name=opts["name"]).first()
+            if run is not None:
+                runs.run_check_config(run, plan.config())
+                runs.run_resume(
+                    run, retry_failed=opts["retry_failed"], cost_limit_usd=opts["cost_limit"]
+                )
+                self.stdout.write(f"Resuming run {run.pk} {run.name!r}.")
+                return run
+            run = manifests.run_replay(
+                plan,
+                name=opts["name"],
+                concurrency=opts["concurrency"],
+                use_cache=not opts["no_cache"],
+                cost_limit_usd=opts["cost_limit"],
+            )
+        except (ManifestError, runs.RunError) as error:
+            raise CommandError(str(error)) from None
+        self.stdout.write(f"Launched run {run.pk} {run.name!r}, replaying {plan.source_name!r}.")
+        return run
+
+    def _launch_or_resume(self, opts) -> Run:
+        missing = [f"--{name}" for name in ("name", "set", "models") if not opts[name]]
+        if missing:
+            raise CommandError(f"Give {', '.join(missing)} (or --replay MANIFEST).")
         choices = self._agent_choices(opts["models"], opts["agents"] or ["baseline"])
         benchmark_set = self._benchmark_set(opts["set"])
         price_options(opts["price"], command="run_benchmark")
@@ -103,7 +150,9 @@ class Command(BaseCommand):
                 self._resume(run, benchmark_set, choices, opts)
         except runs.RunError as error:
             raise CommandError(str(error)) from None
-        self._execute(run, opts)
+        return run
+
+    def _report(self, run: Run, opts) -> None:
         progress = runs.run_progress(run)
         cost = cost_text(**accounting.cost_summary(run.model_calls.all()))
         summary = f"Run {run.pk}: {run_counts(progress)}; cost {cost}."

@@ -3,9 +3,10 @@
 The key is the sha256 of canonical JSON of everything that can change a model's answer:
 provider, model, base URL, system prompt, messages, tools and sampling settings, plus the
 request's `sample` (which conversation seed, judge slot or entry the call draws for), so that
-repetitions never copy each other while a replay of the same sample is free. Hints are left
-out for real models (they never see them) but kept for the offline scripted provider, whose
-answer is computed from them and from the purpose.
+repetitions never copy each other while a replay of the same sample is free. The provider
+seed derived from the sample (llm.engine.seeds) is not part of the key: the sample already is.
+Hints are left out for real models (they never see them) but kept for the offline scripted
+provider, whose answer is computed from them and from the purpose.
 
 Only answers the caller accepted should stay: a structured call whose answer failed
 validation removes its entry (`forget`), so a retry asks the model again.
@@ -24,6 +25,7 @@ from typing import Any, Protocol
 import redis
 
 from llm.engine.chat import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from llm.engine.seeds import provider_seed
 
 logger = logging.getLogger("llm.cache")
 # What a cache backend raises when its store cannot be reached (Redis down, a full disk).
@@ -106,6 +108,10 @@ def sampling_key(request: ChatRequest) -> dict[str, Any]:
     for name in ("reasoning_effort", "thinking_budget", "thinking_switch", "json_schema"):
         if getattr(request, name) is not None:
             sampling[name] = getattr(request, name)
+    # A seed derived from the sample (every seed generation.apply gives) adds nothing the
+    # sample does not already say; only a seed set otherwise joins the key.
+    if request.seed is not None and request.seed != provider_seed(request.sample, request.purpose):
+        sampling["seed"] = request.seed
     return sampling
 
 
@@ -138,6 +144,8 @@ def response_to_json(response: ChatResponse) -> str:
             "finish_reason": response.finish_reason,
             "model": response.model,
             "refusal": response.refusal,
+            "seed": response.seed,
+            "fingerprint": response.fingerprint,
         }
     )
 
@@ -155,6 +163,9 @@ def response_from_json(text: str) -> ChatResponse:
         finish_reason=data["finish_reason"],
         model=data["model"],
         refusal=data.get("refusal", ""),  # absent from answers stored before refusals were kept
+        # Absent from answers stored before seeds were sent: none was.
+        seed=data.get("seed"),
+        fingerprint=data.get("fingerprint", ""),
         cost_usd=Decimal(0),
         cached=True,
     )

@@ -106,7 +106,11 @@ class ModelClient:
             lambda: self._call_once(request), self._retry, label=self.model_string
         )
         response = replace(
-            response, cost_usd=self.cost(response.usage), cached=False, retries=retries
+            response,
+            cost_usd=self.cost(response.usage),
+            cached=False,
+            retries=retries,
+            seed=request.seed,
         )
         if key is not None:
             self._cache_store.set(key, cache.response_to_json(response))

@@ -83,6 +83,10 @@ class OpenAIChatProvider(OpenAIEndpoint):
             arguments["top_p"] = request.top_p
         if request.reasoning_effort is not None:
             arguments["reasoning_effort"] = request.reasoning_effort
+        if request.seed is not None:
+            # Best-effort determinism: the same seed and inputs give the same answer while
+            # the backend (the reply's system_fingerprint) stays the same.
+            arguments["seed"] = request.seed
         if request.thinking_switch is not None:
             # vLLM passes these to the model's chat template: Qwen3 thinks unless told not to.
             arguments["chat_template_kwargs"] = {"enable_thinking": request.thinking_switch}
@@ -151,6 +155,7 @@ def parse_completion(completion: Any, *, model: str, latency_ms: float) -> ChatR
         # A refusal comes in its own field, with content null: without this it read as an
         # empty answer.
         refusal=(getattr(message, "refusal", None) or "").strip(),
+        fingerprint=getattr(completion, "system_fingerprint", None) or "",
     )
 
 
