@@ -147,8 +147,8 @@ def verdict_agreement(
     """How often the reviewer's verdict (flagged) matches the clinicians' (mean realism at or
     below `unrealistic_at_most`): the share of conversations where they agree, with its
     Wilson interval, and Cohen's kappa (agreement beyond chance) with a percentile bootstrap
-    interval over conversations. Kappa is undefined when one side gives a single verdict
-    throughout (chance agreement is then 1)."""
+    interval over conversations. Kappa is undefined when both sides give one and the same
+    verdict throughout (chance agreement is then 1)."""
     reviewer = pairs["flagged"].astype(bool).to_numpy()
     clinicians = pairs["realism"].to_numpy(dtype=float) <= unrealistic_at_most
     n = len(pairs)
@@ -162,7 +162,7 @@ def verdict_agreement(
     picks = rng.integers(0, n, size=(resamples, n))
     point = _kappa(reviewer[None, :], clinicians[None, :])[0]
     if not np.isfinite(point):
-        reason = "one side gave the same verdict for every conversation"
+        reason = "reviewer and clinicians gave one and the same verdict throughout"
         return {"agreement": agreement, "kappa": _undefined(reason, n)}
     draws = _kappa(reviewer[picks], clinicians[picks])
     tail = (1 - confidence) / 2 * 100

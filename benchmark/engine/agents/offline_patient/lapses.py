@@ -32,6 +32,8 @@ def lapse_of(patient: Patient) -> str:
 def with_lapse(patient: Patient, text: str) -> str:
     """The scripted message `text`, changed by the case's lapse where it happens."""
     lapse = lapse_of(patient)
+    if text == TERMINATION_TOKEN:
+        return text  # already leaving: nothing left to lapse in
     first, second = not patient.own, len(patient.own) == 1
     story = str(patient.hints.get("story") or "").strip()
     if lapse == "recite_story" and first and story:
