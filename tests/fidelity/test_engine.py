@@ -37,13 +37,13 @@ def kinds_found(h) -> list[tuple[str, str]]:
 
 
 def test_the_shipped_error_kinds_are_the_five_the_issue_names():
-    assert KINDS == {
+    assert {
         "off_record",
         "scenario_unprompted",
         "speaks_as_assistant",
         "breaks_personality",
         "ends_early",
-    }
+    } == KINDS
 
 
 def test_an_error_kinds_file_with_a_repeated_id_is_refused():
