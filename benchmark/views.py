@@ -35,6 +35,7 @@ from benchmark.services import (
     sandbox_preview,
 )
 from benchmark.services.run_control import run_control as run_control_apply
+from benchmark.services.trace_marks import trace_marks
 from common import live_jobs
 from common.live_jobs import is_running
 from common.query import query_choice, query_object, query_page
@@ -399,12 +400,17 @@ def conversation_detail(request: HttpRequest, public_id: str) -> HttpResponse:
     conversation = get_object_or_404(
         Conversation.objects.select_related("run", "run_agent", "entry"), public_id=public_id
     )
+    # Apps above the benchmark mark events (the fidelity reviewer's findings on the patient).
+    marks = trace_marks(conversation)
+    events = list(conversation.events.all())
+    for event in events:
+        event.marks = marks.get(event.event_id, [])
     return render(
         request,
         "benchmark/conversation_detail.html",
         {
             "conversation": conversation,
-            "events": conversation.events.all(),
+            "events": events,
             "sandbox_diff": sandbox_preview.sandbox_changes(conversation),
             "costs": cost_by_purpose(conversation.model_calls.all()),
             "seeds": seeds_by_purpose(conversation.model_calls.all()),

@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "llm",  # model calls: providers, prices, named endpoints
     "jobs",  # job machinery: leases, the watch, queueing, heartbeats, cost limits
     "benchmark",
+    "fidelity",  # the simulated patient's fidelity reviews
     "jury",
     "annotation",
     "alignment",

@@ -25,6 +25,7 @@ urlpatterns = [
         "accounts/tokens/<int:pk>/revoke/", views_tokens.api_token_revoke, name="api_token_revoke"
     ),
     path("benchmark/", include("benchmark.urls")),
+    path("fidelity/", include("fidelity.urls")),
     path("jury/", include("jury.urls")),
     path("annotation/", include("annotation.urls")),
     path("lab/", include("rubric_lab.urls")),

@@ -135,6 +135,15 @@ PAGES += [
     Page("jury:failures", STAFF, _JOB),
 ]
 
+_REVIEW = (("pk", "fidelity_review", "pk"),)
+PAGES += [
+    Page("fidelity:review_new", STAFF, (("run_id", "run", "pk"),)),
+    Page("fidelity:review", STAFF, _REVIEW),
+    Page("fidelity:review_retry", STAFF, _REVIEW),
+    Page("fidelity:review_resume", STAFF, _REVIEW),
+    Page("fidelity:review_replay", ADMIN, _REVIEW),
+]
+
 
 def access_world(django_db_blocker):
     """A module fixture's body: an annotator, a researcher and an admin with one object of each
@@ -162,10 +171,19 @@ def build_objects(users_by_role) -> dict:
     objects = {
         **objects,
         **jury_objects(objects["run"]),
+        **fidelity_objects(objects["run"]),
         **rubric_lab_objects(objects),
         **annotation_objects(objects, users_by_role),
     }
     return objects | alignment_objects(objects)
+
+
+def fidelity_objects(run) -> dict:
+    """An empty fidelity review (nothing reviewed yet)."""
+    from fidelity.models import FidelityReview
+
+    review = FidelityReview.objects.create(run=run, reviewer_model="offline/reviewer")
+    return {"fidelity_review": review}
 
 
 def jury_objects(run) -> dict:

@@ -9,6 +9,7 @@ APP_LAYERS: tuple[tuple[str, ...], ...] = (
     ("llm",),  # model calls: chat, structured output, providers, prices
     ("jobs",),  # job machinery: leases, the watch, queueing, heartbeats, cost limits
     ("benchmark",),
+    ("fidelity",),  # reviews of the simulated patient: read by the jury report and studies
     ("jury",),
     ("annotation", "rubric_lab"),
     ("alignment",),

@@ -22,7 +22,8 @@ level changes what the script does:
 
 Everything is a function of the request (prompt, messages, hints), so it is reproducible;
 choices that are not set by a trait are drawn from a hash of the case, so they vary between
-cases. The behaviour suffix of the model string is ignored: there is one scripted patient.
+cases. offline/lapses is the same patient with deliberate lapses in one case in four (see
+lapses.py), for the fidelity review to find.
 
 Modules: patient (the patient as the request describes it), facts (what it says about itself)
 and replies (how it answers each assistant message).
@@ -31,6 +32,7 @@ and replies (how it answers each assistant message).
 from __future__ import annotations
 
 from benchmark.engine.agents.offline_patient.facts import opening
+from benchmark.engine.agents.offline_patient.lapses import with_lapse
 from benchmark.engine.agents.offline_patient.patient import (
     LAST_ENGAGED_TURN,
     Patient,
@@ -43,8 +45,9 @@ from llm.engine.chat import ChatRequest, ChatResponse, Usage
 
 __all__ = ["BEHAVIOURS", "GOODBYES", "LAST_ENGAGED_TURN", "THANKS", "respond"]
 
-# There is one scripted patient; model-string validation refuses any other offline name.
-BEHAVIOURS = ("patient",)
+# The scripted patient, and the same with deliberate lapses; model-string validation refuses
+# any other offline name.
+BEHAVIOURS = ("patient", "lapses")
 
 
 def respond(request: ChatRequest, behaviour: str) -> ChatResponse:
@@ -57,6 +60,8 @@ def respond(request: ChatRequest, behaviour: str) -> ChatResponse:
         heard=[m.content for m in request.messages[1:] if m.role == "user"],
     )
     text = reply(patient) if patient.own else opening(patient)
+    if behaviour == "lapses":
+        text = with_lapse(patient, text)
     prompt_chars = len(request.system) + sum(len(m.content) for m in request.messages)
     return ChatResponse(
         text=text,
