@@ -15,27 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
+
+from common.proportions import wilson_interval
 
 CONFIDENCE = 0.95
 RESAMPLES = 2000
 # A conversation clinicians found unrealistic: mean realism at or below this (1-5 scale).
 UNREALISTIC_AT_MOST = 2.0
-
-
-def wilson_interval(successes, n, confidence: float = CONFIDENCE):
-    """Wilson score interval of a proportion (scalars or arrays; NaN where n = 0)."""
-    successes, n = np.asarray(successes, dtype=float), np.asarray(n, dtype=float)
-    z = scipy_stats.norm.ppf(1 - (1 - confidence) / 2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = successes / n
-        denominator = 1 + z**2 / n
-        centre = (p + z**2 / (2 * n)) / denominator
-        half = z / denominator * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))
-    # Kept around p: rounding put 0 of 7 a hair above 0, and an error bar came out negative.
-    low = np.minimum(np.clip(centre - half, 0.0, 1.0), p)
-    high = np.maximum(np.clip(centre + half, 0.0, 1.0), p)
-    return (float(low), float(high)) if low.ndim == 0 else (low, high)
 
 
 def effective_n(values: np.ndarray, clusters: np.ndarray) -> float:
