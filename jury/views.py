@@ -24,6 +24,7 @@ from jury.engine.variance import COMPONENT_NAMES
 from jury.models import Jury, RubricVersion, ScoringJob
 from jury.services import juries, planning, reports, rubrics, score_exports, scoring
 from jury.services.corrections import corrected_method, job_corrected, job_corrected_export
+from jury.services.fidelity_split import fidelity_split
 from jury.services.figures import FIGURES, report_figure, sensitivity_figure
 from jury.services.scoring import scoring_start
 
@@ -264,6 +265,7 @@ def report(request: HttpRequest, pk: int) -> HttpResponse:
                 "reliability_repetitions": RECOMMENDED_REPETITIONS,
                 "variance": reports.variance_rows(data),
                 "component_names": list(COMPONENT_NAMES.values()),
+                "fidelity_split": fidelity_split(data),
             }
         )
     return render(request, "jury/report.html", context)

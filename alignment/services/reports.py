@@ -90,6 +90,8 @@ class RealismSection:
     summary: dict  # mean, sd, top_share, n
     agreement: RubricAgreement  # clinicians only (no jury)
     weighted: RubricAgreement | None = None
+    # Conversation (item) -> its clinicians' mean score: what a fidelity review is set against.
+    item_means: dict[int, float] = field(default_factory=dict)
 
     @property
     def differs(self) -> list[str]:
@@ -236,6 +238,7 @@ def compute_report(
                 realism_summary(clinicians.loc[clinicians[RUBRIC] == r.rubric_id, SCORE].tolist()),
                 table.get(r.rubric_id, empty),
                 weighted.get(r.rubric_id),
+                _item_means(clinicians, r.rubric_id),
             )
             for r in shown
             if not r.judged
@@ -257,6 +260,11 @@ def compute_report(
         adjudicated_items=counts,
         synthetic_ratings=int(clinicians["synthetic"].sum()),
     )
+
+
+def _item_means(clinicians: pd.DataFrame, rubric_id: str) -> dict[int, float]:
+    scores = clinicians.loc[clinicians[RUBRIC] == rubric_id]
+    return {int(item): float(mean) for item, mean in scores.groupby(ITEM)[SCORE].mean().items()}
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from alignment.services import disagreements, exports, figures, themes, trend
 from alignment.services.corrected import CORRECTED_METHOD
 from alignment.services.drift import annotator_drift
 from alignment.services.drift import drift_export as drift_text
+from alignment.services.fidelity_comparison import fidelity_comparisons
 from alignment.services.frames import EXCLUSION_REASONS, study_rubrics
 from alignment.services.reports import (
     DEFAULT_TARGET_WIDTH,
@@ -150,6 +151,7 @@ def _report_context(request: HttpRequest, pk: int) -> dict:
     data = _filtered_report(request, study)
     width = _target_width(request)
     return _common(study, data) | {
+        "fidelity": fidelity_comparisons(data),
         "planner": planner_rows(data, width),
         "width": width,
         "widths": TARGET_WIDTHS,

@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from benchmark.models import BenchmarkSet, EntryStatus, Run
 from benchmark.services import agents as agent_services
 from benchmark.services import cases, runs
+from fidelity.models import FidelityReview, ReviewStatus
+from fidelity.services import reviews
 from jobs.models import JobStatus
 from jobs.services.workers import worker_start, worker_stop
 from jury.models import ScoringJob
@@ -20,6 +22,7 @@ DEMO_RUN = "Demo run (scripted)"
 DEMO_SET_SIZE = 24
 DEMO_MODELS = ("offline/careful", "offline/careless")
 DEMO_AGENTS = ("baseline", "clinically_grounded")
+DEMO_REVIEWER = "offline/reviewer"
 
 Waiter = Callable[[Callable[[], int], int, str], None]
 
@@ -83,6 +86,22 @@ def demo_scoring_ensure(run: Run, start: Callable, wait: Waiter):
     total = job.scores.count()
     wait(lambda: total - scoring.scoring_progress(job)["pending"], total, "demo judge calls")
     return job
+
+
+def demo_review_ensure(run: Run, start: Callable, wait: Waiter) -> FidelityReview:
+    """Review the demo run's simulated patient with the scripted reviewer, so the run page,
+    the review's report and the model report's split by fidelity have something to show."""
+    review = run.fidelity_reviews.filter(reviewer_model=DEMO_REVIEWER).first()
+    if review is None:
+        review = reviews.review_launch(run=run, reviewer_model=DEMO_REVIEWER)
+    start(review)
+    units = review.conversation_reviews
+    wait(
+        lambda: units.exclude(status=ReviewStatus.PENDING).count(),
+        units.count(),
+        "demo fidelity reviews",
+    )
+    return review
 
 
 # --- the demo's own worker -------------------------------------------------------------------

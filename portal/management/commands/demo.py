@@ -102,6 +102,7 @@ class Command(BaseCommand):
         benchmark_set = demo.demo_set_ensure(job_start, wait, size=cases)
         run = demo.demo_run_ensure(benchmark_set, job_start, wait)
         job = demo.demo_scoring_ensure(run, scoring_start, wait)
+        demo.demo_review_ensure(run, job_start, wait)
         annotation_demo_ensure(job)
         lab_demo_build(run)
         self.stdout.write(self.style.SUCCESS(DATA_READY))
