@@ -28,6 +28,7 @@ DOWNLOADS = {
     "api:study_annotations": "annotations", "api:archive_download": "archive",
     "benchmark:run_export_parquet": "conversations", "jury:job_scores_export": "table",
     "api:run_export": "conversations", "api:judge_scores_export": "table",
+    "benchmark:run_manifest": "manifest", "api:run_manifest": "manifest",
 }  # fmt: skip
 
 
