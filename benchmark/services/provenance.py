@@ -17,8 +17,16 @@ from benchmark.engine.manifest import file_hashes
 PROJECT_ROOT = Path(settings.BASE_DIR)
 # The data a run reads, from the project root: the distributions, personalities, medicine
 # classes, specialties, prompts and agent configurations; which model families take which
-# settings; the prices its cost limit is held to.
-RUN_DATA = ("benchmark/data", "llm/data/generation.yaml", "llm/data/prices.yaml")
+# settings; the prices its cost limit is held to; and the shipped rubrics, judge prompt and
+# fidelity review prompt its conversations are scored and reviewed with (paths only: the
+# benchmark imports neither app).
+RUN_DATA = (
+    "benchmark/data",
+    "llm/data/generation.yaml",
+    "llm/data/prices.yaml",
+    "jury/data",
+    "fidelity/data",
+)
 DATA_SUFFIXES = (".yaml", ".yml", ".md", ".json", ".txt")
 # The packages whose versions can change a run's conversations, scores or statistics.
 PACKAGES = (

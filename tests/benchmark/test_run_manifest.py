@@ -191,3 +191,11 @@ def test_a_manifest_edited_to_another_seed_is_not_replayed_silently(tmp_path, no
 
     with pytest.raises(CommandError, match="run configuration: seed"):
         call_command("run_benchmark", "--replay", str(path), "--no-wait", stdout=StringIO())
+
+
+def test_the_manifest_hashes_the_rubrics_and_the_review_prompt_it_is_scored_with():
+    files = provenance.run_data_files()
+
+    assert "jury/data/rubrics/clinical_safety.yaml" in files
+    assert "jury/data/prompts/judge.md" in files
+    assert "fidelity/data/prompts/patient_fidelity.md" in files
