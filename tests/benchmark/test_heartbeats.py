@@ -9,6 +9,10 @@ import pytest
 from jobs.services.leases import Heartbeat
 
 DEADLINE = 30  # seconds; the machine may be busy
+# The process has one beats thread, and an earlier test's lease refresh may have left that
+# thread a database connection; each beat checks it, which pytest-django refuses in a test
+# without database access, and every beat would then fail. So every test here may reach it.
+pytestmark = pytest.mark.django_db
 
 
 class Beats:
@@ -46,7 +50,6 @@ def test_short_work_starts_no_thread_of_its_own(monkeypatch):
 
 # Each beat checks the beating thread's database connection; the process's one heartbeat thread
 # may have opened one for an earlier test, and pytest-django refuses it to a test without `db`.
-@pytest.mark.django_db
 def test_long_work_is_beaten_until_it_ends_and_never_after():
     first, second = Beats(), Beats()
     with (
