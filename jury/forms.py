@@ -6,6 +6,7 @@ from django import forms
 
 from benchmark.forms import cost_limit_field, unpriced_models
 from jury.engine.aggregate import PASS_THRESHOLD
+from jury.engine.decision import TARGET_COEFFICIENT
 from jury.models import Jury, MergeMode, RubricVersion, ScoringJob
 from jury.services import juries
 
@@ -102,7 +103,9 @@ class PlanForm(forms.Form):
     measure = forms.ChoiceField(label="Score", choices=[("aggregate", "Aggregate")])
     target = forms.ChoiceField(choices=TARGETS, initial="half_width", widget=forms.RadioSelect)
     half_width = forms.FloatField(label="Half-width", initial=0.1, min_value=0.001, max_value=4)
-    goal = forms.FloatField(label="Coefficient", initial=0.8, min_value=0.01, max_value=0.99)
+    goal = forms.FloatField(
+        label="Coefficient", initial=TARGET_COEFFICIENT, min_value=0.01, max_value=0.99
+    )
     cases = forms.IntegerField(label="Try: cases", required=False, min_value=1, max_value=10**6)
     repetitions = forms.IntegerField(label="repetitions", required=False, min_value=1, max_value=50)
     judges = forms.IntegerField(label="judges", required=False, min_value=1, max_value=20)

@@ -18,6 +18,7 @@ from common.figures import render as render_figure
 from common.query import query_choice, query_flag
 from jobs.services.queue import held_work_message
 from jury import forms
+from jury.engine.decision import TARGET_COEFFICIENT
 from jury.engine.reliability import RECOMMENDED_REPETITIONS
 from jury.engine.rubrics import RubricError
 from jury.engine.variance import COMPONENT_NAMES
@@ -462,4 +463,9 @@ def plan(request: HttpRequest) -> HttpResponse:
 
 
 # What the plan page shows before anyone chose: the newest source, the aggregate, +/- 0.1.
-PLAN_DEFAULTS = {"measure": "aggregate", "target": "half_width", "half_width": "0.1", "goal": "0.8"}
+PLAN_DEFAULTS = {
+    "measure": "aggregate",
+    "target": "half_width",
+    "half_width": "0.1",
+    "goal": str(TARGET_COEFFICIENT),
+}
