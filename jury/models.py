@@ -10,6 +10,7 @@ from django.db.models import Q
 
 from benchmark.models import Conversation, Run
 from jobs.models import Job, ProviderRetries
+from jury.engine.calibration import Calibration
 from llm.fields import RedactedTextField
 
 
@@ -55,6 +56,21 @@ class Jury(models.Model):
     pass_threshold = models.FloatField(default=3.0)
     merge_mode = models.CharField(max_length=20, choices=MergeMode.choices, default=MergeMode.MEAN)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Versions: a jury calibrated to clinicians is a new Jury row (so every scoring job, report
+    # and export names the version that scored it) whose `base` is the first version.
+    base = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="versions"
+    )
+    version = models.PositiveSmallIntegerField(default=1)
+    # jury.engine.calibration.Calibration.to_dict(): judge maps, weights, aggregate maps and
+    # prompt examples per rubric; {} for an uncalibrated jury.
+    calibration = models.JSONField(default=dict, blank=True)
+    # Where the calibration was learned: {"study_id", "study_name", "variant", "items": [the
+    # conversation ids whose clinician scores it saw], "n_ratings", "fitted_at",
+    # "purpose": "promoted" | "fold"}. A "fold" jury scores one cross-fitting fold and is
+    # never offered for a run.
+    learned_from = models.JSONField(default=dict, blank=True)
+    note = models.CharField(max_length=300, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -62,6 +78,23 @@ class Jury(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_calibrated(self) -> bool:
+        return bool(self.calibration)
+
+    @property
+    def is_fold(self) -> bool:
+        return self.learned_from.get("purpose") == "fold"
+
+    @property
+    def learned_items(self) -> frozenset[int]:
+        """Conversations whose clinician scores this jury learned from: agreement figures
+        leave them out by default, since the jury has seen their answers."""
+        return frozenset(int(item) for item in self.learned_from.get("items", ()))
+
+    def calibration_data(self) -> Calibration:
+        return Calibration.from_dict(self.calibration)
 
 
 class ScoringJob(Job):

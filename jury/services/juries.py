@@ -6,9 +6,12 @@ import math
 from collections.abc import Iterable, Mapping
 
 from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Max
 
 from audit.services import audit_record, fields_of
 from jury.engine.aggregate import PASS_THRESHOLD
+from jury.engine.calibration import Calibration
 from jury.models import Jury, MergeMode
 from jury.services.rubrics import current_weights
 from llm.engine.chat import ProviderError
@@ -80,3 +83,54 @@ def jury_demo_ensure() -> Jury:
     """The two-judge offline jury, so the demo site can score a run with no set-up."""
     existing = Jury.objects.filter(name=DEMO_JURY_NAME).first()
     return existing or jury_create(name=DEMO_JURY_NAME, judges=list(DEMO_JUDGES))
+
+
+# --- versions: a jury calibrated to clinicians -----------------------------------------------
+
+PROMOTED = "promoted"
+FOLD = "fold"
+
+
+@transaction.atomic
+def jury_version_create(
+    base: Jury,
+    calibration: Calibration,
+    *,
+    learned_from: Mapping,
+    purpose: str = PROMOTED,
+    note: str = "",
+    actor=None,
+) -> Jury:
+    """A new version of `base`'s family: the same judges, rubric weights, threshold and merge
+    mode, with `calibration` applied to every score it gives. `learned_from` names the study
+    and the conversations whose clinician scores were used (reports leave those out)."""
+    root = base.base or base
+    family = Jury.objects.select_for_update().filter(pk=root.pk)
+    list(family)  # one version number per family, even when two researchers promote at once
+    number = (Jury.objects.filter(base=root).aggregate(n=Max("version"))["n"] or root.version) + 1
+    jury = Jury(
+        # A fold jury gets a number of the family too: names are unique and say what it is.
+        name=f"{root.name} · {'calibration fold ' if purpose == FOLD else 'v'}{number}",
+        judges=list(base.judges),
+        weights=dict(base.weights),
+        pass_threshold=base.pass_threshold,
+        merge_mode=base.merge_mode,
+        base=root,
+        version=number,
+        calibration=calibration.to_dict(),
+        learned_from={**learned_from, "purpose": purpose},
+        note=note[:300],
+    )
+    jury.full_clean()
+    jury.save()
+    if purpose == PROMOTED:
+        after = fields_of(jury, "name", "version", "calibration", "learned_from")
+        audit_record(actor=actor, action="jury.version_created", target=jury, after=after)
+    return jury
+
+
+def jury_versions(jury: Jury) -> list[Jury]:
+    """Every promoted version of the jury's family, oldest first (fold juries left out)."""
+    root = jury.base or jury
+    versions = [root, *Jury.objects.filter(base=root).order_by("version")]
+    return [version for version in versions if not version.is_fold]
