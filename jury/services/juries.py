@@ -103,14 +103,20 @@ def jury_version_create(
 ) -> Jury:
     """A new version of `base`'s family: the same judges, rubric weights, threshold and merge
     mode, with `calibration` applied to every score it gives. `learned_from` names the study
-    and the conversations whose clinician scores were used (reports leave those out)."""
+    and the conversations whose clinician scores were used (reports leave those out); a fold
+    jury's also carries a unique "label" naming its study and fold."""
     root = base.base or base
     family = Jury.objects.select_for_update().filter(pk=root.pk)
     list(family)  # one version number per family, even when two researchers promote at once
-    number = (Jury.objects.filter(base=root).aggregate(n=Max("version"))["n"] or root.version) + 1
+    if purpose == FOLD:
+        # A fold jury scores one cross-fitting fold of a study and is not a version: it takes
+        # no version number, and its name (unique) says which study and fold it serves.
+        number, name = 0, f"{root.name} · {learned_from['label']}"
+    else:
+        number = (Jury.objects.filter(base=root).aggregate(n=Max("version"))["n"] or 1) + 1
+        name = f"{root.name} · v{number}"
     jury = Jury(
-        # A fold jury gets a number of the family too: names are unique and say what it is.
-        name=f"{root.name} · {'calibration fold ' if purpose == FOLD else 'v'}{number}",
+        name=name,
         judges=list(base.judges),
         weights=dict(base.weights),
         pass_threshold=base.pass_threshold,
