@@ -8,6 +8,8 @@
   and its 95% limits of agreement (mean +/- 1.96 sd).
 - confusion: counts of (clinician mean rounded, jury mean rounded), halves up.
 - trend: adjacent agreement and major disagreements per round of a project.
+- learning curve: a calibrated variant's held-out adjacent agreement and mean absolute
+  difference against the number of clinician-scored conversations it learned from, per rubric.
 
 Rendering (inline SVG, and SVG / PNG / PDF downloads) is common.figures, shared with the
 jury report.
@@ -32,6 +34,7 @@ __all__ = [
     "confusion_figure",
     "in_study_order",
     "inline_svg",
+    "learning_curve_figure",
     "render",
     "scatter_figure",
     "trend_figure",
@@ -158,6 +161,35 @@ def trend_figure(
         axes.set_xticks(positions, rounds, rotation=15, ha="right")
         axes.spines[["top", "right"]].set_visible(False)
     if agreement:
+        left.legend(fontsize=7, frameon=False, loc="lower right")
+    figure.suptitle(title, x=0.01, ha="left", fontsize=10)
+    return figure
+
+
+CURVE_NO_DATA = "too few clinician-scored conversations for a learning curve yet"
+
+
+def learning_curve_figure(curve: pd.DataFrame, *, names: Mapping[str, str], title: str) -> Figure:
+    """`curve`: rubric, n_train, adjacent, mean_abs_diff (alignment.engine.calibration's
+    learning_curve); `names`: rubric id -> the name in the legend."""
+    figure, (left, right) = new_figure(8.4, 3.4, panels=2)
+    for colour, (rubric, rows) in zip(
+        PALETTE * 10, curve.groupby("rubric", sort=False), strict=False
+    ):
+        rows = rows.sort_values("n_train")
+        label = names.get(rubric, rubric)
+        left.plot(rows["n_train"], rows["adjacent"], marker="o", color=colour, label=label)
+        right.plot(rows["n_train"], rows["mean_abs_diff"], marker="o", color=colour, label=label)
+    left.set_ylim(0, 1.02)
+    left.set_ylabel("adjacent agreement (held out)")
+    right.set_ylim(bottom=0)
+    right.set_ylabel("mean absolute difference (held out)")
+    for axes in (left, right):
+        axes.set_xlabel("clinician-scored conversations learned from")
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if curve.empty:
+        left.text(0.5, 0.5, CURVE_NO_DATA, transform=left.transAxes, ha="center", color="#57606a")
+    else:
         left.legend(fontsize=7, frameon=False, loc="lower right")
     figure.suptitle(title, x=0.01, ha="left", fontsize=10)
     return figure
