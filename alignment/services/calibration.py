@@ -50,7 +50,7 @@ SEED = 0
 CACHE_SECONDS = 24 * 3600
 CURRENT = "current"
 EXAMPLES = "examples"
-DEFAULT_CURVE_VARIANT = "weights_map"
+DEFAULT_CURVE_VARIANT = engine.DEFAULT_VARIANT
 JUDGE_MODEL = "judge_model"
 FEEDBACK_JOINER = "\n---\n"  # between several clinicians' words on the same conversation
 
@@ -79,6 +79,11 @@ class CalibrationInputs:
     @property
     def items(self) -> list[int]:
         return sorted(int(item) for item in self.clinicians[ITEM].unique())
+
+    @property
+    def folds(self) -> dict[int, int]:
+        """Conversation -> its cross-fitting fold (seeded: the same items fall the same way)."""
+        return engine.assign_folds(self.items, folds=engine.FOLDS) if self.items else {}
 
 
 def calibration_inputs(study: Study, *, include_synthetic: bool = False) -> CalibrationInputs:
@@ -157,9 +162,9 @@ class ExampleFold:
 def example_folds(study: Study, inputs: CalibrationInputs) -> list[ExampleFold]:
     """The K folds of the examples variant for the study's current clinician scores, each with
     its fold jury and jobs if they were launched."""
-    folds = engine.FOLDS
-    assigned = engine.assign_folds(inputs.items, folds=folds)
-    calibrations = engine.fold_examples(inputs.clinicians, folds=folds, feedback=inputs.feedback)
+    assigned = inputs.folds
+    folds = len(set(assigned.values()))  # fewer than FOLDS when fewer conversations
+    calibrations = engine.fold_examples(inputs.clinicians, folds=assigned, feedback=inputs.feedback)
     launched = {
         jury.learned_from.get("label"): jury
         for jury in Jury.objects.filter(
@@ -331,6 +336,7 @@ class CalibrationPage:
     curve_variant: str
     curve: pd.DataFrame  # rubric, n_train, adjacent, mean_signed_diff, mean_abs_diff
     curve_svg: str
+    curve_rows: list[dict]  # the curve with each rubric's name, for the table
     excluded: dict[str, int] = field(default_factory=dict)
     examples_measured: bool = False
 
@@ -367,6 +373,10 @@ def curve_variants() -> list[str]:
     ]
 
 
+def curve_variant_choices() -> list[tuple[str, str]]:
+    return [(key, engine.VARIANTS[key].label) for key in curve_variants()]
+
+
 def _fold_jobs_state(study: Study) -> str:
     jobs = list(
         ScoringJob.objects.filter(
@@ -398,7 +408,7 @@ def _compute(
     return CalibrationPage(
         study_id=study.pk,
         include_synthetic=include_synthetic,
-        folds=engine.FOLDS,
+        folds=len(set(inputs.folds.values())),
         n_items=len(inputs.items),
         n_ratings=len(inputs.clinicians),
         weighted=inputs.design_long is not None,
@@ -408,6 +418,7 @@ def _compute(
         curve_variant=curve_variant,
         curve=curve,
         curve_svg=_curve_svg(study, curve, curve_variant, inputs.rubrics),
+        curve_rows=_curve_rows(curve, inputs.rubrics),
         excluded=inputs.excluded,
         examples_measured=EXAMPLES in evaluations,
     )
@@ -427,7 +438,7 @@ def _held_out_juries(study: Study, inputs: CalibrationInputs) -> dict[str, pd.Da
                     result[key] = measured
         elif not inputs.clinicians.empty:
             result[key] = engine.cross_fit(
-                inputs.judges, inputs.clinicians, variant=key, folds=engine.FOLDS
+                inputs.judges, inputs.clinicians, variant=key, folds=inputs.folds
             )
     return result
 
@@ -452,8 +463,13 @@ def _curve(inputs: CalibrationInputs, variant: str) -> pd.DataFrame:
             columns=[RUBRIC, "n_train", "adjacent", "mean_signed_diff", "mean_abs_diff"]
         )
     return engine.learning_curve(
-        inputs.judges, inputs.clinicians, variant=variant, folds=engine.FOLDS
+        inputs.judges, inputs.clinicians, variant=variant, folds=inputs.folds
     )
+
+
+def _curve_rows(curve: pd.DataFrame, rubrics: list[RubricInfo]) -> list[dict]:
+    names = {rubric.rubric_id: rubric.name for rubric in rubrics}
+    return [row | {RUBRIC: names.get(row[RUBRIC], row[RUBRIC])} for row in curve.to_dict("records")]
 
 
 def _curve_svg(study: Study, curve: pd.DataFrame, variant: str, rubrics: list[RubricInfo]) -> str:

@@ -135,7 +135,9 @@ def study_configurations(study: Study) -> list[Configuration]:
     if original:
         configurations.append(_configuration(ORIGINAL, original, original=True))
     groups: dict[str, list[ScoringJob]] = {}
-    for job in rescore_jobs(study):
+    # A fold jury scores one cross-fitting fold for the calibration page: a part of a
+    # measurement, not a configuration anyone would compare or pick.
+    for job in (job for job in rescore_jobs(study) if not job.jury.is_fold):
         groups.setdefault(_configuration_key(job), []).append(job)
     configurations += [_configuration(key, jobs) for key, jobs in groups.items()]
     return configurations

@@ -1,7 +1,12 @@
 """Every alignment page under /alignment/, by area: the reports, re-scoring a study and
-comparing juries, the study archive."""
+comparing juries, calibrating the jury to a study's clinicians, the study archive."""
 
-from alignment.urls import archive, reports, rescoring
+from alignment.urls import archive, calibration, reports, rescoring
 
 app_name = "alignment"
-urlpatterns = [*reports.urlpatterns, *rescoring.urlpatterns, *archive.urlpatterns]
+urlpatterns = [
+    *reports.urlpatterns,
+    *rescoring.urlpatterns,
+    *calibration.urlpatterns,
+    *archive.urlpatterns,
+]

@@ -510,6 +510,10 @@ PAGES += [
     Page("alignment:loop_rescore", STAFF, _STUDY),
     Page("alignment:loop_comparison", STAFF, _STUDY),
     Page("alignment:loop_comparison_csv", STAFF, _STUDY),
+    Page("alignment:calibration", STAFF, _STUDY),
+    Page("alignment:calibration_examples", STAFF, _STUDY),
+    Page("alignment:calibration_promote", STAFF, _STUDY),
+    Page("alignment:calibration_rescore", STAFF, _STUDY),
 ]
 
 
