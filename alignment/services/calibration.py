@@ -42,6 +42,7 @@ from alignment.services.rescoring import (
 from alignment.services.state import study_state
 from annotation.models import Assignment, Study
 from jury.engine.calibration import Calibration
+from jobs.models import JobStatus
 from jury.models import JudgeScore, Jury, RubricResult, ScoringJob
 from jury.services import juries, scoring
 
@@ -289,7 +290,9 @@ class _Jobs:
 
 def examples_jury(folds: list[ExampleFold]) -> pd.DataFrame | None:
     """Held-out jury means of the examples variant: fold k's jobs' results on fold k's
-    conversations, the newest job first; None until every fold has a result everywhere."""
+    conversations, the newest job first; None until every fold's jobs have finished."""
+    if any(job.status == JobStatus.RUNNING for fold in folds for job in fold.jobs):
+        return None
     parts = []
     for fold in folds:
         jobs = sorted(fold.jobs, key=lambda job: -job.pk)
