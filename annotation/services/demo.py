@@ -1,6 +1,7 @@
 """The demo's clinician studies: a calibration round, a published guide and a target study drawn
 from the demo run, part of each pre-filled by the scripted simulated clinician (marked
-synthetic), the rest left for the demo annotators to score by hand.
+synthetic), the rest left for the demo annotators to score by hand; and a third study the
+simulated clinicians score in full, for calibrating the jury to them.
 
 Every demo annotator is enrolled in the demo project. The target study has a deadline, one
 item whose two simulated clinical annotators disagree by 2 points or more on a rubric, sent to
@@ -33,6 +34,11 @@ GUIDE_FILE = Path(__file__).resolve().parent.parent / "data" / "demo_guide.md"
 CALIBRATION_SIZE = 6
 TARGET_SIZE = 16
 PREFILLED_TARGET_ITEMS = 10
+# A third study, scored in full by the simulated clinicians, large enough for the jury's
+# calibration page to have something to learn from (its clinicians carry a known bias per
+# rubric: annotation/data/simulated_clinician.yaml).
+CALIBRATION_SAMPLE = "Jury calibration sample"
+CALIBRATION_SAMPLE_SIZE = 48
 DEMO_ANNOTATORS = ("clinician", "operations")  # accounts.services.DEMO_PEOPLE
 DEADLINE_DAYS = 14
 SIMULATED_PEOPLE = (
@@ -79,7 +85,13 @@ def annotation_demo_ensure(
         )
     _enrol(calibration.project, _demo_annotators())
     _run_the_target_study(target, people[Track.OPERATIONAL][0])
-    return [calibration, target]
+    sample_size = min(CALIBRATION_SAMPLE_SIZE, scored - calibration_size - target_size)
+    if sample_size < 10:
+        return [calibration, target]
+    sample = _study(job, CALIBRATION_SAMPLE, "target", sample_size, None)
+    for track in (Track.CLINICAL, Track.OPERATIONAL):
+        _prefill(sample, people[track], sample_size, job)
+    return [calibration, target, sample]
 
 
 def _demo_annotators() -> list[User]:
