@@ -41,8 +41,8 @@ from alignment.services.rescoring import (
 )
 from alignment.services.state import study_state
 from annotation.models import Assignment, Study
-from jury.engine.calibration import Calibration
 from jobs.models import JobStatus
+from jury.engine.calibration import Calibration
 from jury.models import JudgeScore, Jury, RubricResult, ScoringJob
 from jury.services import juries, scoring
 

@@ -145,6 +145,7 @@ def test_fold_jobs_stay_off_the_rescoring_page_and_fill_the_examples_row(researc
     jobs = calibration.examples_launch(study)
     polling = researcher_client.get(page_url(study)).content.decode()
     assert "Scoring with examples: the fold juries" in polling and "pending" in polling
+    assert not calibration.calibration_page(study).examples_measured  # not while jobs run
 
     for job in jobs:
         score_now(job)
