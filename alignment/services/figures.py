@@ -8,6 +8,7 @@
   and its 95% limits of agreement (mean +/- 1.96 sd).
 - confusion: counts of (clinician mean rounded, jury mean rounded), halves up.
 - trend: adjacent agreement and major disagreements per round of a project.
+- versions: adjacent agreement per rubric across the versions of a jury (its history).
 
 Rendering (inline SVG, and SVG / PNG / PDF downloads) is common.figures, shared with the
 jury report.
@@ -35,6 +36,7 @@ __all__ = [
     "render",
     "scatter_figure",
     "trend_figure",
+    "versions_figure",
 ]
 
 LEVELS = np.arange(1, 6)
@@ -160,6 +162,33 @@ def trend_figure(
     if agreement:
         left.legend(fontsize=7, frameon=False, loc="lower right")
     figure.suptitle(title, x=0.01, ha="left", fontsize=10)
+    return figure
+
+
+def versions_figure(
+    versions: Sequence[str],
+    agreement: Mapping[str, Sequence[tuple[float | None, float | None, float | None]]],
+    *,
+    title: str,
+) -> Figure:
+    """A line per rubric: (value, low, high) per jury version, the interval as a band; a
+    version without a value leaves a gap."""
+    figure, axes = _figure(6.4, 3.6)
+    positions = np.arange(len(versions))
+    for colour, (name, values) in zip(PALETTE * 10, agreement.items(), strict=False):
+        value, low, high = (
+            np.array([np.nan if v[part] is None else v[part] for v in values], dtype=float)
+            for part in range(3)
+        )
+        axes.plot(positions, value, marker="o", color=colour, label=name)
+        axes.fill_between(positions, low, high, color=colour, alpha=0.12, lw=0)
+    axes.set_ylim(0, 1.02)
+    axes.set_ylabel("adjacent agreement")
+    axes.set_xticks(positions, versions)
+    axes.set_xlabel("jury version")
+    if agreement:
+        axes.legend(fontsize=7, frameon=False, loc="lower right")
+    axes.set_title(title, loc="left", fontsize=10)
     return figure
 
 

@@ -510,6 +510,8 @@ PAGES += [
     Page("alignment:loop_rescore", STAFF, _STUDY),
     Page("alignment:loop_comparison", STAFF, _STUDY),
     Page("alignment:loop_comparison_csv", STAFF, _STUDY),
+    Page("alignment:jury_history", STAFF, _STUDY),
+    Page("alignment:jury_history_export", STAFF, (*_STUDY, ("fmt", "export", "suffix"))),
 ]
 
 
