@@ -37,8 +37,14 @@ def promoted(study, base):
     calibration = Calibration(
         rubrics={rubric: RubricCalibration(examples=(Example(learned[0], 4, "Clear advice."),))}
     )
-    learned_from = {"study_id": study.pk, "study_name": study.name, "variant": "examples",
-                    "items": learned, "n_ratings": 8, "fitted_at": "2025-01-01T00:00:00Z"}  # fmt: skip
+    learned_from = {
+        "study_id": study.pk,
+        "study_name": study.name,
+        "variant": "examples",
+        "items": learned,
+        "n_ratings": 8,
+        "fitted_at": "2025-01-01T00:00:00Z",
+    }
     return juries.jury_version_create(base, calibration, learned_from=learned_from)
 
 
