@@ -183,3 +183,19 @@ def test_a_study_without_a_jury_has_no_history(scored_job):
     study.scoring_jobs.clear()
     history = jury_history.jury_history(study, resamples=RESAMPLES)
     assert history.reason == jury_history.NO_JOBS and history.rubrics == []
+
+
+@pytest.mark.django_db
+def test_the_disagreement_and_trend_pages_say_what_they_left_out(calibrated, researcher_client):
+    study, version, jobs = calibrated
+    study.scoring_jobs.set(jobs)
+    note = "2 conversations left out: this jury learned from their clinician scores"
+    disagreements = reverse("alignment:disagreements", args=[study.pk])
+    page = researcher_client.get(disagreements).content.decode()
+    assert note in page
+    assert not any(f'id="item-{item}-' in page for item in version.learned_items)
+    included = researcher_client.get(f"{disagreements}?learned=1").content.decode()
+    assert "not held out" in included
+    assert any(f'id="item-{item}-' in included for item in version.learned_items)
+    trend = researcher_client.get(reverse("alignment:trend", args=[study.project.pk]))
+    assert note in trend.content.decode()
