@@ -48,6 +48,7 @@ def disagreement_page(
         include_synthetic=filters.include_synthetic,
         model=filters.model or None,
         track=filters.track or None,
+        include_learned=filters.include_learned,
     )
     ranked = ranked_disagreements(frames)
     majors = ranked[ranked["major"]].groupby(RUBRIC).size().to_dict()
@@ -174,6 +175,7 @@ def majors_by_round(project, filters: ReportFilters) -> list[dict]:
             include_synthetic=filters.include_synthetic,
             model=filters.model or None,
             track=filters.track or None,
+            include_learned=filters.include_learned,
         )
         ranked = ranked_disagreements(frames)
         ranked = ranked[ranked[JURY].notna()]

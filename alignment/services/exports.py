@@ -74,7 +74,16 @@ def agreement_export(report: StudyReport, suffix: str, *, study: Study) -> str:
         EXPORT_FORMATS[suffix][0],
         caption=caption,
         label=f"study {study.pk} agreement",
-        note=synthetic.NOTE if report.synthetic_ratings else "",
+        note=report_note(report),
+    )
+
+
+def report_note(report: StudyReport) -> str:
+    """What a reader of an export must not miss: synthetic ratings counted, and the
+    conversations a calibrated jury learned from (left out, or counted and so not held out)."""
+    learned = f"{report.learned_note}." if report.learned_note else ""
+    return " ".join(
+        note for note in (synthetic.NOTE if report.synthetic_ratings else "", learned) if note
     )
 
 
@@ -402,5 +411,5 @@ def study_table_export(
         EXPORT_FORMATS[suffix][0],
         caption=f"{caption}; {study.name}",
         label=f"study {study.pk} {name}",
-        note=synthetic.NOTE if report.synthetic_ratings else "",
+        note=report_note(report),
     )

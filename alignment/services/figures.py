@@ -10,6 +10,7 @@
 - trend: adjacent agreement and major disagreements per round of a project.
 - learning curve: a calibrated variant's held-out adjacent agreement and mean absolute
   difference against the number of clinician-scored conversations it learned from, per rubric.
+- versions: adjacent agreement per rubric across the versions of a jury (its history).
 
 Rendering (inline SVG, and SVG / PNG / PDF downloads) is common.figures, shared with the
 jury report.
@@ -38,6 +39,7 @@ __all__ = [
     "render",
     "scatter_figure",
     "trend_figure",
+    "versions_figure",
 ]
 
 LEVELS = np.arange(1, 6)
@@ -192,6 +194,30 @@ def learning_curve_figure(curve: pd.DataFrame, *, names: Mapping[str, str], titl
     else:
         left.legend(fontsize=7, frameon=False, loc="lower right")
     figure.suptitle(title, x=0.01, ha="left", fontsize=10)
+def versions_figure(
+    versions: Sequence[str],
+    agreement: Mapping[str, Sequence[tuple[float | None, float | None, float | None]]],
+    *,
+    title: str,
+) -> Figure:
+    """A line per rubric: (value, low, high) per jury version, the interval as a band; a
+    version without a value leaves a gap."""
+    figure, axes = _figure(6.4, 3.6)
+    positions = np.arange(len(versions))
+    for colour, (name, values) in zip(PALETTE * 10, agreement.items(), strict=False):
+        value, low, high = (
+            np.array([np.nan if v[part] is None else v[part] for v in values], dtype=float)
+            for part in range(3)
+        )
+        axes.plot(positions, value, marker="o", color=colour, label=name)
+        axes.fill_between(positions, low, high, color=colour, alpha=0.12, lw=0)
+    axes.set_ylim(0, 1.02)
+    axes.set_ylabel("adjacent agreement")
+    axes.set_xticks(positions, versions)
+    axes.set_xlabel("jury version")
+    if agreement:
+        axes.legend(fontsize=7, frameon=False, loc="lower right")
+    axes.set_title(title, loc="left", fontsize=10)
     return figure
 
 

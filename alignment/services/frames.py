@@ -7,7 +7,13 @@ Counting rules, the same for every alignment page and export:
 - every left-out rating is counted under its reason in `StudyFrames.excluded`, so nothing is
   dropped silently. Ratings of a judged rubric whose conversation has no complete jury result
   stay in `clinicians_long` (they still serve clinician-clinician figures) and are counted
-  under JURY_INCOMPLETE as left out of the jury figures.
+  under JURY_INCOMPLETE as left out of the jury figures;
+- a calibrated jury version is judged only on conversations it did not learn from: where the
+  jury of a conversation learned from that conversation's clinician scores
+  (`Jury.learned_items`), its jury mean and judge scores are left out (the conversations are
+  `StudyFrames.learned`, their ratings counted under LEARNED) unless `include_learned` asks for
+  them, and then the figures are not held out (`StudyFrames.learned_included`). Every page and
+  export that computes agreement reads its jury through here, so this is the one place.
 
 `item` is the conversation id (engine ITEM); `rater` the annotator's user id. The jury of a
 conversation is, by default, the first of the study's scoring jobs that scored its run (the job
@@ -32,13 +38,21 @@ SYNTHETIC = "synthetic"
 PRACTICE = "practice"
 INVALIDATED = "invalidated"
 JURY_INCOMPLETE = "jury incomplete"
+LEARNED = "learned from"
 EXCLUSION_REASONS = {
     INVALIDATED: "invalidated by a researcher: never counted",
     PRACTICE: "practice work of unlicensed annotators: never counted",
     SYNTHETIC: "scripted simulated clinician: left out unless included",
     JURY_INCOMPLETE: "no complete jury result for the conversation and rubric: left out of "
     "jury figures, kept for clinician-clinician figures",
+    LEARNED: "the jury learned from the conversation's clinician scores (a calibrated version): "
+    "left out of jury figures unless included, kept for clinician-clinician figures",
 }
+LEARNED_NOTE = "{n} conversation{s} left out: this jury learned from their clinician scores"
+INCLUDED_NOTE = (
+    "{n} conversation{s} included although this jury learned from their clinician scores: "
+    "these figures are not held out"
+)
 SUBMITTED = "submitted_at"
 PASSED = "passed"
 CLINICIAN_COLUMNS = [
@@ -92,6 +106,15 @@ class StudyFrames:
     raters: dict[int, Rater] = field(default_factory=dict)
     jobs: dict[int, int] = field(default_factory=dict)  # item -> scoring job id used
     agents: dict[int, str] = field(default_factory=dict)  # item -> agent's model string
+    # Conversations whose jury learned from their clinician scores; left out of jury_long and
+    # judges_long unless learned_included.
+    learned: frozenset[int] = frozenset()
+    learned_included: bool = False
+
+    @property
+    def learned_note(self) -> str:
+        """What a page or export must say about the learned-from conversations ("" if none)."""
+        return learned_note(len(self.learned), included=self.learned_included)
 
     def rubric(self, rubric_id: str) -> RubricInfo | None:
         return next((r for r in self.rubrics if r.rubric_id == rubric_id), None)
@@ -112,9 +135,11 @@ def study_frames(
     include_synthetic: bool = False,
     model: str | None = None,
     track: str | None = None,
+    include_learned: bool = False,
 ) -> StudyFrames:
     """The study's counted ratings, its jury means and judge scores, filtered to one model
-    label and/or one annotator track when given."""
+    label and/or one annotator track when given; the jury side held out from the conversations
+    the jury learned from unless `include_learned`."""
     rows = study.items.values_list(
         "conversation_id", "conversation__run_agent__label", "conversation__run_agent__model"
     )
@@ -125,9 +150,14 @@ def study_frames(
     clinicians, excluded, excluded_annotations, raters = _clinicians(
         study, items, include_synthetic=include_synthetic, track=track
     )
-    jury = _jury(jobs)
-    judges = _judges(jobs)
-    excluded[JURY_INCOMPLETE] = _jury_incomplete(clinicians, jury, rubrics)
+    learned = learned_conversations(jobs)
+    judged_jobs = jobs if include_learned else {i: j for i, j in jobs.items() if i not in learned}
+    jury = _jury(judged_jobs)
+    judges = _judges(judged_jobs)
+    left_out = learned if not include_learned else frozenset()
+    excluded[LEARNED] = int(clinicians[ITEM].isin(left_out).sum())
+    rated = clinicians[~clinicians[ITEM].isin(left_out)]
+    excluded[JURY_INCOMPLETE] = _jury_incomplete(rated, jury, rubrics)
     return StudyFrames(
         clinicians_long=clinicians,
         jury_long=jury,
@@ -139,7 +169,27 @@ def study_frames(
         raters=raters,
         jobs=jobs,
         agents=agents,
+        learned=learned,
+        learned_included=include_learned,
     )
+
+
+def learned_note(count: int, *, included: bool) -> str:
+    if not count:
+        return ""
+    return (INCLUDED_NOTE if included else LEARNED_NOTE).format(
+        n=count, s="s" if count != 1 else ""
+    )
+
+
+def learned_conversations(jobs: dict[int, int]) -> frozenset[int]:
+    """Of `jobs` (item -> scoring job), the items whose job's jury learned from their clinician
+    scores: a calibrated version would agree with the clinicians there by construction."""
+    learned_by_job = {
+        job.pk: job.jury.learned_items
+        for job in ScoringJob.objects.filter(pk__in=set(jobs.values())).select_related("jury")
+    }
+    return frozenset(item for item, job in jobs.items() if item in learned_by_job.get(job, ()))
 
 
 def study_rubrics(study: Study) -> list[RubricInfo]:

@@ -59,10 +59,13 @@ class ReportFilters:
     model: str = ""
     track: str = ""
     include_synthetic: bool = False
+    # Count the conversations a calibrated jury learned from (its figures are then not held out).
+    include_learned: bool = False
 
     @property
     def key(self) -> str:
-        return f"{self.model}|{self.track}|{int(self.include_synthetic)}"
+        flags = f"{int(self.include_synthetic)}|{int(self.include_learned)}"
+        return f"{self.model}|{self.track}|{flags}"
 
 
 @dataclass
@@ -139,6 +142,10 @@ class StudyReport:
     adjudicated_items: dict[str, int] = field(default_factory=dict)
     # Synthetic clinicians' ratings counted (only when the filters include them).
     synthetic_ratings: int = 0
+    # Conversations the jury learned from (a calibrated version): left out of the jury figures
+    # unless the filters include them; `learned_note` says which on pages and exports.
+    learned: int = 0
+    learned_note: str = ""
 
     @property
     def deactivated_raters(self) -> list[str]:
@@ -192,6 +199,7 @@ def compute_report(
         include_synthetic=filters.include_synthetic,
         model=filters.model or None,
         track=filters.track or None,
+        include_learned=filters.include_learned,
     )
     clinicians = frames.clinicians_long
     shown = [r for r in frames.rubrics if not filters.track or r.track in ("", filters.track)]
@@ -259,6 +267,8 @@ def compute_report(
         adjudicated=settled,
         adjudicated_items=counts,
         synthetic_ratings=int(clinicians["synthetic"].sum()),
+        learned=len(frames.learned),
+        learned_note=frames.learned_note,
     )
 
 

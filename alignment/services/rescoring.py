@@ -30,7 +30,7 @@ from alignment.engine.alt_test import AltTest, alt_test
 from alignment.engine.bootstrap import Estimate
 from alignment.engine.compare import paired_difference
 from alignment.engine.frames import ITEM, JURY, RATER, RUBRIC, SCORE
-from alignment.services.frames import RubricInfo, study_frames
+from alignment.services.frames import RubricInfo, learned_note, study_frames
 from alignment.services.state import study_state
 from annotation.models import Assignment, Study
 from benchmark.models import Conversation
@@ -249,6 +249,13 @@ class Comparison:
     resamples: int
     rubrics: list[RubricComparison]
     excluded: dict[str, int]  # ratings left out, by reason (alignment.services.frames)
+    include_learned: bool = False
+    # configuration key -> conversations its jury learned from: left out of its figures unless
+    # include_learned (then its figures are not held out)
+    learned: dict[str, int] = field(default_factory=dict)
+
+    def learned_note(self, configuration: Configuration) -> str:
+        return learned_note(self.learned.get(configuration.key, 0), included=self.include_learned)
 
 
 def jury_comparison(
@@ -256,18 +263,21 @@ def jury_comparison(
     *,
     baseline: str = ORIGINAL,
     include_synthetic: bool = False,
+    include_learned: bool = False,
     resamples: int = RESAMPLES,
     seed: int = SEED,
 ) -> Comparison:
     """Every configuration side by side per judged rubric of the study, ranked by agreement
     with the clinicians, with paired bootstrap differences against the baseline (cached per
-    study state)."""
+    study state). A calibrated jury's configuration is measured without the conversations it
+    learned from unless `include_learned`."""
     configurations = study_configurations(study)
     keys = [c.key for c in configurations]
     if baseline not in keys:
         baseline = keys[0] if keys else ORIGINAL
-    state = f"{study_state(study)}:{_jobs_state(configurations)}"
-    key = f"alignment:loop:{study.pk}:{baseline}:{int(include_synthetic)}:{resamples}:{seed}"
+    state = f"{study_state(study)}:{jobs_state(configurations)}"
+    flags = f"{int(include_synthetic)}{int(include_learned)}"
+    key = f"alignment:loop:{study.pk}:{baseline}:{flags}:{resamples}:{seed}"
     key = f"{key}:{hashlib.sha256(state.encode()).hexdigest()[:24]}"
     comparison = cache.get(key)
     if comparison is None:
@@ -276,6 +286,7 @@ def jury_comparison(
             configurations,
             baseline=baseline,
             include_synthetic=include_synthetic,
+            include_learned=include_learned,
             resamples=resamples,
             seed=seed,
         )
@@ -283,7 +294,7 @@ def jury_comparison(
     return comparison
 
 
-def _jobs_state(configurations: list[Configuration]) -> str:
+def jobs_state(configurations: list[Configuration]) -> str:
     jobs = sorted(job.pk for configuration in configurations for job in configuration.jobs)
     judged = JudgeScore.objects.filter(job__in=jobs).aggregate(newest=Max("updated_at"))
     results = RubricResult.objects.filter(job__in=jobs).aggregate(n=Count("pk"), newest=Max("pk"))
@@ -296,14 +307,21 @@ def _compare(
     *,
     baseline: str,
     include_synthetic: bool,
+    include_learned: bool,
     resamples: int,
     seed: int,
 ) -> Comparison:
-    frames = study_frames(study, include_synthetic=include_synthetic)
-    juries = {
-        c.key: frames.jury_long if c.original else _rescore_jury(study, c, include_synthetic)
-        for c in configurations
-    }
+    frames = study_frames(
+        study, include_synthetic=include_synthetic, include_learned=include_learned
+    )
+    juries, learned = {}, {}
+    for c in configurations:
+        if c.original:
+            juries[c.key], learned[c.key] = frames.jury_long, frames.learned
+        else:
+            juries[c.key], learned[c.key] = configuration_jury(
+                study, c, include_synthetic=include_synthetic, include_learned=include_learned
+            )
     rubrics = []
     for rubric in frames.judged_rubrics:
         rated = frames.clinicians_long
@@ -328,17 +346,29 @@ def _compare(
         resamples=resamples,
         rubrics=rubrics,
         excluded=frames.excluded,
+        include_learned=include_learned,
+        learned={key: len(items) for key, items in learned.items()},
     )
 
 
-def _rescore_jury(study: Study, configuration: Configuration, include_synthetic: bool):
-    """Jury means of the configuration's jobs; a conversation scored by several (the same
-    configuration launched again) takes the newest job's mean."""
-    parts = [
-        study_frames(study, job=job, include_synthetic=include_synthetic).jury_long
+def configuration_jury(
+    study: Study,
+    configuration: Configuration,
+    *,
+    include_synthetic: bool = False,
+    include_learned: bool = False,
+) -> tuple[pd.DataFrame, frozenset[int]]:
+    """Jury means of the configuration's jobs (a conversation scored by several, the same
+    configuration launched again, takes the newest job's mean), and the conversations its jury
+    learned from (left out of the means unless `include_learned`)."""
+    frames = [
+        study_frames(
+            study, job=job, include_synthetic=include_synthetic, include_learned=include_learned
+        )
         for job in sorted(configuration.jobs, key=lambda job: -job.pk)
     ]
-    return pd.concat(parts).drop_duplicates([ITEM, RUBRIC], keep="first")
+    jury = pd.concat([f.jury_long for f in frames]).drop_duplicates([ITEM, RUBRIC], keep="first")
+    return jury, frozenset().union(*(f.learned for f in frames))
 
 
 def _rubric_comparison(
@@ -450,14 +480,26 @@ CSV_COLUMNS = [
     "alt_test_needs",
     "alt_test_design_warning",
     "undefined",
+    "learned_conversations",  # conversations the configuration's jury learned from
+    "held_out",  # "no" when those conversations are counted in this row's figures
 ]
 
 
 def comparison_csv(comparison: Comparison) -> str:
     """One row per (rubric, configuration), ranked within each rubric; differences are
-    configuration - baseline on the conversations both scored."""
-    rows = (_csv_row(section.rubric, row) for section in comparison.rubrics for row in section.rows)
+    configuration - baseline on the conversations both scored. A calibrated jury's row says how
+    many conversations it learned from and whether they are left out (held out) or counted."""
+    rows = (
+        _csv_row(section.rubric, row) + _learned_cells(comparison, row.configuration)
+        for section in comparison.rubrics
+        for row in section.rows
+    )
     return rows_csv(rows, header=CSV_COLUMNS)
+
+
+def _learned_cells(comparison: Comparison, configuration: Configuration) -> list:
+    learned = comparison.learned.get(configuration.key, 0)
+    return [learned, "no" if learned and comparison.include_learned else "yes"]
 
 
 def _csv_row(rubric: RubricInfo, row: ComparisonRow) -> list:

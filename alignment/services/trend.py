@@ -37,6 +37,11 @@ class Trend:
     annotators: list[str]
 
     @property
+    def learned_rounds(self) -> list[tuple[Study, StudyReport]]:
+        """Rounds scored by a jury that learned from some of their conversations."""
+        return [(s, r) for s, r in zip(self.rounds, self.reports, strict=True) if r.learned_note]
+
+    @property
     def labels(self) -> list[str]:
         return [round_label(study) for study in self.rounds]
 

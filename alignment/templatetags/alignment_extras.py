@@ -93,3 +93,21 @@ def p_value(value) -> str:
     if value is None:
         return ""
     return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+@register.simple_tag
+def toggled_query(params, name: str, value: str = "1") -> str:
+    """`params` (a QueryDict) as a query string with the flag `name` switched: set to `value`
+    when absent, removed when present; the other filters kept, so a toggle link keeps them."""
+    query = params.copy()
+    if name in query:
+        del query[name]
+    else:
+        query[name] = value
+    return query.urlencode()
+
+
+@register.filter
+def learned_note(comparison, configuration) -> str:
+    """What the jury comparison says of a configuration whose jury learned from the study."""
+    return comparison.learned_note(configuration)

@@ -59,6 +59,7 @@ def _filters(request: HttpRequest, project: Project) -> ReportFilters:
         model=query_choice(request.GET, "model", _model_labels(project)),
         track=query_choice(request.GET, "track", Track.values),
         include_synthetic=query_flag(request.GET, "synthetic", on="1"),
+        include_learned=query_flag(request.GET, "learned", on="1"),
     )
 
 
@@ -73,6 +74,7 @@ def _query(filters: ReportFilters) -> str:
     """The filters as a query string for links between the pages ("" when none is set)."""
     parts = [("model", filters.model), ("track", filters.track)]
     parts.append(("synthetic", "1" if filters.include_synthetic else ""))
+    parts.append(("learned", "1" if filters.include_learned else ""))
     text = urlencode([(k, v) for k, v in parts if v])
     return f"?{text}" if text else ""
 

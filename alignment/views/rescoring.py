@@ -1,17 +1,18 @@
-"""Re-scoring a study with another jury configuration, and comparing every
-configuration scored on it. Staff only; the work is in alignment.services.rescoring."""
+"""Re-scoring a study with another jury configuration, comparing every configuration scored on
+it, and the history of its jury's versions. Staff only; the work is in
+alignment.services.rescoring and alignment.services.jury_history."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from accounts.access import STAFF, role_required
 from alignment.forms.rescoring import RescoreForm, new_jury_form
-from alignment.services import rescoring
+from alignment.services import exports, figures, jury_history, rescoring
 from annotation.models import Study
 from audit.downloads import download_response
 from common import live_jobs
@@ -83,16 +84,11 @@ def comparison(request: HttpRequest, pk: int) -> HttpResponse:
         "live": live_jobs.live_region(request, "loop-progress", polling=bool(running)),
     }
     if not live_jobs.is_poll(request):
-        include_synthetic = query_flag(request.GET, "synthetic", on="include")
-        result = rescoring.jury_comparison(
-            study,
-            baseline=_baseline(request, configurations),
-            include_synthetic=include_synthetic,
-        )
+        result = _comparison(request, study, configurations)
         context |= {
             "comparison": result,
             "metrics": rescoring.METRICS,
-            "include_synthetic": include_synthetic,
+            "include_synthetic": result.include_synthetic,
             "csv_url": _csv_url(study, result),
         }
     # The poll that finds the last job finished reloads the page, so the figures include its
@@ -109,11 +105,7 @@ def comparison(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*STAFF)
 def comparison_csv(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study, pk=pk)
-    result = rescoring.jury_comparison(
-        study,
-        baseline=_baseline(request, rescoring.study_configurations(study)),
-        include_synthetic=query_flag(request.GET, "synthetic", on="include"),
-    )
+    result = _comparison(request, study, rescoring.study_configurations(study))
     return download_response(
         request,
         rescoring.comparison_csv(result),
@@ -121,6 +113,15 @@ def comparison_csv(request: HttpRequest, pk: int) -> HttpResponse:
         content_type="text/csv; charset=utf-8",
         kind="table",
         target=study,
+    )
+
+
+def _comparison(request: HttpRequest, study: Study, configurations) -> rescoring.Comparison:
+    return rescoring.jury_comparison(
+        study,
+        baseline=_baseline(request, configurations),
+        include_synthetic=query_flag(request.GET, "synthetic", on="include"),
+        include_learned=query_flag(request.GET, "learned", on="include"),
     )
 
 
@@ -137,4 +138,46 @@ def _csv_url(study: Study, result: rescoring.Comparison) -> str:
     query = f"baseline={result.baseline}"
     if result.include_synthetic:
         query += "&synthetic=include"
+    if result.include_learned:
+        query += "&learned=include"
     return f"{reverse('alignment:loop_comparison_csv', args=[study.pk])}?{query}"
+
+
+@role_required(*STAFF)
+def history(request: HttpRequest, pk: int) -> HttpResponse:
+    study = get_object_or_404(Study, pk=pk)
+    include_synthetic = query_flag(request.GET, "synthetic", on="include")
+    data = jury_history.jury_history(study, include_synthetic=include_synthetic)
+    chart = ""
+    if data.scored:
+        figure = jury_history.history_figure(data)
+        chart = figures.inline_svg(figure, salt=f"jury-history-{study.pk}")
+    context = {
+        "study": study,
+        "history": data,
+        "chart": chart,
+        "figures": jury_history.FIGURES,
+        "note": jury_history.history_note(data),
+        "formats": list(exports.EXPORT_FORMATS),
+        "query": "?synthetic=include" if include_synthetic else "",
+    }
+    return render(request, "alignment/jury_history.html", context)
+
+
+@role_required(*STAFF)
+def history_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    if fmt not in exports.EXPORT_FORMATS:
+        raise Http404("No such export format.")
+    study = get_object_or_404(Study, pk=pk)
+    data = jury_history.jury_history(
+        study, include_synthetic=query_flag(request.GET, "synthetic", on="include")
+    )
+    return download_response(
+        request,
+        jury_history.history_export(data, fmt, study=study),
+        filename=f"study-{study.pk}-jury-history.{fmt}",
+        content_type=f"{exports.EXPORT_FORMATS[fmt][1]}; charset=utf-8",
+        kind="table",
+        target=study,
+        synthetic=data.include_synthetic,
+    )

@@ -514,6 +514,8 @@ PAGES += [
     Page("alignment:calibration_examples", STAFF, _STUDY),
     Page("alignment:calibration_promote", STAFF, _STUDY),
     Page("alignment:calibration_rescore", STAFF, _STUDY),
+    Page("alignment:jury_history", STAFF, _STUDY),
+    Page("alignment:jury_history_export", STAFF, (*_STUDY, ("fmt", "export", "suffix"))),
 ]
 
 

@@ -10,9 +10,13 @@ a linked trace event), a submitted item and a skipped one, and a calibration rou
 not submitted yet (after submitting in a round the jury's scores are shown on purpose; that
 reveal is tested in tests/annotation). They are a senior clinician, and an item of the target
 study on which two other clinicians disagree (one of them the demo's synthetic clinician) waits
-in their adjudication queue. Every kind of notification email is rendered as the workers send
-it, and read like the pages."""
+in their adjudication queue. The study's jury has a promoted calibrated version (its name ends
+"· v2") that learned from the study and re-scored it, with prompt examples whose feedback is a
+marker string, and fold juries of the study's cross-fitting: examples go only to judge prompts,
+so neither the marker, nor a version's or fold's name, nor an example reaches the annotator.
+Every kind of notification email is rendered as the workers send it, and read like the pages."""
 
+import json
 import re
 from datetime import timedelta
 from html.parser import HTMLParser
@@ -25,6 +29,7 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from accounts.models import NotificationKind, Role, Track
+from alignment.services.rescoring import study_rescore
 from annotation.engine.simulated import simulated_clinician
 from annotation.models import Assignment, CalibrationGuide, Notification
 from annotation.services import queue
@@ -35,12 +40,14 @@ from annotation.services.moves import assignment_reassign, staff_reopen, study_d
 from annotation.services.notifications import deadline_reminders_create, notification_message
 from annotation.services.round_report import jury_means
 from benchmark.models import RunAgent
-from jury.models import JudgeScore
+from jury.engine.calibration import Calibration, Example, RubricCalibration
+from jury.models import JudgeScore, Jury
 from jury.services import juries, scoring
 from tests.annotation.conftest import annotators, enrol, new_study
 from tests.annotation.test_annotation_writes import full_draft
 from tests.conftest import make_user
 from tests.foundation.access_table import PAGES, PUBLIC, build_objects
+from tests.jury.services.builders import score_now
 from tests.support.builders import enriched_set, launched_run, played
 
 LINK_ATTRIBUTES = {"href", "hx-get", "action", "src"}
@@ -69,6 +76,7 @@ def scored_world(django_db_setup, django_db_blocker):
         annotator.senior = True
         annotator.save(update_fields=["senior"])
         work = annotator_work(job, annotator)
+        calibrated_family(job.jury, work["target"])
         # Every URL of the site, pointed at the scored run and job where it takes them.
         objects = build_objects(
             {Role.ANNOTATOR: make_user("other", Role.ANNOTATOR, Track.CLINICAL)}
@@ -115,6 +123,36 @@ def annotator_work(job, annotator) -> dict:
             "adjudication": disputed}  # fmt: skip
 
 
+EXAMPLE_MARKER = "example-feedback-marker-5c1e"
+
+
+def calibrated_family(jury, study) -> None:
+    """A promoted version of `jury` calibrated on `study` (prompt examples whose feedback holds
+    EXAMPLE_MARKER), re-scoring the study's annotated conversations, and two fold juries."""
+    items = list(study.items.values_list("conversation_id", flat=True))
+    examples = tuple(
+        Example(item, score, f"{EXAMPLE_MARKER} {score}")
+        for item, score in zip(items, (2, 4), strict=False)
+    )
+    calibration = Calibration(
+        rubrics={
+            r.rubric_id: RubricCalibration(examples=examples) for r in study.rubric_versions.all()
+        }
+    )
+    learned = {"study_id": study.pk, "study_name": study.name, "variant": "examples",
+               "items": items[:2], "n_ratings": 4, "fitted_at": "2025-01-01T00:00:00Z"}  # fmt: skip
+    version = juries.jury_version_create(jury, calibration, learned_from=learned)
+    for fold in (1, 2):
+        label = f"fold {fold} of 2 ({study.name})"
+        juries.jury_version_create(
+            jury, calibration, learned_from={**learned, "label": label, "fold": fold, "folds": 2},
+            purpose=juries.FOLD,
+        )  # fmt: skip
+    judged = study.rubric_versions.filter(kind="dimension")
+    for job in study_rescore(study, jury=version, rubric_versions=list(judged)):
+        score_now(job)
+
+
 def major_disagreement(study, track, prefix="peer"):
     """Two clinicians of `track` 4 points apart on one item, sent to adjudication; the first is
     the demo's synthetic clinician, with the feedback it writes."""
@@ -140,6 +178,13 @@ def forbidden_strings() -> set[str]:
         strings |= {agent.model, agent.label, agent.agent_config.name}
     strings |= {s.explanation for s in JudgeScore.objects.exclude(explanation="")}
     strings |= set(JudgeScore.objects.values_list("judge_model", flat=True))
+    # Calibrated versions and fold juries: their names, and their prompt examples as stored.
+    for jury in Jury.objects.exclude(base=None):
+        strings.add(jury.name)
+        for rubric in jury.calibration_data().rubrics.values():
+            strings |= {json.dumps(example.to_dict()) for example in rubric.examples}
+            strings |= {example.feedback for example in rubric.examples}
+    strings.add(EXAMPLE_MARKER)
     return {s for s in strings if len(s) > 6}
 
 
@@ -314,6 +359,7 @@ def test_the_same_crawl_finds_model_names_for_a_researcher(client, scored_world)
     pages = crawl(client)
     found = {s for text in pages.values() for s in forbidden_strings() if s in str(text)}
     assert "offline/careless" in found
+    assert "Offline scripted jury · v2" in found  # the calibrated version, on the staff pages
 
 
 @pytest.mark.django_db
