@@ -194,6 +194,9 @@ def learning_curve_figure(curve: pd.DataFrame, *, names: Mapping[str, str], titl
     else:
         left.legend(fontsize=7, frameon=False, loc="lower right")
     figure.suptitle(title, x=0.01, ha="left", fontsize=10)
+    return figure
+
+
 def versions_figure(
     versions: Sequence[str],
     agreement: Mapping[str, Sequence[tuple[float | None, float | None, float | None]]],
