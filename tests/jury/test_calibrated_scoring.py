@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from benchmark.services.provenance import run_data_files
 from jury.engine.calibration import Calibration, Example, RubricCalibration, ScoreMap
 from jury.engine.example_prompt import (
     ShownExample,
@@ -267,3 +268,9 @@ def test_the_offline_judge_shifts_by_the_mean_offset_of_the_examples():
     up = {**hints, "examples": [{**example, "score": 5}] * 3}
     assert answer(up, "strict")["score"] == 5
     assert answer(hints) == answer({**hints, "examples": []})  # no examples: as before
+
+
+def test_every_run_manifest_hashes_the_examples_prompt_beside_the_judge_prompt():
+    hashed = run_data_files()
+    assert "jury/data/prompts/judge.md" in hashed
+    assert "jury/data/prompts/calibration_examples.md" in hashed
