@@ -5,6 +5,7 @@ import csv
 import io
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from jury.engine.calibration import Calibration, Example, RubricCalibration, ScoreMap
@@ -99,6 +100,8 @@ def test_the_launch_form_offers_versions_but_never_a_fold_jury(
         reverse("jury:score_run", args=[played_run.pk]), {"jury": fold.pk}
     )
     assert refused.status_code == 200 and b"not one of the available choices" in refused.content
+    with pytest.raises(CommandError, match="is a fold jury"):
+        call_command("score_run", str(played_run.pk), "--jury", str(fold.pk))
 
 
 def test_reports_job_pages_and_exports_name_the_calibrated_version(
