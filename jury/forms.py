@@ -78,7 +78,8 @@ class JuryForm(forms.Form):
 
 
 class ScoreRunForm(forms.Form):
-    jury = forms.ModelChoiceField(queryset=Jury.objects.all(), empty_label=None)
+    # Fold juries exist only to cross-fit a study: never offered for a run.
+    jury = forms.ModelChoiceField(queryset=juries.offered_juries(), empty_label=None)
     use_cache = forms.BooleanField(
         required=False,
         initial=True,

@@ -49,6 +49,15 @@ class MergeMode(models.TextChoices):
     MAJORITY = "majority", "Majority vote on pass/fail"
 
 
+# How pages name a calibration's parts (jury.engine.calibration.PARTS).
+PART_NAMES = {
+    "examples": "examples",
+    "judge_maps": "judge maps",
+    "weights": "judge weights",
+    "aggregate_map": "aggregate map",
+}
+
+
 class Jury(models.Model):
     name = models.CharField(max_length=200, unique=True)
     judges = models.JSONField(help_text="model strings, one per judge")
@@ -95,6 +104,31 @@ class Jury(models.Model):
 
     def calibration_data(self) -> Calibration:
         return Calibration.from_dict(self.calibration)
+
+    @property
+    def calibration_parts(self) -> str:
+        """The calibrated parts, named for people ("judge maps, examples"; "" for none)."""
+        return ", ".join(PART_NAMES[part] for part in self.calibration_data().parts)
+
+    @property
+    def calibration_summary(self) -> str:
+        """What was calibrated and from where, for every page and export that names the jury
+        ("" for an uncalibrated jury): "calibrated (judge maps, judge weights) from study
+        Pilot, 120 conversations"."""
+        if not self.is_calibrated:
+            return ""
+        parts = self.calibration_parts
+        learned = self.learned_from
+        source = f" from study {learned['study_name']}" if learned.get("study_name") else ""
+        items = len(learned.get("items") or ())
+        count = f", {items} conversation{'s' if items != 1 else ''}" if items else ""
+        return f"calibrated ({parts}){source}{count}"
+
+    @property
+    def described(self) -> str:
+        """The name, and for a calibrated jury what it learned from (reports, exports)."""
+        summary = self.calibration_summary
+        return f"{self.name}, {summary}" if summary else self.name
 
 
 class ScoringJob(Job):

@@ -8,6 +8,7 @@ urlpatterns = [
     path("rubrics/<int:pk>/", views.rubric_detail, name="rubric"),
     path("rubrics/<int:pk>/new-version/", views.rubric_new_version, name="rubric_new_version"),
     path("juries/", views.jury_list, name="juries"),
+    path("juries/<int:pk>/", views.jury_detail, name="jury"),
     path("runs/<int:run_id>/score/", views.score_run, name="score_run"),
     path("jobs/<int:pk>/", views.job_detail, name="job"),
     path("jobs/<int:pk>/retry/", views.job_retry, name="job_retry"),

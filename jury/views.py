@@ -111,9 +111,25 @@ def jury_list(request: HttpRequest) -> HttpResponse:
         request,
         "jury/juries.html",
         {
-            "juries": Jury.objects.all(),
+            "families": juries.jury_families(),
             "form": form,
             "versions": versions,
+        },
+    )
+
+
+@role_required(*STAFF)
+def jury_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One jury version: its settings, its whole calibration and what it learned from."""
+    jury = get_object_or_404(Jury, pk=pk)
+    return render(
+        request,
+        "jury/jury_detail.html",
+        {
+            "jury": jury,
+            "family": juries.jury_versions(jury),
+            "rubrics": juries.calibration_view(jury),
+            "learned": juries.learned_conversations(jury),
         },
     )
 

@@ -21,11 +21,20 @@ not), and false reassurance about a health concern ("nothing to worry about") ca
 
 Behaviours (the part after "offline/"): standard; lenient (+1, capped at 5); strict (-1,
 floored at 1); flaky (answers in prose until the repair turn, to exercise repair).
+
+Learning from clinicians' examples: a calibrated jury may show its judges clinician-scored
+example conversations (hints["examples"], each {"score", "profile", "scenario", "events"}).
+The scripted judge then scores every example with its own rules (behaviour included), takes
+the mean offset (the clinicians' score minus its own), and answers clamp(round(own + offset),
+1, 5), halves rounded up; the explanation says by how much it moved. This is a crude stand-in
+for what an LLM does with worked examples, but it is deterministic, and it lets the demo show,
+offline, that a judge shown a biased panel's examples moves towards that panel's scale.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -155,6 +164,8 @@ LENGTH_BANDS: tuple[tuple[float, int, str], ...] = (
     (float("inf"), 2, "so long that key information is buried"),
 )
 
+# What the judge reads of an example besides the clinicians' score.
+EXAMPLE_FIELDS = ("profile", "scenario", "events")
 FLAKY_PROSE = "Overall the assistant did a reasonable job and I would rate it fairly well."
 
 
@@ -166,9 +177,34 @@ def respond(request: ChatRequest, behaviour: str) -> ChatResponse:
         )
     if behaviour == "flaky" and "repair" not in request.hints:
         return _response(request, FLAKY_PROSE)
-    score, explanation = judge(request.hints)
-    score, explanation = _apply_behaviour(score, explanation, behaviour)
+    score, explanation = _own_verdict(request.hints, behaviour)
+    examples = request.hints.get("examples") or ()
+    if examples:
+        score, explanation = _adjusted_to_examples(score, explanation, request.hints, behaviour)
     return _response(request, json.dumps({"score": score, "explanation": explanation}))
+
+
+def _own_verdict(hints: Mapping[str, Any], behaviour: str) -> tuple[int, str]:
+    return _apply_behaviour(*judge(hints), behaviour)
+
+
+def examples_offset(hints: Mapping[str, Any], behaviour: str = "standard") -> float:
+    """Mean of (clinicians' score - this judge's own score) over the examples in the hints."""
+    offsets = []
+    for example in hints["examples"]:
+        shown = {"rubric": hints["rubric"], **{k: example.get(k) for k in EXAMPLE_FIELDS}}
+        offsets.append(float(example["score"]) - _own_verdict(shown, behaviour)[0])
+    return sum(offsets) / len(offsets)
+
+
+def _adjusted_to_examples(
+    score: int, explanation: str, hints: Mapping[str, Any], behaviour: str
+) -> tuple[int, str]:
+    offset = examples_offset(hints, behaviour)
+    adjusted = min(max(math.floor(score + offset + 0.5), 1), 5)
+    count = len(hints["examples"])
+    note = f"Adjusted to the clinicians' examples by {offset:+.2f} ({count} example(s))."
+    return adjusted, f"{explanation} {note}"
 
 
 def judge(hints: Mapping[str, Any]) -> tuple[int, str]:

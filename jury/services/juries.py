@@ -7,13 +7,14 @@ from collections.abc import Iterable, Mapping
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 
 from audit.services import audit_record, fields_of
+from benchmark.models import Conversation
 from jury.engine.aggregate import PASS_THRESHOLD
 from jury.engine.calibration import Calibration
-from jury.models import Jury, MergeMode
-from jury.services.rubrics import current_weights
+from jury.models import PART_NAMES, Jury, MergeMode
+from jury.services.rubrics import current_versions, current_weights
 from llm.engine.chat import ProviderError
 from llm.engine.providers.model_strings import check_model_string
 
@@ -140,3 +141,71 @@ def jury_versions(jury: Jury) -> list[Jury]:
     root = jury.base or jury
     versions = [root, *Jury.objects.filter(base=root).order_by("version")]
     return [version for version in versions if not version.is_fold]
+
+
+def offered_juries() -> QuerySet[Jury]:
+    """The juries a researcher may pick to score a run: every version but the fold juries
+    (they exist only to cross-fit one fold of a study; version 0)."""
+    return Jury.objects.exclude(version=0)
+
+
+def jury_families() -> list[dict]:
+    """Each family of juries, newest first: its first version and its promoted versions
+    (oldest first); fold juries left out."""
+    juries = list(offered_juries().order_by("created_at", "pk"))
+    versions: dict[int, list[Jury]] = {}
+    for jury in juries:
+        if jury.base_id is not None:
+            versions.setdefault(jury.base_id, []).append(jury)
+    roots = [jury for jury in reversed(juries) if jury.base_id is None]
+    return [
+        {"root": root, "versions": sorted(versions.get(root.pk, []), key=lambda v: v.version)}
+        for root in roots
+    ]
+
+
+def calibration_view(jury: Jury) -> list[dict]:
+    """The jury's whole calibration per rubric, as the jury page shows it: judge maps as
+    breakpoint tables, weights and intercept, the aggregate map and the examples (with their
+    conversations, None for one that no longer exists)."""
+    calibration = jury.calibration_data()
+    wanted = calibration.example_conversations()
+    conversations = Conversation.objects.only("pk", "public_id").in_bulk(wanted)
+    names = {version.rubric_id: version.name for version in current_versions()}
+    return [
+        {
+            "rubric_id": rubric_id,
+            "name": names.get(rubric_id, rubric_id),
+            "parts": [PART_NAMES[part] for part in rubric.parts],
+            "judge_maps": [
+                {"judge": judge, "points": list(zip(m.x, m.y, strict=True))}
+                for judge, m in rubric.judge_maps.items()
+            ],
+            "weights": list(rubric.weights.items()),
+            "intercept": rubric.intercept,
+            "aggregate_map": (
+                list(zip(rubric.aggregate_map.x, rubric.aggregate_map.y, strict=True))
+                if rubric.aggregate_map is not None
+                else []
+            ),
+            "examples": [
+                {
+                    "conversation": conversations.get(example.conversation_id),
+                    "conversation_id": example.conversation_id,
+                    "score": example.score,
+                    "feedback": example.feedback,
+                }
+                for example in rubric.examples
+            ],
+        }
+        for rubric_id, rubric in calibration.rubrics.items()
+    ]
+
+
+def learned_conversations(jury: Jury) -> list[Conversation]:
+    """The conversations whose clinician scores the jury learned from, in id order."""
+    return list(
+        Conversation.objects.filter(pk__in=jury.learned_items)
+        .only("pk", "public_id")
+        .order_by("pk")
+    )

@@ -359,7 +359,14 @@ def export_text(report: Report, table_name: str, suffix: str) -> str:
         label=f"job {job.pk} {table_name}",
         parts=parts,
         part_captions=part_captions,
+        note=calibrated_note(job.jury),
     )
+
+
+def calibrated_note(jury) -> str:
+    """The line a calibrated jury's exports open with, naming the version and what it learned
+    from ("" for an uncalibrated jury, whose exports stay as they were)."""
+    return f"Scored by jury {jury.described}." if jury.is_calibrated else ""
 
 
 def export_frame(report: Report, table_name: str) -> pd.DataFrame:

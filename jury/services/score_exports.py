@@ -15,6 +15,7 @@ from jury.models import ScoringJob
 BATCH = 5000
 COLUMNS = (
     Column("score_id", "int"),
+    Column("jury"),  # the version that scored it ("... · v2"): calibrated versions differ
     Column("conversation"),
     Column("model"),
     Column("case", "int"),
@@ -33,7 +34,7 @@ COLUMNS = (
     Column("cached", "bool"),
 )
 NAMES = tuple(column.name for column in COLUMNS)
-FIELDS = {  # column -> JudgeScore value path, in column order
+FIELDS = {  # column -> JudgeScore value path, in column order (the jury is the job's)
     "score_id": "pk",
     "conversation": "conversation__public_id",
     "model": "conversation__run_agent__label",
@@ -62,12 +63,13 @@ FORMATS = {  # suffix -> content type
 def judge_score_rows(job: ScoringJob) -> Iterator[dict]:
     """The job's scores in id order, a batch of ids at a time."""
     scores = job.scores.order_by("pk").values_list(*FIELDS.values())
+    jury = job.jury.name  # one job, one jury: read once, written on every row
     last = 0
     while batch := list(scores.filter(pk__gt=last)[:BATCH]):
         for values in batch:
-            row = dict(zip(NAMES, values, strict=True))
-            row["conversation"] = str(row["conversation"])
-            yield row
+            read = dict(zip(FIELDS, values, strict=True))
+            read["conversation"] = str(read["conversation"])
+            yield {name: jury if name == "jury" else read[name] for name in NAMES}
         last = batch[-1][0]
 
 

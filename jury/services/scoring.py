@@ -52,7 +52,10 @@ from jury.engine.aggregate import (
     judge_aggregates,
     jury_aggregate,
     merge_judges,
+    weighted_aggregate,
 )
+from jury.engine.calibration import Calibration
+from jury.engine.example_prompt import render_examples_block, with_examples
 from jury.engine.outcomes import outcome_checks
 from jury.engine.parse import (
     JUDGE_ANSWER_SCHEMA,
@@ -76,10 +79,18 @@ from jury.models import (
     ConversationResult,
     JudgeScore,
     Jury,
+    MergeMode,
     RubricResult,
     RubricVersion,
     ScoreStatus,
     ScoringJob,
+)
+from jury.services.judge_examples import (
+    JudgeExample,
+    MissingExampleError,
+    job_examples,
+    missing_examples,
+    missing_examples_message,
 )
 from jury.services.judge_inputs import (  # scenario_of, trace_of: the rubric lab's too
     JudgeInputs,
@@ -140,6 +151,8 @@ def scoring_launch(
         _conversations_check(run, conversations)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise ScoringError(f"Concurrency must lie between 1 and {MAX_CONCURRENCY}.")
+    if missing := missing_examples(jury):
+        raise ScoringError(missing_examples_message(jury, missing))
     job = ScoringJob.objects.create(
         run=run,
         jury=jury,
@@ -381,10 +394,23 @@ def judge_request_for_trace(
 
 
 def _judge_request_from(
-    inputs: JudgeInputs, *, rubric: Rubric, judge_model: str, sample: str, template
+    inputs: JudgeInputs,
+    *,
+    rubric: Rubric,
+    judge_model: str,
+    sample: str,
+    template,
+    examples: Sequence[JudgeExample] = (),
 ) -> ChatRequest:
+    """The judge call; a calibrated jury's `examples` for the rubric join the end of the system
+    part (and the offline judge's hints). Without examples the call is exactly the
+    uncalibrated one, so the response cache still answers it."""
     system, user = render_judge_prompt_for(rubric, conversation=inputs.text, template=template)
     hints = {"profile": inputs.profile, "scenario": inputs.scenario, "events": list(inputs.events)}
+    if examples:
+        block = render_examples_block(rubric.name, [example.shown for example in examples])
+        system = with_examples(system, block)
+        hints["examples"] = [example.hint for example in examples]
     return _chat_request(rubric, judge_model, system, user, hints, sample)
 
 
@@ -472,13 +498,6 @@ def judge_score_run(
 
 def _judge(score: JudgeScore, mine: str, send_next) -> bool:
     inputs = judge_inputs(score.conversation)
-    request = _judge_request_from(
-        inputs,
-        rubric=rubric_of(score.rubric_version),
-        judge_model=score.judge_model,
-        sample=f"conversation:{score.conversation.public_id}/judge:{score.judge_index}",
-        template=job_judge_template(score.job),
-    )
     overrides = prices.price_overrides_as_of(score.newest_price)
     recorder = accounting.RecordingClient(
         model_router(score.job.use_cache, overrides=overrides),
@@ -486,6 +505,20 @@ def _judge(score: JudgeScore, mine: str, send_next) -> bool:
         also=partial(_spend_added, score.pk),
     )
     asked = time.monotonic()
+    try:
+        request = _score_request(score, inputs)
+    except MissingExampleError as error:  # deleted after the launch checked it
+        stored, next_sent = _record(
+            score,
+            recorder,
+            mine,
+            send_next,
+            idle=0.0,
+            prompt="",
+            status=ScoreStatus.ERROR,
+            error=str(error),
+        )
+        return next_sent
     try:
         result = request_json(
             recorder,
@@ -521,6 +554,18 @@ def _judge(score: JudgeScore, mine: str, send_next) -> bool:
     if stored:
         conversation_merge(score.job, score.conversation, inputs=inputs)
     return next_sent
+
+
+def _score_request(score: JudgeScore, inputs: JudgeInputs) -> ChatRequest:
+    rubric = rubric_of(score.rubric_version)
+    return _judge_request_from(
+        inputs,
+        rubric=rubric,
+        judge_model=score.judge_model,
+        sample=f"conversation:{score.conversation.public_id}/judge:{score.judge_index}",
+        template=job_judge_template(score.job),
+        examples=job_examples(score.job).get(rubric.id, ()),
+    )
 
 
 def reason_code(text: str) -> str:
@@ -650,16 +695,21 @@ def conversation_merge(
     missing = incomplete_rubrics(by_rubric, rubric_ids=rubric_ids, judges=jury.judges)
     complete_rubrics = [rubric for rubric in rubric_ids if rubric not in missing]
     inputs = inputs or judge_inputs(conversation)
+    calibration = jury.calibration_data() if jury.is_calibrated else None
+    results = [
+        _rubric_result(job, conversation, rubric, by_rubric[rubric], calibration)
+        for rubric in complete_rubrics
+    ]
     RubricResult.objects.bulk_create(
-        [
-            _rubric_result(job, conversation, rubric, list(by_rubric[rubric].values()))
-            for rubric in complete_rubrics
-        ],
+        results,
         update_conflicts=True,
         unique_fields=["job", "conversation", "rubric_id"],
         update_fields=["mean", "sd", "passed", "pass_agreement"],
     )
     fields = _conversation_fields(jury, inputs, by_rubric, missing)
+    if calibration is not None and not missing:
+        means = {result.rubric_id: result.mean for result in results}
+        fields["aggregate"] = weighted_aggregate(means, _job_weights(jury, by_rubric))
     [result] = ConversationResult.objects.bulk_create(
         [ConversationResult(job=job, conversation=conversation, **fields)],
         update_conflicts=True,
@@ -669,15 +719,28 @@ def conversation_merge(
     return result
 
 
-def _rubric_result(job, conversation, rubric: str, scores: list[float]) -> RubricResult:
-    merged = merge_judges(scores, threshold=job.jury.pass_threshold)
+def _rubric_result(
+    job, conversation, rubric: str, scores: dict[str, float], calibration: Calibration | None
+) -> RubricResult:
+    """One rubric's merged result. A calibrated jury's mean is its calibration's combination of
+    the judges' scores (jury.engine.calibration), and in mean mode it passes when that score
+    reaches the threshold; the spread, the judges' pass agreement and the majority rule stay
+    the raw judges' (a majority of judges passing is a statement about the judges' own
+    verdicts, which calibration does not change)."""
+    jury = job.jury
+    merged = merge_judges(list(scores.values()), threshold=jury.pass_threshold)
+    mean, passed = merged.mean, merged.passed(jury.merge_mode)
+    if calibration is not None:
+        mean = calibration.combine(rubric, scores)
+        if jury.merge_mode == MergeMode.MEAN:
+            passed = mean >= jury.pass_threshold
     return RubricResult(
         job=job,
         conversation=conversation,
         rubric_id=rubric,
-        mean=merged.mean,
+        mean=mean,
         sd=merged.sd,
-        passed=merged.passed(job.jury.merge_mode),
+        passed=passed,
         pass_agreement=merged.pass_agreement,
     )
 

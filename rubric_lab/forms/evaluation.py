@@ -41,7 +41,9 @@ class SensitivityLaunchForm(forms.Form):
     )
     setup = forms.ChoiceField(choices=JudgeSetup.choices, label="Judge setup")
     jury = forms.ModelChoiceField(
-        queryset=Jury.objects.all(), required=False, label="Jury (six-rubric setup)"
+        queryset=Jury.objects.exclude(version=0),  # fold juries only cross-fit a study
+        required=False,
+        label="Jury (six-rubric setup)",
     )
     generation_job = forms.ModelChoiceField(
         queryset=_generation_jobs(), required=False, label="Rubric generation job (instance setup)"

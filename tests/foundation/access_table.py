@@ -104,6 +104,7 @@ PAGES += [
     Page("jury:rubric", EVERYONE, _RUBRIC),
     Page("jury:rubric_new_version", STAFF, _RUBRIC),
     Page("jury:juries", STAFF),
+    Page("jury:jury", STAFF, (("pk", "jury", "pk"),)),
     Page("jury:reports", STAFF),
     Page("jury:plan", STAFF),
     Page("jury:score_run", STAFF, (("run_id", "run", "pk"),)),
@@ -195,6 +196,7 @@ def jury_objects(run) -> dict:
     job.rubric_versions.set(rubrics.current_versions(judged_only=True))
     return {
         "scoring_job": job,
+        "jury": job.jury,
         "clinical_rubric": RubricVersion.objects.get(rubric_id="clinical_safety"),
         "export": SimpleNamespace(table="outcomes", suffix="csv"),
         "score_export": SimpleNamespace(fmt="parquet"),

@@ -109,4 +109,9 @@ def _jury(value: str) -> Jury:
     jury = found.first() or Jury.objects.filter(name=value).first()
     if jury is None:
         raise CommandError(f"There is no jury with id or name {value!r}.")
+    if jury.is_fold:
+        raise CommandError(
+            f"Jury {jury.name!r} is a fold jury: it only cross-fits one fold of a study's "
+            "calibration. Score with the jury or one of its promoted versions."
+        )
     return jury
