@@ -8,6 +8,7 @@ from annotation.models import Study
 from jury.forms import JuryForm
 from jury.models import Jury, RubricVersion
 from jury.services import rubrics, scoring
+from jury.services.juries import offered_juries
 
 NEW_JURY = "new"
 LEAVE_OUT = ""
@@ -31,7 +32,7 @@ class RescoreForm(forms.Form):
     def __init__(self, *args, study: Study, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["jury"].choices = [
-            *((str(jury.pk), _jury_label(jury)) for jury in Jury.objects.all()),
+            *((str(jury.pk), _jury_label(jury)) for jury in offered_juries()),
             (NEW_JURY, "A new jury (fill in below)"),
         ]
         self.initial.setdefault("judge_template", scoring.shipped_judge_template_text())
@@ -68,7 +69,7 @@ class RescoreForm(forms.Form):
         return list(RubricVersion.objects.filter(pk__in=[pk for pk in ids if pk]))
 
     def existing_jury(self) -> Jury:
-        return Jury.objects.get(pk=self.cleaned_data["jury"])
+        return offered_juries().get(pk=self.cleaned_data["jury"])
 
 
 def new_jury_form(data=None) -> JuryForm:

@@ -406,7 +406,10 @@ def satterthwaite(estimate: float, spread: float, confidence: float = CONFIDENCE
         return (0.0, norm.ppf(0.5 + confidence / 2) * math.sqrt(spread))
     df = 2 * estimate**2 / spread
     tail = (1 - confidence) / 2
-    return (df * estimate / chi2.ppf(1 - tail, df), df * estimate / chi2.ppf(tail, df))
+    lower_quantile = chi2.ppf(tail, df)
+    # With almost no degrees of freedom the lower quantile underflows to 0: no upper bound.
+    high = df * estimate / lower_quantile if lower_quantile > 0 else math.inf
+    return (df * estimate / chi2.ppf(1 - tail, df), high)
 
 
 def components_table(scores: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.DataFrame:
