@@ -43,8 +43,11 @@ from alignment.services.state import study_state
 from annotation.models import Assignment, Study
 from jobs.models import JobStatus
 from jury.engine.calibration import Calibration
+from jury.engine.example_prompt import render_examples_block
 from jury.models import JudgeScore, Jury, RubricResult, ScoringJob
 from jury.services import juries, scoring
+from jury.services.judge_examples import examples_of
+from llm.services.prices import price_in_force
 
 RESAMPLES = 1000
 SEED = 0
@@ -53,6 +56,7 @@ CURRENT = "current"
 EXAMPLES = "examples"
 DEFAULT_CURVE_VARIANT = engine.DEFAULT_VARIANT
 JUDGE_MODEL = "judge_model"
+CHARACTERS_PER_TOKEN = 4  # the estimate the rate limiter reserves by, too
 FEEDBACK_JOINER = "\n---\n"  # between several clinicians' words on the same conversation
 
 
@@ -194,7 +198,9 @@ class ExamplesCost:
     conversations: int
     judges: int
     rubrics: int
-    cost: Decimal | None  # None: some judge model has no price known from the study's jobs
+    cost: Decimal | None  # None: some judge model has no price, or no call to size it by
+    example_tokens: int = 0  # the examples block's tokens a call, estimated (4 characters each)
+    input_tokens: int = 0  # a call's input tokens with the examples, estimated
 
     @property
     def calls(self) -> int:
@@ -203,28 +209,59 @@ class ExamplesCost:
 
 def examples_cost(study: Study, inputs: CalibrationInputs) -> ExamplesCost:
     """Judge calls the examples variant still takes (every held-out conversation of a fold not
-    launched yet x judge x rubric), priced at what each judge model cost per call on the
-    study's own scoring jobs."""
+    launched yet x judge x rubric) and their price: each judge model's mean input and output
+    tokens per score on the study's own jobs, plus the examples block every call carries (the
+    longest part of the prompt: whole example conversations), at the prices in force."""
     jury = study_jury(study)
     waiting = [fold for fold in example_folds(study, inputs) if not fold.jobs]
     conversations = sum(len(fold.held_out) for fold in waiting)
+    extra = _example_tokens(waiting, inputs.rubrics, jury)
     per_judge = conversations * len(inputs.rubrics)
-    prices = _cost_per_call(study)
-    known = all(model in prices for model in jury.judges)
-    cost = sum((prices[model] * per_judge for model in jury.judges), Decimal(0)) if known else None
-    return ExamplesCost(conversations, len(jury.judges), len(inputs.rubrics), cost)
+    usage = _tokens_per_score(study)
+    costs, input_tokens = [], 0
+    for model in jury.judges:
+        price = price_in_force(model)
+        if model not in usage or price["input_per_million"] is None:
+            costs.append(None)
+            continue
+        tokens_in, tokens_out = usage[model][0] + extra, usage[model][1]
+        input_tokens = max(input_tokens, round(tokens_in))
+        per_call = (
+            Decimal(str(tokens_in)) * Decimal(price["input_per_million"])
+            + Decimal(str(tokens_out)) * Decimal(price["output_per_million"])
+        ) / Decimal(1_000_000)
+        costs.append(per_call * per_judge)
+    cost = None if None in costs else sum(costs, Decimal(0))
+    return ExamplesCost(
+        conversations, len(jury.judges), len(inputs.rubrics), cost, round(extra), input_tokens
+    )
 
 
-def _cost_per_call(study: Study) -> dict[str, Decimal]:
-    """Judge model -> mean cost of one judged score on the study's jobs, when every call of it
-    was priced and some were paid for (a cached call costs nothing and says nothing)."""
-    prices = {}
+def _tokens_per_score(study: Study) -> dict[str, tuple[float, float]]:
+    """Judge model -> mean (input, output) tokens of one judged score on the study's jobs."""
+    usage = {}
     for job in study.scoring_jobs.all():
         for row in scoring.judge_costs(job):
-            paid = row["calls"] - (row["cached"] or 0)
-            if row["cost"] is not None and paid > 0:
-                prices.setdefault(row["model"], row["cost"] / row["scores"])
-    return prices
+            if row["scores"] and row["input_tokens"]:
+                usage.setdefault(
+                    row["model"],
+                    (row["input_tokens"] / row["scores"], row["output_tokens"] / row["scores"]),
+                )
+    return usage
+
+
+def _example_tokens(folds: list[ExampleFold], rubrics: list[RubricInfo], jury: Jury) -> float:
+    """Mean estimated tokens of the examples block over the waiting folds and rubrics."""
+    names = {rubric.rubric_id: rubric.name for rubric in rubrics}
+    lengths = []
+    for fold in folds:
+        shown = examples_of(fold.calibration, jury=jury)
+        for rubric_id, examples in shown.items():
+            block = render_examples_block(
+                names.get(rubric_id, rubric_id), [e.shown for e in examples]
+            )
+            lengths.append(len(block) / CHARACTERS_PER_TOKEN)
+    return sum(lengths) / len(lengths) if lengths else 0.0
 
 
 @transaction.atomic

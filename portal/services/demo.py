@@ -7,6 +7,10 @@ import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from accounts.models import Role, User
+from alignment.services import calibration
+from annotation.models import Study
+from annotation.services.demo import CALIBRATION_SAMPLE, DEMO_PROJECT
 from benchmark.models import BenchmarkSet, EntryStatus, Run
 from benchmark.services import agents as agent_services
 from benchmark.services import cases, runs
@@ -14,7 +18,7 @@ from fidelity.models import FidelityReview, ReviewStatus
 from fidelity.services import reviews
 from jobs.models import JobStatus
 from jobs.services.workers import worker_start, worker_stop
-from jury.models import ScoringJob
+from jury.models import Jury, ScoringJob
 from jury.services import juries, scoring
 
 DEMO_SET = "Demo set (scripted)"
@@ -23,6 +27,7 @@ DEMO_SET_SIZE = 24
 DEMO_MODELS = ("offline/careful", "offline/careless")
 DEMO_AGENTS = ("baseline", "clinically_grounded")
 DEMO_REVIEWER = "offline/reviewer"
+DEMO_CALIBRATION_VARIANT = "weights_map"
 
 Waiter = Callable[[Callable[[], int], int, str], None]
 
@@ -102,6 +107,44 @@ def demo_review_ensure(run: Run, start: Callable, wait: Waiter) -> FidelityRevie
         "demo fidelity reviews",
     )
     return review
+
+
+def demo_calibration_ensure(start: Callable, wait: Waiter) -> Jury | None:
+    """Calibrate the demo jury to the simulated clinicians of the calibration sample: score the
+    examples variant fold by fold, promote judge weights + jury score map to version 2 and
+    re-score the sample with it, so the calibration page, the jury's versions and the history
+    have something to show. None when the demo is too small for the sample study."""
+    study = Study.objects.filter(project__name=DEMO_PROJECT, name=CALIBRATION_SAMPLE).first()
+    if study is None:
+        return None
+    researcher = User.objects.filter(role=Role.RESEARCHER).order_by("pk").first()
+    inputs = calibration.calibration_inputs(study, include_synthetic=True)
+    if any(not fold.jobs for fold in calibration.example_folds(study, inputs)):
+        calibration.examples_launch(study, include_synthetic=True, user=researcher)
+    folds = calibration.example_folds(study, inputs)
+    _score_and_wait(calibration.examples_jobs(folds), start, wait, "demo calibration examples")
+    promoted = calibration.promoted_versions(study)
+    version = promoted[0] if promoted else None
+    if version is None:
+        version = calibration.variant_promote(
+            study, variant=DEMO_CALIBRATION_VARIANT, include_synthetic=True, user=researcher
+        )
+    jobs = list(version.jobs.all()) or calibration.promoted_rescore(
+        study, jury_pk=version.pk, user=researcher
+    )
+    _score_and_wait(jobs, start, wait, "demo re-score with the calibrated jury")
+    return version
+
+
+def _score_and_wait(jobs: list[ScoringJob], start: Callable, wait: Waiter, label: str) -> None:
+    for job in jobs:
+        start(job)
+    total = sum(job.scores.count() for job in jobs)
+    wait(
+        lambda: total - sum(scoring.scoring_progress(job)["pending"] for job in jobs),
+        total,
+        label,
+    )
 
 
 # --- the demo's own worker -------------------------------------------------------------------

@@ -190,3 +190,26 @@ def test_the_learning_curve_figure_draws_a_line_per_rubric():
     left, right = figure.axes
     assert [line.get_label() for line in left.lines] == ["Safety", "Triage"]
     assert list(right.lines[0].get_ydata()) == [1.1, 0.7]
+
+
+@pytest.mark.django_db
+def test_the_examples_estimate_prices_the_example_conversations_each_call_carries(study):
+    from decimal import Decimal
+
+    from llm.services.prices import price_set
+
+    jury = calibration.study_jury(study)
+    for model in jury.judges:
+        price_set(model=model, input_per_million=Decimal(1), output_per_million=Decimal(0))
+    inputs = calibration.calibration_inputs(study)
+    cost = calibration.examples_cost(study, inputs)
+    per_score = calibration._tokens_per_score(study)
+
+    assert cost.example_tokens > 0
+    plain = sum(per_score[model][0] for model in jury.judges) * cost.calls / len(jury.judges)
+    with_examples = plain + cost.example_tokens * cost.calls
+    # $1 a million input tokens, output free: the estimate is the input tokens with examples.
+    assert float(cost.cost) == pytest.approx(with_examples / 1_000_000, rel=1e-3)
+    assert cost.input_tokens == round(
+        max(per_score[m][0] for m in jury.judges) + cost.example_tokens
+    )

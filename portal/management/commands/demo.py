@@ -104,6 +104,7 @@ class Command(BaseCommand):
         job = demo.demo_scoring_ensure(run, scoring_start, wait)
         demo.demo_review_ensure(run, job_start, wait)
         annotation_demo_ensure(job)
+        demo.demo_calibration_ensure(scoring_start, wait)
         lab_demo_build(run)
         self.stdout.write(self.style.SUCCESS(DATA_READY))
 
