@@ -276,7 +276,7 @@ def examples_launch(
             "No conversation of this study has a counted clinician score yet."
         )
     base = study_jury(study)
-    versions = list(study.rubric_versions.filter(kind="dimension"))
+    versions = judged_versions(study)
     conversations = {c.pk: c for c in annotated_conversations(study)}
     waiting = [fold for fold in example_folds(study, inputs) if not fold.jobs]
     if not waiting:
@@ -568,8 +568,13 @@ def promoted_rescore(study: Study, *, jury_pk: int, user=None) -> list[ScoringJo
     jury = next((j for j in promoted_versions(study) if j.pk == jury_pk), None)
     if jury is None:
         raise CalibrationPageError("That jury was not promoted from this study.")
-    versions = list(study.rubric_versions.filter(kind="dimension"))
+    versions = judged_versions(study)
     return study_rescore(study, jury=jury, rubric_versions=versions, user=user)
+
+
+def judged_versions(study: Study) -> list:
+    """The study's rubric versions the judges score (realism is scored by clinicians only)."""
+    return list(study.rubric_versions.filter(kind="dimension"))
 
 
 def _learned_from(study: Study, variant: str, items: list[int]) -> dict:

@@ -37,6 +37,7 @@ PREFILLED_TARGET_ITEMS = 10
 # A third study, scored in full by the simulated clinicians, large enough for the jury's
 # calibration page to have something to learn from (its clinicians carry a known bias per
 # rubric: annotation/data/simulated_clinician.yaml).
+TARGET_STUDY = "Target study"
 CALIBRATION_SAMPLE = "Jury calibration sample"
 CALIBRATION_SAMPLE_SIZE = 48
 DEMO_ANNOTATORS = ("clinician", "operations")  # accounts.services.DEMO_PEOPLE
@@ -74,7 +75,7 @@ def annotation_demo_ensure(
     if target_size < 2:
         _enrol(calibration.project, _demo_annotators())
         return [calibration]
-    target = _study(job, "Target study", "target", target_size, None)
+    target = _study(job, TARGET_STUDY, "target", target_size, None)
     for track in (Track.CLINICAL, Track.OPERATIONAL):
         _prefill(
             target,

@@ -9,8 +9,9 @@ from contextlib import contextmanager
 
 from accounts.models import Role, User
 from alignment.services import calibration
+from alignment.services.rescoring import rescore_jobs, study_rescore
 from annotation.models import Study
-from annotation.services.demo import CALIBRATION_SAMPLE, DEMO_PROJECT
+from annotation.services.demo import CALIBRATION_SAMPLE, DEMO_PROJECT, TARGET_STUDY
 from benchmark.models import BenchmarkSet, EntryStatus, Run
 from benchmark.services import agents as agent_services
 from benchmark.services import cases, runs
@@ -132,6 +133,13 @@ def demo_calibration_ensure(start: Callable, wait: Waiter) -> Jury | None:
     jobs = list(version.jobs.all()) or calibration.promoted_rescore(
         study, jury_pk=version.pk, user=researcher
     )
+    # The target study too: the new version is measured there on the conversations it did
+    # not learn from, which is what the target study's jury history shows.
+    target = Study.objects.filter(project__name=DEMO_PROJECT, name=TARGET_STUDY).first()
+    if target is not None and not rescore_jobs(target):
+        jobs += study_rescore(
+            target, jury=version, rubric_versions=calibration.judged_versions(target)
+        )
     _score_and_wait(jobs, start, wait, "demo re-score with the calibrated jury")
     return version
 
