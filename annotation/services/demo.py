@@ -40,6 +40,7 @@ PREFILLED_TARGET_ITEMS = 10
 TARGET_STUDY = "Target study"
 CALIBRATION_SAMPLE = "Jury calibration sample"
 CALIBRATION_SAMPLE_SIZE = 48
+MIN_CALIBRATION_SAMPLE = 10  # fewer: cross-fitting would leave each fold almost nothing to learn
 DEMO_ANNOTATORS = ("clinician", "operations")  # accounts.services.DEMO_PEOPLE
 DEADLINE_DAYS = 14
 SIMULATED_PEOPLE = (
@@ -56,6 +57,7 @@ def annotation_demo_ensure(
     calibration_size: int = CALIBRATION_SIZE,
     target_size: int = TARGET_SIZE,
     prefilled: int = PREFILLED_TARGET_ITEMS,
+    sample_size: int = CALIBRATION_SAMPLE_SIZE,
 ) -> list[Study]:
     """Build the demo studies once; later calls return them unchanged. A small demo run
     (`demo --cases 1`) gets proportionally smaller studies rather than none."""
@@ -86,8 +88,8 @@ def annotation_demo_ensure(
         )
     _enrol(calibration.project, _demo_annotators())
     _run_the_target_study(target, people[Track.OPERATIONAL][0])
-    sample_size = min(CALIBRATION_SAMPLE_SIZE, scored - calibration_size - target_size)
-    if sample_size < 10:
+    sample_size = min(sample_size, scored - calibration_size - target_size)
+    if sample_size < MIN_CALIBRATION_SAMPLE:
         return [calibration, target]
     sample = _study(job, CALIBRATION_SAMPLE, "target", sample_size, None)
     for track in (Track.CLINICAL, Track.OPERATIONAL):

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 from accounts.models import Role, User
 from alignment.services import calibration
-from alignment.services.rescoring import rescore_jobs, study_rescore
+from alignment.services.rescoring import study_rescore
 from annotation.models import Study
 from annotation.services.demo import CALIBRATION_SAMPLE, DEMO_PROJECT, TARGET_STUDY
 from benchmark.models import BenchmarkSet, EntryStatus, Run
@@ -125,21 +125,20 @@ def demo_calibration_ensure(start: Callable, wait: Waiter) -> Jury | None:
     folds = calibration.example_folds(study, inputs)
     _score_and_wait(calibration.examples_jobs(folds), start, wait, "demo calibration examples")
     promoted = calibration.promoted_versions(study)
-    version = promoted[0] if promoted else None
-    if version is None:
+    if promoted:
+        version = promoted[0]
+        jobs = list(version.jobs.all())
+    else:
         version = calibration.variant_promote(
             study, variant=DEMO_CALIBRATION_VARIANT, include_synthetic=True, user=researcher
         )
-    jobs = list(version.jobs.all()) or calibration.promoted_rescore(
-        study, jury_pk=version.pk, user=researcher
-    )
-    # The target study too: the new version is measured there on the conversations it did
-    # not learn from, which is what the target study's jury history shows.
-    target = Study.objects.filter(project__name=DEMO_PROJECT, name=TARGET_STUDY).first()
-    if target is not None and not rescore_jobs(target):
-        jobs += study_rescore(
-            target, jury=version, rubric_versions=calibration.judged_versions(target)
-        )
+        jobs = calibration.promoted_rescore(study, jury_pk=version.pk, user=researcher)
+        # The target study too: the new version is measured there on the conversations it
+        # did not learn from, which is what the target study's jury history shows.
+        target = Study.objects.filter(project__name=DEMO_PROJECT, name=TARGET_STUDY).first()
+        if target is not None:
+            versions = calibration.judged_versions(target)
+            jobs += study_rescore(target, jury=version, rubric_versions=versions, user=researcher)
     _score_and_wait(jobs, start, wait, "demo re-score with the calibrated jury")
     return version
 
