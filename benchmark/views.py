@@ -39,7 +39,12 @@ from benchmark.services.trace_marks import trace_marks
 from common import live_jobs
 from common.live_jobs import is_running
 from common.query import query_choice, query_object, query_page
-from jobs.services.accounting import cost_by_purpose, cost_summary, seeds_by_purpose
+from jobs.services.accounting import (
+    caching_summary,
+    cost_by_purpose,
+    cost_summary,
+    seeds_by_purpose,
+)
 from jobs.services.processes import holder_of
 from jobs.services.queue import held_work_message
 from jobs.services.retries import row_retries
@@ -322,6 +327,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "run": run,
         "progress": runs.run_progress(run),
         "costs": cost_by_purpose(run.model_calls.all()),
+        "caching": caching_summary(run.model_calls.all()),
         "page": page,
         "query": reports.query_without_page(request),
         "agents": run.agents.all(),
