@@ -460,13 +460,19 @@ def prices_page(request: HttpRequest) -> HttpResponse:
             form.add_error(None, str(error))
         else:
             figures = [
-                f"${amount.normalize():f}"
-                for amount in (row.input_per_million, row.output_per_million)
+                "the input price" if amount is None else f"${amount.normalize():f}"
+                for amount in (
+                    row.input_per_million,
+                    row.output_per_million,
+                    row.cached_input_per_million,
+                    row.cache_write_per_million,
+                )
             ]
             messages.success(
                 request,
-                f"{row.model} now costs {figures[0]} in and {figures[1]} out per "
-                "million tokens, from its next call on.",
+                f"{row.model} now costs {figures[0]} in and {figures[1]} out per million "
+                f"tokens (cached input {figures[2]}, cache writes {figures[3]}), from its next "
+                "call on.",
             )
             return redirect("benchmark:prices")
     context = {
