@@ -271,6 +271,22 @@ class PriceForm(forms.Form):
     output_per_million = forms.DecimalField(
         min_value=0, max_digits=12, decimal_places=6, label="Output, USD per million tokens"
     )
+    cached_input_per_million = forms.DecimalField(
+        min_value=0,
+        max_digits=12,
+        decimal_places=6,
+        required=False,
+        label="Cached input, USD per million tokens",
+        help_text="Input read from the provider's prompt cache. Blank: the input price.",
+    )
+    cache_write_per_million = forms.DecimalField(
+        min_value=0,
+        max_digits=12,
+        decimal_places=6,
+        required=False,
+        label="Cache write, USD per million tokens",
+        help_text="Input written to the prompt cache (Anthropic). Blank: the input price.",
+    )
     note = forms.CharField(
         max_length=300, required=False, label="Why (e.g. the provider's price page, a date)"
     )

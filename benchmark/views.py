@@ -39,7 +39,12 @@ from benchmark.services.trace_marks import trace_marks
 from common import live_jobs
 from common.live_jobs import is_running
 from common.query import query_choice, query_object, query_page
-from jobs.services.accounting import cost_by_purpose, cost_summary, seeds_by_purpose
+from jobs.services.accounting import (
+    caching_summary,
+    cost_by_purpose,
+    cost_summary,
+    seeds_by_purpose,
+)
 from jobs.services.processes import holder_of
 from jobs.services.queue import held_work_message
 from jobs.services.retries import row_retries
@@ -322,6 +327,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "run": run,
         "progress": runs.run_progress(run),
         "costs": cost_by_purpose(run.model_calls.all()),
+        "caching": caching_summary(run.model_calls.all()),
         "page": page,
         "query": reports.query_without_page(request),
         "agents": run.agents.all(),
@@ -454,13 +460,19 @@ def prices_page(request: HttpRequest) -> HttpResponse:
             form.add_error(None, str(error))
         else:
             figures = [
-                f"${amount.normalize():f}"
-                for amount in (row.input_per_million, row.output_per_million)
+                "the input price" if amount is None else f"${amount.normalize():f}"
+                for amount in (
+                    row.input_per_million,
+                    row.output_per_million,
+                    row.cached_input_per_million,
+                    row.cache_write_per_million,
+                )
             ]
             messages.success(
                 request,
-                f"{row.model} now costs {figures[0]} in and {figures[1]} out per "
-                "million tokens, from its next call on.",
+                f"{row.model} now costs {figures[0]} in and {figures[1]} out per million "
+                f"tokens (cached input {figures[2]}, cache writes {figures[3]}), from its next "
+                "call on.",
             )
             return redirect("benchmark:prices")
     context = {

@@ -79,9 +79,16 @@ class ModelCallRecord(ProviderRetries):
 
     purpose = models.CharField(max_length=20, db_index=True)
     model = models.CharField(max_length=200)
+    # input_tokens counts the whole prompt; of it, cached_input_tokens were read from the
+    # provider's prompt cache and cache_write_tokens written to it, each at its own price.
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
+    cached_input_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    # What the call would have cost with no prompt caching (every input token at the input
+    # price). Null on rows from before it was kept: their cost was reckoned that way already.
+    list_cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     cached = models.BooleanField(default=False)
     latency_ms = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -12,6 +12,14 @@ class ModelPrice(models.Model):
     model = models.CharField(max_length=200, db_index=True)
     input_per_million = models.DecimalField(max_digits=12, decimal_places=6)
     output_per_million = models.DecimalField(max_digits=12, decimal_places=6)
+    # Prompt-cache prices (catalog.Price): null means the input price, so no discount on
+    # reads and no surcharge on writes.
+    cached_input_per_million = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    cache_write_per_million = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True
+    )
     note = models.CharField(max_length=300, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL

@@ -17,6 +17,7 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.db import Error as DatabaseFailure
 from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
 
 from jobs.models import ModelCallRecord
 from jobs.services.retries import retry_fields
@@ -130,7 +131,10 @@ def _model_call_row(
         model=response.model,
         input_tokens=response.usage.input_tokens,
         output_tokens=response.usage.output_tokens,
+        cached_input_tokens=response.usage.cached_input_tokens,
+        cache_write_tokens=response.usage.cache_write_tokens,
         cost_usd=response.cost_usd,
+        list_cost_usd=response.list_cost_usd,
         cached=response.cached,
         latency_ms=response.latency_ms,
         answer_key=key,
@@ -180,21 +184,59 @@ def totals(responses: Iterable[ChatResponse]) -> dict:
     }
 
 
+# A row kept before list costs were (null list_cost_usd) was billed with no caching discount:
+# its cost is its list cost.
+LIST_COST = Coalesce("list_cost_usd", "cost_usd")
+
+
 def cost_by_purpose(calls: QuerySet[ModelCallRecord]) -> list[dict]:
-    """Per purpose and model: calls, tokens, known cost, and how many calls had no price."""
+    """Per purpose and model: calls, tokens (prompt-cache reads and writes among the input),
+    how many calls had no price, and the list cost, the cost with prompt caching and what
+    caching saved (all None when some call had no price)."""
     rows = (
         calls.values("purpose", "model")
         .annotate(
             calls=Count("id"),
             input_tokens=Sum("input_tokens"),
             output_tokens=Sum("output_tokens"),
+            cached_input_tokens=Sum("cached_input_tokens"),
+            cache_write_tokens=Sum("cache_write_tokens"),
             cost=Sum("cost_usd"),
+            list_cost=Sum(LIST_COST),
             unpriced=Count("id", filter=Q(cost_usd__isnull=True)),
             cached=Count("id", filter=Q(cached=True)),
         )
         .order_by("purpose", "model")
     )
-    return [{**row, "cost": None if row["unpriced"] else row["cost"]} for row in rows]
+    return [_with_saving(row) for row in rows]
+
+
+def caching_summary(calls: QuerySet[ModelCallRecord]) -> dict:
+    """The list cost of some calls (every input token at the input price), their cost with
+    prompt caching and the difference (None when some call had no price). A batch discount
+    will join here as a third cost beside these two once batch calls exist (issue 34, item 1)."""
+    row = calls.aggregate(
+        cost=Sum("cost_usd"),
+        list_cost=Sum(LIST_COST),
+        cached_input_tokens=Sum("cached_input_tokens"),
+        cache_write_tokens=Sum("cache_write_tokens"),
+        unpriced=Count("id", filter=Q(cost_usd__isnull=True)),
+    )
+    return _with_saving(
+        {
+            **row,
+            "cost": row["cost"] or Decimal(0),
+            "list_cost": row["list_cost"] or Decimal(0),
+            "cached_input_tokens": row["cached_input_tokens"] or 0,
+            "cache_write_tokens": row["cache_write_tokens"] or 0,
+        }
+    )
+
+
+def _with_saving(row: dict) -> dict:
+    if row["unpriced"]:
+        return {**row, "cost": None, "list_cost": None, "saved": None}
+    return {**row, "saved": row["list_cost"] - row["cost"]}
 
 
 def seeds_by_purpose(calls: QuerySet[ModelCallRecord]) -> list[dict]:

@@ -123,6 +123,12 @@ class ChatRequest:
     # generation.apply for the families that take one, sent by the chat completions adapters
     # only (OpenAI and OpenAI-compatible servers; the Responses API and Anthropic take none).
     seed: int | None = None
+    # How many leading characters of the first user message stay the same from call to call
+    # (a judge's instructions and rubric before the conversation it scores): Anthropic's
+    # adapter marks them as a prompt-cache prefix. 0 marks nothing; the system prompt and the
+    # tool list are marked always. OpenAI caches repeated prefixes by itself. Never part of
+    # the response-cache key: it changes the price of a call, not its answer.
+    cache_prefix_chars: int = 0
 
 
 # A refusal that came with no words of its own (Claude can stop with stop_reason "refusal" before
@@ -132,12 +138,24 @@ REFUSED_WITHOUT_TEXT = "(the model refused without a word)"
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens of one call. `input_tokens` counts ALL the prompt's tokens, however they were
+    billed; `cached_input_tokens` (read from the provider's prompt cache: OpenAI's
+    cached_tokens, Anthropic's cache_read_input_tokens) and `cache_write_tokens` (put into it:
+    Anthropic's cache_creation_input_tokens) are parts of it, priced apart (catalog.Price)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    @property
+    def uncached_input_tokens(self) -> int:
+        """The input billed at the plain input price: neither read from nor written to a cache."""
+        return max(0, self.input_tokens - self.cached_input_tokens - self.cache_write_tokens)
 
 
 @dataclass(frozen=True)
@@ -159,6 +177,9 @@ class ChatResponse:
     # when the model did not refuse.
     refusal: str = ""
     cost_usd: Decimal | None = None  # None means the price is unknown, never "free"
+    # What the call would have cost with no prompt caching (every input token at the input
+    # price); cost_usd is what it was billed. None when the price is unknown.
+    list_cost_usd: Decimal | None = None
     cached: bool = False
     # Faults asked again before this answer came, by kind (see RETRY_KINDS); a cached answer
     # made none.

@@ -27,7 +27,15 @@ from llm.models import ModelPrice
 MAX_PRICE = Decimal("999999")  # USD per million tokens; ModelPrice holds 12 digits, 6 decimals
 PATTERN_CHARACTERS = "*?["
 
-Overrides = tuple[tuple[str, Decimal, Decimal], ...]
+# (model, input, output, cached input or None, cache write or None), per million tokens.
+Overrides = tuple[tuple[str, Decimal, Decimal, Decimal | None, Decimal | None], ...]
+# A price's figures in Price's order, as ModelPrice stores them.
+PRICE_FIELDS = (
+    "input_per_million",
+    "output_per_million",
+    "cached_input_per_million",
+    "cache_write_per_million",
+)
 
 
 class PriceError(ValueError):
@@ -35,11 +43,11 @@ class PriceError(ValueError):
 
 
 def price_overrides() -> Overrides:
-    """The newest staff price of every model, as (model, input, output) sorted by model: a
+    """The newest staff price of every model, as (model, *PRICE_FIELDS) sorted by model: a
     hashable snapshot of the prices in force, read in one query."""
     newest = ModelPrice.objects.values("model").annotate(newest=Max("pk")).values("newest")
     rows = ModelPrice.objects.filter(pk__in=newest).order_by("model")
-    return tuple(rows.values_list("model", "input_per_million", "output_per_million"))
+    return tuple(rows.values_list("model", *PRICE_FIELDS))
 
 
 def newest_price_id() -> Subquery:
@@ -61,15 +69,13 @@ def price_overrides_as_of(newest_id: int | None) -> Overrides:
         .values("newest")
     )
     rows = ModelPrice.objects.filter(pk__in=newest).order_by("model")
-    return tuple(rows.values_list("model", "input_per_million", "output_per_million"))
+    return tuple(rows.values_list("model", *PRICE_FIELDS))
 
 
 @lru_cache(maxsize=8)
 def catalog_with(overrides: Overrides) -> ModelCatalog:
     """prices.yaml with these staff prices laid over it."""
-    return default_catalog().with_prices(
-        {model: Price(input_price, output_price) for model, input_price, output_price in overrides}
-    )
+    return default_catalog().with_prices({model: Price(*figures) for model, *figures in overrides})
 
 
 def catalog_in_force() -> ModelCatalog:
@@ -87,24 +93,23 @@ def price_set(
     model: str,
     input_per_million: Decimal,
     output_per_million: Decimal,
+    cached_input_per_million: Decimal | None = None,
+    cache_write_per_million: Decimal | None = None,
     note: str = "",
     user=None,
 ) -> ModelPrice:
     """Set the price of one exact model string (a new row; the newest wins), audited as
-    `price.changed` with the price in force before and after."""
+    `price.changed` with the price in force before and after. A cache price left out (None)
+    is the input price."""
     model = model_string_check(model)
-    amounts = [
-        _amount(name, value)
-        for name, value in (("input", input_per_million), ("output", output_per_million))
-    ]
+    amounts = {
+        "input_per_million": _amount("input", input_per_million),
+        "output_per_million": _amount("output", output_per_million),
+        "cached_input_per_million": _optional_amount("cached input", cached_input_per_million),
+        "cache_write_per_million": _optional_amount("cache write", cache_write_per_million),
+    }
     before = price_in_force(model)
-    row = ModelPrice(
-        model=model,
-        input_per_million=amounts[0],
-        output_per_million=amounts[1],
-        note=note.strip(),
-        created_by=user,
-    )
+    row = ModelPrice(model=model, **amounts, note=note.strip(), created_by=user)
     row.full_clean()
     row.save()
     audit_record(
@@ -145,6 +150,10 @@ def _amount(name: str, value) -> Decimal:
     return amount.quantize(Decimal("0.000001"))
 
 
+def _optional_amount(name: str, value) -> Decimal | None:
+    return None if value is None or str(value).strip() == "" else _amount(name, value)
+
+
 def price_in_force(model: str) -> dict:
     """The price a call of `model` gets now and where it comes from, for the audit trail."""
     newest = ModelPrice.objects.filter(model=model).order_by("-pk").first()
@@ -152,15 +161,14 @@ def price_in_force(model: str) -> dict:
         return {"source": f"set by staff (price #{newest.pk})", **_figures(newest)}
     price = default_catalog().price_for(model)
     if price is None:
-        return {"source": "none", "input_per_million": None, "output_per_million": None}
+        return {"source": "none", **dict.fromkeys(PRICE_FIELDS)}
     return {"source": "prices.yaml", **_figures(price)}
 
 
 def _figures(price) -> dict:
-    return {
-        "input_per_million": str(price.input_per_million),
-        "output_per_million": str(price.output_per_million),
-    }
+    """A price's figures as text (None for a cache price left to the input price)."""
+    figures = {name: getattr(price, name) for name in PRICE_FIELDS}
+    return {name: None if value is None else str(value) for name, value in figures.items()}
 
 
 # --- the CLI's --price MODEL=INPUT,OUTPUT ---------------------------------------------------
@@ -171,20 +179,27 @@ class PriceOption:
     model: str
     input_per_million: Decimal
     output_per_million: Decimal
+    cached_input_per_million: Decimal | None = None
+    cache_write_per_million: Decimal | None = None
+
+    @property
+    def price(self) -> Price:
+        return Price(*(getattr(self, name) for name in PRICE_FIELDS))
 
 
 def price_option_parse(text: str) -> PriceOption:
-    """`MODEL=INPUT,OUTPUT` (USD per million tokens), e.g. `openai-compatible/llama=0.2,0.6`."""
+    """`MODEL=INPUT,OUTPUT[,CACHED[,CACHE_WRITE]]` (USD per million tokens), e.g.
+    `openai-compatible/llama=0.2,0.6` or `anthropic/claude-x=3,15,0.3,3.75`."""
     model, equals, figures = text.rpartition("=")
     parts = figures.split(",")
-    if not equals or not model.strip() or len(parts) != 2:
+    if not equals or not model.strip() or not 2 <= len(parts) <= 4:
         raise PriceError(
-            f"--price {text!r}: expected MODEL=INPUT,OUTPUT in dollars per million tokens, "
-            "e.g. openai-compatible/llama=0.20,0.60."
+            f"--price {text!r}: expected MODEL=INPUT,OUTPUT[,CACHED[,CACHE_WRITE]] in dollars "
+            "per million tokens, e.g. openai-compatible/llama=0.20,0.60."
         )
-    return PriceOption(
-        model_string_check(model), _amount("input", parts[0]), _amount("output", parts[1])
-    )
+    names = ("input", "output", "cached input", "cache write")
+    amounts = [_amount(name, part) for name, part in zip(names, parts, strict=False)]
+    return PriceOption(model_string_check(model), *amounts)
 
 
 def price_options_apply(options: Iterable[PriceOption], *, note: str) -> list[ModelPrice]:
@@ -192,17 +207,9 @@ def price_options_apply(options: Iterable[PriceOption], *, note: str) -> list[Mo
     model already has that very price in force."""
     saved = []
     for option in options:
-        current = catalog_in_force().price_for(option.model)
-        wanted = Price(option.input_per_million, option.output_per_million)
-        if current != wanted:
-            saved.append(
-                price_set(
-                    model=option.model,
-                    input_per_million=option.input_per_million,
-                    output_per_million=option.output_per_million,
-                    note=note,
-                )
-            )
+        if catalog_in_force().price_for(option.model) != option.price:
+            figures = {name: getattr(option, name) for name in PRICE_FIELDS}
+            saved.append(price_set(model=option.model, **figures, note=note))
     return saved
 
 

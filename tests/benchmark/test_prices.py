@@ -1,6 +1,7 @@
 """Model prices set by staff: versioned, audited, the newest wins over prices.yaml, and work
 priced with the price in force when it runs (no worker restart)."""
 
+import re
 from decimal import Decimal
 
 import pytest
@@ -8,7 +9,7 @@ from django.urls import reverse
 
 from audit.models import AuditEvent
 from benchmark.services import conversations
-from llm.engine.chat import ChatRequest, Message
+from llm.engine.chat import ChatRequest, Message, Usage
 from llm.models import ModelPrice
 from llm.services import prices
 
@@ -55,6 +56,8 @@ def test_a_price_change_is_audited_with_the_price_before_and_after(researcher):
         "source": "prices.yaml",
         "input_per_million": "1.25",
         "output_per_million": "10.0",
+        "cached_input_per_million": "0.125",
+        "cache_write_per_million": None,
     }
     assert event.after["input_per_million"] == "2.000000"
     assert event.after["source"].startswith("set by staff")
@@ -118,7 +121,20 @@ def test_the_cli_price_option_is_parsed_and_stored_like_a_browser_price():
     assert AuditEvent.objects.filter(action="price.changed").count() == 1
 
 
-@pytest.mark.parametrize("text", ["openai/x", "openai/x=1", "openai/x=1,2,3", "=1,2", "a/b=x,1"])
+def test_the_cli_price_option_takes_the_cache_prices_after_the_plain_ones():
+    option = prices.price_option_parse(f"{UNLISTED}=3,15,0.3,3.75")
+    prices.price_options_apply([option], note="set with --price on run_benchmark")
+
+    price = prices.catalog_in_force().price_for(UNLISTED)
+    assert (price.cached_input_per_million, price.cache_write_per_million) == (
+        Decimal("0.3"),
+        Decimal("3.75"),
+    )
+
+
+@pytest.mark.parametrize(
+    "text", ["openai/x", "openai/x=1", "openai/x=1,2,3,4,5", "=1,2", "a/b=x,1", "a/b=1,2,-3"]
+)
 def test_a_malformed_cli_price_option_is_refused_with_the_expected_form(text):
     with pytest.raises(prices.PriceError):
         prices.price_option_parse(text)
@@ -160,4 +176,42 @@ def test_the_price_form_refuses_a_pattern_beside_the_field(researcher_client):
 
     assert response.status_code == 200
     assert "is a pattern" in response.content.decode()
+    assert not ModelPrice.objects.exists()
+
+
+def test_staff_set_cache_prices_in_the_browser_and_calls_are_billed_with_them(researcher_client):
+    fields = {"model": UNLISTED, "input_per_million": "2", "output_per_million": "8"}
+    response = researcher_client.post(
+        reverse("benchmark:prices"), {**fields, "cached_input_per_million": "0.5"}
+    )
+
+    assert response.status_code == 302
+    row = ModelPrice.objects.get()
+    assert (row.cached_input_per_million, row.cache_write_per_million) == (Decimal("0.5"), None)
+    price = prices.catalog_in_force().price_for(UNLISTED)
+    usage = Usage(1000, 0, cached_input_tokens=800)
+    assert price.cost(usage) == (200 * 2 + 800 * Decimal("0.5")) / Decimal(1_000_000)
+    page = researcher_client.get(reverse("benchmark:prices")).content.decode()
+    assert "Cached input / M" in page and re.search(r"\$0\.5\s*<", page) and "= input" in page
+
+
+def test_a_negative_cache_price_is_refused_beside_its_field(researcher_client):
+    response = researcher_client.post(
+        reverse("benchmark:prices"),
+        {
+            "model": UNLISTED,
+            "input_per_million": "2",
+            "output_per_million": "8",
+            "cache_write_per_million": "-1",
+        },
+    )
+
+    assert response.status_code == 200
+    assert "greater than or equal to 0" in response.content.decode()
+    assert not ModelPrice.objects.exists()
+
+
+def test_the_service_refuses_a_negative_cache_price_naming_it():
+    with pytest.raises(prices.PriceError, match="The cached input price must be a number"):
+        set_price(UNLISTED, "2", "8", cached_input_per_million=Decimal("-0.1"))
     assert not ModelPrice.objects.exists()

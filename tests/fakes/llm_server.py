@@ -10,6 +10,14 @@ a queue of replies, written once and rendered in whichever format the request ar
 when the queue is empty every request gets a plain text answer, optionally after a fixed
 delay (a stand-in for model latency in benchmarks), or whatever a responder function makes of
 the request. Every request body is recorded unless recording is turned off.
+
+Prompt caching is reported the way each SDK reads it (OpenAI chat completions'
+usage.prompt_tokens_details.cached_tokens, the Responses API's
+usage.input_tokens_details.cached_tokens, Anthropic's cache_read_input_tokens and
+cache_creation_input_tokens): as scripted on a reply, or, with `prompt_cache=True`, as a
+provider would have cached the requests this server has seen (tests/fakes/prompt_cache.py; the
+input tokens are then counted from the request, 4 characters a token). An OpenAI-compatible
+server reports no cache details unless a reply scripts a read.
 """
 
 from __future__ import annotations
@@ -21,10 +29,11 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes.prompt_cache import PromptCache
 from tests.fakes.request_types import request_problems
 
 OPENAI_PATH = "/v1/chat/completions"
@@ -64,8 +73,13 @@ class FakeReply:
     error_code: str = ""  # OpenAI error code, e.g. context_length_exceeded
     headers: dict[str, str] = field(default_factory=dict)
     delay_seconds: float = 0.0
+    # The whole prompt, cached and written tokens included (Anthropic's payload reports the
+    # rest apart, as its API does).
     input_tokens: int = 11
     output_tokens: int = 7
+    # Of input_tokens: read from the provider's prompt cache, and written to it (Anthropic).
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
     # Sent verbatim instead of a well-formed payload: a broken proxy, a truncated body.
     raw_body: str | None = None
     # OpenAI's chat completions: the backend that answered (system_fingerprint).
@@ -147,6 +161,7 @@ class FakeLLMServer:
         responder: Callable[[RecordedRequest], FakeReply] | None = None,
         record: bool = True,
         check_requests: bool = True,
+        prompt_cache: bool = False,
     ):
         self.default_reply = answer(default_text, delay_seconds=delay_seconds)
         # With no scripted reply left, the responder (if any) composes the answer from the
@@ -156,6 +171,9 @@ class FakeLLMServer:
         self.record = record
         # Off only for a test that sends a deliberately invalid body past the type check.
         self.check_requests = check_requests
+        # On: usage counted from each request, with what a provider's prompt cache would have
+        # read or written given the requests before it; off: the usage each reply scripts.
+        self._prompt_cache = PromptCache() if prompt_cache else None
         self._replies: deque[FakeReply] = deque()
         # The reasoning each tool-calling turn was answered with, by its first call's id: a
         # later request must send that turn back with it unchanged (the thinking-block rule).
@@ -238,6 +256,19 @@ class FakeLLMServer:
                 )
         return None
 
+    def with_prompt_cache(self, path: str, body: dict[str, Any], reply: FakeReply) -> FakeReply:
+        """`reply` with the usage the simulated prompt cache gives the request (when on)."""
+        dialect = DIALECT_OF_PATH.get(path)
+        if self._prompt_cache is None or reply.status != 200 or dialect is None:
+            return reply
+        usage = self._prompt_cache.usage(dialect, body)
+        return replace(
+            reply,
+            input_tokens=max(1, usage.input_tokens),
+            cached_tokens=usage.cached_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+        )
+
     def _next_reply(self, request: RecordedRequest) -> FakeReply:
         with self._lock:
             if self.record:
@@ -277,11 +308,11 @@ def _handler_for(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             reply = (
                 fake.type_refusal(self.path, body)
                 or fake.reasoning_refusal(self.path, body)
-                or fake._next_reply(recorded)
+                or fake.with_prompt_cache(self.path, body, fake._next_reply(recorded))
             )
             fake._wait(reply.delay_seconds)
             if self.path in (OPENAI_PATH, COMPATIBLE_PATH):
-                payload = _openai_payload(reply, body)
+                payload = _openai_payload(reply, body, compatible=self.path == COMPATIBLE_PATH)
                 fake.remember_reasoning(reply, _openai_reasoning(payload))
             elif self.path == ANTHROPIC_PATH:
                 payload = _anthropic_payload(reply, body)
@@ -311,7 +342,9 @@ def _handler_for(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _openai_payload(reply: FakeReply, request: dict[str, Any]) -> dict[str, Any]:
+def _openai_payload(
+    reply: FakeReply, request: dict[str, Any], *, compatible: bool = False
+) -> dict[str, Any]:
     if reply.status != 200:
         return {
             "error": {
@@ -338,12 +371,20 @@ def _openai_payload(reply: FakeReply, request: dict[str, Any]) -> dict[str, Any]
         "model": request.get("model", ""),
         "system_fingerprint": reply.fingerprint,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {
-            "prompt_tokens": reply.input_tokens,
-            "completion_tokens": reply.output_tokens,
-            "total_tokens": reply.input_tokens + reply.output_tokens,
-        },
+        "usage": _openai_usage(reply, compatible=compatible),
     }
+
+
+def _openai_usage(reply: FakeReply, *, compatible: bool) -> dict[str, Any]:
+    usage: dict[str, Any] = {
+        "prompt_tokens": reply.input_tokens,
+        "completion_tokens": reply.output_tokens,
+        "total_tokens": reply.input_tokens + reply.output_tokens,
+    }
+    # vLLM and most compatible servers send no details unless they cache (and say so).
+    if not compatible or reply.cached_tokens:
+        usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens, "audio_tokens": 0}
+    return usage
 
 
 def _anthropic_payload(reply: FakeReply, request: dict[str, Any]) -> dict[str, Any]:
@@ -373,7 +414,13 @@ def _anthropic_payload(reply: FakeReply, request: dict[str, Any]) -> dict[str, A
         "content": content,
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+        "usage": {
+            # Anthropic's input_tokens leave out what was read from or written to the cache.
+            "input_tokens": reply.input_tokens - reply.cached_tokens - reply.cache_write_tokens,
+            "output_tokens": reply.output_tokens,
+            "cache_read_input_tokens": reply.cached_tokens,
+            "cache_creation_input_tokens": reply.cache_write_tokens,
+        },
     }
 
 
@@ -455,7 +502,7 @@ def _responses_payload(reply: FakeReply, request: dict[str, Any]) -> dict[str, A
             "input_tokens": reply.input_tokens,
             "output_tokens": reply.output_tokens,
             "total_tokens": reply.input_tokens + reply.output_tokens,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": reply.cached_tokens},
             "output_tokens_details": {"reasoning_tokens": 0},
         },
     }

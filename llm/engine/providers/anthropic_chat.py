@@ -62,12 +62,18 @@ class AnthropicChatProvider:
         arguments: dict[str, Any] = {
             "model": self.model_name,
             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
-            "messages": render_messages(request.messages),
+            "messages": cache_marked_messages(
+                render_messages(request.messages), request.cache_prefix_chars
+            ),
         }
+        # The stable prefix (tool list, then system prompt) is marked for the prompt cache, so
+        # an agent's later turns and a judge's later calls read it at a tenth of the price.
         if request.system:
-            arguments["system"] = request.system
+            arguments["system"] = [{"type": "text", "text": request.system, **CACHED}]
         if request.tools:
-            arguments["tools"] = [tool.to_anthropic() for tool in request.tools]
+            tools = [tool.to_anthropic() for tool in request.tools]
+            tools[-1] = {**tools[-1], **CACHED}
+            arguments["tools"] = tools
         if SENDS_SAMPLING and request.temperature is not None:
             arguments["temperature"] = request.temperature
         if SENDS_SAMPLING and request.top_p is not None:
@@ -138,6 +144,26 @@ def claude_schema(schema: Any) -> Any:
     if "properties" in kept:
         kept["additionalProperties"] = False
     return kept
+
+
+# A prompt-cache breakpoint: everything up to and including the block that carries it is
+# cached (5-minute entries). A request may carry up to 4; this adapter sets at most 3.
+CACHED = {"cache_control": {"type": "ephemeral"}}
+
+
+def cache_marked_messages(turns: list[dict[str, Any]], prefix_chars: int) -> list[dict[str, Any]]:
+    """`turns` with the first `prefix_chars` characters of the first user message marked as a
+    cache prefix: that text goes as two blocks, the stable one carrying the breakpoint."""
+    if prefix_chars <= 0 or not turns or turns[0]["role"] != "user":
+        return turns
+    first, *rest = turns[0]["content"]
+    if first["type"] != "text":
+        return turns
+    stable, varying = first["text"][:prefix_chars], first["text"][prefix_chars:]
+    blocks = [{"type": "text", "text": stable, **CACHED}]
+    if varying:
+        blocks.append({"type": "text", "text": varying})
+    return [{"role": "user", "content": [*blocks, *rest]}, *turns[1:]]
 
 
 def render_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
@@ -222,10 +248,13 @@ def _refusal(stop_reason: str | None, text: str) -> str:
 
 
 def _usage(usage: Any) -> Usage:
-    # Prompt-cache reads and writes are input too; they are reported apart from input_tokens.
-    input_tokens = (
-        usage.input_tokens
-        + (usage.cache_creation_input_tokens or 0)
-        + (usage.cache_read_input_tokens or 0)
+    # Anthropic's input_tokens are only the input after the last cache breakpoint; the tokens
+    # read from and written to the prompt cache come apart, and all three are the prompt.
+    read = usage.cache_read_input_tokens or 0
+    written = usage.cache_creation_input_tokens or 0
+    return Usage(
+        input_tokens=usage.input_tokens + read + written,
+        output_tokens=usage.output_tokens,
+        cached_input_tokens=read,
+        cache_write_tokens=written,
     )
-    return Usage(input_tokens, usage.output_tokens)

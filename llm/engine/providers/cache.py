@@ -167,5 +167,6 @@ def response_from_json(text: str) -> ChatResponse:
         seed=data.get("seed"),
         fingerprint=data.get("fingerprint", ""),
         cost_usd=Decimal(0),
+        list_cost_usd=Decimal(0),
         cached=True,
     )

@@ -23,6 +23,8 @@ PRICES_PATH = Path(__file__).resolve().parents[2] / "data" / "prices.yaml"
 
 _MILLION = Decimal(1_000_000)
 _PRICE_FIELDS = ("input_per_million", "output_per_million")
+# Prompt-cache prices, optional: without them a cached token costs what any input token costs.
+_CACHE_PRICE_FIELDS = ("cached_input_per_million", "cache_write_per_million")
 _LIMIT_FIELDS = ("requests_per_minute", "tokens_per_minute")
 
 
@@ -32,14 +34,43 @@ class CatalogError(ValueError):
 
 @dataclass(frozen=True)
 class Price:
+    """USD per million tokens. A cache price of None means the plain input price: no discount
+    on reads, no surcharge on writes."""
+
     input_per_million: Decimal
     output_per_million: Decimal
+    cached_input_per_million: Decimal | None = None
+    cache_write_per_million: Decimal | None = None
+
+    @property
+    def cached_input_rate(self) -> Decimal:
+        return _or(self.cached_input_per_million, self.input_per_million)
+
+    @property
+    def cache_write_rate(self) -> Decimal:
+        return _or(self.cache_write_per_million, self.input_per_million)
 
     def cost(self, usage: Usage) -> Decimal:
+        """What the call is billed: uncached input, cache reads and cache writes each at
+        their own rate, and the output."""
+        return (
+            usage.uncached_input_tokens * self.input_per_million
+            + usage.cached_input_tokens * self.cached_input_rate
+            + usage.cache_write_tokens * self.cache_write_rate
+            + usage.output_tokens * self.output_per_million
+        ) / _MILLION
+
+    def list_cost(self, usage: Usage) -> Decimal:
+        """What the call would cost with no prompt caching: every input token at the input
+        price. Reports set it beside `cost` to show what caching saved."""
         return (
             usage.input_tokens * self.input_per_million
             + usage.output_tokens * self.output_per_million
         ) / _MILLION
+
+
+def _or(value: Decimal | None, default: Decimal) -> Decimal:
+    return default if value is None else value
 
 
 @dataclass(frozen=True)
@@ -122,13 +153,23 @@ def parse_catalog(data: Any) -> ModelCatalog:
 def _entry(key: str, raw: Any) -> ModelEntry:
     if not isinstance(raw, dict):
         raise CatalogError(f"{key}: expected a mapping of fields")
-    unknown = set(raw) - set(_PRICE_FIELDS) - set(_LIMIT_FIELDS)
+    unknown = set(raw) - set(_PRICE_FIELDS) - set(_CACHE_PRICE_FIELDS) - set(_LIMIT_FIELDS)
     if unknown:
         raise CatalogError(f"{key}: unknown fields {sorted(unknown)}")
     given = [name for name in _PRICE_FIELDS if name in raw]
     if len(given) == 1:
         raise CatalogError(f"{key}: give both input_per_million and output_per_million")
-    price = Price(*(_amount(key, name, raw[name]) for name in _PRICE_FIELDS)) if given else None
+    cache_prices = [name for name in _CACHE_PRICE_FIELDS if name in raw]
+    if cache_prices and not given:
+        raise CatalogError(
+            f"{key}: {cache_prices[0]} needs input_per_million and output_per_million"
+        )
+    amounts = {
+        name: _amount(key, name, raw[name])
+        for name in (*_PRICE_FIELDS, *_CACHE_PRICE_FIELDS)
+        if name in raw
+    }
+    price = Price(**amounts) if given else None
     limits = {name: _positive_int(key, name, raw[name]) for name in _LIMIT_FIELDS if name in raw}
     return ModelEntry(price, RateLimit(**limits))
 

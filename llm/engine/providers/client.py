@@ -108,6 +108,7 @@ class ModelClient:
         response = replace(
             response,
             cost_usd=self.cost(response.usage),
+            list_cost_usd=self.price.list_cost(response.usage) if self.price else None,
             cached=False,
             retries=retries,
             seed=request.seed,

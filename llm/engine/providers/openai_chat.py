@@ -142,13 +142,12 @@ def parse_completion(completion: Any, *, model: str, latency_ms: float) -> ChatR
     field, field_text = _reasoning_field(message)
     reasoning = "\n\n".join(part for part in (field_text.strip(), inline_reasoning) if part)
     kept = ({"type": REASONING_FIELD_BLOCK, "field": field, "text": field_text},) if field else ()
-    usage = completion.usage
     return ChatResponse(
         text=text,
         tool_calls=_tool_calls(message),
         reasoning=reasoning,
         reasoning_blocks=kept,
-        usage=Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else Usage(),
+        usage=completion_usage(completion.usage),
         latency_ms=latency_ms,
         finish_reason=choice.finish_reason or "stop",
         model=model,
@@ -156,6 +155,20 @@ def parse_completion(completion: Any, *, model: str, latency_ms: float) -> ChatR
         # empty answer.
         refusal=(getattr(message, "refusal", None) or "").strip(),
         fingerprint=getattr(completion, "system_fingerprint", None) or "",
+    )
+
+
+def completion_usage(usage: Any) -> Usage:
+    """Chat completions usage. OpenAI counts its automatic prompt-cache hits inside
+    prompt_tokens and again in prompt_tokens_details.cached_tokens; a compatible server that
+    sends no details (or no usage) read nothing from a cache, as far as billing knows."""
+    if usage is None:
+        return Usage()
+    details = getattr(usage, "prompt_tokens_details", None)
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        cached_input_tokens=getattr(details, "cached_tokens", None) or 0,
     )
 
 

@@ -150,7 +150,13 @@ def _reasoning_item(item: Any) -> dict[str, Any]:
 def _usage(usage: Any) -> Usage:
     if usage is None:
         return Usage()
-    return Usage(usage.input_tokens or 0, usage.output_tokens or 0)
+    # As in chat completions, the cached tokens are part of input_tokens.
+    details = getattr(usage, "input_tokens_details", None)
+    return Usage(
+        input_tokens=usage.input_tokens or 0,
+        output_tokens=usage.output_tokens or 0,
+        cached_input_tokens=getattr(details, "cached_tokens", None) or 0,
+    )
 
 
 def _finish_reason(response: Any, calls: list[ToolCall]) -> str:

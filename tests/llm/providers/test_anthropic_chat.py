@@ -36,8 +36,10 @@ def test_it_renders_tool_use_and_merges_tool_results_into_one_user_turn(make_cli
     body = llm_server.requests[0].body
     assert llm_server.requests[0].path == "/v1/messages"
     assert body["model"] == "claude-opus-4-8"
-    assert body["system"] == "You help patients."
-    assert body["tools"] == [SCHEDULE.to_anthropic()]
+    # The stable prefix carries the prompt-cache breakpoints.
+    ephemeral = {"cache_control": {"type": "ephemeral"}}
+    assert body["system"] == [{"type": "text", "text": "You help patients.", **ephemeral}]
+    assert body["tools"] == [SCHEDULE.to_anthropic() | ephemeral]
     assert body["max_tokens"] == 4096
     assert [turn["role"] for turn in body["messages"]] == ["user", "assistant", "user"]
     assert body["messages"][1]["content"] == [
