@@ -159,6 +159,31 @@ def _rubric_text(rubric: Rubric) -> dict[str, str]:
     }
 
 
+# The placeholders that change from one conversation to the next: everything of the user part
+# before the first of them is the same for every conversation scored on a rubric.
+CONVERSATION_PLACEHOLDERS = ("profile", "scenario", "trace")
+
+
+def stable_user_prefix(rubric: Rubric, template: JudgeTemplate | None = None) -> int:
+    """How many characters at the start of the user part are the same for every conversation
+    scored on `rubric` (the rubric's own text): the prefix a provider may cache across calls."""
+    template = template or load_judge_template()
+    return _stable_prefix(rubric, template)
+
+
+@lru_cache(maxsize=64)
+def _stable_prefix(rubric: Rubric, template: JudgeTemplate) -> int:
+    raw = template.user.template
+    starts = [
+        position
+        for name in CONVERSATION_PLACEHOLDERS
+        for form in (f"${name}", f"${{{name}}}")
+        if (position := raw.find(form)) >= 0
+    ]
+    head = raw[: min(starts)] if starts else raw
+    return len(Template(head).safe_substitute(_rubric_text(rubric)))
+
+
 def prompt_hash(system: str, user: str) -> str:
     # JSON keeps the boundary between the two parts unambiguous.
     payload = json.dumps([system, user], ensure_ascii=False)

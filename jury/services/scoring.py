@@ -73,6 +73,7 @@ from jury.engine.prompt import (
     prompt_hash,
     render_judge_prompt,
     render_judge_prompt_for,
+    stable_user_prefix,
 )
 from jury.engine.rubrics import Rubric
 from jury.models import (
@@ -390,7 +391,7 @@ def judge_request_for_trace(
     """The judge call for any trace, stored or not (the rubric lab scores perturbed copies)."""
     inputs = {"profile": profile, "scenario": scenario, "events": events}
     system, user = render_judge_prompt(rubric, template=template, **inputs)
-    return _chat_request(rubric, judge_model, system, user, inputs, sample)
+    return _chat_request(rubric, judge_model, system, user, inputs, sample, template)
 
 
 def _judge_request_from(
@@ -411,10 +412,16 @@ def _judge_request_from(
         block = render_examples_block(rubric.name, [example.shown for example in examples])
         system = with_examples(system, block)
         hints["examples"] = [example.hint for example in examples]
-    return _chat_request(rubric, judge_model, system, user, hints, sample)
+    return _chat_request(rubric, judge_model, system, user, hints, sample, template)
 
 
-def _chat_request(rubric, judge_model: str, system: str, user: str, hints: dict, sample: str):
+def _chat_request(
+    rubric, judge_model: str, system: str, user: str, hints: dict, sample: str, template
+) -> ChatRequest:
+    """The call itself. The instructions (and any examples) are the system part and the rubric
+    opens the user part, both the same for every conversation of the rubric; the conversation
+    comes last, so providers can cache the rest (Anthropic: breakpoints after the system part
+    and after the rubric, `cache_prefix_chars`; OpenAI caches a repeated prefix by itself)."""
     return ChatRequest(
         model=judge_model,
         purpose="judge",
@@ -422,6 +429,7 @@ def _chat_request(rubric, judge_model: str, system: str, user: str, hints: dict,
         messages=(Message(role="user", content=user),),
         hints={"rubric": rubric.id, **hints},
         sample=sample,
+        cache_prefix_chars=stable_user_prefix(rubric, template),
     )
 
 

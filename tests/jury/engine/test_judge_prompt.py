@@ -184,3 +184,17 @@ def test_an_empty_last_patient_message_reads_as_the_patient_leaving():
     assert render_trace(events).splitlines()[-1] == (
         "#e0003 [turn 2] Patient: (left the conversation)"
     )
+
+
+def test_the_rubric_opens_the_user_part_and_is_marked_stable_for_prompt_caching():
+    from jury.engine.prompt import stable_user_prefix
+
+    rubric = load_rubrics()["clinical_safety"]
+    first = render_judge_prompt(rubric, profile={"a": 1}, scenario={"story": "one"}, events=[])
+    second = render_judge_prompt(rubric, profile={"b": 2}, scenario={"story": "two"}, events=[])
+    prefix = stable_user_prefix(rubric)
+
+    assert first[0] == second[0]  # the instructions: the same for every call
+    assert first[1][:prefix] == second[1][:prefix]
+    assert first[1][prefix:].startswith('{\n  "a": 1') and second[1][prefix:].startswith('{\n  "b"')
+    assert "Critical failures" in first[1][:prefix] and '"a": 1' not in first[1][:prefix]
