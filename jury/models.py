@@ -188,6 +188,11 @@ class JudgeScore(ProviderRetries):
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    # Of input_tokens: read from the provider's prompt cache / written to it (each billed at
+    # its own price), and what the calls would have cost with no prompt caching.
+    cached_input_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
+    list_cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     cached = models.BooleanField(default=False)
     # Model calls made for this score (repair turns and retries included), and how many of
     # them the response cache answered.

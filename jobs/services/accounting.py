@@ -177,10 +177,16 @@ def totals(responses: Iterable[ChatResponse]) -> dict:
     """Token and cost sums of some responses; cost is None when any price was unknown."""
     responses = list(responses)
     costs = [r.cost_usd for r in responses]
+    list_costs = [r.cost_usd if r.list_cost_usd is None else r.list_cost_usd for r in responses]
     return {
         "input_tokens": sum(r.usage.input_tokens for r in responses),
         "output_tokens": sum(r.usage.output_tokens for r in responses),
+        "cached_input_tokens": sum(r.usage.cached_input_tokens for r in responses),
+        "cache_write_tokens": sum(r.usage.cache_write_tokens for r in responses),
         "cost_usd": None if any(c is None for c in costs) else sum(costs, Decimal(0)),
+        "list_cost_usd": None
+        if any(c is None for c in list_costs)
+        else sum(list_costs, Decimal(0)),
     }
 
 

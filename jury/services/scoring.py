@@ -22,6 +22,7 @@ from functools import lru_cache, partial
 
 from django.db import transaction
 from django.db.models import Case, Count, DecimalField, F, Q, QuerySet, Sum, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from audit.services import audit_record
@@ -658,23 +659,26 @@ def _spend_fields(responses: list[ChatResponse]) -> dict:
     the cost unknown, never a smaller known number; the first answers start it (a score that
     had none holds no cost yet)."""
     sums = accounting.totals(responses)
-    new = sums["cost_usd"]
-    cost = (
-        Value(None, output_field=DecimalField())
-        if new is None
-        else Case(
-            When(calls=0, then=Value(new)),
-            default=F("cost_usd") + Value(new),
-            output_field=DecimalField(),
-        )
-    )
     return {
         "calls": F("calls") + len(responses),
         "cached_calls": F("cached_calls") + sum(response.cached for response in responses),
         "input_tokens": F("input_tokens") + sums["input_tokens"],
         "output_tokens": F("output_tokens") + sums["output_tokens"],
-        "cost_usd": cost,
+        "cached_input_tokens": F("cached_input_tokens") + sums["cached_input_tokens"],
+        "cache_write_tokens": F("cache_write_tokens") + sums["cache_write_tokens"],
+        "cost_usd": _added_cost("cost_usd", sums["cost_usd"]),
+        "list_cost_usd": _added_cost("list_cost_usd", sums["list_cost_usd"]),
     }
+
+
+def _added_cost(field: str, new: Decimal | None):
+    if new is None:
+        return Value(None, output_field=DecimalField())
+    return Case(
+        When(calls=0, then=Value(new)),
+        default=F(field) + Value(new),
+        output_field=DecimalField(),
+    )
 
 
 # --- merging --------------------------------------------------------------------------------
@@ -888,7 +892,10 @@ def judge_costs(job: ScoringJob) -> list[dict]:
             repairs=Sum("repairs"),
             input_tokens=Sum("input_tokens"),
             output_tokens=Sum("output_tokens"),
+            cached_input_tokens=Sum("cached_input_tokens"),
+            cache_write_tokens=Sum("cache_write_tokens"),
             cost=Sum("cost_usd"),
+            list_cost=Sum(Coalesce("list_cost_usd", "cost_usd")),
             unpriced=Count("id", filter=Q(cost_usd__isnull=True)),
         )
         .order_by("judge_model")
@@ -898,6 +905,7 @@ def judge_costs(job: ScoringJob) -> list[dict]:
             **row,
             "model": row["judge_model"],
             "cost": None if row["unpriced"] else row["cost"] or Decimal(0),
+            "list_cost": None if row["unpriced"] else row["list_cost"] or Decimal(0),
         }
         for row in rows
     ]
