@@ -14,7 +14,8 @@ import pytest
 from celery import Celery
 from django.db import connection
 
-from jobs.services.workers import worker_start, worker_stop
+from jobs.services.workers import worker_command, worker_start, worker_stop
+from tests.support import worker_forks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,9 +79,14 @@ def worker_env(data_dir: Path, **extra: str) -> dict:
     return environment
 
 
-def start_worker(environment: dict, concurrency: int = 2) -> subprocess.Popen:
+def start_worker(environment: dict, concurrency: int = 2):
+    """A real worker: forked from the session's warm forker (tests/support/worker_forks.py), or
+    a fresh interpreter with TEST_WORKER_FORKS=0. Either has Popen's pid, poll and wait."""
     log_file = Path(environment["DATA_DIR"]) / "worker.log"
-    return worker_start(concurrency=concurrency, log_file=log_file, environment=environment)
+    forker = worker_forks.forker()
+    if forker is None:
+        return worker_start(concurrency=concurrency, log_file=log_file, environment=environment)
+    return forker.start(worker_command(concurrency)[2:], environment, log_file)
 
 
 stop_worker = worker_stop
