@@ -1,17 +1,20 @@
-"""Real Celery workers for tests, forked from one process that has imported the libraries already.
+"""Real Celery workers (and manage.py commands) for tests, forked from one process that has
+imported the libraries already.
 
 A worker started with `python -m celery` spends most of its start importing the science stack
-(pandas, scipy, scikit-learn, numba) and Celery, the same each time: about 5 s of a 7 s start,
-paid twice by every kill-and-restart test. This module runs one "forker" per test session: a
-Python process that imports those libraries, never Django's settings or the project, and
-then forks a worker on request. The fork is a new session with the test's environment, folder,
-argument list and log, and runs Celery's own command line, so the project loads from scratch
-(settings, apps, tasks) as in a worker started by hand; only third-party modules, which read
-none of the test's variables, are inherited. The test gets a handle with Popen's pid, poll,
-wait and returncode; the forker reaps its children only when asked, as Popen does.
+(pandas, SciPy, scikit-learn, numba) and Celery, the same each time: about 5 s of a 7 s start
+on a quiet machine, paid twice by every kill-and-restart test. This module runs one "forker"
+per test session: a Python process that imports those libraries, never Django's settings or
+the project, then forks a process on request. The fork is a new session with the test's
+environment, argument list and log, and runs Celery's own command line (or the script, e.g.
+manage.py), so the project loads from scratch (settings, apps, tasks) as in a process started
+by hand; only third-party modules, which read none of the test's variables, are inherited. The
+test gets a handle with Popen's pid, poll, wait, returncode, send_signal and kill; the forker
+reaps a child only when asked, as Popen does, so a killed worker stays a zombie until the test
+waits for it.
 
-TEST_WORKER_FORKS=0 starts every worker with a fresh interpreter instead. A test about how a
-worker starts (tests/foundation/test_worker_sdk_import.py) starts its own processes.
+TEST_WORKER_FORKS=0 starts every process with a fresh interpreter instead. A test about how a
+process starts (tests/foundation/test_worker_sdk_import.py, the settings tests) starts its own.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -52,8 +56,9 @@ PRELOADED = (
 )
 
 
-class ForkedWorker:
-    """What subprocess.Popen offers a test about its worker: pid, poll, wait, returncode."""
+class ForkedProcess:
+    """What subprocess.Popen offers a test about its process: pid, poll, wait, returncode,
+    send_signal and kill."""
 
     def __init__(self, forker: Forker, pid: int):
         self.forker, self.pid, self.returncode = forker, pid, None
@@ -67,9 +72,16 @@ class ForkedWorker:
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.poll() is None:
             if deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(["forked celery worker"], timeout)
+                raise subprocess.TimeoutExpired(["forked process"], timeout)
             time.sleep(0.05)
         return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
 
 
 class Forker:
@@ -87,12 +99,16 @@ class Forker:
             self.process.stdin.write(json.dumps(request) + "\n")
             line = self.process.stdout.readline()
         if not line:
-            raise RuntimeError("the worker forker stopped; TEST_WORKER_FORKS=0 starts workers plainly")
+            raise RuntimeError(
+                "the worker forker stopped; TEST_WORKER_FORKS=0 starts workers plainly"
+            )
         return json.loads(line)
 
-    def start(self, command: list[str], environment: dict, log_file: Path) -> ForkedWorker:
-        answer = self.ask({"argv": command, "env": environment, "log": str(log_file)})
-        return ForkedWorker(self, answer["pid"])
+    def start(self, arguments: list[str], environment: dict, log_file: Path) -> ForkedProcess:
+        """`python *arguments` (`-m module ...` or `script.py ...`, from the project folder)
+        in a new session, its output appended to `log_file`."""
+        answer = self.ask({"argv": arguments, "env": environment, "log": str(log_file)})
+        return ForkedProcess(self, answer["pid"])
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -120,9 +136,8 @@ def forker() -> Forker | None:
 
 
 def _run_child(request: dict) -> None:
-    """In the forked child: become the worker the request describes, then exit."""
+    """In the forked child: become the process the request describes, then exit."""
     import runpy
-    import signal
 
     code = 1
     try:
@@ -134,8 +149,15 @@ def _run_child(request: dict) -> None:
         os.dup2(log, 2)
         os.environ.clear()
         os.environ.update(request["env"])
-        sys.argv = request["argv"]
-        runpy.run_module("celery", run_name="__main__", alter_sys=True)
+        if os.environ.get("PYTHONUNBUFFERED"):  # read at start-up: the fork's has passed
+            sys.stdout.reconfigure(write_through=True)
+        arguments = request["argv"]
+        if arguments[0] == "-m":
+            sys.argv = arguments[1:]
+            runpy.run_module(arguments[1], run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = arguments
+            runpy.run_path(arguments[0], run_name="__main__")
         code = 0
     except SystemExit as exit:
         code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)

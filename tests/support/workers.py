@@ -6,6 +6,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -79,6 +80,19 @@ def worker_env(data_dir: Path, **extra: str) -> dict:
     return environment
 
 
+def start_python(arguments: list[str], environment: dict, log_file: Path):
+    """`python *arguments` from the project folder, its output appended to `log_file`: forked
+    as start_worker's workers are, or a fresh interpreter with TEST_WORKER_FORKS=0."""
+    forker = worker_forks.forker()
+    if forker is not None:
+        return forker.start(arguments, environment, log_file)
+    with open(log_file, "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, *arguments], cwd=ROOT, env=environment, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+
+
 def start_worker(environment: dict, concurrency: int = 2):
     """A real worker: forked from the session's warm forker (tests/support/worker_forks.py), or
     a fresh interpreter with TEST_WORKER_FORKS=0. Either has Popen's pid, poll and wait."""
@@ -86,7 +100,7 @@ def start_worker(environment: dict, concurrency: int = 2):
     forker = worker_forks.forker()
     if forker is None:
         return worker_start(concurrency=concurrency, log_file=log_file, environment=environment)
-    return forker.start(worker_command(concurrency)[2:], environment, log_file)
+    return forker.start(worker_command(concurrency)[1:], environment, log_file)
 
 
 stop_worker = worker_stop

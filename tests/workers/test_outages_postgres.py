@@ -2,8 +2,8 @@
 
 The test owns a PostgreSQL server (tests/support/postgres.py), so it would run the same on
 either leg of CI; it runs on the PostgreSQL leg, the one about PostgreSQL (and the shorter: a
-minute here kept the SQLite leg over its 20 minutes). Everything else talks to that server as in production:
-`manage.py migrate`, then the set, the run and the scoring job made by the management
+minute here kept the SQLite leg over its 20 minutes). Everything else talks to that server as
+in production: `manage.py migrate`, then the set, the run and the scoring job made by the management
 commands in subprocesses, played by a real worker on the embedded queue. The server is
 restarted (`pg_ctl restart -m fast`: every connection dropped) while conversations and judge
 calls are in flight; the test reads the outcome straight from the server with psycopg.
