@@ -202,6 +202,8 @@ def _serve() -> None:
         if "reap" in request:
             answer = {"returncode": _reap(request["reap"])}
         else:
+            # The log exists once the answer is given, as with Popen and an opened file.
+            os.close(os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
             sys.stdout.flush()
             pid = os.fork()
             if pid == 0:
