@@ -53,6 +53,10 @@ PRELOADED = (
     "django.urls",
     "django.template",
     "django.forms",
+    # The figures module (common/figures.py) picks the Agg backend before importing these;
+    # the forker does the same.
+    "matplotlib.axes",
+    "matplotlib.figure",
 )
 
 
@@ -192,6 +196,7 @@ def _serve() -> None:
     # here, loudly, instead of leaving settings made from the forker's environment to every
     # worker.
     os.environ.pop("DJANGO_SETTINGS_MODULE", None)
+    importlib.import_module("matplotlib").use("Agg")
     for name in PRELOADED:
         importlib.import_module(name)
     from django.conf import settings
