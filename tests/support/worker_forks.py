@@ -13,8 +13,9 @@ test gets a handle with Popen's pid, poll, wait, returncode, send_signal and kil
 reaps a child only when asked, as Popen does, so a killed worker stays a zombie until the test
 waits for it.
 
-TEST_WORKER_FORKS=0 starts every process with a fresh interpreter instead. A test about how a
-process starts (tests/foundation/test_worker_sdk_import.py, the settings tests) starts its own.
+TEST_WORKER_FORKS=0 starts every process with a fresh interpreter instead. A test about what a
+process imports as it starts (tests/foundation/test_worker_sdk_import.py), or one that limits
+the process before it starts (the full-disk settings test), starts its own.
 """
 
 from __future__ import annotations
@@ -108,10 +109,18 @@ class Forker:
             )
         return json.loads(line)
 
-    def start(self, arguments: list[str], environment: dict, log_file: Path) -> ForkedProcess:
+    def start(
+        self,
+        arguments: list[str],
+        environment: dict,
+        log_file: Path,
+        error_file: Path | None = None,
+    ) -> ForkedProcess:
         """`python *arguments` (`-m module ...` or `script.py ...`, from the project folder)
-        in a new session, its output appended to `log_file`."""
-        answer = self.ask({"argv": arguments, "env": environment, "log": str(log_file)})
+        in a new session, its output appended to `log_file` (its errors too, unless
+        `error_file` is given)."""
+        files = {"log": str(log_file), "err": str(error_file or log_file)}
+        answer = self.ask({"argv": arguments, "env": environment, **files})
         return ForkedProcess(self, answer["pid"])
 
     def close(self) -> None:
@@ -147,10 +156,9 @@ def _run_child(request: dict) -> None:
     try:
         os.setsid()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
+        os.dup2(_opened(request["log"]), 1)
+        os.dup2(_opened(request["err"]), 2)
         os.environ.clear()
         os.environ.update(request["env"])
         if os.environ.get("PYTHONUNBUFFERED"):  # read at start-up: the fork's has passed
@@ -173,6 +181,10 @@ def _run_child(request: dict) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def _opened(path: str) -> int:
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
 
 def _reap(pid: int) -> int | None:
@@ -208,7 +220,8 @@ def _serve() -> None:
             answer = {"returncode": _reap(request["reap"])}
         else:
             # The log exists once the answer is given, as with Popen and an opened file.
-            os.close(os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
+            os.close(_opened(request["log"]))
+            os.close(_opened(request["err"]))
             sys.stdout.flush()
             pid = os.fork()
             if pid == 0:

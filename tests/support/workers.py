@@ -80,16 +80,17 @@ def worker_env(data_dir: Path, **extra: str) -> dict:
     return environment
 
 
-def start_python(arguments: list[str], environment: dict, log_file: Path):
-    """`python *arguments` from the project folder, its output appended to `log_file`: forked
-    as start_worker's workers are, or a fresh interpreter with TEST_WORKER_FORKS=0."""
+def start_python(arguments: list[str], environment: dict, log_file: Path, error_file=None):
+    """`python *arguments` from the project folder, its output appended to `log_file` (its
+    errors too, unless `error_file` is given): forked as start_worker's workers are, or a fresh
+    interpreter with TEST_WORKER_FORKS=0."""
     forker = worker_forks.forker()
     if forker is not None:
-        return forker.start(arguments, environment, log_file)
-    with open(log_file, "ab") as log:
+        return forker.start(arguments, environment, log_file, error_file)
+    with open(log_file, "ab") as log, open(error_file or log_file, "ab") as errors:
         return subprocess.Popen(
             [sys.executable, *arguments], cwd=ROOT, env=environment, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
+            stderr=errors, start_new_session=True,
         )  # fmt: skip
 
 
