@@ -11,15 +11,10 @@ from django.conf import settings
 ROOT = Path(settings.BASE_DIR)
 
 
-def worker_start(
-    *,
-    concurrency: int | None = None,
-    log_file: Path | None = None,
-    environment: dict | None = None,
-) -> subprocess.Popen:
-    """A thread-pool worker: conversations wait on model latency, so threads are the right pool."""
-    log_file = log_file or Path(settings.DATA_DIR) / "worker.log"
-    command = [
+def worker_command(concurrency: int | None = None) -> list[str]:
+    """The command line of a thread-pool worker: conversations wait on model latency, so threads
+    are the right pool."""
+    return [
         sys.executable,
         "-m",
         "celery",
@@ -35,9 +30,19 @@ def worker_start(
         "--without-gossip",
         "--without-mingle",
     ]
+
+
+def worker_start(
+    *,
+    concurrency: int | None = None,
+    log_file: Path | None = None,
+    environment: dict | None = None,
+) -> subprocess.Popen:
+    """A worker process in a session of its own, writing to `log_file`."""
+    log_file = log_file or Path(settings.DATA_DIR) / "worker.log"
     with open(log_file, "ab") as log:
         return subprocess.Popen(
-            command,
+            worker_command(concurrency),
             cwd=ROOT,
             env=dict(os.environ if environment is None else environment),
             stdout=log,

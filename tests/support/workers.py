@@ -6,6 +6,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,7 +15,8 @@ import pytest
 from celery import Celery
 from django.db import connection
 
-from jobs.services.workers import worker_start, worker_stop
+from jobs.services.workers import worker_command, worker_start, worker_stop
+from tests.support import worker_forks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,9 +80,28 @@ def worker_env(data_dir: Path, **extra: str) -> dict:
     return environment
 
 
-def start_worker(environment: dict, concurrency: int = 2) -> subprocess.Popen:
+def start_python(arguments: list[str], environment: dict, log_file: Path, error_file=None):
+    """`python *arguments` from the project folder, its output appended to `log_file` (its
+    errors too, unless `error_file` is given): forked as start_worker's workers are, or a fresh
+    interpreter with TEST_WORKER_FORKS=0."""
+    forker = worker_forks.forker()
+    if forker is not None:
+        return forker.start(arguments, environment, log_file, error_file)
+    with open(log_file, "ab") as log, open(error_file or log_file, "ab") as errors:
+        return subprocess.Popen(
+            [sys.executable, *arguments], cwd=ROOT, env=environment, stdout=log,
+            stderr=errors, start_new_session=True,
+        )  # fmt: skip
+
+
+def start_worker(environment: dict, concurrency: int = 2):
+    """A real worker: forked from the session's warm forker (tests/support/worker_forks.py), or
+    a fresh interpreter with TEST_WORKER_FORKS=0. Either has Popen's pid, poll and wait."""
     log_file = Path(environment["DATA_DIR"]) / "worker.log"
-    return worker_start(concurrency=concurrency, log_file=log_file, environment=environment)
+    forker = worker_forks.forker()
+    if forker is None:
+        return worker_start(concurrency=concurrency, log_file=log_file, environment=environment)
+    return forker.start(worker_command(concurrency)[1:], environment, log_file)
 
 
 stop_worker = worker_stop

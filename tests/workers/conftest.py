@@ -1,5 +1,6 @@
 import pytest
 
+from tests.support import worker_forks
 from tests.support.workers import redis_server
 
 
@@ -10,3 +11,8 @@ def transport(request, tmp_path):
         yield None
     else:
         yield from redis_server(tmp_path)
+
+
+# Started as the folder is collected, so its imports overlap the first tests rather than
+# delay the first worker (tests/support/worker_forks.py).
+worker_forks.forker()

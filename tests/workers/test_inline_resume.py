@@ -7,18 +7,18 @@ does because it knows the first process is gone, not because a lease ran out.
 """
 
 import signal
-import subprocess
-import sys
 
 import pytest
 
 from benchmark.models import ConversationStatus
 from tests.support.builders import enriched_set
-from tests.support.workers import ROOT, test_database_url, wait_for, worker_env
+from tests.support.workers import start_python, test_database_url, wait_for, worker_env
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+# Forked as the tests' workers are (tests/support/worker_forks.py): the command loads the
+# project from scratch, without paying again for the libraries' imports.
 COMMAND = [
-    sys.executable, "manage.py", "run_benchmark", "--name", "inline resume",
+    "manage.py", "run_benchmark", "--name", "inline resume",
     "--set", "inline set", "--model", "offline/careful", "--model", "offline/careless",
     "--concurrency", "2", "--no-cache", "--inline",
 ]  # fmt: skip
@@ -31,10 +31,8 @@ def environment(tmp_path):
     return worker_env(tmp_path, DATABASE_URL=test_database_url(), OFFLINE_LATENCY_MS="150")
 
 
-def start(environment, log) -> subprocess.Popen:
-    return subprocess.Popen(
-        COMMAND, cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT, text=True
-    )
+def start(environment, log_file):
+    return start_python(COMMAND, environment, log_file)
 
 
 def conversations():
@@ -52,24 +50,23 @@ def wait_until_one_runs() -> None:
 
 
 def test_a_killed_inline_run_is_reclaimed_and_finished_by_the_same_command(environment, tmp_path):
-    with open(tmp_path / "first.log", "w") as log:
-        first = start(environment, log)
-        try:
-            wait_until_one_runs()
-        finally:
-            first.send_signal(signal.SIGKILL)
-            first.wait(timeout=30)
+    first = start(environment, tmp_path / "first.log")
+    try:
+        wait_until_one_runs()
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
     left = conversations().filter(status__in=("queued", "running")).count()
     assert left > 0
 
-    again = subprocess.run(
-        COMMAND, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300
-    )
+    again = start(environment, tmp_path / "again.log")
+    again.wait(timeout=300)
+    said = (tmp_path / "again.log").read_text()
 
-    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.returncode == 0, said
     noun = "conversation" if left == 1 else "conversations"
-    assert f"Reclaimed {left} {noun} left by a stopped process (pid {first.pid})." in again.stdout
-    assert f"{CONVERSATIONS} finished, 0 failed, 0 cancelled, 0 running" in again.stdout
+    assert f"Reclaimed {left} {noun} left by a stopped process (pid {first.pid})." in said
+    assert f"{CONVERSATIONS} finished, 0 failed, 0 cancelled, 0 running" in said
     assert conversations().filter(status=ConversationStatus.FINISHED).count() == CONVERSATIONS
 
 
@@ -78,26 +75,22 @@ def test_a_second_inline_command_waits_for_what_a_live_one_holds(environment, tm
     # the second says it is waiting: on a busy machine the second's start-up alone can outlast
     # the whole first run, and there would be nothing left to wait for.
     second_log = tmp_path / "second.log"
-    with open(tmp_path / "first.log", "w") as first_log, open(second_log, "w") as log:
-        first, waiting = start(environment, first_log), None
-        try:
-            wait_until_one_runs()
-            first.send_signal(signal.SIGSTOP)
-            waiting = subprocess.Popen(
-                COMMAND, cwd=ROOT, env={**environment, "PYTHONUNBUFFERED": "1"}, stdout=log,
-                stderr=subprocess.DEVNULL, text=True,
-            )  # fmt: skip
-            wait_for(lambda: "waiting - Ctrl-C to stop." in second_log.read_text(),
-                     timeout=120, what="the second command to wait")  # fmt: skip
-            first.send_signal(signal.SIGCONT)
-            waiting.wait(timeout=300)
-            first.wait(timeout=300)
-        finally:
-            for process in (first, waiting):
-                if process is not None and process.poll() is None:
-                    process.send_signal(signal.SIGCONT)
-                    process.kill()
-                    process.wait()
+    first, waiting = start(environment, tmp_path / "first.log"), None
+    try:
+        wait_until_one_runs()
+        first.send_signal(signal.SIGSTOP)
+        waiting = start({**environment, "PYTHONUNBUFFERED": "1"}, second_log)
+        wait_for(lambda: "waiting - Ctrl-C to stop." in second_log.read_text(),
+                 timeout=120, what="the second command to wait")  # fmt: skip
+        first.send_signal(signal.SIGCONT)
+        waiting.wait(timeout=300)
+        first.wait(timeout=300)
+    finally:
+        for process in (first, waiting):
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGCONT)
+                process.kill()
+                process.wait()
     said = second_log.read_text()
 
     assert waiting.returncode == 0, said

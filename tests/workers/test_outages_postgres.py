@@ -1,8 +1,9 @@
 """PostgreSQL restarted mid-run: the workers reconnect and nothing is lost or stored twice.
 
-The test owns a PostgreSQL server (tests/support/postgres.py), so it runs the same on the
-SQLite and the PostgreSQL leg of CI. Everything else talks to that server as in production:
-`manage.py migrate`, then the set, the run and the scoring job made by the management
+The test owns a PostgreSQL server (tests/support/postgres.py), so it would run the same on
+either leg of CI; it runs on the PostgreSQL leg, the one about PostgreSQL (and the shorter: a
+minute here kept the SQLite leg over its 20 minutes). Everything else talks to that server as
+in production: `manage.py migrate`, then the set, the run and the scoring job made by the management
 commands in subprocesses, played by a real worker on the embedded queue. The server is
 restarted (`pg_ctl restart -m fast`: every connection dropped) while conversations and judge
 calls are in flight; the test reads the outcome straight from the server with psycopg.
@@ -17,7 +18,7 @@ import pytest
 from tests.support.postgres import PrivatePostgres
 from tests.support.workers import ROOT, start_worker, stop_worker, wait_for, worker_env
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.leg("postgres")]
 LEASE_SECONDS = 5
 CONVERSATIONS = 8  # 2 cases x 2 repetitions x 2 models
 BUILD = """
