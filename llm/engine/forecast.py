@@ -99,6 +99,7 @@ class Forecast:
     cost: Interval | None  # the priced roles' total; None when no role is priced
     unpriced: list[str] = field(default_factory=list)  # models whose cost is unknown
     unobserved: list[str] = field(default_factory=list)  # roles no earlier unit shows
+    source: str = ""  # the earlier job forecast from, in words
     method: str = METHOD
 
     @property
@@ -185,6 +186,7 @@ def as_dict(result: Forecast) -> dict:
         "cost_usd": _interval_dict(result.cost),
         "unpriced": result.unpriced,
         "unobserved": result.unobserved,
+        "source": result.source,
         "method": result.method,
     }
 
@@ -236,6 +238,8 @@ def text_table(result: Forecast) -> str:
     widths = [max(len(str(cell)) for cell in column) for column in zip(heads, *rows, strict=False)]
     lines = [_line(heads, widths)] + [_line(row, widths) for row in rows]
     lines.append(f"total cost: {total_text(result)}")
+    if result.source:
+        lines.append(f"from: {result.source}")
     if result.unobserved:
         lines.append(f"no earlier calls to forecast from: {', '.join(result.unobserved)}")
     lines.append(f"interval: {result.method}")
