@@ -2,8 +2,10 @@
 writer's calls, tokens and cost, learnt from the conversations of an earlier finished run
 (llm.engine.forecast does the arithmetic; this module finds the earlier units).
 
-The earlier run is the newest finished run of the same set, else the newest finished run of
-any set (the forecast says so). A conversation is a unit: what its calls of one role used.
+The earlier run is the newest run of the same set with finished conversations (finished,
+paused or cancelled: its finished conversations are what counts), else the newest such run of
+any set (the forecast says so). A finished conversation is a unit: what its calls of one role
+used.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from benchmark.models import (
     Run,
 )
 from benchmark.services.runs import AgentChoice
-from jobs.models import JobStatus
 from llm.engine.forecast import Forecast, RoleDemand, UnitUsage, forecast
 from llm.services.prices import catalog_in_force
 
@@ -35,9 +36,7 @@ NO_SOURCE = (
 def forecast_source(benchmark_set: BenchmarkSet | None) -> tuple[Run | None, str]:
     """The earlier run to learn from and a sentence saying which (and why, when it is not a
     run of the same set)."""
-    finished = Run.objects.filter(
-        status=JobStatus.FINISHED, conversations__status=ConversationStatus.FINISHED
-    ).distinct()
+    finished = Run.objects.filter(conversations__status=ConversationStatus.FINISHED).distinct()
     same_set = finished.filter(benchmark_set=benchmark_set).order_by("-pk").first()
     if same_set is not None:
         return same_set, f"run {same_set.pk} {same_set.name!r} of the same set"

@@ -3,9 +3,10 @@ learnt from the scores of an earlier finished scoring job (llm.engine.forecast d
 arithmetic). A unit is one judge's score of one conversation on one rubric, repairs included;
 the new job has (scorable conversations x rubrics) of them per seat.
 
-The earlier job is the newest finished one of the same run, else of the same set, else of
-any run (the forecast says which). Judge scores keep their input and output tokens but not
-the prompt-cache share, so cached input is forecast as 0: the cost is the uncached price.
+The earlier job is the newest one with answered scores (whatever its status) of the same
+run, else of the same set, else of any run (the forecast says which). Judge scores keep
+their input and output tokens but not the prompt-cache share, so cached input is forecast as
+0: the cost is the uncached price, an upper bound where caching applies.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from benchmark.models import Run
-from jobs.models import JobStatus
 from jury.models import Jury, RubricVersion, ScoreStatus, ScoringJob
 from jury.services.rubrics import current_versions
 from llm.engine.forecast import Forecast, RoleDemand, UnitUsage, forecast
 from llm.services.prices import catalog_in_force
 
+ANSWERED = (ScoreStatus.VALID, ScoreStatus.INVALID, ScoreStatus.ERROR)
 NO_SOURCE = (
     "No finished scoring job to forecast from: score a few conversations first (a small "
     "pilot run), then come back."
@@ -27,7 +28,9 @@ NO_SOURCE = (
 
 def scoring_source(run: Run) -> tuple[ScoringJob | None, str]:
     """The earlier scoring job to learn from and a sentence saying which."""
-    finished = ScoringJob.objects.filter(status=JobStatus.FINISHED).select_related("run")
+    finished = (
+        ScoringJob.objects.filter(scores__status__in=ANSWERED).distinct().select_related("run")
+    )
     for found, where in (
         (finished.filter(run=run), "of the same run"),
         (finished.filter(run__benchmark_set_id=run.benchmark_set_id), "of another run of the set"),
@@ -64,7 +67,7 @@ def scoring_forecast(
 
 
 def _scores_by_model(job: ScoringJob) -> dict[str, list[UnitUsage]]:
-    rows = job.scores.exclude(status=ScoreStatus.PENDING).values_list(
+    rows = job.scores.filter(status__in=ANSWERED).values_list(
         "judge_model", "calls", "input_tokens", "output_tokens"
     )
     by_model: dict[str, list[UnitUsage]] = {}

@@ -215,6 +215,11 @@ def table_rows(result: Forecast) -> list[dict[str, str]]:
     ]
 
 
+def page_context(result: Forecast) -> dict:
+    """What the launch pages' forecast panel shows (templates/benchmark/_forecast.html)."""
+    return {"forecast": result, "rows": table_rows(result), "total": total_text(result)}
+
+
 def total_text(result: Forecast) -> str:
     if result.cost is None:
         return "unknown (no role is priced)"
