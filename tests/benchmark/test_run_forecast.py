@@ -1,8 +1,13 @@
 """A run's forecast from an earlier run (benchmark.services.forecasts)."""
 
-import pytest
+from io import StringIO
 
-from benchmark.models import ModelCall
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from audit.models import AuditEvent
+from benchmark.models import Conversation, ModelCall, Run
 from benchmark.services import forecasts, runs
 from benchmark.services.conversations import conversation_execute
 from benchmark.services.runs import AgentChoice
@@ -82,3 +87,55 @@ def test_enrichment_is_forecast_per_case(ready_set):
     per_case = ready_set.model_calls.filter(purpose="enrichment").count() / ready_set.size
     assert demand.units == round(per_case * 300)
     assert len(demand.observed) == ready_set.model_calls.filter(purpose="enrichment").count()
+
+
+# --- the launch page's panel and the command's --dry-run ------------------------------------
+
+
+def forecast_query(benchmark_set, config, **overrides) -> dict:
+    return {
+        "benchmark_set": benchmark_set.pk,
+        "models": "offline/careful\nopenai-compatible/no-price-here",
+        "agent_configs": [config.pk],
+        "patient_model": "offline/patient",
+        "roster_model": "offline/patient",
+        "repetitions": 2,
+        **overrides,
+    }
+
+
+def test_the_launch_page_asks_for_the_panel_on_change(admin_client_):
+    page = admin_client_.get(reverse("benchmark:run_new")).content.decode()
+    assert f'hx-get="{reverse("benchmark:run_forecast")}"' in page
+    assert 'id="forecast"' in page
+
+
+def test_the_panel_shows_each_role_the_total_and_the_unpriced_model(
+    admin_client_, played_run, baseline
+):
+    query = forecast_query(played_run.benchmark_set, baseline)
+    response = admin_client_.get(reverse("benchmark:run_forecast"), query, HTTP_HX_REQUEST="true")
+    page = response.content.decode()
+    assert response.status_code == 200
+    for text in ("agent: offline/careful · baseline", "patient", "roster", "Total cost"):
+        assert text in page
+    assert "unknown: no price" in page and "No price for openai-compatible/no-price-here" in page
+    assert f"run {played_run.pk}" in page
+
+
+def test_the_panel_waits_for_a_set(admin_client_, baseline):
+    response = admin_client_.get(reverse("benchmark:run_forecast"), {"repetitions": 1})
+    assert "Choose a set" in response.content.decode()
+
+
+def test_dry_run_prints_the_forecast_and_creates_nothing(played_run):
+    before = [table.objects.count() for table in (Run, Conversation, ModelCall, AuditEvent)]
+    out = StringIO()
+    call_command(
+        "run_benchmark", "--set", str(played_run.benchmark_set_id), "--model", "openai/gpt-4o-mini",
+        "--repetitions", "3", "--dry-run", stdout=out,
+    )  # fmt: skip
+    assert [table.objects.count() for table in (Run, Conversation, ModelCall, AuditEvent)] == before
+    text = out.getvalue()
+    assert "agent: openai/gpt-4o-mini · baseline" in text and "total cost: $" in text
+    assert "prediction interval" in text
