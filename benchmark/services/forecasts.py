@@ -49,7 +49,15 @@ def forecast_source(benchmark_set: BenchmarkSet | None) -> tuple[Run | None, str
     )
 
 
-def run_forecast(
+def run_forecast(**arguments) -> Forecast:
+    """The forecast of a run as `runs.run_launch` would create it (run_demands' arguments)."""
+    demands, source = run_demands(**arguments)
+    result = forecast(demands, catalog_in_force().price_for)
+    result.source = source
+    return result
+
+
+def run_demands(
     *,
     benchmark_set: BenchmarkSet,
     agents: list[AgentChoice],
@@ -57,13 +65,17 @@ def run_forecast(
     roster_model: str | None = None,
     repetitions: int = 1,
     source: Run | None = None,
-) -> Forecast:
-    """The forecast of a run as `runs.run_launch` would create it (same arguments)."""
+    cases: int | None = None,
+) -> tuple[list[RoleDemand], str]:
+    """Each role of the run with its earlier units, and the earlier run in words. `cases`
+    asks what a set of that many cases would need instead of the set's own (the bench's paper
+    configuration)."""
     note = f"run {source.pk} {source.name!r}" if source else ""
     if source is None:
         source, note = forecast_source(benchmark_set)
     roster_model = roster_model or patient_model
-    cases = benchmark_set.entries.filter(status=EntryStatus.READY).count()
+    if cases is None:
+        cases = benchmark_set.entries.filter(status=EntryStatus.READY).count()
     per_agent = cases * repetitions
     units = _conversation_units(source) if source else {}
     demands = [_agent_demand(choice, per_agent, units, source) for choice in agents]
@@ -73,9 +85,7 @@ def run_forecast(
         _role_demand(PATIENT, patient_model, played, everyone, source),
         _role_demand(ROSTER, roster_model, played, everyone, source),
     ]
-    result = forecast(demands, catalog_in_force().price_for)
-    result.source = note
-    return result
+    return demands, note
 
 
 def enrichment_demand(benchmark_set: BenchmarkSet, *, cases: int, model: str) -> RoleDemand:

@@ -42,28 +42,39 @@ def scoring_source(run: Run) -> tuple[ScoringJob | None, str]:
     return None, NO_SOURCE
 
 
-def scoring_forecast(
+def scoring_forecast(**arguments) -> Forecast:
+    """The forecast of `scoring.scoring_launch(run=run, jury=jury, ...)`: one role per seat
+    (scoring_demands' arguments)."""
+    demands, source = scoring_demands(**arguments)
+    result = forecast(demands, catalog_in_force().price_for)
+    result.source = source
+    return result
+
+
+def scoring_demands(
     *,
     run: Run,
     jury: Jury,
     rubric_versions: Sequence[RubricVersion] | None = None,
     source: ScoringJob | None = None,
-) -> Forecast:
-    """The forecast of `scoring.scoring_launch(run=run, jury=jury, ...)`: one role per seat."""
+    conversations: int | None = None,
+) -> tuple[list[RoleDemand], str]:
+    """Each judge seat with its earlier units, and the earlier job in words; `conversations`
+    asks about that many instead of the run's scorable ones."""
     note = f"scoring job {source.pk}" if source else ""
     if source is None:
         source, note = scoring_source(run)
     if rubric_versions is None:
         rubric_versions = current_versions(judged_only=True)
-    units = run.conversations.scorable().count() * len(rubric_versions)
+    if conversations is None:
+        conversations = run.conversations.scorable().count()
+    units = conversations * len(rubric_versions)
     observed = _scores_by_model(source) if source else {}
     demands = [
         _seat_demand(seat, model, units, observed, source)
         for seat, model in enumerate(jury.judges, start=1)
     ]
-    result = forecast(demands, catalog_in_force().price_for)
-    result.source = note
-    return result
+    return demands, note
 
 
 def _scores_by_model(job: ScoringJob) -> dict[str, list[UnitUsage]]:
