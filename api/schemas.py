@@ -31,6 +31,7 @@ class RunIn(Schema):
     seed: int | None = None
     use_cache: bool | None = None
     cost_limit_usd: Decimal | None = None
+    dry_run: bool = Field(False, description="Answer the forecast (200) and create nothing")
 
 
 class RunResumeIn(Schema):
@@ -43,6 +44,7 @@ class ScoringJobIn(Schema):
     jury: int | None = Field(None, description="Jury id (default: the demo jury)")
     use_cache: bool | None = None
     cost_limit_usd: Decimal | None = None
+    dry_run: bool = Field(False, description="Answer the forecast (200) and create nothing")
 
 
 class StudyIn(Schema):
@@ -65,3 +67,35 @@ class StudyIn(Schema):
 class ArchiveExportIn(Schema):
     study: int
     with_usernames: bool = False
+
+
+class IntervalOut(Schema):
+    estimate: float
+    low: float | None = Field(description="None when one earlier unit gives no spread")
+    high: float | None
+
+
+class RoleForecastOut(Schema):
+    role: str = Field(description="agent: <label>, patient, roster, judge <seat>")
+    model: str
+    units: int = Field(description="Conversations (judges: conversations x rubrics)")
+    observed_units: int = Field(description="Earlier units the role is forecast from")
+    basis: str
+    calls: IntervalOut | None
+    input_tokens: IntervalOut | None
+    cached_input_tokens: IntervalOut | None
+    cache_write_tokens: IntervalOut | None
+    output_tokens: IntervalOut | None
+    cost_usd: IntervalOut | None = Field(description="None when the model has no price")
+
+
+class ForecastOut(Schema):
+    """A launch asked with dry_run: what it would call and spend (llm.engine.forecast)."""
+
+    dry_run: bool = True
+    roles: list[RoleForecastOut]
+    cost_usd: IntervalOut | None = Field(description="The priced roles' total")
+    unpriced: list[str] = Field(description="Models whose cost is unknown (never counted free)")
+    unobserved: list[str] = Field(description="Roles no earlier call shows")
+    source: str = Field(description="The earlier run or scoring job, in words")
+    method: str

@@ -236,13 +236,41 @@ class RunForm(forms.Form):
         data = self.cleaned_data
         return unpriced_models([*data["models"], data["patient_model"], data["roster_model"]])
 
-    def launch_arguments(self) -> dict:
+    def agent_choices(self) -> list[AgentChoice]:
         data = self.cleaned_data
-        agents = [
+        return [
             AgentChoice(model, config)
             for model in data["models"]
             for config in data["agent_configs"]
         ]
+
+    FORECAST_FIELDS = (
+        "benchmark_set",
+        "models",
+        "agent_configs",
+        "patient_model",
+        "roster_model",
+        "repetitions",
+    )
+
+    def forecast_arguments(self) -> dict | None:
+        """What benchmark.services.forecasts.run_forecast needs, once `is_valid()` ran; None
+        while one of those fields is missing or wrong (the launch page's panel waits), even
+        if the rest of the form (its name) is not filled in yet."""
+        data = self.cleaned_data
+        if any(name not in data for name in self.FORECAST_FIELDS):
+            return None
+        return {
+            "benchmark_set": data["benchmark_set"],
+            "agents": self.agent_choices(),
+            "patient_model": data["patient_model"],
+            "roster_model": data["roster_model"],
+            "repetitions": data["repetitions"],
+        }
+
+    def launch_arguments(self) -> dict:
+        data = self.cleaned_data
+        agents = self.agent_choices()
         return {
             "name": data["name"],
             "benchmark_set": data["benchmark_set"],

@@ -17,6 +17,7 @@ urlpatterns = [
     path("agents/", views.agents, name="agents"),
     path("runs/", views.run_list, name="runs"),
     path("runs/new/", views.run_new, name="run_new"),
+    path("runs/forecast/", views.run_forecast, name="run_forecast"),
     path("runs/import/", views.run_import, name="run_import"),
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("runs/<int:pk>/export.jsonl", views.run_export, name="run_export"),

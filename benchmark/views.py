@@ -28,6 +28,7 @@ from benchmark.services import agents as agent_services
 from benchmark.services import (
     cases,
     exports,
+    forecasts,
     imports,
     manifests,
     reports,
@@ -49,6 +50,7 @@ from jobs.services.processes import holder_of
 from jobs.services.queue import held_work_message
 from jobs.services.retries import row_retries
 from jobs.services.starts import job_start
+from llm.engine.forecast import page_context as forecast_page_context
 from llm.services import endpoints as endpoint_services
 from llm.services import prices
 
@@ -294,6 +296,19 @@ def run_new(request: HttpRequest) -> HttpResponse:
                 messages.info(request, short)
             return redirect("benchmark:run", run.pk)
     return render(request, "benchmark/run_form.html", {"form": form})
+
+
+@role_required(*ADMIN_ONLY)
+def run_forecast(request: HttpRequest) -> HttpResponse:
+    """The launch page's forecast panel for the form's current values (htmx, on change)."""
+    form = forms.RunForm(request.GET)
+    form.is_valid()
+    arguments = form.forecast_arguments()
+    if arguments is None:
+        context = {"waiting": "Choose a set, models and configurations to see the forecast."}
+    else:
+        context = forecast_page_context(forecasts.run_forecast(**arguments))
+    return render(request, "benchmark/_forecast.html", context)
 
 
 @role_required(*STAFF)

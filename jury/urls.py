@@ -10,6 +10,7 @@ urlpatterns = [
     path("juries/", views.jury_list, name="juries"),
     path("juries/<int:pk>/", views.jury_detail, name="jury"),
     path("runs/<int:run_id>/score/", views.score_run, name="score_run"),
+    path("runs/<int:run_id>/score/forecast/", views.score_forecast, name="score_forecast"),
     path("jobs/<int:pk>/", views.job_detail, name="job"),
     path("jobs/<int:pk>/retry/", views.job_retry, name="job_retry"),
     path("jobs/<int:pk>/resume/", views.job_resume, name="job_resume"),

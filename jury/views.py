@@ -23,11 +23,12 @@ from jury.engine.reliability import RECOMMENDED_REPETITIONS
 from jury.engine.rubrics import RubricError
 from jury.engine.variance import COMPONENT_NAMES
 from jury.models import Jury, RubricVersion, ScoringJob
-from jury.services import juries, planning, reports, rubrics, score_exports, scoring
+from jury.services import forecasts, juries, planning, reports, rubrics, score_exports, scoring
 from jury.services.corrections import corrected_method, job_corrected, job_corrected_export
 from jury.services.fidelity_split import fidelity_split
 from jury.services.figures import FIGURES, report_figure, sensitivity_figure
 from jury.services.scoring import scoring_start
+from llm.engine.forecast import page_context as forecast_page_context
 
 # The clinician-corrected scores of the target studies drawn from a job (jury.services.corrections).
 CORRECTED_TABLE = "corrected"
@@ -166,6 +167,19 @@ def score_run(request: HttpRequest, run_id: int) -> HttpResponse:
             "total": run.conversations.count(),
         },
     )
+
+
+@role_required(*STAFF)
+def score_forecast(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The scoring page's forecast panel for the chosen jury (htmx, on change)."""
+    run = get_object_or_404(Run, pk=run_id)
+    form = forms.ScoreRunForm(request.GET)
+    if not form.is_valid() and "jury" in form.errors:
+        context = {"waiting": "Choose a jury to see the forecast."}
+    else:
+        jury = form.cleaned_data["jury"]
+        context = forecast_page_context(forecasts.scoring_forecast(run=run, jury=jury))
+    return render(request, "benchmark/_forecast.html", context)
 
 
 @role_required(*STAFF)

@@ -15,16 +15,17 @@ from api.auth import admins
 from api.forms import form_checked, form_problems
 from api.jobs import held
 from api.pagination import RowsCursorPagination
-from api.schemas import CaseSetIn, RunIn, RunResumeIn
+from api.schemas import CaseSetIn, ForecastOut, RunIn, RunResumeIn
 from audit.downloads import download_response
 from benchmark import forms
 from benchmark.engine.parquet_export import CONTENT_TYPE as PARQUET
 from benchmark.models import BenchmarkSet, Conversation, Run
 from benchmark.services import agents as agent_services
-from benchmark.services import cases, exports, imports, manifests, reports, runs
+from benchmark.services import cases, exports, forecasts, imports, manifests, reports, runs
 from benchmark.services.run_control import RUN_ACTIONS
 from benchmark.services.run_control import run_control as run_control_apply
 from jobs.services.starts import job_start
+from llm.engine.forecast import as_dict
 
 router = Router(tags=["benchmark"])
 
@@ -113,11 +114,14 @@ def case_set_detail(request: HttpRequest, set_id: int):
 # --- runs ------------------------------------------------------------------------------------
 
 
-@router.post("/runs", response={201: dict}, url_name="run_launch", auth=admins())
+@router.post("/runs", response={201: dict, 200: ForecastOut}, url_name="run_launch", auth=admins())
 def run_launch(request: HttpRequest, payload: RunIn):
-    """Launch a run with the checks of the launch page (admins only, as there)."""
+    """Launch a run with the checks of the launch page (admins only, as there); with
+    dry_run, answer its forecast and create nothing."""
     agent_services.agent_configs_ensure_shipped()
-    form = form_checked(forms.RunForm, payload.dict())
+    form = form_checked(forms.RunForm, payload.dict(exclude={"dry_run"}))
+    if payload.dry_run:
+        return Status(200, as_dict(forecasts.run_forecast(**form.forecast_arguments())))
     try:
         run = runs.run_launch(user=request.user, **form.launch_arguments())
     except runs.RunError as error:

@@ -12,15 +12,16 @@ from api.forms import form_checked
 from api.frames import frame_rows, plain
 from api.jobs import held
 from api.pagination import RowsCursorPagination
-from api.schemas import ScoringJobIn
+from api.schemas import ForecastOut, ScoringJobIn
 from audit.downloads import download_response
 from benchmark.forms import unpriced_models, unpriced_warning
 from benchmark.models import Run
 from common.query import query_choice, query_int
 from jury import forms
 from jury.models import JudgeScore, ScoreStatus, ScoringJob
-from jury.services import juries, reports, score_exports, scoring
+from jury.services import forecasts, juries, reports, score_exports, scoring
 from jury.services.scoring import scoring_start
+from llm.engine.forecast import as_dict
 
 router = Router(tags=["jury"])
 
@@ -56,13 +57,17 @@ def score_out(score: JudgeScore) -> dict:
     }
 
 
-@router.post("/scoring-jobs", response={201: dict}, url_name="scoring_job_launch")
+@router.post("/scoring-jobs", response={201: dict, 200: ForecastOut}, url_name="scoring_job_launch")
 def scoring_job_launch(request: HttpRequest, payload: ScoringJobIn):
-    """Score a run's conversations with a jury (the score page's form and checks)."""
+    """Score a run's conversations with a jury (the score page's form and checks); with
+    dry_run, answer the forecast of its judge calls and create nothing."""
     run = get_object_or_404(Run, pk=payload.run)
-    fields = payload.dict(exclude={"run"})
+    fields = payload.dict(exclude={"run", "dry_run"})
     fields["jury"] = fields["jury"] or juries.jury_demo_ensure().pk
     form = form_checked(forms.ScoreRunForm, fields)
+    if payload.dry_run:
+        result = forecasts.scoring_forecast(run=run, jury=form.cleaned_data["jury"])
+        return Status(200, as_dict(result))
     try:
         job = scoring.scoring_launch(run=run, user=request.user, **form.cleaned_data)
     except scoring.ScoringError as error:

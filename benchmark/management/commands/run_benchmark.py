@@ -9,7 +9,7 @@ from django.utils import timezone
 from benchmark.engine.manifest import ManifestError
 from benchmark.models import BenchmarkSet, Run
 from benchmark.services import agents as agent_services
-from benchmark.services import manifests, runs
+from benchmark.services import forecasts, manifests, runs
 from benchmark.services.inline import run_execute_inline
 from jobs.models import JobStatus
 from jobs.services import accounting
@@ -23,6 +23,7 @@ from jobs.services.cli import (
 from jobs.services.queue import held_work_message
 from jobs.services.starts import job_start
 from jobs.services.worker_heartbeats import stalled_message, worker_health
+from llm.engine.forecast import text_table
 
 
 class Command(BaseCommand):
@@ -70,6 +71,12 @@ class Command(BaseCommand):
         )
         add_price_argument(parser)
         parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="print the forecast of calls, tokens and cost per role (from an earlier run) "
+            "and exit without creating anything",
+        )
+        parser.add_argument(
             "--retry-failed",
             action="store_true",
             help="on resume, retry provider/infrastructure failures",
@@ -87,6 +94,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
+        if opts["dry_run"]:
+            self._forecast(opts)
+            return
         run = self._replay(opts) if opts["replay"] else self._launch_or_resume(opts)
         self._execute(run, opts)
         self._report(run, opts)
@@ -121,6 +131,22 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         self.stdout.write(f"Launched run {run.pk} {run.name!r}, replaying {plan.source_name!r}.")
         return run
+
+    def _forecast(self, opts) -> None:
+        """What the run would call and spend; nothing is created (--price sets no price)."""
+        if opts["replay"] or opts["price"]:
+            raise CommandError("--dry-run takes --set and --model, not --replay or --price.")
+        missing = [f"--{name}" for name in ("set", "models") if not opts[name]]
+        if missing:
+            raise CommandError(f"Give {', '.join(missing)} to forecast a run.")
+        result = forecasts.run_forecast(
+            benchmark_set=self._benchmark_set(opts["set"]),
+            agents=self._agent_choices(opts["models"], opts["agents"] or ["baseline"]),
+            patient_model=opts["patient_model"],
+            roster_model=opts["roster_model"],
+            repetitions=opts["repetitions"],
+        )
+        self.stdout.write(text_table(result))
 
     def _launch_or_resume(self, opts) -> Run:
         missing = [f"--{name}" for name in ("name", "set", "models") if not opts[name]]

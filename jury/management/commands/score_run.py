@@ -14,8 +14,9 @@ from benchmark.models import Run
 from jobs.models import JobStatus
 from jobs.services.cli import add_price_argument, cost_text, price_options
 from jury.models import Jury, ScoringJob
-from jury.services import scoring
+from jury.services import forecasts, scoring
 from jury.services.scoring import scoring_start
+from llm.engine.forecast import text_table
 
 POLL_SECONDS = 0.5
 
@@ -44,6 +45,12 @@ class Command(BaseCommand):
         )
         add_price_argument(parser)
         parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="print the forecast of each judge's calls, tokens and cost (from an earlier "
+            "scoring job) and exit without creating anything",
+        )
+        parser.add_argument(
             "--wait",
             action="store_true",
             help="show a progress bar until every judge call is answered",
@@ -55,6 +62,10 @@ class Command(BaseCommand):
         run = Run.objects.filter(pk=run_id).first()
         if run is None:
             raise CommandError(f"There is no run {run_id}.")
+        if options["dry_run"]:
+            result = forecasts.scoring_forecast(run=run, jury=_jury(jury))
+            self.stdout.write(text_table(result))
+            return
         price_options(options["price"], command="score_run")
         try:
             job = scoring.scoring_launch(

@@ -1,0 +1,162 @@
+"""A run's forecast before it is launched: each agent's, the patient simulator's and the roster
+writer's calls, tokens and cost, learnt from the conversations of an earlier finished run
+(llm.engine.forecast does the arithmetic; this module finds the earlier units).
+
+The earlier run is the newest run of the same set with finished conversations (finished,
+paused or cancelled: its finished conversations are what counts), else the newest such run of
+any set (the forecast says so). A finished conversation is a unit: what its calls of one role
+used.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.db.models import Count, Sum
+
+from benchmark.models import (
+    BenchmarkSet,
+    ConversationStatus,
+    EntryStatus,
+    ModelCall,
+    Run,
+)
+from benchmark.services.runs import AgentChoice
+from llm.engine.forecast import Forecast, RoleDemand, UnitUsage, forecast
+from llm.services.prices import catalog_in_force
+
+# The run's roles as the accounting names them (purpose) and as the forecast shows them.
+PATIENT, ROSTER, ASSISTANT = "patient", "roster", "assistant"
+NO_SOURCE = (
+    "No finished run to forecast from: launch a small pilot run first (a few cases, one "
+    "repetition), then come back."
+)
+
+
+def forecast_source(benchmark_set: BenchmarkSet | None) -> tuple[Run | None, str]:
+    """The earlier run to learn from and a sentence saying which (and why, when it is not a
+    run of the same set)."""
+    finished = Run.objects.filter(conversations__status=ConversationStatus.FINISHED).distinct()
+    same_set = finished.filter(benchmark_set=benchmark_set).order_by("-pk").first()
+    if same_set is not None:
+        return same_set, f"run {same_set.pk} {same_set.name!r} of the same set"
+    other = finished.select_related("benchmark_set").order_by("-pk").first()
+    if other is None:
+        return None, NO_SOURCE
+    return other, (
+        f"run {other.pk} {other.name!r} of set {other.benchmark_set.name!r}: no finished run of "
+        "this set yet, so its conversations may differ in length"
+    )
+
+
+def run_forecast(**arguments) -> Forecast:
+    """The forecast of a run as `runs.run_launch` would create it (run_demands' arguments)."""
+    demands, source = run_demands(**arguments)
+    result = forecast(demands, catalog_in_force().price_for)
+    result.source = source
+    return result
+
+
+def run_demands(
+    *,
+    benchmark_set: BenchmarkSet,
+    agents: list[AgentChoice],
+    patient_model: str,
+    roster_model: str | None = None,
+    repetitions: int = 1,
+    source: Run | None = None,
+    cases: int | None = None,
+) -> tuple[list[RoleDemand], str]:
+    """Each role of the run with its earlier units, and the earlier run in words. `cases`
+    asks what a set of that many cases would need instead of the set's own (the bench's paper
+    configuration)."""
+    note = f"run {source.pk} {source.name!r}" if source else ""
+    if source is None:
+        source, note = forecast_source(benchmark_set)
+    roster_model = roster_model or patient_model
+    if cases is None:
+        cases = benchmark_set.entries.filter(status=EntryStatus.READY).count()
+    per_agent = cases * repetitions
+    units = _conversation_units(source) if source else {}
+    demands = [_agent_demand(choice, per_agent, units, source) for choice in agents]
+    everyone = [usage for _, _, usage in units.values()]
+    played = per_agent * len(agents)
+    demands += [
+        _role_demand(PATIENT, patient_model, played, everyone, source),
+        _role_demand(ROSTER, roster_model, played, everyone, source),
+    ]
+    return demands, note
+
+
+def enrichment_demand(benchmark_set: BenchmarkSet, *, cases: int, model: str) -> RoleDemand:
+    """Enriching `cases` new cases with `model`, learnt from this set's enrichment calls. The
+    accounting keeps a set's calls, not each case's, so a call is the unit here and a case is
+    taken to need as many calls as this set's cases needed on average."""
+    calls = benchmark_set.model_calls.filter(purpose="enrichment")
+    ready = benchmark_set.entries.filter(status=EntryStatus.READY).count()
+    observed = [_usage({"calls": 1, **row}) for row in calls.values(*_TOKEN_FIELDS)]
+    per_case = len(observed) / ready if ready else 0
+    return RoleDemand(
+        "enrichment",
+        model,
+        round(per_case * cases),
+        observed,
+        f"set {benchmark_set.name!r}: {per_case:.2f} calls per case",
+    )
+
+
+_TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens")
+
+
+def _conversation_units(run: Run) -> dict[int, tuple[str, str, dict[str, UnitUsage]]]:
+    """Each finished conversation of `run`: its agent's model and label, and what its calls
+    of each role used (a role it never called is absent: it counts as zero)."""
+    conversations = run.conversations.filter(status=ConversationStatus.FINISHED).values_list(
+        "pk", "run_agent__model", "run_agent__label"
+    )
+    usage: dict[int, dict[str, UnitUsage]] = defaultdict(dict)
+    rows = (
+        ModelCall.objects.filter(run=run, conversation__status=ConversationStatus.FINISHED)
+        .values("conversation_id", "purpose")
+        .annotate(
+            calls=Count("id"),
+            **{name: Sum(name) for name in _TOKEN_FIELDS},
+        )
+    )
+    for row in rows:
+        usage[row["conversation_id"]][row["purpose"]] = _usage(row)
+    return {pk: (model, label, usage[pk]) for pk, model, label in conversations}
+
+
+def _usage(row: dict) -> UnitUsage:
+    return UnitUsage(calls=row["calls"], **{name: row[name] or 0 for name in _TOKEN_FIELDS})
+
+
+def _agent_demand(choice: AgentChoice, units: int, observed: dict, source: Run | None):
+    """An agent learns from the earlier conversations of the same agent (model and
+    configuration), else of the same model, else of every agent of the earlier run."""
+    same_label = [u for _, label, u in observed.values() if label == choice.label]
+    same_model = [u for model, _, u in observed.values() if model == choice.model]
+    if same_label:
+        chosen, basis = same_label, "the same agent"
+    elif same_model:
+        chosen, basis = same_model, "the same model, another configuration"
+    else:
+        chosen, basis = [u for _, _, u in observed.values()], "every agent (this one is new)"
+    role = f"agent: {choice.label}"
+    return _role_demand(ASSISTANT, choice.model, units, chosen, source, basis=basis, role=role)
+
+
+def _role_demand(
+    purpose: str,
+    model: str,
+    units: int,
+    conversations: list[dict[str, UnitUsage]],
+    source: Run | None,
+    *,
+    basis: str = "every conversation",
+    role: str = "",
+) -> RoleDemand:
+    observed = [usage.get(purpose, UnitUsage()) for usage in conversations]
+    where = f"{len(observed)} conversations of run {source.pk}, {basis}" if source else ""
+    return RoleDemand(role or purpose, model, units, observed, where)
