@@ -4,9 +4,9 @@ arithmetic). A unit is one judge's score of one conversation on one rubric, repa
 the new job has (scorable conversations x rubrics) of them per seat.
 
 The earlier job is the newest one with answered scores (whatever its status) of the same
-run, else of the same set, else of any run (the forecast says which). Judge scores keep
-their input and output tokens but not the prompt-cache share, so cached input is forecast as
-0: the cost is the uncached price, an upper bound where caching applies.
+run, else of the same set, else of any run (the forecast says which). Judge scores keep their
+prompt-cache reads and writes, so a seat's cost is forecast at the rates the earlier job paid
+(a job scored before they were kept counts none: its cost is then the uncached price).
 """
 
 from __future__ import annotations
@@ -79,11 +79,16 @@ def scoring_demands(
 
 def _scores_by_model(job: ScoringJob) -> dict[str, list[UnitUsage]]:
     rows = job.scores.filter(status__in=ANSWERED).values_list(
-        "judge_model", "calls", "input_tokens", "output_tokens"
+        "judge_model",
+        "calls",
+        "input_tokens",
+        "output_tokens",
+        "cached_input_tokens",
+        "cache_write_tokens",
     )
     by_model: dict[str, list[UnitUsage]] = {}
-    for model, calls, input_tokens, output_tokens in rows:
-        by_model.setdefault(model, []).append(UnitUsage(calls, input_tokens, output_tokens))
+    for model, *usage in rows:
+        by_model.setdefault(model, []).append(UnitUsage(*usage))
     return by_model
 
 

@@ -39,3 +39,16 @@ def test_a_new_judge_model_is_priced_and_an_unpriced_one_named(played_run, score
     assert unpriced.cost is None
     assert result.unpriced == ["openai-compatible/no-price-here"]
     assert ScoringJob.objects.count() == 1  # a forecast creates nothing
+
+
+def test_prompt_cache_reads_of_the_earlier_job_lower_the_forecast_cost(played_run, scored_job):
+    jury = juries.jury_create(name="Claude judge", judges=["anthropic/claude-haiku-4-5"])
+    plain = forecasts.scoring_forecast(run=played_run, jury=jury).cost.estimate
+    # As if the earlier job's judges had read most of each prompt from the provider's cache.
+    for score in scored_job.scores.all():
+        score.cached_input_tokens = score.input_tokens * 8 // 10
+        score.save(update_fields=["cached_input_tokens"])
+
+    cached = forecasts.scoring_forecast(run=played_run, jury=jury).cost.estimate
+
+    assert 0 < cached < plain
