@@ -286,6 +286,18 @@ class RunForm(forms.Form):
         }
 
 
+def _price_field(what: str, *, required: bool = True, help_text: str = "") -> forms.DecimalField:
+    """A price in USD per million tokens."""
+    return forms.DecimalField(
+        min_value=0,
+        max_digits=12,
+        decimal_places=6,
+        required=required,
+        label=f"{what}, USD per million tokens",
+        help_text=help_text,
+    )
+
+
 class PriceForm(forms.Form):
     model = forms.CharField(
         max_length=200,
@@ -293,26 +305,15 @@ class PriceForm(forms.Form):
         help_text="One exact model string, e.g. openai-compatible/meta-llama/Llama-3.1-8B "
         "(patterns such as openai/* stay in llm/data/prices.yaml).",
     )
-    input_per_million = forms.DecimalField(
-        min_value=0, max_digits=12, decimal_places=6, label="Input, USD per million tokens"
-    )
-    output_per_million = forms.DecimalField(
-        min_value=0, max_digits=12, decimal_places=6, label="Output, USD per million tokens"
-    )
-    cached_input_per_million = forms.DecimalField(
-        min_value=0,
-        max_digits=12,
-        decimal_places=6,
-        required=False,
-        label="Cached input, USD per million tokens",
+    input_per_million = _price_field("Input")
+    output_per_million = _price_field("Output")
+    cached_input_per_million = _price_field(
+        "Cached input",
         help_text="Input read from the provider's prompt cache. Blank: the input price.",
     )
-    cache_write_per_million = forms.DecimalField(
-        min_value=0,
-        max_digits=12,
-        decimal_places=6,
+    cache_write_per_million = _price_field(
+        "Cache write",
         required=False,
-        label="Cache write, USD per million tokens",
         help_text="Input written to the prompt cache (Anthropic). Blank: the input price.",
     )
     note = forms.CharField(

@@ -39,7 +39,7 @@ from alignment.services.rescoring import (
     configuration_progress,
     study_rescore,
 )
-from alignment.services.state import study_state
+from alignment.services.state import CACHE_SECONDS, RESAMPLES, SEED, study_state
 from annotation.models import Assignment, Study
 from jobs.models import JobStatus
 from jury.engine.calibration import Calibration
@@ -49,9 +49,6 @@ from jury.services import juries, scoring
 from jury.services.judge_examples import examples_of
 from llm.services.prices import price_in_force
 
-RESAMPLES = 1000
-SEED = 0
-CACHE_SECONDS = 24 * 3600
 CURRENT = "current"
 EXAMPLES = "examples"
 DEFAULT_CURVE_VARIANT = engine.DEFAULT_VARIANT

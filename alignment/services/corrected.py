@@ -25,13 +25,12 @@ from alignment.engine.ppi import (
 from alignment.services.design import StudyDesign, study_design
 from alignment.services.formats import estimate_value_interval, undefined_note
 from alignment.services.frames import PASSED, RubricInfo, StudyFrames, study_frames
-from alignment.services.state import study_state
+from alignment.services.state import CACHE_SECONDS, study_state
 from annotation.models import Study, StudyKind
 from jury.engine.score_gaps import at_least
 from jury.engine.stats import export_table
 from jury.models import ScoringJob
 
-CACHE_SECONDS = 24 * 3600
 CORRECTED_METHOD = (
     "95% normal intervals cut at the ends of the scale (1-5, 0-100%), the jury's pass rate with "
     f"its Wilson interval; no corrected figure below {MIN_ANNOTATED} annotated conversations"

@@ -32,15 +32,12 @@ from alignment.services.rescoring import (
     jobs_state,
     study_configurations,
 )
-from alignment.services.state import study_state
+from alignment.services.state import CACHE_SECONDS, RESAMPLES, SEED, study_state
 from annotation.models import Study
 from jury.engine.stats import export_table
 from jury.models import Jury
 from jury.services.juries import jury_versions
 
-RESAMPLES = 1000
-SEED = 0
-CACHE_SECONDS = 24 * 3600
 # (RubricAgreement field, column label, format) of the table, the chart drawing the first.
 FIGURES = (
     ("jury_adjacent", "Adjacent agreement", "share"),

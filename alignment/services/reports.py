@@ -42,13 +42,10 @@ from alignment.services.frames import (
     conversation_features,
     study_frames,
 )
-from alignment.services.state import study_state
+from alignment.services.state import CACHE_SECONDS, RESAMPLES, SEED, study_state
 from annotation.models import Study
 from jury.engine.score_gaps import is_adjacent, is_major
 
-RESAMPLES = 1000
-SEED = 0
-CACHE_SECONDS = 24 * 3600
 JUDGE_COLUMNS = [ITEM, JUDGE, SCORE]
 # Every figure of RubricAgreement, in the order the per-rubric page lists them.
 AGREEMENT_FIGURES = [f.name for f in fields(RubricAgreement) if f.type == "Estimate"]

@@ -31,7 +31,7 @@ from alignment.engine.bootstrap import Estimate
 from alignment.engine.compare import paired_difference
 from alignment.engine.frames import ITEM, JURY, RATER, RUBRIC, SCORE
 from alignment.services.frames import RubricInfo, learned_note, study_frames
-from alignment.services.state import study_state
+from alignment.services.state import CACHE_SECONDS, RESAMPLES, SEED, study_state
 from annotation.models import Assignment, Study
 from benchmark.models import Conversation
 from common.csv_export import rows_csv
@@ -40,9 +40,6 @@ from jury.models import JudgeScore, Jury, RubricResult, RubricVersion, ScoringJo
 from jury.services import scoring
 
 ORIGINAL = "original"
-RESAMPLES = 1000
-SEED = 0
-CACHE_SECONDS = 24 * 3600
 # Differences against the baseline, in the order the page shows them: (engine metric, label,
 # which direction is better).
 METRICS = (

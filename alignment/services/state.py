@@ -11,6 +11,13 @@ from alignment.engine.families import FAMILIES_FILE
 from annotation.models import Adjudication, Assignment, AssignmentHistory, Study
 from jury.models import JudgeScore, RubricResult
 
+# What every cached study figure is computed with: the bootstrap's resamples and seed, and how
+# long a result may stay cached (study_state changes with the data, so staleness is not a
+# concern; the limit only frees memory).
+RESAMPLES = 1000
+SEED = 0
+CACHE_SECONDS = 24 * 3600
+
 
 def study_state(study: Study) -> str:
     """A fingerprint of everything the study's figures are computed from."""
