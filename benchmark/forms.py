@@ -309,6 +309,7 @@ class PriceForm(forms.Form):
     output_per_million = _price_field("Output")
     cached_input_per_million = _price_field(
         "Cached input",
+        required=False,
         help_text="Input read from the provider's prompt cache. Blank: the input price.",
     )
     cache_write_per_million = _price_field(
