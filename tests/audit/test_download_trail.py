@@ -24,7 +24,7 @@ DOWNLOADS = {
     "annotation:staff_study_export": "annotations", "alignment:archive_download": "archive",
     "alignment:export": "table", "alignment:figure": "figure",
     "alignment:loop_comparison_csv": "table", "alignment:table_export": "table",
-    "alignment:drift_export": "table",
+    "alignment:drift_export": "table", "alignment:jury_history_export": "table",
     "api:study_annotations": "annotations", "api:archive_download": "archive",
     "benchmark:run_export_parquet": "conversations", "jury:job_scores_export": "table",
     "api:run_export": "conversations", "api:judge_scores_export": "table",
