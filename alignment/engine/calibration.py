@@ -114,9 +114,6 @@ class RubricData:
     scores: np.ndarray
     target: np.ndarray  # NaN where no clinician rated the item
 
-    def rows(self, wanted: Collection[int]) -> np.ndarray:
-        return np.isin(self.items, np.fromiter(wanted, dtype=self.items.dtype, count=len(wanted)))
-
     def trainable(self, rows: np.ndarray) -> np.ndarray:
         return rows & ~np.isnan(self.target) & ~np.isnan(self.scores).any(axis=1)
 

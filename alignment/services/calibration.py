@@ -47,7 +47,8 @@ from jury.engine.example_prompt import render_examples_block
 from jury.models import JudgeScore, Jury, RubricResult, ScoringJob
 from jury.services import juries, scoring
 from jury.services.judge_examples import examples_of
-from llm.services.prices import price_in_force
+from llm.engine.chat import Usage
+from llm.services.prices import catalog_in_force
 
 CURRENT = "current"
 EXAMPLES = "examples"
@@ -215,19 +216,17 @@ def examples_cost(study: Study, inputs: CalibrationInputs) -> ExamplesCost:
     extra = _example_tokens(waiting, inputs.rubrics, jury)
     per_judge = conversations * len(inputs.rubrics)
     usage = _tokens_per_score(study)
+    catalog = catalog_in_force()
     costs, input_tokens = [], 0
     for model in jury.judges:
-        price = price_in_force(model)
-        if model not in usage or price["input_per_million"] is None:
+        price = catalog.price_for(model)
+        if model not in usage or price is None:
             costs.append(None)
             continue
         tokens_in, tokens_out = usage[model][0] + extra, usage[model][1]
         input_tokens = max(input_tokens, round(tokens_in))
-        per_call = (
-            Decimal(str(tokens_in)) * Decimal(price["input_per_million"])
-            + Decimal(str(tokens_out)) * Decimal(price["output_per_million"])
-        ) / Decimal(1_000_000)
-        costs.append(per_call * per_judge)
+        calls = Usage(round(tokens_in * per_judge), round(tokens_out * per_judge))
+        costs.append(price.cost(calls))
     cost = None if None in costs else sum(costs, Decimal(0))
     return ExamplesCost(
         conversations, len(jury.judges), len(inputs.rubrics), cost, round(extra), input_tokens

@@ -88,9 +88,7 @@ def demo_scoring_ensure(run: Run, start: Callable, wait: Waiter):
     job = ScoringJob.objects.filter(run=run, jury=jury).first()
     if job is None:
         job = scoring.scoring_launch(run=run, jury=jury)
-    start(job)
-    total = job.scores.count()
-    wait(lambda: total - scoring.scoring_progress(job)["pending"], total, "demo judge calls")
+    _score_and_wait([job], start, wait, "demo judge calls")
     return job
 
 
