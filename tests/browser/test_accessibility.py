@@ -209,8 +209,10 @@ def test_no_serious_accessibility_violation_on_run_and_jury_pages_and_refused_im
         ("jury report", "jury:report", job.pk),
         ("score a run", "jury:score_run", job.run.pk),
         ("case set", "benchmark:set", job.run.benchmark_set.pk),
+        ("jury version", "jury:jury", job.jury.pk),
+        ("juries", "jury:juries", None),
     ):
-        page.goto(url + reverse(url_name, args=[key]))
+        page.goto(url + reverse(url_name, args=[key] if key else None))
         found[name] = themed_violations(page, theme)
     for name, (url_name, content) in REFUSED_UPLOADS.items():
         page.goto(url + reverse(url_name))
