@@ -133,6 +133,7 @@ def _review_context(request: HttpRequest, assignment: Assignment, **extra) -> di
             "skip_form": forms.SkipForm(),
             "session_seconds": session_seconds_left(request.session),
             "save_timeout_seconds": settings.REVIEW_SAVE_TIMEOUT_SECONDS,
+            "save_retry_seconds": ",".join(map(str, settings.REVIEW_SAVE_RETRY_SECONDS)),
             "saved_fields": forms.page_fields(assignment, [r.rubric_id for r in context["panel"]]),
             **extra,
         }

@@ -34,7 +34,8 @@
   const warning = document.getElementById("session-warning");
   const csrf = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"];
   const SAVE_PAUSE_MS = 800;
-  const RETRY_MS = [2000, 4000, 8000, 15000, 30000]; // then every 30 s
+  // REVIEW_SAVE_RETRY_SECONDS: 2, 4, 8, 15, then every 30 s unless the site says.
+  const RETRY_MS = (form?.dataset.saveRetries || "2,4,8,15,30").split(",").map((s) => 1000 * Number(s));
   // A save the server has not answered by then counts as not saved (sent again, it is merged
   // with itself if it did arrive): REVIEW_SAVE_TIMEOUT_SECONDS, 20 unless the site says.
   const SAVE_TIMEOUT_MS = 1000 * Number(form?.dataset.saveTimeout || 20);
@@ -405,7 +406,8 @@
   }
 
   // The server did not answer (network down) or failed (5xx): the change stays here, the
-  // header says so, and the save is tried again after 2, 4, 8, 15, then every 30 seconds.
+  // header says so, and the save is tried again after 2, 4, 8, 15, then every 30 seconds
+  // (REVIEW_SAVE_RETRY_SECONDS).
   function saveFailed() {
     failures += 1;
     const pause = RETRY_MS[Math.min(failures, RETRY_MS.length) - 1];

@@ -595,3 +595,12 @@ def test_the_page_waits_for_an_autosaves_answer_as_long_as_the_site_says(
     assert 'data-save-timeout="20"' in client.get(page_url(mine)).content.decode()
     settings.REVIEW_SAVE_TIMEOUT_SECONDS = 45  # a slow hospital proxy
     assert 'data-save-timeout="45"' in client.get(page_url(mine)).content.decode()
+
+
+def test_the_page_retries_a_failed_autosave_after_the_pauses_the_site_sets(
+    client, me, mine, settings
+):
+    client.force_login(me)
+    assert 'data-save-retries="2,4,8,15,30"' in client.get(page_url(mine)).content.decode()
+    settings.REVIEW_SAVE_RETRY_SECONDS = (1, 5)
+    assert 'data-save-retries="1,5"' in client.get(page_url(mine)).content.decode()

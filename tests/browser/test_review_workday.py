@@ -136,6 +136,7 @@ def test_changes_made_while_the_server_is_unreachable_are_kept_retried_and_saved
     page, login, target_study, live_server, failure, settings
 ):
     settings.REVIEW_SAVE_TIMEOUT_SECONDS = 5  # a hanging save is given up after this
+    settings.REVIEW_SAVE_RETRY_SECONDS = (1, 2)  # then sent again after 1 s, then every 2 s
     hanging, failing = [], []
 
     def refuse(route):
@@ -178,7 +179,7 @@ def test_changes_made_while_the_server_is_unreachable_are_kept_retried_and_saved
 
     failing.clear()  # the server answers again: the next retry saves everything
     # A save already hanging is given up only after the page's 5 s, then retried after the
-    # backoff's pause: up to about half a minute before the next attempt.
+    # backoff's pause (2 s here).
     expect(status).to_contain_text(re.compile(r"Saved \d\d:\d\d:\d\d"), timeout=DEADLINE_S * 3000)
     expect(page.locator("#announce")).to_contain_text("Reached the server again")
     done = stored(public_id, lambda a: a.feedback.get("triage_quality") == typed)
