@@ -30,6 +30,14 @@ class Drift:
     flags: list[DriftFlag]
     names: dict[int, str] = field(default_factory=dict)  # rater -> username
     synthetic: set[int] = field(default_factory=set)  # raters who are synthetic clinicians
+    # round label -> its report's sentence on conversations a calibrated jury learned from
+    learned: dict[str, str] = field(default_factory=dict)
+
+    def note(self) -> str:
+        """What an export's reader must not miss: synthetic ratings counted, and per round the
+        conversations the jury learned from (left out, or counted and so not held out)."""
+        rounds = [f"{label}: {sentence}." for label, sentence in self.learned.items()]
+        return " ".join([NOTE] * self.has_synthetic + rounds)
 
     def rows(self) -> list[tuple[str, list[AnnotatorPeriod | None]]]:
         """(username, [their figures in each round or None]) for every clinician."""
@@ -53,7 +61,7 @@ class Drift:
 
 def annotator_drift(study: Study, filters: ReportFilters) -> Drift:
     rounds = project_rounds(study.project)
-    labels, figures, names, synthetic = [], {}, {}, set()
+    labels, figures, names, synthetic, learned = [], {}, {}, set(), {}
     for each in rounds:
         report = study_report(each, filters)
         label = round_label(each)
@@ -61,10 +69,12 @@ def annotator_drift(study: Study, filters: ReportFilters) -> Drift:
         figures[label] = {figure.rater: figure for figure in report.annotator_quality}
         names |= {rater: info.username for rater, info in report.raters.items()}
         synthetic |= {rater for rater, info in report.raters.items() if info.synthetic}
+        if report.learned_note:
+            learned[label] = report.learned_note
     flags = drift_flags(
         [(label, figures[label]) for label in labels], threshold=study.drift_flag_points
     )
-    return Drift(study.drift_flag_points, labels, figures, flags, names, synthetic)
+    return Drift(study.drift_flag_points, labels, figures, flags, names, synthetic, learned)
 
 
 def drift_table(drift: Drift, person: Person | None = None) -> pd.DataFrame:
@@ -112,5 +122,5 @@ def drift_export(drift: Drift, fmt: str, *, study: Study) -> str:
         fmt,
         caption=caption,
         label=f"study {study.pk} drift",
-        note=NOTE if drift.has_synthetic else "",
+        note=drift.note(),
     )

@@ -199,3 +199,14 @@ def test_the_disagreement_and_trend_pages_say_what_they_left_out(calibrated, res
     assert any(f'id="item-{item}-' in included for item in version.learned_items)
     trend = researcher_client.get(reverse("alignment:trend", args=[study.project.pk]))
     assert note in trend.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_drift_export_says_what_each_round_left_out(calibrated, researcher_client):
+    study, _, jobs = calibrated
+    study.scoring_jobs.set(jobs)
+    export = researcher_client.get(reverse("alignment:drift_export", args=[study.pk, "md"]))
+    body = b"".join(export.streaming_content) if export.streaming else export.content
+    assert "2 conversations left out: this jury learned from their clinician scores." in (
+        body.decode()
+    )
