@@ -76,8 +76,8 @@ class Jury(models.Model):
     calibration = models.JSONField(default=dict, blank=True)
     # Where the calibration was learned: {"study_id", "study_name", "variant", "items": [the
     # conversation ids whose clinician scores it saw], "n_ratings", "fitted_at",
-    # "purpose": "promoted" | "fold"}. A "fold" jury scores one cross-fitting fold and is
-    # never offered for a run.
+    # "purpose": "promoted" | "fold"}. A fold jury (version FOLD_VERSION) scores one
+    # cross-fitting fold and is never offered for a run.
     learned_from = models.JSONField(default=dict, blank=True)
     note = models.CharField(max_length=300, blank=True)
 
@@ -92,9 +92,12 @@ class Jury(models.Model):
     def is_calibrated(self) -> bool:
         return bool(self.calibration)
 
+    # A fold jury takes no version number: version 0 is what marks it, everywhere.
+    FOLD_VERSION = 0
+
     @property
     def is_fold(self) -> bool:
-        return self.learned_from.get("purpose") == "fold"
+        return self.version == self.FOLD_VERSION
 
     @property
     def learned_items(self) -> frozenset[int]:

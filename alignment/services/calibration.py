@@ -170,9 +170,7 @@ def example_folds(study: Study, inputs: CalibrationInputs) -> list[ExampleFold]:
     calibrations = engine.fold_examples(inputs.clinicians, folds=assigned, feedback=inputs.feedback)
     launched = {
         jury.learned_from.get("label"): jury
-        for jury in Jury.objects.filter(
-            learned_from__purpose=juries.FOLD, learned_from__study_id=study.pk
-        )
+        for jury in Jury.objects.filter(version=Jury.FOLD_VERSION, learned_from__study_id=study.pk)
     }
     result = []
     for k in range(folds):
@@ -416,7 +414,7 @@ def curve_variant_choices() -> list[tuple[str, str]]:
 def _fold_jobs_state(study: Study) -> str:
     jobs = list(
         ScoringJob.objects.filter(
-            jury__learned_from__purpose=juries.FOLD, jury__learned_from__study_id=study.pk
+            jury__version=Jury.FOLD_VERSION, jury__learned_from__study_id=study.pk
         ).values_list("pk", flat=True)
     )
     judged = JudgeScore.objects.filter(job__in=jobs).aggregate(newest=Max("updated_at"))

@@ -112,7 +112,7 @@ def jury_version_create(
     if purpose == FOLD:
         # A fold jury scores one cross-fitting fold of a study and is not a version: it takes
         # no version number, and its name (unique) says which study and fold it serves.
-        number, name = 0, f"{root.name} · {learned_from['label']}"
+        number, name = Jury.FOLD_VERSION, f"{root.name} · {learned_from['label']}"
     else:
         number = (Jury.objects.filter(base=root).aggregate(n=Max("version"))["n"] or 1) + 1
         name = f"{root.name} · v{number}"
@@ -145,8 +145,8 @@ def jury_versions(jury: Jury) -> list[Jury]:
 
 def offered_juries() -> QuerySet[Jury]:
     """The juries a researcher may pick to score a run: every version but the fold juries
-    (they exist only to cross-fit one fold of a study; version 0)."""
-    return Jury.objects.exclude(version=0)
+    (they exist only to cross-fit one fold of a study)."""
+    return Jury.objects.exclude(version=Jury.FOLD_VERSION)
 
 
 def jury_families() -> list[dict]:

@@ -6,7 +6,7 @@ from django import forms
 from benchmark.forms import cost_limit_field, model_validator
 from benchmark.models import BenchmarkSet, Run
 from common.uploads import upload_size_check, uploaded_text
-from jury.models import Jury
+from jury.services.juries import offered_juries
 from rubric_lab.engine import perturb
 from rubric_lab.models import GenerationJob, JudgeSetup
 from rubric_lab.services import refine, sensitivity
@@ -41,7 +41,7 @@ class SensitivityLaunchForm(forms.Form):
     )
     setup = forms.ChoiceField(choices=JudgeSetup.choices, label="Judge setup")
     jury = forms.ModelChoiceField(
-        queryset=Jury.objects.exclude(version=0),  # fold juries only cross-fit a study
+        queryset=offered_juries(),  # fold juries only cross-fit a study
         required=False,
         label="Jury (six-rubric setup)",
     )
