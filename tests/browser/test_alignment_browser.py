@@ -10,6 +10,7 @@ from jury.services import juries, scoring
 from jury.services.rubrics import current_versions
 from tests.alignment.conftest import annotate_study
 from tests.annotation.conftest import annotators
+from tests.browser.test_accessibility import violations
 from tests.support.builders import enriched_set, launched_run, played
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -57,4 +58,17 @@ def test_a_theme_is_tagged_in_place(page, login, people, annotated, live_server)
     cell.get_by_role("button", name="Tag").click()
     expect(page.locator(".themes").first.locator(".badge")).to_contain_text("Rubric ambiguity")
     assert page.url.endswith("/disagreements/")  # swapped in place, no navigation
+    assert page.console_errors == []
+
+
+def test_the_calibration_and_jury_history_pages_pass_the_accessibility_check(
+    page, login, people, annotated, live_server
+):
+    login("rita")
+    found = {}
+    for name in ("calibration", "jury-history"):
+        page.goto(f"{live_server.url}/alignment/studies/{annotated.pk}/{name}/")
+        expect(page.locator("h1")).to_be_visible()
+        found[name] = violations(page)
+    assert {name: problems for name, problems in found.items() if problems} == {}
     assert page.console_errors == []

@@ -58,3 +58,16 @@ def test_no_template_line_is_over_the_limit():
         f"{len(long_lines)} template line(s) over {MAX_TEMPLATE_LINE} characters: break them "
         "between attributes or at a space the page shows. " + "; ".join(long_lines)
     )
+
+
+def test_no_template_has_an_empty_table_header():
+    """A screen reader announces a column by its header: a column of links or buttons names
+    itself with a visually hidden label (axe's empty-table-header rule, enforced on every page
+    here rather than only on the pages the browser check opens)."""
+    empty = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted((ROOT / "templates").rglob("*.html"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"<th(\s[^>]*)?>\s*</th>", line)
+    ]
+    assert not empty, "empty table header(s): " + "; ".join(empty)
