@@ -161,7 +161,10 @@ class DeliversWebhooks(bootsteps.StartStopStep):
 
         # Its own thread: a slow receiver must hold back neither the leases nor the mail.
         self.ticker = Heartbeat(
-            _webhooks_tick, label="webhooks", interval=settings.WEBHOOK_TICK_SECONDS, thread="webhooks"
+            _webhooks_tick,
+            label="webhooks",
+            interval=settings.WEBHOOK_TICK_SECONDS,
+            thread="webhooks",
         )
         self.ticker.start()
 

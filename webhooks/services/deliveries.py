@@ -221,7 +221,10 @@ def _failed(delivery: WebhookDelivery, answer: Answer, now: datetime) -> float |
         cap=settings.WEBHOOK_BACKOFF_MAX_SECONDS,
     )
     WebhookDelivery.objects.filter(pk=delivery.pk).update(
-        claimed_until=None, next_attempt_at=now + timedelta(seconds=delay), error=answer.error, **said
+        claimed_until=None,
+        next_attempt_at=now + timedelta(seconds=delay),
+        error=answer.error,
+        **said,
     )
     return delay
 

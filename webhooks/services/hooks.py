@@ -27,7 +27,9 @@ def webhook_url_check(url: str) -> str:
     if not parts.hostname:
         raise ValidationError("A webhook URL needs a host, e.g. https://example.org/hooks.")
     if parts.username or parts.password:
-        raise ValidationError("Put no user name or password in the URL; the signature proves who sent it.")
+        raise ValidationError(
+            "Put no user name or password in the URL; the signature proves who sent it."
+        )
     return url
 
 
@@ -49,7 +51,9 @@ def webhooks_visible(user) -> QuerySet[Webhook]:
 
 def webhook_enable(hook: Webhook, *, actor) -> None:
     """Turn a hook back on (after its receiver was fixed); its failure count starts again."""
-    Webhook.objects.filter(pk=hook.pk).update(active=True, consecutive_failures=0, disabled_reason="")
+    Webhook.objects.filter(pk=hook.pk).update(
+        active=True, consecutive_failures=0, disabled_reason=""
+    )
     audit_record(actor=actor, action="webhook.enabled", target=hook)
 
 

@@ -39,8 +39,8 @@ from annotation.models import Study
 from audit.services import audit_record
 from jobs.services import watch
 from jobs.services.leases import lease
-from jobs.signals import job_ended_send
 from jobs.services.starts import job_start
+from jobs.signals import job_ended_send
 from llm.engine.providers.redaction import failure_text
 
 PROGRESS_EVERY_SECONDS = 0.5
