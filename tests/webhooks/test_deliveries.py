@@ -14,7 +14,7 @@ from jobs.signals import job_ended_send
 from tests.support.builders import enriched_set, launched_run
 from tests.support.receiver import Receiver
 from webhooks.models import DeliveryStatus, WebhookDelivery
-from webhooks.services.deliveries import delivery_attempt, deliveries_due, ping_record
+from webhooks.services.deliveries import deliveries_due, delivery_attempt, ping_record
 from webhooks.services.hooks import webhook_create, webhook_url_check
 
 pytestmark = pytest.mark.django_db
