@@ -605,7 +605,7 @@ PAGES += [
             ("webhook", STAFF, _API_HOOK, "get"),
             ("webhook_delete", STAFF, _API_HOOK, "get"),  # the same path: GET reads it
             ("webhook_deliveries", STAFF, _API_HOOK, "get"),
-            ("webhook_test", STAFF, _API_HOOK, "get"),  # a POST: GET is answered 405
+            ("webhook_test", STAFF, _API_HOOK, "post"),  # records a ping (never sent here)
         ]
     ),
 ]

@@ -14,12 +14,17 @@ pytestmark = pytest.mark.django_db
 
 def test_a_new_hooks_secret_is_shown_once(researcher_client, researcher):
     page = reverse("webhooks:hooks")
-    response = researcher_client.post(page, {"url": "https://example.org/hook", "description": "bot"})
+    response = researcher_client.post(
+        page, {"url": "https://example.org/hook", "description": "bot"}
+    )
     hook = Webhook.objects.get()
     assert hook.owner == researcher and hook.active
     assert hook.secret in response.content.decode()
     assert hook.secret not in researcher_client.get(page).content.decode()
-    assert hook.secret not in researcher_client.get(reverse("webhooks:hook", args=[hook.pk])).content.decode()
+    assert (
+        hook.secret
+        not in researcher_client.get(reverse("webhooks:hook", args=[hook.pk])).content.decode()
+    )
 
 
 def test_a_url_that_is_not_http_is_refused_on_the_page(researcher_client):
@@ -35,7 +40,9 @@ def test_the_log_shows_each_delivery_and_the_test_button_sends_a_ping(
     monkeypatch.setattr("webhooks.tasks.delivery_send", lambda pk, **kw: sent.append(pk))
     receiver.statuses = [503]
     with django_capture_on_commit_callbacks(execute=True):
-        response = researcher_client.post(reverse("webhooks:hook_test", args=[hook.pk]), follow=True)
+        response = researcher_client.post(
+            reverse("webhooks:hook_test", args=[hook.pk]), follow=True
+        )
     (ping,) = WebhookDelivery.objects.all()
     assert sent == [ping.pk] and ping.event == "ping"
     assert "A test event is on its way" in response.content.decode()
@@ -54,7 +61,9 @@ def test_a_pending_delivery_keeps_the_log_polling(researcher_client, hook):
 
 
 def test_a_hook_turned_off_can_be_turned_back_on_and_deleted(researcher_client, hook):
-    Webhook.objects.filter(pk=hook.pk).update(active=False, consecutive_failures=5, disabled_reason="off")
+    Webhook.objects.filter(pk=hook.pk).update(
+        active=False, consecutive_failures=5, disabled_reason="off"
+    )
     researcher_client.post(reverse("webhooks:hook_enable", args=[hook.pk]))
     hook.refresh_from_db()
     assert hook.active and hook.consecutive_failures == 0 and hook.disabled_reason == ""
