@@ -204,10 +204,8 @@ def _delivered(delivery: WebhookDelivery, answer: Answer) -> None:
 
 def _failed(delivery: WebhookDelivery, answer: Answer, now: datetime) -> float | None:
     said = {"response_status": answer.status, "response_excerpt": answer.excerpt}
-    logger.warning(
-        "webhook delivery %s to hook %s failed (attempt %s): %s",
-        delivery.pk, delivery.hook_id, delivery.attempts, answer.error,
-    )  # fmt: skip
+    where = f"webhook delivery {delivery.pk} to hook {delivery.hook_id}"
+    logger.warning("%s failed (attempt %s): %s", where, delivery.attempts, answer.error)
     # `attempts` counts this one (the claim added it)
     last = delivery.event == PING or delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS
     if last:
