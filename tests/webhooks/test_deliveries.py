@@ -220,3 +220,48 @@ def test_only_http_and_https_urls_with_a_host_are_taken(researcher, url, words):
 
 def test_a_good_url_is_kept_stripped():
     assert webhook_url_check("  https://example.org/hook ") == "https://example.org/hook"
+
+
+def test_a_study_archive_jobs_end_is_an_event_with_its_steps(hook, receiver, tmp_path):
+    from alignment.models import ArchiveJob
+    from alignment.services.archive.jobs import archive_job_run
+
+    broken = tmp_path / "not-an-archive.zip"
+    broken.write_bytes(b"not a zip")
+    job = ArchiveJob.objects.create(kind="import", file_name="mine.zip", file_path=str(broken))
+    archive_job_run(job.pk)  # not a zip: the job ends failed
+    job.refresh_from_db()
+    assert job.status == "failed"
+    (delivery,) = WebhookDelivery.objects.all()
+    assert (delivery.event, delivery.job_kind, delivery.job_id) == (
+        "job.failed",
+        "alignment.archivejob",
+        job.pk,
+    )
+    delivery_attempt(delivery.pk)
+    body = receiver.requests[0].body
+    assert body["job"]["url"].endswith(f"/alignment/archives/{job.pk}/")
+    assert "mine.zip" not in WebhookDelivery.objects.get().body  # no file or study names
+
+
+def test_every_kind_of_job_is_described_with_a_page():
+    from django.apps import apps
+    from django.urls import reverse
+
+    from jobs.models import Job
+    from webhooks.services.payloads import KINDS
+
+    jobs = {model._meta.label_lower for model in apps.get_models() if issubclass(model, Job)}
+    assert jobs | {"benchmark.benchmarkset", "alignment.archivejob"} == set(KINDS)
+    for kind, how in KINDS.items():
+        apps.get_model(kind)
+        assert reverse(how.page, args=[1])
+
+
+def test_a_deleted_job_is_still_described_by_kind_id_and_status():
+    from webhooks.services.payloads import job_description
+
+    assert job_description("jury.scoringjob", 999, "failed") == {
+        "kind": "jury.scoringjob", "id": 999, "status": "failed", "counts": {}, "cost_usd": None,
+        "url": None,
+    }  # fmt: skip
