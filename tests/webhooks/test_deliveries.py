@@ -265,3 +265,38 @@ def test_a_deleted_job_is_still_described_by_kind_id_and_status():
         "kind": "jury.scoringjob", "id": 999, "status": "failed", "counts": {}, "cost_usd": None,
         "url": None,
     }  # fmt: skip
+
+
+def test_a_workers_periodic_look_sends_what_a_lost_task_left_and_queues_the_retry(
+    fast_retries, hook, receiver, monkeypatch
+):
+    from webhooks.tasks import deliveries_tick
+
+    queued = []
+    monkeypatch.setattr(
+        "webhooks.tasks.delivery_send", lambda pk, countdown=0: queued.append((pk, countdown))
+    )
+    receiver.statuses = [503, 503]
+    first, second = ping_record(hook), ping_record(hook)
+    WebhookDelivery.objects.filter(pk=second.pk).update(
+        event="job.finished", job_kind="benchmark.run", job_id=1
+    )
+    assert deliveries_tick() == 2
+    assert WebhookDelivery.objects.get(pk=first.pk).status == "failed"  # a ping: one attempt
+    assert queued == [(second.pk, 10.0)]  # the other's retry, after its pause
+    assert WebhookDelivery.objects.get(pk=second.pk).status == "pending"
+
+
+def test_scoring_and_rubric_lab_jobs_are_described_with_counts_and_cost(hook):
+    from jury.models import ScoringJob
+    from jury.services import juries
+    from rubric_lab.models import GenerationJob
+    from webhooks.services.payloads import job_description
+
+    run = a_running_run()
+    scoring = ScoringJob.objects.create(run=run, jury=juries.jury_demo_ensure())
+    lab = GenerationJob.objects.create(name="Lab", run=run, generator_model="offline/standard")
+    for job, page in ((scoring, f"/jury/jobs/{scoring.pk}/"), (lab, f"/lab/pipelines/{lab.pk}/")):
+        described = job_description(job._meta.label_lower, job.pk, "finished")
+        assert described["counts"] == {} and described["cost_usd"] == 0.0
+        assert described["url"].endswith(page)
