@@ -15,7 +15,7 @@ from ninja.parser import Parser
 
 from accounts.access import STAFF, role_required
 from api.auth import TokenRateThrottle, staff, token_writes_audited
-from api.routes import benchmark, jury, studies
+from api.routes import benchmark, jury, studies, webhooks
 from common import json_text
 
 
@@ -42,6 +42,7 @@ api.add_decorator(token_writes_audited)
 api.add_router("/", benchmark.router)
 api.add_router("/", jury.router)
 api.add_router("/", studies.router)
+api.add_router("/", webhooks.router)
 
 
 @api.exception_handler(BadRequest)

@@ -145,6 +145,47 @@ def _notifications_tick() -> None:
 app.steps["worker"].add(SendsNotifications)
 
 
+class DeliversWebhooks(bootsteps.StartStopStep):
+    """Every WEBHOOK_TICK_SECONDS this worker attempts the webhook deliveries that are due and
+    that no task holds (webhooks.tasks.deliveries_tick): what a lost task or an unavailable
+    queue left behind. Claims make a delivery go out once however many workers look."""
+
+    def __init__(self, worker, **kwargs) -> None:
+        super().__init__(worker, **kwargs)
+        self.ticker = None
+
+    def start(self, worker) -> None:
+        from django.conf import settings
+
+        from jobs.services.leases import Heartbeat
+
+        # Its own thread: a slow receiver must hold back neither the leases nor the mail.
+        self.ticker = Heartbeat(
+            _webhooks_tick,
+            label="webhooks",
+            interval=settings.WEBHOOK_TICK_SECONDS,
+            thread="webhooks",
+        )
+        self.ticker.start()
+
+    def stop(self, worker) -> None:
+        if self.ticker is not None:
+            self.ticker.stop()
+            self.ticker = None
+
+
+def _webhooks_tick() -> None:
+    from webhooks.tasks import deliveries_tick
+
+    try:
+        deliveries_tick()
+    except Exception:  # one bad row must not stop the next looks
+        logger.exception("could not attempt the due webhook deliveries")
+
+
+app.steps["worker"].add(DeliversWebhooks)
+
+
 @app.task(name="config.ping", ignore_result=False)
 def ping(value: int) -> dict:
     """A diagnostic task: proves a worker process picked work up from the queue."""

@@ -66,6 +66,16 @@ def env_int(environ: dict, name: str, default: int) -> int:
         raise SettingsError(f"{name}={raw!r} is not a whole number.") from None
 
 
+def env_float(environ: dict, name: str, default: float) -> float:
+    raw = environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r} is not a number.") from None
+
+
 def data_dir(environ: dict, default: Path) -> Path:
     """The folder for the SQLite file, the generated secret key and the embedded queue."""
     path = Path(environ.get("DATA_DIR") or default).expanduser()

@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "annotation",
     "alignment",
     "rubric_lab",
+    "webhooks",  # researchers' URLs told of every job's end, above the apps with jobs
     "portal",  # the home page and manage.py demo, above every app
     "audit",
     "axes",
@@ -258,6 +259,18 @@ DEFAULT_FROM_EMAIL = ENV.get("DEFAULT_FROM_EMAIL", "CareJury <noreply@localhost>
 SITE_URL = ENV.get("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 # How often every worker looks for notifications to send (retries, deadline reminders).
 NOTIFICATION_TICK_SECONDS = env.env_int(ENV, "NOTIFICATION_TICK_SECONDS", 60)
+
+# --- Webhooks: every job's end, signed and sent to researchers' URLs by the workers ----------
+# A failed attempt is tried again after WEBHOOK_BACKOFF_SECONDS, then twice as long each time
+# up to WEBHOOK_BACKOFF_MAX_SECONDS, WEBHOOK_MAX_ATTEMPTS attempts in all; a hook whose
+# deliveries failed WEBHOOK_DISABLE_AFTER times in a row is turned off.
+WEBHOOK_BACKOFF_SECONDS = env.env_float(ENV, "WEBHOOK_BACKOFF_SECONDS", 30.0)
+WEBHOOK_BACKOFF_MAX_SECONDS = env.env_float(ENV, "WEBHOOK_BACKOFF_MAX_SECONDS", 3600.0)
+WEBHOOK_MAX_ATTEMPTS = env.env_int(ENV, "WEBHOOK_MAX_ATTEMPTS", 8)
+WEBHOOK_DISABLE_AFTER = env.env_int(ENV, "WEBHOOK_DISABLE_AFTER", 5)
+WEBHOOK_TIMEOUT_SECONDS = env.env_float(ENV, "WEBHOOK_TIMEOUT_SECONDS", 10.0)
+# How often every worker looks for deliveries that are due (retries whose task was lost).
+WEBHOOK_TICK_SECONDS = env.env_int(ENV, "WEBHOOK_TICK_SECONDS", 30)
 
 # --- Caches: the model-response cache must be shared by every worker ---------------------
 CACHES = {

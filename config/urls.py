@@ -30,6 +30,7 @@ urlpatterns = [
     path("annotation/", include("annotation.urls")),
     path("lab/", include("rubric_lab.urls")),
     path("alignment/", include("alignment.urls")),
+    path("webhooks/", include("webhooks.urls")),
     path("api/v1/", include("api.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -34,6 +34,7 @@ from jobs.services.leases import (
     lease_extender,
     lease_release_fields,
 )
+from jobs.signals import job_ended_send
 from llm.clients import model_router
 from llm.engine.chat import ProviderError
 from llm.engine.providers.redaction import failure_text
@@ -260,9 +261,12 @@ def benchmark_set_finish_if_done(benchmark_set: BenchmarkSet) -> None:
     if any_pending(benchmark_set.entries.filter(status=EntryStatus.PENDING)):
         return
     error = _every_case_failed(benchmark_set)
-    BenchmarkSet.objects.filter(pk=benchmark_set.pk, status=JobStatus.RUNNING).update(
-        status=JobStatus.FAILED if error else JobStatus.FINISHED, error=error
+    status = JobStatus.FAILED if error else JobStatus.FINISHED
+    ended = BenchmarkSet.objects.filter(pk=benchmark_set.pk, status=JobStatus.RUNNING).update(
+        status=status, error=error
     )
+    if ended:
+        job_ended_send(benchmark_set, status)
 
 
 def _every_case_failed(benchmark_set: BenchmarkSet) -> str:

@@ -3,7 +3,9 @@ and studies, benchmark.models.Job) goes from running to finished or failed.
 
 Each kind knows when it is done and why it failed; this module makes the change the same way
 for all: guarded on the job still running, so a job paused, cancelled or finished by another
-worker meanwhile stays as it is, and stamped with its end time in the same UPDATE.
+worker meanwhile stays as it is, and stamped with its end time in the same UPDATE. The call
+that ended a job announces it (jobs.signals.job_ended); kinds that end elsewhere (case sets,
+study archive jobs) announce it there.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from django.utils import timezone
 
 from jobs.models import Job, JobStatus
 from jobs.services.leases import any_pending
+from jobs.signals import job_ended_send
 
 
 def job_finish(job: Job, *, reason: str = "") -> bool:
@@ -29,6 +32,8 @@ def job_finish(job: Job, *, reason: str = "") -> bool:
         .objects.filter(pk=job.pk, status=JobStatus.RUNNING)
         .update(**fields, finished_at=timezone.now())
     )
+    if updated:
+        job_ended_send(job, fields["status"])  # listeners (webhooks) hear of it once
     return bool(updated)
 
 

@@ -40,6 +40,13 @@ PAGES = [
     # Personal access tokens for the JSON API (staff make their own; annotators have none).
     Page("api_tokens", STAFF),
     Page("api_token_revoke", STAFF, (("pk", "api_token", "pk"),)),
+    # Webhooks: the researcher's own (the access world's belongs to the researcher; an admin
+    # sees everybody's). The actions are POSTs: the role test's GET is answered 405.
+    Page("webhooks:hooks", STAFF),
+    *(
+        Page(f"webhooks:{name}", STAFF, (("pk", "webhook", "pk"),))
+        for name in ("hook", "hook_test", "hook_enable", "hook_delete")
+    ),
 ]
 
 PAGES += [
@@ -178,7 +185,19 @@ def build_objects(users_by_role) -> dict:
         **rubric_lab_objects(objects),
         **annotation_objects(objects, users_by_role),
     }
-    return objects | alignment_objects(objects)
+    return objects | alignment_objects(objects) | webhook_objects(users_by_role)
+
+
+def webhook_objects(users_by_role) -> dict:
+    """The researcher's webhook (never called: no job ends in the access world). A world
+    without a researcher (the blinding crawl's) gives it an owner of its own."""
+    from accounts.models import User
+    from webhooks.services.hooks import webhook_create
+
+    owner = users_by_role.get(Role.RESEARCHER) or User.objects.create_user(
+        username="hook-owner", role=Role.RESEARCHER
+    )
+    return {"webhook": webhook_create(owner=owner, url="http://127.0.0.1:9/hook")[0]}
 
 
 def fidelity_objects(run) -> dict:
@@ -548,6 +567,7 @@ def alignment_objects(objects) -> dict:
 _API_SET, _API_RUN = (("set_id", "set", "pk"),), (("run_id", "run", "pk"),)
 _API_JOB, _API_STUDY = (("job_id", "scoring_job", "pk"),), (("study_id", "study", "pk"),)
 _API_ARCHIVE = (("job_id", "archive_job", "pk"),)
+_API_HOOK = (("hook_id", "webhook", "pk"),)
 
 PAGES += [
     Page("api:openapi-json", STAFF),
@@ -584,6 +604,12 @@ PAGES += [
             ("archive_import", STAFF, (), "post"),
             ("archive_job", STAFF, _API_ARCHIVE, "get"),
             ("archive_download", STAFF, _API_ARCHIVE, "get"),
+            ("webhooks", STAFF, (), "get"),
+            ("webhook_create", STAFF, (), "post"),
+            ("webhook", STAFF, _API_HOOK, "get"),
+            ("webhook_delete", STAFF, _API_HOOK, "get"),  # the same path: GET reads it
+            ("webhook_deliveries", STAFF, _API_HOOK, "get"),
+            ("webhook_test", STAFF, _API_HOOK, "post"),  # records a ping (never sent here)
         ]
     ),
 ]

@@ -13,6 +13,8 @@ APP_LAYERS: tuple[tuple[str, ...], ...] = (
     ("jury",),
     ("annotation", "rubric_lab"),
     ("alignment",),
+    # Told of every job's end through jobs.signals; describes jobs of every app above jobs.
+    ("webhooks",),
     # Above the apps, side by side: the site's front door (home page, demo) and the JSON API.
     ("portal", "api"),
     ("config",),  # settings, URLs, Celery, WSGI: the wiring of everything

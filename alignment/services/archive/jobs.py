@@ -40,6 +40,7 @@ from audit.services import audit_record
 from jobs.services import watch
 from jobs.services.leases import lease
 from jobs.services.starts import job_start
+from jobs.signals import job_ended_send
 from llm.engine.providers.redaction import failure_text
 
 PROGRESS_EVERY_SECONDS = 0.5
@@ -294,6 +295,7 @@ def _end(job: ArchiveJob, status: str, **fields) -> bool:
     )
     if ended:
         transaction.on_commit(partial(archive_files_release, job.pk))
+        job_ended_send(job, status)
     return bool(ended)
 
 

@@ -1,0 +1,1 @@
+"""Pure Python of the webhooks: signatures and the retry schedule (no Django here)."""
