@@ -1,0 +1,43 @@
+# CareJury's application image: the web site (gunicorn) and the workers (Celery) run from it.
+# Its base is built from Debian's packages by scripts/container_base.sh (no image registry is
+# needed); see docs/deploying/containers.md. Build with the classic builder and the host's
+# network (the steps below fetch Python packages):
+#
+#   DOCKER_BUILDKIT=0 docker build --network host -t carejury:latest .
+ARG BASE_IMAGE=carejury-base:bookworm-v1
+
+# --- build: a virtual environment with the dependencies, nothing else ------------------------
+FROM ${BASE_IMAGE} AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+RUN python3 -m venv /opt/venv
+# Only pyproject.toml first: the dependencies' layer is rebuilt when they change, not when the
+# code does. The production extra adds gunicorn.
+COPY pyproject.toml /tmp/pyproject.toml
+RUN python3 -c 'import tomllib; project = tomllib.load(open("/tmp/pyproject.toml", "rb"))["project"]; print("\n".join(project["dependencies"] + project["optional-dependencies"]["production"]))' > /tmp/requirements.txt \
+    && /opt/venv/bin/pip install --requirement /tmp/requirements.txt \
+    && find /opt/venv -name __pycache__ -prune -exec rm -rf {} +
+
+# --- runtime: the environment, the code and an unprivileged user -----------------------------
+FROM ${BASE_IMAGE} AS runtime
+# The same uid in every container that shares the data volume (web, workers, the set-up job).
+RUN groupadd --system --gid 10001 carejury \
+    && useradd --system --uid 10001 --gid carejury --home-dir /data --shell /usr/sbin/nologin carejury \
+    && mkdir /data && chown carejury:carejury /data
+COPY --from=build /opt/venv /opt/venv
+# The code belongs to root: the site's user can read it, not change it.
+COPY --chown=root:root . /app
+WORKDIR /app
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    APP_ENV=production \
+    DATA_DIR=/data
+# Compiled once here, as the site's user could not write them next to the code.
+RUN python -m compileall -q -j 0 /app
+USER carejury
+VOLUME ["/data"]
+EXPOSE 8000
+ENTRYPOINT ["/usr/bin/tini", "--", "/app/deploy/entrypoint.sh"]
+CMD ["web"]
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
+    CMD ["python", "/app/deploy/healthcheck.py"]
