@@ -6,16 +6,23 @@
 #   DOCKER_BUILDKIT=0 docker build --network host -t carejury:latest .
 ARG BASE_IMAGE=carejury-base:bookworm-v1
 
-# --- build: a virtual environment with the dependencies, nothing else ------------------------
+# --- build: a virtual environment with the dependencies, and the code ------------------------
 FROM ${BASE_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 RUN python3 -m venv /opt/venv
 # Only pyproject.toml first: the dependencies' layer is rebuilt when they change, not when the
-# code does. The production extra adds gunicorn.
+# code does. The production extra adds gunicorn. A build machine that reaches the package index
+# through a TLS-inspecting proxy puts that proxy's CA bundle in deploy/build-ca/ca.crt: pip
+# trusts it here, in this stage only; the image the site runs from never holds it.
 COPY pyproject.toml /tmp/pyproject.toml
-RUN python3 -c 'import tomllib; project = tomllib.load(open("/tmp/pyproject.toml", "rb"))["project"]; print("\n".join(project["dependencies"] + project["optional-dependencies"]["production"]))' > /tmp/requirements.txt \
+COPY deploy/build-ca/ /tmp/build-ca/
+RUN if [ -s /tmp/build-ca/ca.crt ]; then export PIP_CERT=/tmp/build-ca/ca.crt; fi \
+    && python3 -c 'import tomllib; project = tomllib.load(open("/tmp/pyproject.toml", "rb"))["project"]; print("\n".join(project["dependencies"] + project["optional-dependencies"]["production"]))' > /tmp/requirements.txt \
     && /opt/venv/bin/pip install --requirement /tmp/requirements.txt \
     && find /opt/venv -name __pycache__ -prune -exec rm -rf {} +
+COPY . /src
+# The site's user cannot write next to the code, so its bytecode is compiled here, once.
+RUN rm -rf /src/deploy/build-ca && /opt/venv/bin/python -m compileall -q -j 0 /src
 
 # --- runtime: the environment, the code and an unprivileged user -----------------------------
 FROM ${BASE_IMAGE} AS runtime
@@ -25,15 +32,13 @@ RUN groupadd --system --gid 10001 carejury \
     && mkdir /data && chown carejury:carejury /data
 COPY --from=build /opt/venv /opt/venv
 # The code belongs to root: the site's user can read it, not change it.
-COPY --chown=root:root . /app
+COPY --from=build /src /app
 WORKDIR /app
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     APP_ENV=production \
     DATA_DIR=/data
-# Compiled once here, as the site's user could not write them next to the code.
-RUN python -m compileall -q -j 0 /app
 USER carejury
 VOLUME ["/data"]
 EXPOSE 8000
