@@ -27,8 +27,9 @@ RUN rm -rf /src/deploy/build-ca && /opt/venv/bin/python -m compileall -q -j 0 /s
 # --- runtime: the environment, the code and an unprivileged user -----------------------------
 FROM ${BASE_IMAGE} AS runtime
 # The same uid in every container that shares the data volume (web, workers, the set-up job).
-RUN groupadd --system --gid 10001 carejury \
-    && useradd --system --uid 10001 --gid carejury --home-dir /data --shell /usr/sbin/nologin carejury \
+RUN groupadd --gid 10001 carejury \
+    && useradd --uid 10001 --gid carejury --no-create-home --home-dir /data \
+        --shell /usr/sbin/nologin carejury \
     && mkdir /data && chown carejury:carejury /data
 COPY --from=build /opt/venv /opt/venv
 # The code belongs to root: the site's user can read it, not change it.

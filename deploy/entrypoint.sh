@@ -20,8 +20,9 @@ case "${1:-web}" in
       --loglevel "${LOG_LEVEL:-INFO}" --hostname "worker@%h"
     ;;
   setup)
-    python manage.py migrate --noinput
+    # Static files first: every other command's system check refuses to run without them.
     python manage.py collectstatic --noinput -v0
+    python manage.py migrate --noinput
     python manage.py check --deploy
     ;;
   *)

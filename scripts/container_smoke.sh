@@ -74,6 +74,8 @@ finish() {
   rm -f deploy/build-ca/ca.crt
   kill "$dockerd_pid" 2>/dev/null || true
   wait "$dockerd_pid" 2>/dev/null || true
+  # The daemon leaves its network namespace's mount behind; nothing else holds it.
+  umount "$STATE/exec/netns/default" 2>/dev/null || true
   exit $status
 }
 trap finish EXIT
