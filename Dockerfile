@@ -45,5 +45,5 @@ VOLUME ["/data"]
 EXPOSE 8000
 ENTRYPOINT ["/usr/bin/tini", "--", "/app/deploy/entrypoint.sh"]
 CMD ["web"]
-HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
+HEALTHCHECK --interval=30s --timeout=25s --start-period=60s --retries=3 \
     CMD ["python", "/app/deploy/healthcheck.py"]

@@ -30,7 +30,7 @@ def main() -> int:
         headers={"Host": first_allowed_host(), "X-Forwarded-Proto": "https"},
     )
     try:
-        with urllib.request.build_opener(NoRedirects).open(request, timeout=8) as response:
+        with urllib.request.build_opener(NoRedirects).open(request, timeout=20) as response:
             status = response.status
     except urllib.error.HTTPError as error:
         status = error.code

@@ -23,7 +23,7 @@ chmod 700 "$STATE"
 timings=()
 step_started=$SECONDS
 step() { # step NAME: closes the step before it, with its duration
-  if [ -n "${step_name:-}" ]; then timings+=("$(printf '%-34s %4d s' "$step_name" $((SECONDS - step_started)))"); fi
+  if [ -n "${step_name:-}" ]; then timings+=("$(printf '%-46s %4d s' "$step_name" $((SECONDS - step_started)))"); fi
   step_name="${1:-}"
   step_started=$SECONDS
   [ -n "$step_name" ] && echo "=== $step_name ==="
@@ -104,7 +104,7 @@ EOF
 umask 022
 
 # Behind a TLS-inspecting proxy, pip in the build stage needs its CA (deploy/build-ca/README.md).
-ca_bundle="${PIP_CERT:-${SSL_CERT_FILE:-}}"
+ca_bundle="${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}"
 if [ -n "$ca_bundle" ] && [ -s "$ca_bundle" ]; then cp "$ca_bundle" deploy/build-ca/ca.crt; fi
 
 step "compose file is valid"

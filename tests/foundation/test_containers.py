@@ -156,3 +156,4 @@ def test_the_stack_builds_starts_and_finishes_an_offline_run():
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert "container smoke test passed" in result.stdout
     assert re.search(r"run \d+ finished: 2 conversations", result.stdout)
+    print(result.stdout.split("=== timings ===")[-1])  # shown with -s (the CI step)
