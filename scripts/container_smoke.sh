@@ -19,6 +19,9 @@ PORT="${CONTAINER_SMOKE_PORT:-18000}"
 ADMIN=smoke-admin
 mkdir -p "$STATE"
 chmod 700 "$STATE"
+# One smoke test at a time per folder: a second would stop the first one's daemon.
+exec 9>"$STATE/lock"
+flock --nonblock 9 || { echo "another smoke test is running in $STATE" >&2; exit 1; }
 
 timings=()
 step_started=$SECONDS
