@@ -49,10 +49,12 @@ export DOCKER_HOST="unix://$STATE/docker.sock"
 # Debian's client, whatever else is first on the PATH.
 docker() { /usr/bin/docker "$@"; }
 pidfile="$STATE/dockerd.pid"
-if [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-  echo "a dockerd from an earlier smoke test still runs (pid $(cat "$pidfile")); stopping it"
-  kill "$(cat "$pidfile")"
-  while kill -0 "$(cat "$pidfile")" 2>/dev/null; do sleep 0.5; done
+# A daemon an interrupted smoke test left running (the lock above says none is running now).
+earlier=$(cat "$pidfile" 2>/dev/null || true)
+if [ -n "$earlier" ] && kill -0 "$earlier" 2>/dev/null; then
+  echo "a dockerd from an earlier smoke test still runs (pid $earlier); stopping it"
+  kill "$earlier"
+  while kill -0 "$earlier" 2>/dev/null; do sleep 0.5; done
 fi
 # No firewall rules of its own and no default bridge: the compose project's network is enough,
 # and nothing on the host's network changes beyond it.
