@@ -3,11 +3,12 @@
 # registry is needed (none may be reachable), only a Debian mirror. mmdebstrap writes a minimal
 # Debian root file system with Python 3.11, `docker import` turns it into an image.
 #
-# The base is pinned: the Debian release and the package list below name it, and its tag
-# carries both (change either and the tag changes, so an old image is never taken for the new
-# one). Set DEBIAN_MIRROR to a snapshot (http://snapshot.debian.org/archive/debian/<date>/)
-# to rebuild the very same packages later. An image with the tag already there is kept;
-# pass --rebuild to make it again (for security updates).
+# The base is pinned by its tag: every Dockerfile and the compose file name it, so nothing is
+# ever pulled. The tag carries the Debian release and BASE_VERSION, which is bumped whenever the
+# package list or the recipe below changes (so an old image is never taken for the new one).
+# Set DEBIAN_MIRROR to a snapshot (http://snapshot.debian.org/archive/debian/<date>/) to build
+# the very same packages later. An image with the tag already there is kept; pass --rebuild to
+# make it again (for security updates).
 #
 #   bash scripts/container_base.sh [--rebuild]   # prints the image's tag
 #
@@ -19,7 +20,7 @@ MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # What every image needs: Python and venv for the app, certificates for model providers'
 # HTTPS, tini as process 1 (forwards signals, reaps children). Each image adds its own.
 PACKAGES="python3,python3-venv,ca-certificates,tini"
-BASE_VERSION=1  # bump when the recipe below changes in a way the package list does not show
+BASE_VERSION=1  # bump when PACKAGES or the recipe below changes
 TAG="carejury-base:${SUITE}-v${BASE_VERSION}"
 
 if [ "${1:-}" != "--rebuild" ] && docker image inspect "$TAG" >/dev/null 2>&1; then
