@@ -1,4 +1,5 @@
-from allauth.account.utils import perform_login
+from allauth.account.internal.flows.login import perform_password_login
+from allauth.account.models import Login
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
@@ -39,7 +40,12 @@ class LoginPage(auth_views.LoginView):
         }
 
     def form_valid(self, form) -> HttpResponse:
-        return perform_login(self.request, form.get_user(), redirect_url=self.get_success_url())
+        # allauth's password login (an internal module, pinned to 65.x in pyproject.toml): it
+        # records the password as this session's authentication, which its pages that need a
+        # recent login (setting up an authenticator app) check, then runs its login stages.
+        login = Login(user=form.get_user(), redirect_url=self.get_success_url())
+        credentials = {"username": form.cleaned_data["username"]}
+        return perform_password_login(self.request, credentials, login)
 
 
 class LogoutPage(auth_views.LogoutView):

@@ -225,6 +225,10 @@ MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = ENV.get("TWO_FACTOR_ISSUER", "CareJury")
 MFA_RECOVERY_CODE_COUNT = 10
 MFA_ADAPTER = "accounts.two_factor.TwoFactorAdapter"
+# allauth would ask for the password again before a factor is set up or removed, but people who
+# sign on have no password here and nothing else to re-prove: they would be stuck. The login
+# itself is recent (the idle rules end old sessions) and the required roles cannot remove it.
+MFA_REAUTHENTICATION_REQUIRED = False
 
 # --- Task queue -------------------------------------------------------------------------
 # With REDIS_URL, Celery talks to Redis and workers may run on any machine. Without it, the

@@ -3,7 +3,9 @@ e-mail, accounts made on first sign-on, the role claim, passwords switched off p
 logout that ends the provider's session too."""
 
 import httpx
+import pyotp
 import pytest
+from allauth.mfa.totp.internal.auth import TOTP, generate_totp_secret
 from django.urls import reverse
 
 from accounts.models import Role, Track, User
@@ -137,3 +139,21 @@ def test_a_role_without_local_passwords_is_refused_at_the_password_form(db, clie
     assert answer.status_code == 200
     assert "signs in through your institution" in answer.content.decode()
     assert client.get("/").status_code == 302
+
+
+def test_the_login_page_offers_the_sign_on(db, client, sso):
+    page = client.get(reverse("login")).content.decode()
+    assert 'action="/accounts/oidc/sso/login/"' in page and "Sign in with Test hospital" in page
+
+
+def test_a_sign_on_asks_for_the_second_factor_of_who_has_one(db, client, browser, sso):
+    rita = make_user("rita", Role.RESEARCHER)
+    rita.email = "rosa@hospital.example"
+    rita.save()
+    secret = generate_totp_secret()
+    TOTP.activate(rita, secret)
+    answer = provider_sign_in(client, browser, sso, "rosa", PASSWORD)
+    assert answer["Location"] == reverse("mfa_authenticate")
+    assert client.get("/").status_code == 302
+    client.post(reverse("mfa_authenticate"), {"code": pyotp.TOTP(secret).now()})
+    assert client.get("/").context["user"] == rita

@@ -31,6 +31,7 @@ from tests.support.workers import free_port
 PROVIDER_DIR = Path(__file__).resolve().parents[1] / "oidc"
 CLIENT_ID, CLIENT_SECRET = "carejury-test", "test-client-secret-0d9f"
 ROLE_CLAIM = "carejury_roles"
+CALLBACK_PATH = f"/accounts/oidc/{env.SSO_PROVIDER_ID}/login/callback/"
 START_SECONDS = 30  # generous: two cores shared with other test runs
 
 
@@ -75,7 +76,7 @@ def running_provider(*, site_url: str, people: dict, token_auth_method="client_s
                 "OIDC_CLIENT_ID": CLIENT_ID,
                 "OIDC_CLIENT_SECRET": CLIENT_SECRET,
                 "OIDC_TOKEN_AUTH_METHOD": token_auth_method,
-                "OIDC_REDIRECT_URI": f"{site_url}/accounts/oidc/{env.SSO_PROVIDER_ID}/login/callback/",
+                "OIDC_REDIRECT_URI": f"{site_url}{CALLBACK_PATH}",
                 "OIDC_POST_LOGOUT_URI": f"{site_url}/accounts/login/",
                 "OIDC_ROLE_CLAIM": ROLE_CLAIM,
                 "OIDC_PEOPLE": str(people_file),
