@@ -292,6 +292,12 @@ def sso_provider(environ: dict) -> dict | None:
     return {"openid_connect": {"APPS": [app], "OAUTH_PKCE_ENABLED": True}}
 
 
+def origin_of(url: str) -> str:
+    """scheme://host[:port] of an address ("" for none)."""
+    parts = urlparse(url.strip())
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else ""
+
+
 def sso_claims(environ: dict) -> dict:
     """Which claim carries a person's role, flags and projects, and how its values read."""
     default_role = environ.get("SSO_DEFAULT_ROLE", "annotator-clinical").strip().lower()

@@ -179,7 +179,9 @@ ARCHIVE_UNPACKED_LIMIT_MB = env.env_int(ENV, "ARCHIVE_UNPACKED_LIMIT_MB", 5000)
 # A finished export is offered for download this long, then deleted from DATA_DIR/archives
 # (it holds every score and, when asked, usernames: no copy stays on the server for nothing).
 ARCHIVE_DOWNLOAD_HOURS = env.env_int(ENV, "ARCHIVE_DOWNLOAD_HOURS", 24)
-CONTENT_SECURITY_POLICY = security.CONTENT_SECURITY_POLICY
+CONTENT_SECURITY_POLICY = security.content_security_policy(
+    sign_on_origin=env.origin_of(ENV.get("SSO_ISSUER_URL", ""))
+)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"

@@ -57,7 +57,7 @@ const provider = new Provider(issuer, {
 });
 
 function page(title, body) {
-  return `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title></head>
+  return `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>${title}</title></head>
 <body><h1>${title}</h1>${body}</body></html>`;
 }
 

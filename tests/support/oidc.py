@@ -25,7 +25,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 import pytest
 
-from config import env
+from config import env, security
 from tests.support.workers import free_port
 
 PROVIDER_DIR = Path(__file__).resolve().parents[1] / "oidc"
@@ -53,6 +53,7 @@ class TestProvider:
             **claims,
         }
         return {
+            "CONTENT_SECURITY_POLICY": security.content_security_policy(sign_on_origin=self.issuer),
             "SOCIALACCOUNT_PROVIDERS": env.sso_provider(environ),
             "SSO_ENABLED": True,
             "SSO_CLAIMS": env.sso_claims(environ),
