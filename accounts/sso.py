@@ -32,7 +32,11 @@ from accounts.services import person_save
 from accounts.signals import projects_claimed
 
 log = logging.getLogger(__name__)
-SSO_SESSION_KEY = "sso_signed_on"  # the logout also ends the provider's session
+SSO_SESSION_KEY = "sso_signed_on"
+TRUE = {
+    "True",
+    "true",
+}  # email_verified, as JSON's true or a provider's string  # the logout also ends the provider's session
 
 
 def provider_data(sociallogin) -> dict:
@@ -50,7 +54,8 @@ def grants_of(data: dict) -> Grants:
 def accounts_by_verified_email(data: dict) -> list[User]:
     """The active site accounts with the address the provider verified (none if unverified)."""
     email = (data.get("email") or "").strip()
-    if not email or str(data.get("email_verified")).lower() != "true":
+    verified = settings.SSO_CLAIMS["trust_email"] or str(data.get("email_verified")) in TRUE
+    if not email or not verified:
         return []
     return list(
         User.objects.filter(email__iexact=email, origin=AccountOrigin.SITE, is_active=True)[:2]

@@ -285,6 +285,8 @@ def sso_provider(environ: dict) -> dict | None:
             "server_url": issuer.rstrip("/"),
             "token_auth_method": method,
             "oauth_pkce_enabled": True,
+            # Entra ID's userinfo lacks the app roles its ID token carries.
+            "fetch_userinfo": env_bool(environ, "SSO_USERINFO", default=True),
             # Scopes beyond these when the provider puts the role claim behind one of its own.
             "scope": environ.get("SSO_SCOPES", "openid profile email").split(),
         },
@@ -310,4 +312,6 @@ def sso_claims(environ: dict) -> dict:
         "claim": environ.get("SSO_ROLE_CLAIM", "").strip(),
         "prefix": environ.get("SSO_CLAIM_PREFIX", "").strip(),
         "default_role": default_role,
+        # Every address the provider sends counts as verified (it owns them but does not say).
+        "trust_email": env_bool(environ, "SSO_TRUST_EMAIL", default=False),
     }
