@@ -32,11 +32,8 @@ from accounts.services import person_save
 from accounts.signals import projects_claimed
 
 log = logging.getLogger(__name__)
-SSO_SESSION_KEY = "sso_signed_on"
-TRUE = {
-    "True",
-    "true",
-}  # email_verified, as JSON's true or a provider's string  # the logout also ends the provider's session
+SSO_SESSION_KEY = "sso_signed_on"  # the logout also ends the provider's session
+TRUE = {"True", "true"}  # email_verified: JSON's true (read as True) or a provider's string
 
 
 def provider_data(sociallogin) -> dict:
