@@ -42,10 +42,13 @@ def provider_data(sociallogin) -> dict:
     return extra.get("userinfo") or extra.get("id_token") or extra
 
 
-def grants_of(data: dict) -> Grants:
+def grants_of(data: dict, *, new_person: bool) -> Grants:
+    """What the claim gives; SSO_DEFAULT_ROLE only for a new person (a returning person whose
+    claim names no role keeps theirs)."""
     rules = settings.SSO_CLAIMS
     value = data.get(rules["claim"]) if rules["claim"] else None
-    return claim_grants(value, prefix=rules["prefix"], default_role=rules["default_role"])
+    default_role = rules["default_role"] if new_person else ""
+    return claim_grants(value, prefix=rules["prefix"], default_role=default_role)
 
 
 def accounts_by_verified_email(data: dict) -> list[User]:
@@ -125,17 +128,14 @@ class SignOnAdapter(DefaultSocialAccountAdapter):
 
     def pre_social_login(self, request, sociallogin) -> None:
         data = provider_data(sociallogin)
-        grants = grants_of(data)
         if not sociallogin.is_existing:
             self._match_by_email(request, sociallogin, data)
+        grants = grants_of(data, new_person=not sociallogin.is_existing)
         if sociallogin.is_existing:
             person = sociallogin.user
             if not person.is_active or person.is_imported:
                 self._refuse(request, "This account is inactive; ask an administrator.")
-            if settings.SSO_CLAIMS["claim"] and grants.role is not None:
-                grants_apply(person, grants)
-            elif grants.projects:
-                grants_apply(person, Grants(projects=grants.projects))
+            grants_apply(person, grants)
         elif grants.role is None:
             self._refuse(
                 request,
@@ -154,7 +154,7 @@ class SignOnAdapter(DefaultSocialAccountAdapter):
     def save_user(self, request, sociallogin, form=None):
         person = sociallogin.user
         person.set_unusable_password()  # they sign on; an admin may still set a password
-        grants = grants_of(provider_data(sociallogin))
+        grants = grants_of(provider_data(sociallogin), new_person=True)
         grants_apply(person, grants, creating=True)
         sociallogin.save(request)
         log.info("sso: created %s as %s on first sign-on", person.username, person.role)

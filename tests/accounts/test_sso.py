@@ -82,6 +82,20 @@ def test_the_claim_changes_the_role_at_the_next_sign_on(db, client, browser, sso
     assert AuditEvent.objects.filter(action="person.changed").exists()
 
 
+def test_a_returning_person_whose_claim_names_no_role_keeps_theirs(db, client, browser, sso):
+    nora = make_user("nora", Role.RESEARCHER)
+    nora.email = "n@hospital.example"
+    nora.save()
+    provider_sign_in(client, browser, sso, "nobody", PASSWORD)
+    nora.refresh_from_db()
+    assert nora.role == Role.RESEARCHER and client.get("/").context["user"] == nora
+
+
+def test_the_admin_sites_login_leads_to_the_sites_own(client):
+    answer = client.get("/admin/login/?next=/admin/")
+    assert answer["Location"] == f"{reverse('login')}?next=/admin/"
+
+
 def test_an_unverified_email_matches_nobody_and_makes_no_second_account(db, client, browser, sso):
     rita = make_user("rita", Role.RESEARCHER)
     rita.email = "rita@hospital.example"
