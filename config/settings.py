@@ -205,6 +205,7 @@ if env.env_bool(ENV, "BEHIND_TLS_PROXY", default=False):
 # role, flags and projects (accounts/claims.py). docs/guides/admin/deployment.md sets it up.
 SOCIALACCOUNT_PROVIDERS = env.sso_provider(ENV) or {}
 SSO_ENABLED = bool(SOCIALACCOUNT_PROVIDERS)
+SSO_CLIENT_SECRET = ENV.get("SSO_CLIENT_SECRET", "")  # redacted from every log line
 SSO_CLAIMS = env.sso_claims(ENV)
 SOCIALACCOUNT_ADAPTER = "accounts.sso.SignOnAdapter"
 SOCIALACCOUNT_AUTO_SIGNUP = True

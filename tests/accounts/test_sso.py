@@ -11,6 +11,7 @@ from django.urls import reverse
 from accounts.models import Role, Track, User
 from annotation.models import Project, ProjectMember
 from audit.models import AuditEvent
+from llm.redaction import redact_configured
 from tests.conftest import make_user
 from tests.support.oidc import provider_log_out, provider_sign_in, running_provider
 
@@ -171,3 +172,8 @@ def test_a_sign_on_asks_for_the_second_factor_of_who_has_one(db, client, browser
     assert client.get("/").status_code == 302
     client.post(reverse("mfa_authenticate"), {"code": pyotp.TOTP(secret).now()})
     assert client.get("/").context["user"] == rita
+
+
+def test_the_client_secret_is_redacted_from_the_log(settings):
+    settings.SSO_CLIENT_SECRET = "client-secret-4f1c9a7e2b"
+    assert "4f1c9a7e2b" not in redact_configured("token call with client-secret-4f1c9a7e2b")
