@@ -92,6 +92,16 @@ def test_a_returning_person_whose_claim_names_no_role_keeps_theirs(db, client, b
     assert nora.role == Role.RESEARCHER and client.get("/").context["user"] == nora
 
 
+def test_a_deactivated_account_cannot_sign_on(db, client, browser, sso):
+    provider_sign_in(client, browser, sso, "rosa", PASSWORD)
+    client.logout()
+    User.objects.filter(username="rosa").update(is_active=False)
+    with httpx.Client() as another_browser:
+        answer = provider_sign_in(client, another_browser, sso, "rosa", PASSWORD)
+    assert answer["Location"] == reverse("login")
+    assert client.get("/").status_code == 302
+
+
 def test_the_admin_sites_login_leads_to_the_sites_own(client):
     answer = client.get("/admin/login/?next=/admin/")
     assert answer["Location"] == f"{reverse('login')}?next=/admin/"
