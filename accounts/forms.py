@@ -1,12 +1,16 @@
-"""Forms of the People page, of each person's notification settings and of their display
-preferences."""
+"""Forms of the login page, of the People page, of each person's notification settings and of
+their display preferences."""
 
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.exceptions import ValidationError
 
 from accounts.models import NotificationKind, TextSize, Theme, User
 
+SIGN_ON_REQUIRED = "sign_on_required"
 EDITABLE = ("first_name", "last_name", "email", "role", "track", "licensed", "senior", "is_active")
 
 
@@ -66,3 +70,17 @@ class DisplayForm(forms.Form):
 
     theme = forms.ChoiceField(choices=Theme.choices, required=False)
     text_size = forms.ChoiceField(choices=TextSize.choices, required=False)
+
+
+class PasswordLoginForm(AuthenticationForm):
+    """Django's login form, refusing a password to the roles that must sign on instead
+    (LOCAL_PASSWORD_ROLES)."""
+
+    error_messages = AuthenticationForm.error_messages | {
+        SIGN_ON_REQUIRED: "Your role signs in through your institution: use the sign-in button.",
+    }
+
+    def confirm_login_allowed(self, user) -> None:
+        super().confirm_login_allowed(user)
+        if user.role not in settings.LOCAL_PASSWORD_ROLES:
+            raise ValidationError(self.error_messages[SIGN_ON_REQUIRED], code=SIGN_ON_REQUIRED)

@@ -1,26 +1,61 @@
+from allauth.account.internal.flows.login import perform_password_login
+from allauth.account.models import Login
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from accounts.access import ADMIN_ONLY, EVERYONE, role_required
-from accounts.forms import DisplayForm, NotificationSettingsForm, PersonForm
+from accounts.forms import (
+    SIGN_ON_REQUIRED,
+    DisplayForm,
+    NotificationSettingsForm,
+    PasswordLoginForm,
+    PersonForm,
+)
 from accounts.middleware import ENDED, IDLE, SESSION
 from accounts.models import AccountOrigin, NotificationKind, Role, User
 from accounts.services import display_preferences_set, notification_settings_save, person_save
+from accounts.sso import provider_logout_url, sign_on_button, signed_on
 from common.query import query_choice
 
 
 class LoginPage(auth_views.LoginView):
     """Django's login, saying so, and why, when the person arrives because their session
-    ended."""
+    ended; with the institution's sign-on button when it is configured. A right password goes
+    on through allauth's login stages, which ask for the second factor of those who have one."""
+
+    authentication_form = PasswordLoginForm
 
     def get_context_data(self, **kwargs) -> dict:
         reason = query_choice(self.request.GET, SESSION, [IDLE, ENDED])
-        return super().get_context_data(**kwargs) | {"session_ended": reason}
+        context = super().get_context_data(**kwargs)
+        return context | {
+            "session_ended": reason,
+            "sign_on": sign_on_button(),
+            "sign_on_required": context["form"].has_error(NON_FIELD_ERRORS, SIGN_ON_REQUIRED),
+        }
+
+    def form_valid(self, form) -> HttpResponse:
+        # allauth's password login (an internal module, pinned to 65.x in pyproject.toml): it
+        # records the password as this session's authentication, which its pages that need a
+        # recent login (setting up an authenticator app) check, then runs its login stages.
+        login = Login(user=form.get_user(), redirect_url=self.get_success_url())
+        credentials = {"username": form.cleaned_data["username"]}
+        return perform_password_login(self.request, credentials, login)
+
+
+class LogoutPage(auth_views.LogoutView):
+    """Django's logout; after a sign-on, it goes on to the provider's logout (RP-initiated
+    logout), which ends the provider's session too and comes back to the login page."""
+
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        provider_exit = provider_logout_url(request) if signed_on(request) else None
+        response = super().post(request, *args, **kwargs)
+        return redirect(provider_exit) if provider_exit else response
 
 
 @role_required(*ADMIN_ONLY)

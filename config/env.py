@@ -239,3 +239,89 @@ def celery_transport(redis: str | None, queue_dir: Path) -> dict:
             "polling_interval": 0.2,
         },
     }
+
+
+# --- Sign-on (OpenID Connect) and two factors ----------------------------------------------
+ROLE_NAMES = ("annotator", "researcher", "admin")
+TOKEN_AUTH_METHODS = ("client_secret_basic", "client_secret_post")
+# The role values a claim (and SSO_DEFAULT_ROLE) may hold: an annotator needs a track.
+SSO_ROLE_VALUES = ("admin", "researcher", "annotator-clinical", "annotator-operational")
+SSO_PROVIDER_ID = "sso"  # its addresses: /accounts/oidc/sso/login/ and .../login/callback/
+
+
+def role_list(environ: dict, name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    """A comma-separated list of roles ("" for none), each checked against the site's roles."""
+    raw = environ.get(name)
+    if raw is None:
+        return default
+    roles = tuple(part.strip().lower() for part in raw.split(",") if part.strip())
+    unknown = sorted(set(roles) - set(ROLE_NAMES))
+    if unknown:
+        raise SettingsError(
+            f"{name} names unknown roles {', '.join(unknown)}; use any of {', '.join(ROLE_NAMES)}."
+        )
+    return roles
+
+
+def sso_provider(environ: dict) -> dict | None:
+    """django-allauth's settings for the institution's OpenID Connect provider, or None when
+    SSO_ISSUER_URL is not set (local passwords only)."""
+    issuer = environ.get("SSO_ISSUER_URL", "").strip()
+    if not issuer:
+        return None
+    if urlparse(issuer).scheme not in {"http", "https"} or not urlparse(issuer).hostname:
+        raise SettingsError(
+            f"SSO_ISSUER_URL={issuer!r} is not an address; give the provider's issuer, e.g. "
+            "https://login.example.org/realms/hospital."
+        )
+    client_id = environ.get("SSO_CLIENT_ID", "").strip()
+    secret = environ.get("SSO_CLIENT_SECRET", "").strip()
+    if not client_id or not secret:
+        raise SettingsError(
+            "SSO_ISSUER_URL is set: SSO_CLIENT_ID and SSO_CLIENT_SECRET must be set too."
+        )
+    method = environ.get("SSO_TOKEN_AUTH_METHOD", "client_secret_basic").strip()
+    if method not in TOKEN_AUTH_METHODS:
+        raise SettingsError(
+            f"SSO_TOKEN_AUTH_METHOD={method!r}; use {' or '.join(TOKEN_AUTH_METHODS)}."
+        )
+    app = {
+        "provider_id": SSO_PROVIDER_ID,
+        "name": environ.get("SSO_NAME", "").strip() or "your institution's sign-in",
+        "client_id": client_id,
+        "secret": secret,
+        "settings": {
+            # allauth appends /.well-known/openid-configuration unless the address has it.
+            "server_url": issuer.rstrip("/"),
+            "token_auth_method": method,
+            "oauth_pkce_enabled": True,
+            # Entra ID's userinfo lacks the app roles its ID token carries.
+            "fetch_userinfo": env_bool(environ, "SSO_USERINFO", default=True),
+            # Scopes beyond these when the provider puts the role claim behind one of its own.
+            "scope": environ.get("SSO_SCOPES", "openid profile email").split(),
+        },
+    }
+    return {"openid_connect": {"APPS": [app], "OAUTH_PKCE_ENABLED": True}}
+
+
+def origin_of(url: str) -> str:
+    """scheme://host[:port] of an address ("" for none)."""
+    parts = urlparse(url.strip())
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else ""
+
+
+def sso_claims(environ: dict) -> dict:
+    """Which claim carries a person's role, flags and projects, and how its values read."""
+    default_role = environ.get("SSO_DEFAULT_ROLE", "annotator-clinical").strip().lower()
+    if default_role and default_role not in SSO_ROLE_VALUES:
+        raise SettingsError(
+            f"SSO_DEFAULT_ROLE={default_role!r}; use one of {', '.join(SSO_ROLE_VALUES)}, or "
+            "leave it empty to refuse new people the claim gives no role."
+        )
+    return {
+        "claim": environ.get("SSO_ROLE_CLAIM", "").strip(),
+        "prefix": environ.get("SSO_CLAIM_PREFIX", "").strip(),
+        "default_role": default_role,
+        # Every address the provider sends counts as verified (it owns them but does not say).
+        "trust_email": env_bool(environ, "SSO_TRUST_EMAIL", default=False),
+    }

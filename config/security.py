@@ -17,20 +17,28 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils.cache import add_never_cache_headers
 
-CONTENT_SECURITY_POLICY = "; ".join(
-    [
-        "default-src 'self'",
-        "script-src 'self'",
-        "style-src 'self' 'unsafe-inline'",
-        "img-src 'self' data:",
-        "font-src 'self'",
-        "connect-src 'self'",
-        "object-src 'none'",
-        "base-uri 'self'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
-    ]
-)
+
+def content_security_policy(*, sign_on_origin: str = "") -> str:
+    """The policy; with a sign-on, forms may also lead to the identity provider (the sign-on
+    button and the logout post here and are redirected there, and browsers hold redirects after
+    a form to form-action)."""
+    return "; ".join(
+        [
+            "default-src 'self'",
+            "script-src 'self'",
+            "style-src 'self' 'unsafe-inline'",
+            "img-src 'self' data:",
+            "font-src 'self'",
+            "connect-src 'self'",
+            "object-src 'none'",
+            "base-uri 'self'",
+            f"form-action 'self'{f' {sign_on_origin}' if sign_on_origin else ''}",
+            "frame-ancestors 'none'",
+        ]
+    )
+
+
+CONTENT_SECURITY_POLICY = content_security_policy()
 PERMISSIONS_POLICY = "camera=(), microphone=(), geolocation=(), payment=(), usb=()"
 
 

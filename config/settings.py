@@ -44,6 +44,12 @@ INSTALLED_APPS = [
     "api",
     # Its validator's messages (AUTH_PASSWORD_VALIDATORS below).
     "django_zxcvbn_password_validator",
+    # Sign-on with the institution's OpenID Connect provider and two factors (below).
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
+    "allauth.mfa",
 ]
 
 MIDDLEWARE = [
@@ -57,8 +63,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "accounts.middleware.IdleTimeoutMiddleware",
+    "accounts.two_factor.TwoFactorRequiredMiddleware",
     "config.security.NoStoreForLoggedInMiddleware",
     # Last, as django-axes asks: it turns a lockout raised during login into the locked page.
     "axes.middleware.AxesMiddleware",
@@ -73,6 +81,8 @@ MIDDLEWARE = [
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
+    # Logs in the people allauth signs on (the password form still goes through the two above).
+    "allauth.account.auth_backends.AuthenticationBackend",
 ]
 AXES_FAILURE_LIMIT = env.env_int(ENV, "LOGIN_FAILURE_LIMIT", 5)
 LOGIN_ADDRESS_FAILURE_LIMIT = env.env_int(ENV, "LOGIN_ADDRESS_FAILURE_LIMIT", 20)
@@ -172,7 +182,9 @@ ARCHIVE_UNPACKED_LIMIT_MB = env.env_int(ENV, "ARCHIVE_UNPACKED_LIMIT_MB", 5000)
 # A finished export is offered for download this long, then deleted from DATA_DIR/archives
 # (it holds every score and, when asked, usernames: no copy stays on the server for nothing).
 ARCHIVE_DOWNLOAD_HOURS = env.env_int(ENV, "ARCHIVE_DOWNLOAD_HOURS", 24)
-CONTENT_SECURITY_POLICY = security.CONTENT_SECURITY_POLICY
+CONTENT_SECURITY_POLICY = security.content_security_policy(
+    sign_on_origin=env.origin_of(ENV.get("SSO_ISSUER_URL", ""))
+)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
@@ -190,6 +202,39 @@ if env.env_bool(ENV, "BEHIND_TLS_PROXY", default=False):
     # ...and take the client address for login throttling from the header it adds.
     AXES_IPWARE_PROXY_COUNT = 1
     AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
+
+# --- Sign-on and two factors (django-allauth; accounts/sso.py, accounts/two_factor.py) -------
+# SSO_ISSUER_URL and its client turn on the sign-on button; SSO_ROLE_CLAIM maps a claim to the
+# role, flags and projects (accounts/claims.py). docs/guides/admin/deployment.md sets it up.
+SOCIALACCOUNT_PROVIDERS = env.sso_provider(ENV) or {}
+SSO_ENABLED = bool(SOCIALACCOUNT_PROVIDERS)
+SSO_CLIENT_SECRET = ENV.get("SSO_CLIENT_SECRET", "")  # redacted from every log line
+SSO_CLAIMS = env.sso_claims(ENV)
+SOCIALACCOUNT_ADAPTER = "accounts.sso.SignOnAdapter"
+SOCIALACCOUNT_AUTO_SIGNUP = True
+SOCIALACCOUNT_LOGIN_ON_GET = False  # the sign-on button posts (no login started by a link)
+SOCIALACCOUNT_ONLY = False
+SOCIALACCOUNT_STORE_TOKENS = False
+SOCIALACCOUNT_OPENID_CONNECT_URL_PREFIX = "oidc"
+ACCOUNT_EMAIL_VERIFICATION = "none"  # the provider verifies addresses, the site sends no mail
+ACCOUNT_LOGIN_METHODS = {"username"}
+ACCOUNT_SIGNUP_FIELDS = ["username*", "email"]
+ACCOUNT_LOGOUT_REDIRECT_URL = LOGOUT_REDIRECT_URL
+# Roles that may still log in with a password here; the others must sign on.
+LOCAL_PASSWORD_ROLES = env.role_list(ENV, "LOCAL_PASSWORD_ROLES", env.ROLE_NAMES)
+# Roles that must set up a second factor (an authenticator app's codes) before anything else:
+# researchers and admins in production (they export data and launch paid runs).
+TWO_FACTOR_REQUIRED_ROLES = env.role_list(
+    ENV, "TWO_FACTOR_REQUIRED_ROLES", ("researcher", "admin") if PRODUCTION else ()
+)
+MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
+MFA_TOTP_ISSUER = ENV.get("TWO_FACTOR_ISSUER", "CareJury")
+MFA_RECOVERY_CODE_COUNT = 10
+MFA_ADAPTER = "accounts.two_factor.TwoFactorAdapter"
+# allauth would ask for the password again before a factor is set up or removed, but people who
+# sign on have no password here and nothing else to re-prove: they would be stuck. The login
+# itself is recent (the idle rules end old sessions) and the required roles cannot remove it.
+MFA_REAUTHENTICATION_REQUIRED = False
 
 # --- Task queue -------------------------------------------------------------------------
 # With REDIS_URL, Celery talks to Redis and workers may run on any machine. Without it, the

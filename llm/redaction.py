@@ -1,5 +1,6 @@
 """Redaction with the secrets this process is configured with: the provider keys, the secret
-key and the mail password, for the database (llm.fields.RedactedTextField) and the log.
+key, the mail password and the sign-on client's secret, for the database
+(llm.fields.RedactedTextField) and the log.
 
 Every log record is redacted where it is made: `configure_logging` (settings.LOGGING_CONFIG)
 installs a record factory in every process Django sets up (web server, workers, management
@@ -19,13 +20,14 @@ from llm.engine.providers.redaction import redact, redact_record
 
 
 def configured_secrets() -> tuple[str, ...]:
-    """The provider keys, the secret key and the mail password this process runs with ("()"
-    before the settings are loaded: logging must never fail for want of them)."""
+    """The provider keys, the secret key, the mail password and the sign-on client's secret this
+    process runs with ("()" before the settings are loaded: logging must never fail for want of
+    them)."""
     from django.conf import settings
 
     try:
-        mail = (settings.EMAIL_HOST_PASSWORD,) if settings.EMAIL_HOST_PASSWORD else ()
-        return (*provider_settings().secrets(), settings.SECRET_KEY, *mail)
+        others = (settings.EMAIL_HOST_PASSWORD, settings.SSO_CLIENT_SECRET)
+        return (*provider_settings().secrets(), settings.SECRET_KEY, *filter(None, others))
     except Exception:  # noqa: BLE001 - settings not configured yet
         return ()
 

@@ -17,7 +17,21 @@ if [ -z "$UV" ]; then
   [ -x .venv/bin/uv ] || pip_quiet uv 2>/dev/null || true
   [ -x .venv/bin/uv ] && UV=.venv/bin/uv
 fi
+# The sign-on tests' OpenID provider (tests/oidc): an npm package, installed from its lockfile
+# when npm is here (the tests skip without it), and again only when the lockfile changed.
+oidc_provider() {
+  [ "${1:-}" = "dev" ] && command -v npm >/dev/null || return 0
+  local stamp=tests/oidc/node_modules/.installed-from-lock
+  cmp -s tests/oidc/package-lock.json "$stamp" 2>/dev/null && return 0
+  if (cd tests/oidc && npm ci --silent --no-audit --no-fund); then
+    cp tests/oidc/package-lock.json "$stamp"
+  else
+    echo "npm ci in tests/oidc failed; the sign-on tests will be skipped" >&2
+  fi
+}
+
 if [ -n "$UV" ] && "$UV" pip install --quiet --python .venv/bin/python -e "$TARGET"; then
+  oidc_provider "${1:-}"
   exit 0
 fi
 echo "uv is not available or failed; installing with pip (slower)" >&2
@@ -25,3 +39,4 @@ echo "uv is not available or failed; installing with pip (slower)" >&2
 .venv/bin/python -c 'import pip, sys; sys.exit(int(pip.__version__.split(".")[0]) < 22)' ||
   pip_quiet --upgrade pip
 pip_quiet -e "$TARGET"
+oidc_provider "${1:-}"

@@ -9,6 +9,8 @@ their submitted work stays and counts. Every change is audited.
 
 from __future__ import annotations
 
+import logging
+
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
@@ -27,6 +29,7 @@ from annotation.services.moves import reservation_release
 from annotation.services.outbox import notify
 from audit.services import audit_record
 
+log = logging.getLogger(__name__)
 QUOTA_LIMIT = 10_000
 
 
@@ -67,6 +70,24 @@ def member_enrol(*, project: Project, annotator, quota: int | None = None, actor
         context={"project": project.pk},
     )
     return member
+
+
+def claimed_projects_enrol(sender, *, person, projects, **kwargs) -> list[ProjectMember]:
+    """Enrol a person who signed on in the projects their identity provider's claim names
+    (accounts.signals.projects_claimed): those that exist and where they are not enrolled yet.
+    Only annotators enrol; a name no project has is logged and skipped. Nobody is withdrawn:
+    a claim that stops naming a project leaves that to the project page."""
+    if not person.has_role(Role.ANNOTATOR):
+        return []
+    known = Project.objects.filter(name__in=projects)
+    missing = set(projects) - set(known.values_list("name", flat=True))
+    if missing:
+        log.warning("sign-on names projects this site does not have: %s", sorted(missing))
+    active = ProjectMember.objects.active().filter(annotator=person).values("project")
+    return [
+        member_enrol(project=project, annotator=person, actor=None)
+        for project in known.exclude(pk__in=active)
+    ]
 
 
 def _check_person(person) -> None:

@@ -10,8 +10,19 @@ STAFF = (Role.RESEARCHER, Role.ADMIN)
 ADMIN = (Role.ADMIN,)
 EVERYONE = (Role.ANNOTATOR, Role.RESEARCHER, Role.ADMIN)
 
-# Reachable without login.
-PUBLIC = {"login", "logout"}
+# Reachable without login: logging in and out (also under allauth's names), the sign-on and its
+# return from the provider, its error pages, and the second-factor step of a login.
+PUBLIC = {
+    "login",
+    "logout",
+    "account_login",
+    "account_logout",
+    "openid_connect_login",
+    "openid_connect_callback",
+    "socialaccount_login_error",
+    "socialaccount_login_cancelled",
+    "mfa_authenticate",
+}
 
 
 @dataclass(frozen=True)
@@ -24,6 +35,8 @@ class Page:
     # A figure of data the access world lacks: past the access check it answers 404 saying
     # why, as an empty figure is never offered.
     nothing_to_draw: bool = False
+    # A page of something the person has not set up (their second factor): 404 past the check.
+    needs_set_up: bool = False
 
     def kwargs(self, objects: dict) -> dict:
         return {kwarg: getattr(objects[key], attr) for kwarg, key, attr in self.args}
@@ -47,6 +60,15 @@ PAGES = [
         Page(f"webhooks:{name}", STAFF, (("pk", "webhook", "pk"),))
         for name in ("hook", "hook_test", "hook_enable", "hook_delete")
     ),
+    # Two factors (django-allauth's pages): everyone may set up an authenticator app.
+    Page("mfa_index", EVERYONE),
+    Page("mfa_activate_totp", EVERYONE),
+    Page("mfa_deactivate_totp", EVERYONE, needs_set_up=True),
+    Page("mfa_view_recovery_codes", EVERYONE, needs_set_up=True),
+    Page("mfa_generate_recovery_codes", EVERYONE),
+    Page("mfa_download_recovery_codes", EVERYONE, needs_set_up=True),
+    Page("mfa_reauthenticate", EVERYONE),
+    Page("account_reauthenticate", EVERYONE),
 ]
 
 PAGES += [
