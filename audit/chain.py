@@ -46,7 +46,7 @@ class Break:
     reason: str
 
 
-def first_break(records: Iterable[dict], head_hash: str | None) -> Break | None:
+def first_break(records: Iterable[dict], head_hash: str) -> Break | None:
     """Walk the records in chain order (dicts with "id", "previous_hash", "hash" and the
     hashed fields). `head_hash` is the last hash the trail recorded: a trail cut short at the
     end breaks there. None when the chain holds."""
@@ -59,6 +59,6 @@ def first_break(records: Iterable[dict], head_hash: str | None) -> Break | None:
         if record["hash"] != record_hash(previous, record):
             return Break(last_id, "its content does not match its hash")
         previous = record["hash"]
-    if head_hash is not None and head_hash != previous:
+    if head_hash != previous:
         return Break(last_id or 0, "the trail's last recorded hash is not this record's")
     return None

@@ -79,7 +79,9 @@ def audit_chain_break() -> Break | None:
     records = AuditEvent.objects.order_by("pk").values(
         "id", "previous_hash", "hash", *HASHED_FIELDS
     )
-    return first_break(records.iterator(chunk_size=2000), head.last_hash if head else None)
+    # Without its head row the chain must be empty: records left without one were cut off.
+    last_hash = head.last_hash if head else GENESIS
+    return first_break(records.iterator(chunk_size=2000), last_hash)
 
 
 def fields_of(target: models.Model, *names: str) -> dict:

@@ -30,8 +30,13 @@ class RetentionProjectAdmin(ProjectAdmin):
     def save_model(self, request, obj, form, change) -> None:
         before = fields_of(Project.objects.get(pk=obj.pk), "retention_days")
         super().save_model(request, obj, form, change)
-        audit_record(actor=request.user, action="project.retention_changed", target=obj,
-                     before=before, after=fields_of(obj, "retention_days"))  # fmt: skip
+        audit_record(
+            actor=request.user,
+            action="project.retention_changed",
+            target=obj,
+            before=before,
+            after=fields_of(obj, "retention_days"),
+        )
 
     @admin.action(description="Purge the studies past their retention period")
     def purge_due(self, request, queryset) -> HttpResponse | None:
@@ -41,13 +46,18 @@ class RetentionProjectAdmin(ProjectAdmin):
             self.message_user(request, "No study of these projects is past its retention period.")
             return None
         if request.POST.get(CONFIRM) != "yes":
-            context = {**self.admin_site.each_context(request), "plans": plans,
-                       "chosen": queryset, "title": "Purge: what would be removed"}  # fmt: skip
+            context = {
+                **self.admin_site.each_context(request),
+                "plans": plans,
+                "chosen": queryset,
+                "title": "Purge: what would be removed",
+            }
             return TemplateResponse(request, "admin/portal/purge_confirm.html", context)
         force = request.POST.get("force_without_export") == "yes"
         try:
-            done = purge_run(plans, actor=request.user, force_without_export=force,
-                             progress=lambda line: None)  # fmt: skip
+            done = purge_run(
+                plans, actor=request.user, force_without_export=force, progress=lambda line: None
+            )
         except RetentionError as error:
             self.message_user(request, str(error), level=messages.ERROR)
             return None
@@ -61,8 +71,11 @@ class RetentionPersonAdmin(PersonAdmin):
     @admin.action(description="Forget the selected annotators (keep their work, pseudonymous)")
     def forget_people(self, request, queryset) -> HttpResponse | None:
         if request.POST.get(CONFIRM) != "yes":
-            context = {**self.admin_site.each_context(request), "people": queryset,
-                       "title": "Forget these people?"}  # fmt: skip
+            context = {
+                **self.admin_site.each_context(request),
+                "people": queryset,
+                "title": "Forget these people?",
+            }
             return TemplateResponse(request, "admin/portal/forget_confirm.html", context)
         for person in queryset:
             try:

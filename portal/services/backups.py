@@ -187,8 +187,14 @@ def _database_load(source: Path, progress: Progress) -> None:
         return
     # pg_restore works on its own connection: close ours so no open transaction holds a lock.
     connection.close()
-    _postgres("pg_restore", "--clean", "--if-exists", "--no-owner", "--single-transaction",
-              str(source / POSTGRES_FILE))  # fmt: skip
+    _postgres(
+        "pg_restore",
+        "--clean",
+        "--if-exists",
+        "--no-owner",
+        "--single-transaction",
+        str(source / POSTGRES_FILE),
+    )
 
 
 def _sqlite_progress(progress: Progress):

@@ -156,8 +156,12 @@ def _export_taken(study: Study) -> dict:
     )
     if event is None:
         return {}
-    return {"audit_event": event.pk, "action": event.action, "at": event.at.isoformat(),
-            "hash": event.hash}  # fmt: skip
+    return {
+        "audit_event": event.pk,
+        "action": event.action,
+        "at": event.at.isoformat(),
+        "hash": event.hash,
+    }
 
 
 def _study_assignments(study: Study):
@@ -210,9 +214,16 @@ def _study_purge(plan: StudyPlan, *, actor, forced: bool) -> StudyPurge:
         export=plan.export,
         forced_without_export=forced,
     )
-    audit_record(actor=actor, action="study.purged", target=study,
-                 after={"counts": plan.counts, "removed_sha256": record.removed_sha256,
-                        "forced_without_export": forced})  # fmt: skip
+    audit_record(
+        actor=actor,
+        action="study.purged",
+        target=study,
+        after={
+            "counts": plan.counts,
+            "removed_sha256": record.removed_sha256,
+            "forced_without_export": forced,
+        },
+    )
     return record
 
 
@@ -277,8 +288,13 @@ def person_anonymise(person, *, actor, reason: str) -> None:
         person.api_tokens.all().delete()
         ProjectMember.objects.active().filter(annotator=person).update(withdrawn_at=timezone.now())
         _history_names_replace(person.pk, pseudonym)
-        audit_record(actor=actor, action="person.anonymised", target=person, note=reason,
-                     after={"had_username": bool(former)})  # fmt: skip
+        audit_record(
+            actor=actor,
+            action="person.anonymised",
+            target=person,
+            note=reason,
+            after={"had_username": bool(former)},
+        )
 
 
 def _history_names_replace(person_id: int, pseudonym: str) -> None:

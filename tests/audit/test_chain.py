@@ -71,7 +71,13 @@ def test_the_hash_reads_json_keys_in_any_order():
 
 
 def test_an_empty_trail_holds():
-    assert first_break([], None) is None
+    assert first_break([], GENESIS) is None
+
+
+def test_records_without_the_chain_head_are_a_break(admin_user):
+    *_, last = three_records(admin_user)
+    AuditChainHead.objects.all().delete()
+    assert audit_chain_break().record_id == last.pk
 
 
 def test_the_migration_chains_the_records_written_before_the_chain(admin_user):
@@ -83,3 +89,23 @@ def test_the_migration_chains_the_records_written_before_the_chain(admin_user):
     assert audit_chain_break() is None
     chained = AuditEvent.objects.order_by("pk")
     assert [event.hash for event in chained] == [event.hash for event in records]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_records_written_at_once_from_several_threads_never_fork_the_chain(admin_user):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    def write(n: int) -> None:
+        try:
+            for step in range(8):
+                audit_record(actor=None, action=f"test.thread{n}", target=None, note=str(step))
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(write, range(4)))
+    assert AuditEvent.objects.count() == 32
+    assert audit_chain_break() is None
+    assert AuditChainHead.objects.get().length == 32

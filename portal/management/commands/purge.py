@@ -33,8 +33,12 @@ class Command(BaseCommand):
             self.stdout.write("Dry run: nothing was changed.")
             return
         try:
-            done = purge_run(plans, actor=None, force_without_export=force_without_export,
-                             progress=self.stdout.write)  # fmt: skip
+            done = purge_run(
+                plans,
+                actor=None,
+                force_without_export=force_without_export,
+                progress=self.stdout.write,
+            )
         except RetentionError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(f"Purged {len(done)} studies; their figures and counts are kept.")
