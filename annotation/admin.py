@@ -13,6 +13,7 @@ from annotation.models import (
     ProjectMember,
     Study,
     StudyItem,
+    StudyPurge,
 )
 
 
@@ -91,3 +92,10 @@ class NotificationAdmin(ReadOnlyAdmin):
     list_display = ("recipient", "kind", "status", "attempts", "created_at", "sent_at", "error")
     list_filter = ("status", "kind")
     search_fields = ("recipient__username", "key")
+
+
+@admin.register(StudyPurge)
+class StudyPurgeAdmin(ReadOnlyAdmin):
+    """What each retention purge removed, and the hashes that tie the kept figures to it."""
+
+    list_display = ("study", "at", "by", "forced_without_export")

@@ -27,6 +27,14 @@ class Project(models.Model):
 
     name = models.CharField(max_length=200, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # How long a locked study's conversations, free text and annotators' personal data are
+    # kept; `manage.py purge` removes them afterwards (portal.services.retention). Blank: kept.
+    retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Days after a study is locked until its personal data is purged; blank: kept.",
+    )
 
     class Meta:
         ordering = ["name"]
@@ -128,6 +136,9 @@ class Study(models.Model):
     deadline = models.DateTimeField(null=True, blank=True)
     # Whether a senior clinician adjudicating an item of this study sees the jury's score.
     adjudication_shows_jury = models.BooleanField(default=False)
+    # When `manage.py purge` removed its conversation text, free text and annotators' personal
+    # data; the scores and the figures stay (StudyPurge keeps what was removed, counted).
+    purged_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
@@ -480,3 +491,24 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} to {self.recipient_id} ({self.status})"
+
+
+class StudyPurge(models.Model):
+    """What one purge removed from a study, and the provenance of the figures that stay: the
+    counts, the SHA-256 of the removed text, the SHA-256 of each report table just before (the
+    tables recomputed afterwards must match), and the export taken before it."""
+
+    study = models.OneToOneField(Study, on_delete=models.PROTECT, related_name="purge")
+    at = models.DateTimeField(auto_now_add=True)
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    counts = models.JSONField(default=dict)
+    removed_sha256 = models.CharField(max_length=64)
+    table_sha256 = models.JSONField(default=dict)
+    # {"kind": "archive" | "download", "id": ..., "at": ...}, or {} when forced without one.
+    export = models.JSONField(default=dict, blank=True)
+    forced_without_export = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"Purge of {self.study} at {self.at:%Y-%m-%d}"

@@ -68,6 +68,8 @@ MIDDLEWARE = [
     "accounts.middleware.IdleTimeoutMiddleware",
     "accounts.two_factor.TwoFactorRequiredMiddleware",
     "config.security.NoStoreForLoggedInMiddleware",
+    # One audit record per opening of a page that shows study data (audit/reads.py).
+    "audit.reads.ReadAuditMiddleware",
     # Last, as django-axes asks: it turns a lockout raised during login into the locked page.
     "axes.middleware.AxesMiddleware",
 ]

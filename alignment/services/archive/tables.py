@@ -61,6 +61,8 @@ SANDBOXES = "sandboxes"
 SANDBOX_FIELDS = ("sandbox_initial", "sandbox_final")
 # Fields of the study that say where it came from: set by an import, never carried over.
 IMPORT_FIELDS = ("imported_from", "imported_at")
+# What this site keeps and purges (portal.services.retention): its own policy, not the study's.
+SITE_RETENTION_FIELDS = ("purged_at",)
 
 Keys = dict[str, dict[int, int]]  # table -> original pk -> archive id
 # Fields added to format version 1 after archives of it were written (table -> fields): an
@@ -142,8 +144,13 @@ TABLES = (
     Table("judge_scores", JudgeScore),
     Table("rubric_results", RubricResult),
     Table("conversation_results", ConversationResult),
-    Table("projects", Project),
-    Table("studies", Study, m2m=("scoring_jobs", "rubric_versions"), omit=IMPORT_FIELDS),
+    Table("projects", Project, omit=("retention_days",)),
+    Table(
+        "studies",
+        Study,
+        m2m=("scoring_jobs", "rubric_versions"),
+        omit=IMPORT_FIELDS + SITE_RETENTION_FIELDS,
+    ),
     Table("study_items", StudyItem),
     Table("assignments", Assignment),
     Table("assignment_history", AssignmentHistory),
