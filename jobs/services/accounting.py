@@ -123,6 +123,18 @@ def unwritten_rows(recorder: RecordingClient) -> list[ModelCallRecord]:
     return [_model_call_row(*call, recorder.owner) for call in recorder.unwritten]
 
 
+def answer_record(owner: RowMaker, purpose: str, response: ChatResponse, key: str) -> bool:
+    """Write one answer's accounting row under `key` unless a row has it already; returns
+    whether it was new. For answers that arrive outside a RecordingClient (a batch's results,
+    read again by a poller after a crash): call it inside the transaction that records the
+    answer's outcome, so both happen once or not at all."""
+    row = _model_call_row(purpose, response, key, owner)
+    if type(row).objects.filter(answer_key=key).exists():
+        return False
+    row.save()
+    return True
+
+
 def _model_call_row(
     purpose: str, response: ChatResponse, key: str, owner: RowMaker
 ) -> ModelCallRecord:
