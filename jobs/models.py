@@ -193,3 +193,6 @@ class BatchPollLease(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["job_kind", "job_id"], name="unique_batch_poll_lease")
         ]
+
+    def __str__(self) -> str:
+        return f"poll of {self.job_kind} {self.job_id}"

@@ -152,8 +152,8 @@ class FakeBatchApi:
         for custom_id, outcome in batch.outcomes.items():
             line: dict[str, Any] = {"id": f"batch_req_{custom_id}", "custom_id": custom_id}
             if outcome is None:
-                errors.append({**line, "response": None,
-                               "error": {"code": "batch_expired", "message": EXPIRED_MESSAGE}})  # fmt: skip
+                expired = {"code": "batch_expired", "message": EXPIRED_MESSAGE}
+                errors.append({**line, "response": None, "error": expired})
                 continue
             status, payload = outcome
             line.update(response={"status_code": status, "request_id": "req_fake", "body": payload})

@@ -59,9 +59,7 @@ class AnthropicBatchProvider:
         state = ENDED if batch.processing_status == "ended" else IN_PROGRESS
         return BatchStatus(state, counted(outcomes), batch.processing_status)
 
-    def results(
-        self, batch_id: str, requests: Mapping[str, ChatRequest]
-    ) -> Iterator[BatchResult]:
+    def results(self, batch_id: str, requests: Mapping[str, ChatRequest]) -> Iterator[BatchResult]:
         with self._faults(self._chat.model_name):
             entries = list(self._client.messages.batches.results(batch_id))
         for entry in entries:

@@ -111,9 +111,7 @@ class OfflineBatchProvider:
             return BatchStatus(IN_PROGRESS, {"processing": size}, "in_progress")
         return BatchStatus(ENDED, {"succeeded": size}, "ended")
 
-    def results(
-        self, batch_id: str, requests: Mapping[str, ChatRequest]
-    ) -> Iterator[BatchResult]:
+    def results(self, batch_id: str, requests: Mapping[str, ChatRequest]) -> Iterator[BatchResult]:
         _offline_size(batch_id)
         for custom_id, request in requests.items():
             try:

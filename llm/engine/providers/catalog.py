@@ -67,7 +67,17 @@ class Price:
     def batch_cost(self, usage: Usage) -> Decimal:
         """What the call is billed when it went through the provider's batch API: `cost`
         less the batch discount (both discounts apply: the vendors stack them)."""
-        return self.cost(usage) * (1 - _or(self.batch_discount, Decimal(0)))
+        return self.batched().cost(usage)
+
+    def batched(self) -> Price:
+        """This price as a batch call pays it: every rate less the batch discount."""
+        kept = 1 - _or(self.batch_discount, Decimal(0))
+        return Price(
+            self.input_per_million * kept,
+            self.output_per_million * kept,
+            None if self.cached_input_per_million is None else self.cached_input_per_million * kept,
+            None if self.cache_write_per_million is None else self.cache_write_per_million * kept,
+        )
 
     def list_cost(self, usage: Usage) -> Decimal:
         """What the call would cost with no prompt caching: every input token at the input

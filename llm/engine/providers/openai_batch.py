@@ -75,7 +75,9 @@ class OpenAIBatchProvider:
         with self._faults(self._endpoint.model_name):
             batch = self._client.batches.retrieve(batch_id)
         counts = batch.request_counts
-        total, done, failed = (counts.total, counts.completed, counts.failed) if counts else (0,) * 3
+        total, done, failed = (
+            (counts.total, counts.completed, counts.failed) if counts else (0,) * 3
+        )
         state = IN_PROGRESS if batch.status in MOVING else ENDED
         outcomes = {"succeeded": done, "errored": failed}
         if state == IN_PROGRESS:
@@ -84,9 +86,7 @@ class OpenAIBatchProvider:
             outcomes[UNANSWERED_BY_STATE[batch.status]] = max(total - done - failed, 0)
         return BatchStatus(state, counted(outcomes), batch.status)
 
-    def results(
-        self, batch_id: str, requests: Mapping[str, ChatRequest]
-    ) -> Iterator[BatchResult]:
+    def results(self, batch_id: str, requests: Mapping[str, ChatRequest]) -> Iterator[BatchResult]:
         with self._faults(self._endpoint.model_name):
             batch = self._client.batches.retrieve(batch_id)
             unanswered = UNANSWERED_BY_STATE.get(batch.status, ERRORED)
@@ -123,7 +123,9 @@ class OpenAIBatchProvider:
         detail = ((reply or {}).get("body") or {}).get("error") or {}
         message = detail.get("message") or "no answer"
         fault = classify_status(status, message, detail.get("code"))
-        return BatchResult(custom_id, error_kind=ERRORED, error=f"HTTP {status} ({fault}): {message}")
+        return BatchResult(
+            custom_id, error_kind=ERRORED, error=f"HTTP {status} ({fault}): {message}"
+        )
 
     def _parsed(self, body: dict[str, Any], request: ChatRequest) -> ChatResponse:
         # Built as the SDK builds a live reply (`construct`: no validation), so a batch answer

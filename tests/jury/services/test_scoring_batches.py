@@ -55,7 +55,9 @@ def calls_per_score(job) -> list[int]:
 
 def assert_each_answer_paid_once(job):
     assert set(calls_per_score(job)) == {1}
-    run_calls = ModelCall.objects.filter(run=job.run, purpose="judge", created_at__gte=job.created_at)
+    run_calls = ModelCall.objects.filter(
+        run=job.run, purpose="judge", created_at__gte=job.created_at
+    )
     assert run_calls.count() == job.scores.count()
 
 
@@ -70,7 +72,9 @@ def test_an_offline_batch_job_scores_every_conversation(played_run, offline_jury
         offline_jury.judges
     )
     assert_each_answer_paid_once(job)
-    assert job.conversation_results.filter(complete=True).count() == played_run.conversations.count()
+    assert (
+        job.conversation_results.filter(complete=True).count() == played_run.conversations.count()
+    )
 
 
 def test_a_batch_job_is_refused_for_a_judge_without_a_batch_api(played_run):
@@ -158,9 +162,11 @@ def test_a_poller_killed_while_recording_loses_nothing_and_pays_nothing_twice(pl
         seen.append(args[0])
         return recorded(*args, **kwargs)
 
-    with mock.patch.object(scoring_batches, "_answer_store", killed_after_five):
-        with pytest.raises(SystemExit):
-            scoring_batches.scoring_batch_poll(job)
+    with (
+        mock.patch.object(scoring_batches, "_answer_store", killed_after_five),
+        pytest.raises(SystemExit),
+    ):
+        scoring_batches.scoring_batch_poll(job)
     assert job.scores.filter(status=ScoreStatus.VALID).count() == 5
     # The dead poller's lease runs out; the next poller reads the whole batch again.
     scoring_batches.batches.BatchPollLease.objects.update(held_until=None)
