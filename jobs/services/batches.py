@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 
 from django.conf import settings
@@ -60,6 +60,14 @@ def poll_lease_claim(kind: str, job_id: int) -> str | None:
         held_until=until, token=token
     )
     return token if claimed else None
+
+
+def poll_lease_extend(kind: str, job_id: int, token: str) -> bool:
+    """Hold the lease a whole lease longer; False when it was lost (it ran out and another
+    poller took it): the caller stops sending, the other one carries on."""
+    until = timezone.now() + timedelta(seconds=settings.CONVERSATION_LEASE_SECONDS)
+    held = BatchPollLease.objects.filter(job_kind=kind, job_id=job_id, token=token)
+    return bool(held.update(held_until=until))
 
 
 def poll_lease_release(kind: str, job_id: int, token: str) -> None:
@@ -125,11 +133,6 @@ def batch_submit(
     row.counts = {"processing": len(requests)}
     row.save(update_fields=["batch_id", "state", "counts"])
     return row
-
-
-def chunked(items: Sequence, size: int = MAX_BATCH_REQUESTS) -> Iterable[Sequence]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 # --- polling ----------------------------------------------------------------------------------

@@ -42,8 +42,9 @@ from jury.services.scoring import (
     _spend_fields,
 )
 from llm.clients import model_router
-from llm.engine.chat import ChatRequest, ChatResponse
+from llm.engine.chat import ChatRequest, ChatResponse, ProviderError
 from llm.engine.providers.batches import BatchResult
+from llm.engine.providers.redaction import failure_text
 from llm.engine.structured import InvalidOutput, extract_json_object, json_request
 from llm.services import prices
 
@@ -69,19 +70,33 @@ def scoring_batch_poll(job: ScoringJob) -> None:
     try:
         router = model_router(job.use_cache, overrides=prices.price_overrides())
         for batch in batches.open_batches(KIND, job.pk):
-            batches.batch_poll(
-                batch,
-                router.client_for(batch.model),
-                requests_of=partial(_requests_of, job),
-                record=partial(_result_record, job),
-            )
+            # Recording a large batch takes a while: the lease is renewed batch by batch.
+            if not batches.poll_lease_extend(KIND, job.pk, token):
+                return
+            _batch_poll(job, batch, router)
         _merge_unmerged(job)
         job.refresh_from_db(fields=["status"])
-        if job.status == JobStatus.RUNNING and not _limit_reached(job):
+        held = batches.poll_lease_extend(KIND, job.pk, token)
+        if held and job.status == JobStatus.RUNNING and not _limit_reached(job):
             _pending_send(job, router)
     finally:
         batches.poll_lease_release(KIND, job.pk, token)
     scoring.job_finish_if_done(job)
+
+
+def _batch_poll(job: ScoringJob, batch: ProviderBatch, router) -> None:
+    try:
+        client = router.client_for(batch.model)
+    except ProviderError as error:  # its key was removed since: looked at again later
+        batch.error = failure_text(error)
+        batch.save(update_fields=["error"])
+        return
+    batches.batch_poll(
+        batch,
+        client,
+        requests_of=partial(_requests_of, job),
+        record=partial(_result_record, job),
+    )
 
 
 def _limit_reached(job: ScoringJob) -> bool:
@@ -97,12 +112,16 @@ def _pending_send(job: ScoringJob, router) -> None:
     pending = _scores(job).filter(status=ScoreStatus.PENDING).exclude(pk__in=waiting)
     by_model: dict[str, list[tuple[str, int, ChatRequest]]] = defaultdict(list)
     inputs_of: dict[int, object] = {}
-    for score in pending.order_by("pk"):
+    for score in pending.order_by("pk").iterator(chunk_size=500):
         if attempts[score.pk] >= BATCH_ATTEMPTS:
             _given_up(score)
             continue
+        try:
+            client = router.client_for(score.judge_model)
+        except ProviderError as error:  # no key, a model string it cannot call: said so
+            _failed(score, failure_text(error))
+            continue
         request = _request(score, inputs_of)
-        client = router.client_for(score.judge_model)
         cached = client.cached_answer(request)
         if cached is not None:
             _answer_store(
@@ -110,17 +129,26 @@ def _pending_send(job: ScoringJob, router) -> None:
             )
             continue
         custom_id = f"s{score.pk}-a{attempts[score.pk] + 1}"
-        by_model[score.judge_model].append((custom_id, score.pk, request))
+        waiting = by_model[score.judge_model]
+        waiting.append((custom_id, score.pk, request))
+        # Sent as soon as a batch is full: a large job never holds all its prompts at once.
+        if len(waiting) == batches.MAX_BATCH_REQUESTS:
+            _batch_send(job, client, by_model.pop(score.judge_model))
     for model, requests in by_model.items():
-        for chunk in batches.chunked(requests):
-            batches.batch_submit(
-                kind=KIND, job_id=job.pk, client=router.client_for(model), requests=chunk
-            )
+        _batch_send(job, router.client_for(model), requests)
+
+
+def _batch_send(job: ScoringJob, client, requests: list[tuple[str, int, ChatRequest]]) -> None:
+    batches.batch_submit(kind=KIND, job_id=job.pk, client=client, requests=requests)
 
 
 def _scores(job: ScoringJob):
-    return JudgeScore.objects.filter(job=job).select_related(
-        "job__jury", "rubric_version", "conversation"
+    # Without the columns no judge reads (a conversation's two sandbox snapshots above all):
+    # thousands of scores are read at once here.
+    return (
+        JudgeScore.objects.filter(job=job)
+        .select_related("job__jury", "rubric_version", "conversation")
+        .defer(*scoring.UNREAD)
     )
 
 
@@ -150,11 +178,12 @@ def _cached_key(score: JudgeScore) -> str:
 
 
 def _given_up(score: JudgeScore) -> None:
-    error = score.error or "no answer"
+    _failed(score, f"no answer after {BATCH_ATTEMPTS} batches: {score.error or 'no answer'}")
+
+
+def _failed(score: JudgeScore, error: str) -> None:
     JudgeScore.objects.filter(pk=score.pk, status=ScoreStatus.PENDING).update(
-        status=ScoreStatus.ERROR,
-        error=f"no answer after {BATCH_ATTEMPTS} batches: {error}"[:2000],
-        updated_at=timezone.now(),
+        status=ScoreStatus.ERROR, error=error[:2000], updated_at=timezone.now()
     )
 
 

@@ -12,7 +12,8 @@ is made, by the server's own live-call answer (its script, responder or default 
 Controls, set on `server.batches` by a test: `polls_in_progress` (a batch reports itself in
 progress at its first N looks), `expire_next` (so many of the next batches expire, with only
 `expired_answered` of their requests answered), `errored_custom_ids` (requests answered with a
-server error). `created` lists every batch made, `looks` counts status requests.
+server error), `on_results_read` (called as a batch's results are read). `created` lists
+every batch made; each counts its status requests (`looks`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import email.parser
 import itertools
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -57,6 +59,8 @@ class FakeBatchApi:
         self.expire_next = 0
         self.expired_answered = 0
         self.errored_custom_ids: set[str] = set()
+        # Called as a batch's results are read (a worker-kill test kills the worker there).
+        self.on_results_read: Callable[[], None] | None = None
         self.created: list[FakeBatch] = []
         self._batches: dict[str, FakeBatch] = {}
         self._files: dict[str, str] = {}
@@ -85,6 +89,8 @@ class FakeBatchApi:
         if parts[:2] == ["v1", "files"] and len(parts) == 4 and parts[3] == "content":
             with self._lock:
                 text = self._files.get(parts[2])
+            if text is not None and parts[2].endswith(("_output", "_errors")):
+                self._results_read()
             return (_ok(), text) if text is not None else _missing()
         if parts[:2] == ["v1", "batches"] and len(parts) == 3:
             batch = self._look(parts[2], "openai")
@@ -96,6 +102,7 @@ class FakeBatchApi:
             batch = self._batches.get(parts[3])
             if batch is None or self._in_progress(batch):
                 return _missing()
+            self._results_read()
             return _ok(), self._anthropic_results(batch)
         return _missing()
 
@@ -245,6 +252,10 @@ class FakeBatchApi:
                 return None
             batch.looks += 1
             return batch
+
+    def _results_read(self) -> None:
+        if self.on_results_read is not None:
+            self.on_results_read()
 
     def _in_progress(self, batch: FakeBatch) -> bool:
         return batch.looks <= self.polls_in_progress
