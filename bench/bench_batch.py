@@ -56,13 +56,17 @@ def run() -> list[dict]:
 
     options = ("--batch-polls", "1", "--expire-batches", "1",
                "--expired-answered", str(EXPIRED_ANSWERED))  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="bench-batch-") as data_dir:
-        with fake_server.running(0.0, *options) as url:
-            os.environ.update(_provider_environment(url))
-            django_on_fresh_sqlite(data_dir)
-            job_id, pilot_id = _build()
-            measured = _score(job_id)
-        ratio, lines = _forecast_ratio(pilot_id)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-batch-") as data_dir,
+        fake_server.running(0.0, *options) as url,
+    ):
+        os.environ.update(_provider_environment(url))
+        django_on_fresh_sqlite(data_dir)
+        pilot = _pilot()
+        # Forecast first: the copies below are a later run of the same set, with no model
+        # calls of their own, which the forecast would learn from instead.
+        ratio, lines = _forecast_ratio(pilot.pk)
+        measured = _score(_batch_job(pilot))
     print(
         f"{measured['calls']:,} judge calls in {measured['batches']} batches, "
         f"{measured['wall']:.0f} s; poller killed after {measured['killed_at']:,} recorded"
@@ -96,13 +100,18 @@ def _provider_environment(url: str) -> dict[str, str]:
 # --- the job ----------------------------------------------------------------------------------
 
 
-def _build() -> tuple[int, int]:
-    """The pilot run (played offline) and a batch job over copies of its conversations."""
-    from benchmark.models import Conversation, ConversationStatus, Run
-    from jury.services import juries, scoring
+def _pilot():
+    """The pilot run, played offline."""
     from tests.support.builders import enriched_set, launched_run, played
 
-    pilot = played(launched_run(enriched_set(size=PILOT_CASES), name="Pilot"))
+    return played(launched_run(enriched_set(size=PILOT_CASES), name="Pilot"))
+
+
+def _batch_job(pilot) -> int:
+    """A batch scoring job over copies of the pilot's conversations."""
+    from benchmark.models import Conversation, ConversationStatus, Run
+    from jury.services import juries, scoring
+
     for_scoring = Run.objects.get(pk=pilot.pk)
     for_scoring.pk, for_scoring.name = None, "Batch bench"
     for_scoring.save()
@@ -118,7 +127,7 @@ def _build() -> tuple[int, int]:
     _copies_save(copies[:CONVERSATIONS])
     jury = juries.jury_create(name="Batch bench jury", judges=list(JUDGES))
     job = scoring.scoring_launch(run=for_scoring, jury=jury, use_cache=False, batch=True)
-    return job.pk, pilot.pk
+    return job.pk
 
 
 def _copies_save(copies) -> None:

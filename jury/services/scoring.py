@@ -28,7 +28,7 @@ from django.utils import timezone
 from audit.services import audit_record
 from benchmark.models import Conversation, ModelCall, Run
 from jobs.models import JobStatus
-from jobs.services import accounting, finish
+from jobs.services import accounting, finish, watch
 from jobs.services.cost_limits import (
     CostLimitError,
     cost_limit_reached,
@@ -320,7 +320,11 @@ def scoring_start(job: ScoringJob) -> int:
     """Send the first window of the job's pending judge calls and watch the job (jury.tasks
     declares how); the rest follow as calls finish. Returns how many calls are pending."""
     pending = pending_score_count(job)
-    job_start(job)
+    if job.batch:
+        # A batch job's first look builds and uploads its batches: a worker's watch does it.
+        watch.watch_now("scoring", job.pk)
+    else:
+        job_start(job)
     return pending
 
 

@@ -8,12 +8,13 @@ from decimal import Decimal
 from unittest import mock
 
 import pytest
+from django.core.management import call_command
 from django.db.models import Count
 
 from benchmark.models import ModelCall
 from benchmark.services import conversations
 from jobs.models import BatchState, JobStatus, ProviderBatch
-from jury.models import ScoreStatus
+from jury.models import ScoreStatus, ScoringJob
 from jury.services import juries, scoring, scoring_batches
 from tests.fakes.llm_server import FakeReply, running_fake_llm_server
 
@@ -202,3 +203,37 @@ def test_a_second_poller_waits_while_the_first_holds_the_job(played_run, offline
     scoring_batches.batches.poll_lease_release("scoring", job.pk, token)
     scoring_batches.scoring_batch_poll(job)
     assert ProviderBatch.objects.filter(job_id=job.pk).exists()
+
+
+def test_score_run_batch_launches_a_batch_job_and_leaves_the_upload_to_a_worker(
+    played_run, offline_jury, django_capture_on_commit_callbacks
+):
+    with (
+        mock.patch("jobs.tasks.job_watch_task.delay") as watch,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        call_command("score_run", str(played_run.pk), "--jury", offline_jury.name, "--batch")
+    job = ScoringJob.objects.latest("created_at")
+
+    assert job.batch
+    watch.assert_called_once_with("scoring", job.pk)
+    assert not ProviderBatch.objects.filter(job_id=job.pk).exists()  # none sent inline
+
+
+def test_the_api_launches_a_batch_job_and_lists_its_batches(
+    played_run, offline_jury, researcher_client
+):
+    response = researcher_client.post(
+        "/api/v1/scoring-jobs",
+        {"run": played_run.pk, "jury": offline_jury.pk, "batch": True, "use_cache": False},
+        content_type="application/json",
+    )
+    assert response.status_code == 201, response.content
+    job = ScoringJob.objects.get(pk=response.json()["id"])
+    assert job.batch
+    poll_until_done(job)
+
+    listed = researcher_client.get(f"/api/v1/scoring-jobs/{job.pk}").json()
+
+    assert listed["batch"] and len(listed["batches"]) == len(offline_jury.judges)
+    assert {batch["state"] for batch in listed["batches"]} == {"Recorded"}
