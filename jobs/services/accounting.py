@@ -230,9 +230,9 @@ def cost_by_purpose(calls: QuerySet[ModelCallRecord]) -> list[dict]:
 
 
 def caching_summary(calls: QuerySet[ModelCallRecord]) -> dict:
-    """The list cost of some calls (every input token at the input price), their cost with
-    prompt caching and the difference (None when some call had no price). A batch discount
-    will join here as a third cost beside these two once batch calls exist (issue 34, item 1)."""
+    """The list cost of some calls (every input token at the input price, no batch discount),
+    what they cost (prompt caching and, for calls sent in a batch, the batch price) and the
+    difference (None when some call had no price)."""
     row = calls.aggregate(
         cost=Sum("cost_usd"),
         list_cost=Sum(LIST_COST),
