@@ -129,10 +129,10 @@ def _pending_send(job: ScoringJob, router) -> None:
             )
             continue
         custom_id = f"s{score.pk}-a{attempts[score.pk] + 1}"
-        waiting = by_model[score.judge_model]
-        waiting.append((custom_id, score.pk, request))
+        queued = by_model[score.judge_model]
+        queued.append((custom_id, score.pk, request))
         # Sent as soon as a batch is full: a large job never holds all its prompts at once.
-        if len(waiting) == batches.MAX_BATCH_REQUESTS:
+        if len(queued) == batches.MAX_BATCH_REQUESTS:
             _batch_send(job, client, by_model.pop(score.judge_model))
     for model, requests in by_model.items():
         _batch_send(job, router.client_for(model), requests)
@@ -155,6 +155,9 @@ def _scores(job: ScoringJob):
 def _request(score: JudgeScore, inputs_of: dict) -> ChatRequest:
     """The judge call the live path would make first, asking for the judge's JSON answer."""
     if score.conversation_id not in inputs_of:
+        # Scores come in primary-key order, a conversation's together: only its inputs are
+        # kept, so a job of thousands of conversations never holds all their traces.
+        inputs_of.clear()
         inputs_of[score.conversation_id] = judge_inputs(score.conversation)
     request = _score_request(score, inputs_of[score.conversation_id])
     return json_request(request, JUDGE_ANSWER_SCHEMA)
