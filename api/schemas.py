@@ -44,6 +44,9 @@ class ScoringJobIn(Schema):
     jury: int | None = Field(None, description="Jury id (default: the demo jury)")
     use_cache: bool | None = None
     cost_limit_usd: Decimal | None = None
+    batch: bool = Field(
+        False, description="Batch APIs: about half the price, results within 24 hours"
+    )
     dry_run: bool = Field(False, description="Answer the forecast (200) and create nothing")
 
 

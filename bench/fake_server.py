@@ -26,10 +26,11 @@ READY_TIMEOUT = 120  # seconds; a busy 2-core machine starts Python slowly
 
 
 @contextlib.contextmanager
-def running(latency_seconds: float) -> Iterator[str]:
-    """The server in a child process answering after `latency_seconds`; yields its URL."""
+def running(latency_seconds: float, *batch_options: str) -> Iterator[str]:
+    """The server in a child process answering after `latency_seconds`; yields its URL.
+    `batch_options`: its batch controls as command-line options (see main)."""
     server = subprocess.Popen(
-        [sys.executable, __file__, "--latency", str(latency_seconds)],
+        [sys.executable, __file__, "--latency", str(latency_seconds), *batch_options],
         cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     try:
@@ -56,6 +57,11 @@ def main(argv: list[str]) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=fake_models.PROVIDER_SECONDS)
+    # The batch APIs' controls (tests/fakes/batch_api.py): batches in progress at their first
+    # N looks, and so many of the next batches expiring with only M requests answered.
+    parser.add_argument("--batch-polls", type=int, default=0)
+    parser.add_argument("--expire-batches", type=int, default=0)
+    parser.add_argument("--expired-answered", type=int, default=0)
     options = parser.parse_args(argv)
     fake_models.PROVIDER_SECONDS = options.latency
     stopped = threading.Event()
@@ -64,6 +70,9 @@ def main(argv: list[str]) -> int:
     # SDK types (milliseconds per request) stay with the tests.
     fake_options = {"responder": fake_models.respond, "record": False, "check_requests": False}
     with running_fake_llm_server(**fake_options) as fake:
+        fake.batches.polls_in_progress = options.batch_polls
+        fake.batches.expire_next = options.expire_batches
+        fake.batches.expired_answered = options.expired_answered
         print(fake.url, flush=True)
         stopped.wait()
     return 0

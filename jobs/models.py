@@ -139,3 +139,60 @@ class WorkerHeartbeat(models.Model):
         what = "inline command" if self.mode == "inline" else f"{self.mode}-queue worker"
         threads = f", {self.concurrency} threads" if self.concurrency else ""
         return f"{what}, pid {self.pid} on {self.hostname}{threads}"
+
+
+class BatchState(models.TextChoices):
+    # The row is written before the provider is asked, so a batch is never made unrecorded.
+    SUBMITTING = "submitting", "Submitting"
+    IN_PROGRESS = "in_progress", "In progress"
+    ENDED = "ended", "Ended"  # results can be read; not all recorded yet
+    RECORDED = "recorded", "Recorded"  # every result recorded (or sent again)
+    LOST = "lost", "Lost"  # its worker died before the provider named it: sent again
+
+
+class ProviderBatch(models.Model):
+    """One batch a job sent to a provider's batch API (jobs.services.batches): which job (kind
+    and id, as the watch knows jobs), the model, the provider's batch id, its state and request
+    counts, and which unit of the job each request (custom id) belongs to."""
+
+    job_kind = models.CharField(max_length=50)
+    job_id = models.PositiveIntegerField()
+    provider = models.CharField(max_length=50)
+    model = models.CharField(max_length=200)
+    batch_id = models.CharField(max_length=200, blank=True)
+    state = models.CharField(
+        max_length=20, choices=BatchState.choices, default=BatchState.SUBMITTING
+    )
+    # The provider's own word for the state ("validating", "finalizing", "expired", ...).
+    detail = models.CharField(max_length=50, blank=True)
+    counts = models.JSONField(default=dict)  # succeeded, errored, expired, cancelled, processing
+    requests = models.JSONField(default=dict)  # custom id -> the unit's primary key
+    error = RedactedTextField(blank=True)
+    submitted_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    recorded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job_kind", "job_id", "pk"]
+        indexes = [models.Index(fields=["job_kind", "job_id", "state"])]
+
+    def __str__(self) -> str:
+        return f"{self.model} batch {self.batch_id or '(submitting)'}: {self.state}"
+
+
+class BatchPollLease(models.Model):
+    """Who polls a job's batches now: two watches of one job (every worker that starts takes
+    up the watch of every running job) must never both send the same pending units."""
+
+    job_kind = models.CharField(max_length=50)
+    job_id = models.PositiveIntegerField()
+    held_until = models.DateTimeField(null=True, blank=True)
+    token = models.CharField(max_length=32, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job_kind", "job_id"], name="unique_batch_poll_lease")
+        ]
+
+    def __str__(self) -> str:
+        return f"poll of {self.job_kind} {self.job_id}"

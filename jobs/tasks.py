@@ -50,7 +50,12 @@ def watch_later(kind: str, job_id: int) -> None:
     )
 
 
+def watch_now(kind: str, job_id: int) -> None:
+    queue_send(partial(job_watch_task.delay, kind, job_id), what=f"the watch of {kind} {job_id}")
+
+
 watch.look_later_install(watch_later)
+watch.look_now_install(watch_now)
 
 
 def resume_watches() -> None:

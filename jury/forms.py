@@ -86,6 +86,13 @@ class ScoreRunForm(forms.Form):
         label="Use the response cache (identical judge calls cost nothing)",
     )
     cost_limit_usd = cost_limit_field()
+    batch = forms.BooleanField(
+        required=False,
+        initial=False,
+        label="Batch: about half the price, results within 24 h",
+        help_text="Judge calls go through the providers' batch APIs (OpenAI, Anthropic, offline "
+        "judges only); the job's page shows each batch as it is polled.",
+    )
 
 
 class PlanForm(forms.Form):

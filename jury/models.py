@@ -154,6 +154,9 @@ class ScoringJob(Job):
     # found and sent again within one lease instead of after a queue of thousands drains.
     # (A failed job failed because no judge call gave a valid score: failure_reason.)
     concurrency = models.PositiveIntegerField(default=64)
+    # Judge calls go through the providers' batch APIs (jury.services.scoring_batches): about
+    # half the price, answers within 24 hours.
+    batch = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return f"{self.jury} on {self.run}"

@@ -7,7 +7,7 @@ Views, commands and the API start scoring with jury.services.scoring.scoring_sta
 
 from jobs.tasks import leased_job_tasks
 from jury.models import ScoringJob
-from jury.services import scoring
+from jury.services import scoring, scoring_batches
 
 judging = leased_job_tasks(
     task_name="jury.judge_score",
@@ -16,7 +16,7 @@ judging = leased_job_tasks(
     running=scoring.running_job_ids,
     execute=scoring.judge_score_run,
     job_id_of=scoring.job_id_of,
-    dispatch=scoring.scoring_dispatch,
+    dispatch=scoring_batches.scoring_job_dispatch,
     hands_off=True,
 )
 judge_score_task = judging.unit_task

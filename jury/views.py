@@ -16,6 +16,7 @@ from common import live_jobs
 from common.figures import FORMATS, inline_svg
 from common.figures import render as render_figure
 from common.query import query_choice, query_flag
+from jobs.services import watch
 from jobs.services.queue import held_work_message
 from jury import forms
 from jury.engine.decision import TARGET_COEFFICIENT
@@ -23,7 +24,16 @@ from jury.engine.reliability import RECOMMENDED_REPETITIONS
 from jury.engine.rubrics import RubricError
 from jury.engine.variance import COMPONENT_NAMES
 from jury.models import Jury, RubricVersion, ScoringJob
-from jury.services import forecasts, juries, planning, reports, rubrics, score_exports, scoring
+from jury.services import (
+    forecasts,
+    juries,
+    planning,
+    reports,
+    rubrics,
+    score_exports,
+    scoring,
+    scoring_batches,
+)
 from jury.services.corrections import corrected_method, job_corrected, job_corrected_export
 from jury.services.fidelity_split import fidelity_split
 from jury.services.figures import FIGURES, report_figure, sensitivity_figure
@@ -178,7 +188,8 @@ def score_forecast(request: HttpRequest, run_id: int) -> HttpResponse:
         context = {"waiting": "Choose a jury to see the forecast."}
     else:
         jury = form.cleaned_data["jury"]
-        context = forecast_page_context(forecasts.scoring_forecast(run=run, jury=jury))
+        batch = form.cleaned_data.get("batch", False)
+        context = forecast_page_context(forecasts.scoring_forecast(run=run, jury=jury, batch=batch))
     return render(request, "benchmark/_forecast.html", context)
 
 
@@ -191,6 +202,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "unusable": scoring.unusable_answers(job)[:200],
         "counts": reports.Report(job).counts,
         "judge_costs": scoring.judge_costs(job),
+        "batches": scoring_batches.batch_progress(job) if job.batch else [],
+        "batch_poll_seconds": round(watch.interval_seconds()),
     }
     context["versions"] = job.rubric_versions.all()
     context["live"] = live_jobs.live_region(

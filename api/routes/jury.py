@@ -19,7 +19,7 @@ from benchmark.models import Run
 from common.query import query_choice, query_int
 from jury import forms
 from jury.models import JudgeScore, ScoreStatus, ScoringJob
-from jury.services import forecasts, juries, reports, score_exports, scoring
+from jury.services import forecasts, juries, reports, score_exports, scoring, scoring_batches
 from jury.services.scoring import scoring_start
 from llm.engine.forecast import as_dict
 
@@ -37,6 +37,8 @@ def job_out(job: ScoringJob) -> dict:
         "finished_at": job.finished_at,
         "progress": scoring.scoring_progress(job),
         "conversations": reports.Report(job).counts,
+        "batch": job.batch,
+        "batches": scoring_batches.batch_progress(job) if job.batch else [],
     }
 
 
@@ -66,7 +68,9 @@ def scoring_job_launch(request: HttpRequest, payload: ScoringJobIn):
     fields["jury"] = fields["jury"] or juries.jury_demo_ensure().pk
     form = form_checked(forms.ScoreRunForm, fields)
     if payload.dry_run:
-        result = forecasts.scoring_forecast(run=run, jury=form.cleaned_data["jury"])
+        result = forecasts.scoring_forecast(
+            run=run, jury=form.cleaned_data["jury"], batch=form.cleaned_data["batch"]
+        )
         return Status(200, as_dict(result))
     try:
         job = scoring.scoring_launch(run=run, user=request.user, **form.cleaned_data)

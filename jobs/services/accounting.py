@@ -123,6 +123,18 @@ def unwritten_rows(recorder: RecordingClient) -> list[ModelCallRecord]:
     return [_model_call_row(*call, recorder.owner) for call in recorder.unwritten]
 
 
+def answer_record(owner: RowMaker, purpose: str, response: ChatResponse, key: str) -> bool:
+    """Write one answer's accounting row under `key` unless a row has it already; returns
+    whether it was new. For answers that arrive outside a RecordingClient (a batch's results,
+    read again by a poller after a crash): call it inside the transaction that records the
+    answer's outcome, so both happen once or not at all."""
+    row = _model_call_row(purpose, response, key, owner)
+    if type(row).objects.filter(answer_key=key).exists():
+        return False
+    row.save()
+    return True
+
+
 def _model_call_row(
     purpose: str, response: ChatResponse, key: str, owner: RowMaker
 ) -> ModelCallRecord:
@@ -218,9 +230,9 @@ def cost_by_purpose(calls: QuerySet[ModelCallRecord]) -> list[dict]:
 
 
 def caching_summary(calls: QuerySet[ModelCallRecord]) -> dict:
-    """The list cost of some calls (every input token at the input price), their cost with
-    prompt caching and the difference (None when some call had no price). A batch discount
-    will join here as a third cost beside these two once batch calls exist (issue 34, item 1)."""
+    """The list cost of some calls (every input token at the input price, no batch discount),
+    what they cost (prompt caching and, for calls sent in a batch, the batch price) and the
+    difference (None when some call had no price)."""
     row = calls.aggregate(
         cost=Sum("cost_usd"),
         list_cost=Sum(LIST_COST),

@@ -27,8 +27,10 @@ class WatchedKind:
 
 
 _KINDS: dict[str, WatchedKind] = {}
-# Sends the watch's next look at a job (jobs.tasks installs it: this module imports no task).
+# Sends the watch's next look at a job, and a look at once (jobs.tasks installs both: this
+# module imports no task).
 _look_later: Callable[[str, int], None] | None = None
+_look_now: Callable[[str, int], None] | None = None
 
 
 def register(kind: str, *, running: Callable[[], Iterable[int]], redispatch) -> None:
@@ -47,6 +49,21 @@ def redispatch(kind: str, job_id: int) -> bool:
 def look_later_install(look_later: Callable[[str, int], None]) -> None:
     global _look_later
     _look_later = look_later
+
+
+def look_now_install(look_now: Callable[[str, int], None]) -> None:
+    global _look_now
+    _look_now = look_now
+
+
+def watch_now(kind: str, job_id: int) -> None:
+    """Have a worker look at the job at once (then every interval), once the transaction that
+    started it commits: a job whose first look is slow work (a batch job's upload) leaves it
+    to the worker rather than to the view or command that launched it."""
+    if _look_now is None:
+        raise LookupError("The watch has no task to send (jobs.tasks is not loaded).")
+    look_now = _look_now
+    transaction.on_commit(lambda: look_now(kind, job_id))
 
 
 def watch_start(kind: str, job_id: int) -> None:

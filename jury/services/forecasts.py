@@ -42,11 +42,11 @@ def scoring_source(run: Run) -> tuple[ScoringJob | None, str]:
     return None, NO_SOURCE
 
 
-def scoring_forecast(**arguments) -> Forecast:
+def scoring_forecast(*, batch: bool = False, **arguments) -> Forecast:
     """The forecast of `scoring.scoring_launch(run=run, jury=jury, ...)`: one role per seat
-    (scoring_demands' arguments)."""
+    (scoring_demands' arguments), at the batch price with `batch`."""
     demands, source = scoring_demands(**arguments)
-    result = forecast(demands, catalog_in_force().price_for)
+    result = forecast(demands, catalog_in_force().price_for, batch=batch)
     result.source = source
     return result
 

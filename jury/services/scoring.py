@@ -28,7 +28,7 @@ from django.utils import timezone
 from audit.services import audit_record
 from benchmark.models import Conversation, ModelCall, Run
 from jobs.models import JobStatus
-from jobs.services import accounting, finish
+from jobs.services import accounting, finish, watch
 from jobs.services.cost_limits import (
     CostLimitError,
     cost_limit_reached,
@@ -103,6 +103,7 @@ from jury.services.judge_inputs import (  # scenario_of, trace_of: the rubric la
 from jury.services.rubrics import current_versions, rubric_of
 from llm.clients import model_router
 from llm.engine.chat import ChatRequest, ChatResponse, Message, ProviderError
+from llm.engine.providers.client import batch_capable
 from llm.engine.providers.redaction import failure_text
 from llm.engine.structured import StructuredFailure, request_json
 from llm.services import prices
@@ -135,11 +136,14 @@ def scoring_launch(
     conversations: Sequence[Conversation] | None = None,
     judge_template: str = "",
     cost_limit_usd: Decimal | None = None,
+    batch: bool = False,
 ) -> ScoringJob:
     """Pin the rubric versions (default: the current judged ones) and create every judge task
     as pending. `conversations` restricts the job to some of the run's conversations;
     `judge_template` is a judge prompt variant (blank or the shipped text: the shipped one);
-    `cost_limit_usd` pauses the job once its judges spent that much (every judge priced)."""
+    `cost_limit_usd` pauses the job once its judges spent that much (every judge priced);
+    `batch` sends the judge calls through the providers' batch APIs
+    (jury.services.scoring_batches)."""
     refusal = cost_limit_refusal(models=jury.judges, cost_limit_usd=cost_limit_usd)
     if refusal:
         raise ScoringError(refusal)
@@ -155,6 +159,11 @@ def scoring_launch(
         raise ScoringError(f"Concurrency must lie between 1 and {MAX_CONCURRENCY}.")
     if missing := missing_examples(jury):
         raise ScoringError(missing_examples_message(jury, missing))
+    if batch and (no_batch := [judge for judge in jury.judges if not batch_capable(judge)]):
+        raise ScoringError(
+            f"Batch mode needs judges with a batch API (openai/, anthropic/ or offline/): "
+            f"{', '.join(no_batch)} has none."
+        )
     job = ScoringJob.objects.create(
         run=run,
         jury=jury,
@@ -164,6 +173,7 @@ def scoring_launch(
         created_by=user,
         judge_template=template,
         cost_limit_usd=cost_limit_usd,
+        batch=batch,
     )
     job.rubric_versions.set(versions)
     if conversations is not None:
@@ -182,6 +192,7 @@ def scoring_launch(
             "conversations": len(conversations) if conversations is not None else "all",
             "prompt_variant": bool(template),
             "cost_limit_usd": None if cost_limit_usd is None else str(cost_limit_usd),
+            "batch": batch,
         },
     )
     return job
@@ -309,7 +320,11 @@ def scoring_start(job: ScoringJob) -> int:
     """Send the first window of the job's pending judge calls and watch the job (jury.tasks
     declares how); the rest follow as calls finish. Returns how many calls are pending."""
     pending = pending_score_count(job)
-    job_start(job)
+    if job.batch:
+        # A batch job's first look builds and uploads its batches: a worker's watch does it.
+        watch.watch_now("scoring", job.pk)
+    else:
+        job_start(job)
     return pending
 
 

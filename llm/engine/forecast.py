@@ -123,8 +123,16 @@ def sum_interval(values: Sequence[float], units: int) -> Interval:
     return Interval(estimate, max(estimate - half, 0.0), estimate + half)
 
 
-def forecast(demands: Sequence[RoleDemand], price_of: Callable[[str], Price | None]) -> Forecast:
-    """Each role's calls, tokens and cost with their intervals, and the total cost."""
+def forecast(
+    demands: Sequence[RoleDemand],
+    price_of: Callable[[str], Price | None],
+    *,
+    batch: bool = False,
+) -> Forecast:
+    """Each role's calls, tokens and cost with their intervals, and the total cost; with
+    `batch`, every call at its model's batch price (Price.batched)."""
+    if batch:
+        price_of = _batch_prices(price_of)
     roles = [_role_forecast(demand, price_of) for demand in demands]
     priced = [role.cost for role in roles if role.cost is not None]
     unpriced = [role.model for role in roles if role.figures and price_of(role.model) is None]
@@ -134,6 +142,14 @@ def forecast(demands: Sequence[RoleDemand], price_of: Callable[[str], Price | No
         unpriced=list(dict.fromkeys(unpriced)),
         unobserved=[role.role for role in roles if not role.figures],
     )
+
+
+def _batch_prices(price_of: Callable[[str], Price | None]) -> Callable[[str], Price | None]:
+    def batch_price_of(model: str) -> Price | None:
+        price = price_of(model)
+        return None if price is None else price.batched()
+
+    return batch_price_of
 
 
 def _role_forecast(demand: RoleDemand, price_of) -> RoleForecast:

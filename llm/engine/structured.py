@@ -164,7 +164,7 @@ def request_json(
     structured output is asked by the prompt alone.
     """
     responses: list[ChatResponse] = []
-    current = replace(request, json_schema=_sendable(schema))
+    current = json_request(request, schema)
     for attempt in range(max_repairs + 1):
         response = client.chat(current)
         responses.append(response)
@@ -193,6 +193,12 @@ def _with_repair_turn(request: ChatRequest, answer: str, reason: str, repair: in
         Message(role="user", content=feedback),
     )
     return replace(request, messages=messages, hints={**request.hints, "repair": repair})
+
+
+def json_request(request: ChatRequest, schema: dict[str, Any] = ANY_OBJECT) -> ChatRequest:
+    """`request` asking for a JSON object of `schema`, as `request_json` sends it first (a batch
+    sends this and validates the answer when it comes)."""
+    return replace(request, json_schema=_sendable(schema))
 
 
 def _sendable(schema: dict[str, Any]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes.batch_api import FakeBatchApi
 from tests.fakes.prompt_cache import PromptCache
 from tests.fakes.request_types import request_problems
 
@@ -182,6 +183,8 @@ class FakeLLMServer:
         self._lock = threading.Lock()
         # Set on stop so handlers still sleeping in a slow reply finish at once.
         self._stopping = threading.Event()
+        # OpenAI's Batch API and Anthropic's Message Batches (tests/fakes/batch_api.py).
+        self.batches = FakeBatchApi(self)
         self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -269,6 +272,32 @@ class FakeLLMServer:
             cache_write_tokens=usage.cache_write_tokens,
         )
 
+    def answer(
+        self, path: str, headers: dict[str, str], body: dict[str, Any], *, wait: bool = True
+    ) -> tuple[FakeReply, dict[str, Any]]:
+        """The reply to one chat request and its payload in the request's format: what a
+        live call gets, and what a batch's line gets (`wait` False: a batch has no latency)."""
+        recorded = RecordedRequest(path, headers, body)
+        reply = (
+            self.type_refusal(path, body)
+            or self.reasoning_refusal(path, body)
+            or self.with_prompt_cache(path, body, self._next_reply(recorded))
+        )
+        if wait:
+            self._wait(reply.delay_seconds)
+        if path in (OPENAI_PATH, COMPATIBLE_PATH):
+            payload = _openai_payload(reply, body, compatible=path == COMPATIBLE_PATH)
+            self.remember_reasoning(reply, _openai_reasoning(payload))
+        elif path == ANTHROPIC_PATH:
+            payload = _anthropic_payload(reply, body)
+            self.remember_reasoning(reply, _anthropic_reasoning(payload))
+        elif path == RESPONSES_PATH:
+            payload = _responses_payload(reply, body)
+            self.remember_reasoning(reply, _responses_reasoning(payload))
+        else:
+            reply, payload = FakeReply(status=404), {"error": {"message": "no such path"}}
+        return reply, payload
+
     def _next_reply(self, request: RecordedRequest) -> FakeReply:
         with self._lock:
             if self.record:
@@ -303,29 +332,19 @@ def _handler_for(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
-            recorded = RecordedRequest(self.path, dict(self.headers.items()), body)
-            reply = (
-                fake.type_refusal(self.path, body)
-                or fake.reasoning_refusal(self.path, body)
-                or fake.with_prompt_cache(self.path, body, fake._next_reply(recorded))
-            )
-            fake._wait(reply.delay_seconds)
-            if self.path in (OPENAI_PATH, COMPATIBLE_PATH):
-                payload = _openai_payload(reply, body, compatible=self.path == COMPATIBLE_PATH)
-                fake.remember_reasoning(reply, _openai_reasoning(payload))
-            elif self.path == ANTHROPIC_PATH:
-                payload = _anthropic_payload(reply, body)
-                fake.remember_reasoning(reply, _anthropic_reasoning(payload))
-            elif self.path == RESPONSES_PATH:
-                payload = _responses_payload(reply, body)
-                fake.remember_reasoning(reply, _responses_reasoning(payload))
-            else:
-                reply, payload = FakeReply(status=404), {"error": {"message": "no such path"}}
-            self._send(reply, payload)
+            raw = self.rfile.read(length)
+            if fake.batches.handles(self.path):
+                self._send(*fake.batches.post(self.path, dict(self.headers.items()), raw))
+                return
+            body = json.loads(raw or b"{}")
+            self._send(*fake.answer(self.path, dict(self.headers.items()), body))
 
-        def _send(self, reply: FakeReply, payload: dict[str, Any]) -> None:
-            data = (reply.raw_body if reply.raw_body is not None else json.dumps(payload)).encode()
+        def do_GET(self) -> None:
+            self._send(*fake.batches.get(self.path, f"http://{self.headers.get('host')}"))
+
+        def _send(self, reply: FakeReply, payload: dict[str, Any] | str) -> None:
+            text = payload if isinstance(payload, str) else json.dumps(payload)
+            data = (reply.raw_body if reply.raw_body is not None else text).encode()
             self.send_response(reply.status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))

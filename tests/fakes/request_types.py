@@ -2,7 +2,8 @@
 check them: an unknown field, a missing required one or a value of the wrong type is refused.
 
 The types are the TypedDicts the openai and anthropic packages publish for a non-streaming
-request (`CompletionCreateParamsNonStreaming`, `MessageCreateParamsNonStreaming`), read
+request (`CompletionCreateParamsNonStreaming`, `MessageCreateParamsNonStreaming`) and for
+making a batch (each SDK's `BatchCreateParams`), read
 through their annotations: TypedDicts (Required / NotRequired keys), unions, literals, lists,
 mappings and the JSON scalars. An OpenAI-compatible server such as vLLM takes a few fields
 beyond OpenAI's (`VLLM_FIELDS`, and the reasoning an assistant turn carries back).
@@ -19,10 +20,19 @@ from typing import Any, Literal, Union
 
 import typing_extensions
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+from anthropic.types.messages.batch_create_params import BatchCreateParams as AnthropicBatch
+from openai.types.batch_create_params import BatchCreateParams as OpenAIBatch
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
 
-DIALECTS = ("openai", "openai-compatible", "anthropic", "openai-responses")
+DIALECTS = (
+    "openai",
+    "openai-compatible",
+    "anthropic",
+    "openai-responses",
+    "openai-batch",
+    "anthropic-batch",
+)
 # vLLM's own request fields beside OpenAI's (its documented "extra parameters").
 VLLM_FIELDS = frozenset(
     {
@@ -56,6 +66,10 @@ def request_problems(body: Any, dialect: str) -> list[str]:
         root = CompletionCreateParamsNonStreaming
     elif dialect == "openai-responses":
         root = ResponseCreateParamsNonStreaming
+    elif dialect == "openai-batch":
+        root = OpenAIBatch
+    elif dialect == "anthropic-batch":
+        root = AnthropicBatch
     else:
         raise ValueError(f"dialect {dialect!r} is none of {', '.join(DIALECTS)}")
     return _problems(body, root, "body", dialect)[:MAX_PROBLEMS]

@@ -45,6 +45,12 @@ class Command(BaseCommand):
         )
         add_price_argument(parser)
         parser.add_argument(
+            "--batch",
+            action="store_true",
+            help="send the judge calls through the providers' batch APIs: about half the "
+            "price, results within 24 h (openai/, anthropic/ and offline/ judges)",
+        )
+        parser.add_argument(
             "--dry-run",
             action="store_true",
             help="print the forecast of each judge's calls, tokens and cost (from an earlier "
@@ -63,7 +69,7 @@ class Command(BaseCommand):
         if run is None:
             raise CommandError(f"There is no run {run_id}.")
         if options["dry_run"]:
-            result = forecasts.scoring_forecast(run=run, jury=_jury(jury))
+            result = forecasts.scoring_forecast(run=run, jury=_jury(jury), batch=options["batch"])
             self.stdout.write(text_table(result))
             return
         price_options(options["price"], command="score_run")
@@ -74,13 +80,15 @@ class Command(BaseCommand):
                 use_cache=not no_cache,
                 concurrency=concurrency,
                 cost_limit_usd=options["cost_limit"],
+                batch=options["batch"],
             )
         except scoring.ScoringError as error:
             raise CommandError(str(error)) from error
         queued = scoring_start(job)
-        self.stdout.write(
-            f"Scoring job {job.pk}: {queued} judge calls queued, {job.concurrency} at a time."
+        how = (
+            "in batches, polled by the job's watch" if job.batch else f"{job.concurrency} at a time"
         )
+        self.stdout.write(f"Scoring job {job.pk}: {queued} judge calls queued, {how}.")
         if wait:
             self._follow(job)
 

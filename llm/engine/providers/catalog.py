@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -25,6 +25,9 @@ _MILLION = Decimal(1_000_000)
 _PRICE_FIELDS = ("input_per_million", "output_per_million")
 # Prompt-cache prices, optional: without them a cached token costs what any input token costs.
 _CACHE_PRICE_FIELDS = ("cached_input_per_million", "cache_write_per_million")
+# The share taken off every rate for a call sent through the provider's batch API (0.5: half
+# the price). Optional: left out, a batch call costs what a live one costs.
+_BATCH_FIELD = "batch_discount"
 _LIMIT_FIELDS = ("requests_per_minute", "tokens_per_minute")
 
 
@@ -41,6 +44,7 @@ class Price:
     output_per_million: Decimal
     cached_input_per_million: Decimal | None = None
     cache_write_per_million: Decimal | None = None
+    batch_discount: Decimal | None = None
 
     @property
     def cached_input_rate(self) -> Decimal:
@@ -59,6 +63,21 @@ class Price:
             + usage.cache_write_tokens * self.cache_write_rate
             + usage.output_tokens * self.output_per_million
         ) / _MILLION
+
+    def batch_cost(self, usage: Usage) -> Decimal:
+        """What the call is billed when it went through the provider's batch API: `cost`
+        less the batch discount (both discounts apply: the vendors stack them)."""
+        return self.batched().cost(usage)
+
+    def batched(self) -> Price:
+        """This price as a batch call pays it: every rate less the batch discount."""
+        kept = 1 - _or(self.batch_discount, Decimal(0))
+        return Price(
+            self.input_per_million * kept,
+            self.output_per_million * kept,
+            None if self.cached_input_per_million is None else self.cached_input_per_million * kept,
+            None if self.cache_write_per_million is None else self.cache_write_per_million * kept,
+        )
 
     def list_cost(self, usage: Usage) -> Decimal:
         """What the call would cost with no prompt caching: every input token at the input
@@ -126,6 +145,10 @@ class ModelCatalog:
         entries = dict(self.entries)
         for model, price in prices.items():
             before = self.entry_for(model)
+            # A price set without a batch discount keeps the file's: the discount is the
+            # vendor's rule for batches, not part of the per-token figures staff set.
+            if price.batch_discount is None and before is not None and before.price is not None:
+                price = replace(price, batch_discount=before.price.batch_discount)
             entries[model] = ModelEntry(price, before.limit if before else RateLimit())
         return ModelCatalog(entries)
 
@@ -153,13 +176,14 @@ def parse_catalog(data: Any) -> ModelCatalog:
 def _entry(key: str, raw: Any) -> ModelEntry:
     if not isinstance(raw, dict):
         raise CatalogError(f"{key}: expected a mapping of fields")
-    unknown = set(raw) - set(_PRICE_FIELDS) - set(_CACHE_PRICE_FIELDS) - set(_LIMIT_FIELDS)
+    known = {*_PRICE_FIELDS, *_CACHE_PRICE_FIELDS, _BATCH_FIELD, *_LIMIT_FIELDS}
+    unknown = set(raw) - known
     if unknown:
         raise CatalogError(f"{key}: unknown fields {sorted(unknown)}")
     given = [name for name in _PRICE_FIELDS if name in raw]
     if len(given) == 1:
         raise CatalogError(f"{key}: give both input_per_million and output_per_million")
-    cache_prices = [name for name in _CACHE_PRICE_FIELDS if name in raw]
+    cache_prices = [name for name in (*_CACHE_PRICE_FIELDS, _BATCH_FIELD) if name in raw]
     if cache_prices and not given:
         raise CatalogError(
             f"{key}: {cache_prices[0]} needs input_per_million and output_per_million"
@@ -169,6 +193,10 @@ def _entry(key: str, raw: Any) -> ModelEntry:
         for name in (*_PRICE_FIELDS, *_CACHE_PRICE_FIELDS)
         if name in raw
     }
+    if _BATCH_FIELD in raw:
+        amounts[_BATCH_FIELD] = _amount(key, _BATCH_FIELD, raw[_BATCH_FIELD])
+        if amounts[_BATCH_FIELD] > 1:
+            raise CatalogError(f"{key}: {_BATCH_FIELD} is a share of the price, from 0 to 1")
     price = Price(**amounts) if given else None
     limits = {name: _positive_int(key, name, raw[name]) for name in _LIMIT_FIELDS if name in raw}
     return ModelEntry(price, RateLimit(**limits))

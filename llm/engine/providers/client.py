@@ -11,7 +11,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any, Protocol
@@ -20,6 +20,12 @@ from urllib.parse import urlparse
 from llm.engine import generation
 from llm.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
 from llm.engine.providers import cache, endpoints
+from llm.engine.providers.batches import (
+    BatchProvider,
+    BatchResult,
+    BatchStatus,
+    OfflineBatchProvider,
+)
 from llm.engine.providers.catalog import ModelCatalog, RateLimit, default_catalog
 from llm.engine.providers.endpoints import Endpoint
 from llm.engine.providers.model_strings import ModelString, parse_model_string
@@ -65,6 +71,7 @@ class ModelClient:
             raise ProviderError(str(error), kind="config") from None
         self.family = generation.family_of(model_string)
         self._provider = build_provider(self.model, settings, api=self.generation.api)
+        self._batch_provider: BatchProvider | None = None
         self.base_url: str = getattr(self._provider, "base_url", "")
         catalog = catalog or default_catalog()
         self.price = catalog.price_for(model_string)
@@ -89,11 +96,7 @@ class ModelClient:
         )
 
     def chat(self, request: ChatRequest) -> ChatResponse:
-        if request.model != self.model_string:
-            raise ProviderError(
-                f"a client for {self.model_string} was asked to call {request.model}",
-                kind="config",
-            )
+        self._model_check(request)
         request = self.effective(request)
         key = self._cache_key(request)
         if key is not None:
@@ -116,6 +119,60 @@ class ModelClient:
         if key is not None:
             self._cache_store.set(key, cache.response_to_json(response))
         return response
+
+    # --- batches (llm.engine.providers.batches): the same requests, at the batch price ---
+
+    def cached_answer(self, request: ChatRequest) -> ChatResponse | None:
+        """The response cache's answer to `request` (marked cached, free), or None: a batch
+        sends only what the cache cannot answer."""
+        key = self._cache_key(self.effective(request))
+        stored = self._cache_store.get(key) if key is not None else None
+        return cache.response_from_json(stored) if stored is not None else None
+
+    def batch_submit(self, requests: Sequence[tuple[str, ChatRequest]]) -> str:
+        """Send (custom id, request) pairs as one batch; returns the provider's batch id."""
+        for _, request in requests:
+            self._model_check(request)
+        effective = [(custom_id, self.effective(request)) for custom_id, request in requests]
+        return self._batches().submit(effective)
+
+    def batch_status(self, batch_id: str) -> BatchStatus:
+        return self._batches().status(batch_id)
+
+    def batch_results(
+        self, batch_id: str, requests: Mapping[str, ChatRequest]
+    ) -> Iterator[BatchResult]:
+        """The ended batch's outcomes for `requests` (by custom id), each answer priced at the
+        batch price and stored in the response cache, so a re-score is answered from it."""
+        effective = {custom_id: self.effective(r) for custom_id, r in requests.items()}
+        for result in self._batches().results(batch_id, effective):
+            if result.response is None:
+                yield result
+                continue
+            request = effective[result.custom_id]
+            response = replace(
+                result.response,
+                cost_usd=self.price.batch_cost(result.response.usage) if self.price else None,
+                list_cost_usd=self.price.list_cost(result.response.usage) if self.price else None,
+                cached=False,
+                seed=request.seed,
+            )
+            key = self._cache_key(request)
+            if key is not None:
+                self._cache_store.set(key, cache.response_to_json(response))
+            yield replace(result, response=response)
+
+    def _batches(self) -> BatchProvider:
+        if self._batch_provider is None:
+            self._batch_provider = batch_provider_of(self.model, self._provider)
+        return self._batch_provider
+
+    def _model_check(self, request: ChatRequest) -> None:
+        if request.model != self.model_string:
+            raise ProviderError(
+                f"a client for {self.model_string} was asked to call {request.model}",
+                kind="config",
+            )
 
     def forget(self, request: ChatRequest) -> None:
         """Drop the cached answer to `request`: its caller found it unusable, and a retry must
@@ -265,6 +322,34 @@ def build_provider(
         timeout_seconds=settings.timeout_seconds,
         max_tokens_field="max_tokens",
     )
+
+
+def batch_provider_of(model: ModelString, provider: Provider) -> BatchProvider:
+    """The batch API beside a model's live adapter: OpenAI's (chat completions or Responses,
+    as the model string routes it), Anthropic's, or the offline scripts'. Named endpoints and
+    OpenAI-compatible servers have none."""
+    if model.provider == "offline":
+        return OfflineBatchProvider(model.name)
+    if model.provider == "anthropic":
+        from llm.engine.providers.anthropic_batch import AnthropicBatchProvider
+
+        return AnthropicBatchProvider(provider)
+    if model.provider == "openai":
+        from llm.engine.providers.openai_batch import OpenAIBatchProvider
+
+        return OpenAIBatchProvider(provider)
+    raise ProviderError(
+        f"{model} has no batch API: only openai/, anthropic/ and offline/ models are sent "
+        "in batches",
+        kind="config",
+    )
+
+
+def batch_capable(model_string: str) -> bool:
+    return parse_model_string(model_string).provider in BATCH_PROVIDERS
+
+
+BATCH_PROVIDERS = ("openai", "anthropic", "offline")
 
 
 def sends_sampling(model_string: str) -> bool:

@@ -1,0 +1,239 @@
+"""Scoring in batch mode: the judge calls go through the batch APIs (offline scripts, and the
+real OpenAI and Anthropic SDKs against the fake server's batch endpoints), are recorded as the
+batches end, at the batch price, and a poller killed half-way loses nothing and pays nothing
+twice; expired and errored requests go out again in a new batch."""
+
+import json
+from decimal import Decimal
+from unittest import mock
+
+import pytest
+from django.core.management import call_command
+from django.db.models import Count
+
+from benchmark.models import ModelCall
+from benchmark.services import conversations
+from jobs.models import BatchState, JobStatus, ProviderBatch
+from jury.models import ScoreStatus, ScoringJob
+from jury.services import juries, scoring, scoring_batches
+from tests.fakes.llm_server import FakeReply, running_fake_llm_server
+
+pytestmark = pytest.mark.django_db
+
+VERDICT = json.dumps({"score": 4, "explanation": "Booked the visit and confirmed it at #9."})
+
+
+@pytest.fixture
+def fake(settings):
+    with running_fake_llm_server(default_text=VERDICT) as server:
+        settings.OPENAI_BASE_URL = server.openai_base_url
+        settings.OPENAI_API_KEY = "sk-test-not-a-real-key"
+        settings.ANTHROPIC_BASE_URL = server.anthropic_base_url
+        settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
+        settings.LLM_MAX_RETRIES = 0
+        conversations.model_router.cache_clear()
+        yield server
+        conversations.model_router.cache_clear()
+
+
+def batch_job(run, judges, *, use_cache=False, name="Batch jury"):
+    jury = juries.jury_create(name=name, judges=judges)
+    return scoring.scoring_launch(run=run, jury=jury, use_cache=use_cache, batch=True)
+
+
+def poll_until_done(job, *, polls=10):
+    for _ in range(polls):
+        scoring_batches.scoring_batch_poll(job)
+        job.refresh_from_db()
+        if job.status != JobStatus.RUNNING:
+            return job
+    raise AssertionError(f"the job still runs after {polls} polls")
+
+
+def calls_per_score(job) -> list[int]:
+    return list(job.scores.values_list("calls", flat=True))
+
+
+def assert_each_answer_paid_once(job):
+    assert set(calls_per_score(job)) == {1}
+    run_calls = ModelCall.objects.filter(
+        run=job.run, purpose="judge", created_at__gte=job.created_at
+    )
+    assert run_calls.count() == job.scores.count()
+
+
+def test_an_offline_batch_job_scores_every_conversation(played_run, offline_jury):
+    job = scoring.scoring_launch(run=played_run, jury=offline_jury, use_cache=False, batch=True)
+
+    poll_until_done(job)
+
+    assert job.status == JobStatus.FINISHED
+    assert not job.scores.exclude(status=ScoreStatus.VALID).exists()
+    assert ProviderBatch.objects.filter(job_id=job.pk, state=BatchState.RECORDED).count() == len(
+        offline_jury.judges
+    )
+    assert_each_answer_paid_once(job)
+    assert (
+        job.conversation_results.filter(complete=True).count() == played_run.conversations.count()
+    )
+
+
+def test_a_batch_job_is_refused_for_a_judge_without_a_batch_api(played_run):
+    jury = juries.jury_create(name="Local", judges=["openai-compatible/judge-7b"])
+    with pytest.raises(scoring.ScoringError, match="batch API"):
+        scoring.scoring_launch(run=played_run, jury=jury, batch=True)
+
+
+def test_an_openai_batch_is_priced_at_half_the_live_price(played_run, fake):
+    fake.batches.polls_in_progress = 1
+    fake.responder = lambda request: FakeReply(
+        text=VERDICT, input_tokens=100_000, output_tokens=10_000
+    )
+    job = batch_job(played_run, ["openai/gpt-4o-mini"])
+
+    scoring_batches.scoring_batch_poll(job)  # sends the batch
+    scoring_batches.scoring_batch_poll(job)  # still in progress
+    [batch] = ProviderBatch.objects.filter(job_id=job.pk)
+    assert batch.state == BatchState.IN_PROGRESS
+    assert batch.counts == {"processing": job.scores.count()}
+    poll_until_done(job)
+
+    assert not job.scores.exclude(status=ScoreStatus.VALID).exists()
+    batch.refresh_from_db()
+    assert batch.state == BatchState.RECORDED
+    assert batch.counts == {"succeeded": job.scores.count()}
+    row = job.scores.first()
+    live = Decimal("0.021")  # 100,000 in at $0.15 and 10,000 out at $0.60 a million
+    assert row.cost_usd == Decimal("0.0105")
+    assert row.list_cost_usd == live
+    assert_each_answer_paid_once(job)
+
+
+def test_an_anthropic_batch_scores_through_the_message_batches_api(played_run, fake):
+    job = batch_job(played_run, ["anthropic/claude-haiku-4-5"])
+
+    poll_until_done(job)
+
+    assert not job.scores.exclude(status=ScoreStatus.VALID).exists()
+    [made] = fake.batches.created
+    assert made.provider == "anthropic"
+    assert len(made.outcomes) == job.scores.count()
+    assert_each_answer_paid_once(job)
+
+
+def test_an_expired_batch_is_sent_again_for_the_requests_it_never_ran(played_run, fake):
+    fake.batches.expire_next, fake.batches.expired_answered = 1, 3
+    job = batch_job(played_run, ["openai/gpt-4o-mini"])
+
+    poll_until_done(job)
+
+    first, second = ProviderBatch.objects.filter(job_id=job.pk).order_by("pk")
+    assert first.detail == "expired"
+    assert first.counts["expired"] == job.scores.count() - 3
+    assert len(second.requests) == job.scores.count() - 3
+    assert not job.scores.exclude(status=ScoreStatus.VALID).exists()
+    assert_each_answer_paid_once(job)
+
+
+def test_a_request_that_errors_in_every_batch_ends_as_an_error(played_run, fake):
+    job = batch_job(played_run, ["anthropic/claude-haiku-4-5"])
+    doomed = job.scores.order_by("pk").first()
+    fake.batches.errored_custom_ids = {
+        f"s{doomed.pk}-a{n}" for n in range(1, scoring_batches.BATCH_ATTEMPTS + 1)
+    }
+
+    poll_until_done(job)
+
+    doomed.refresh_from_db()
+    assert doomed.status == ScoreStatus.ERROR
+    assert "api_error" in doomed.error
+    assert len(fake.batches.created) == scoring_batches.BATCH_ATTEMPTS
+    assert job.scores.filter(status=ScoreStatus.VALID).count() == job.scores.count() - 1
+
+
+def test_a_poller_killed_while_recording_loses_nothing_and_pays_nothing_twice(played_run, fake):
+    job = batch_job(played_run, ["openai/gpt-4o-mini"])
+    scoring_batches.scoring_batch_poll(job)  # sends the batch
+    recorded = scoring_batches._answer_store
+    seen = []
+
+    def killed_after_five(*args, **kwargs):
+        if len(seen) == 5:
+            raise SystemExit("killed")
+        seen.append(args[0])
+        return recorded(*args, **kwargs)
+
+    with (
+        mock.patch.object(scoring_batches, "_answer_store", killed_after_five),
+        pytest.raises(SystemExit),
+    ):
+        scoring_batches.scoring_batch_poll(job)
+    assert job.scores.filter(status=ScoreStatus.VALID).count() == 5
+    # The dead poller's lease runs out; the next poller reads the whole batch again.
+    scoring_batches.batches.BatchPollLease.objects.update(held_until=None)
+    poll_until_done(job)
+
+    assert not job.scores.exclude(status=ScoreStatus.VALID).exists()
+    assert len(fake.batches.created) == 1
+    assert_each_answer_paid_once(job)
+    keys = ModelCall.objects.values("answer_key").annotate(n=Count("id")).filter(n__gt=1)
+    assert not keys.exists()
+
+
+def test_a_rescore_is_answered_from_the_cache_the_batch_filled(played_run, fake, settings):
+    first = batch_job(played_run, ["openai/gpt-4o-mini"], use_cache=True)
+    poll_until_done(first)
+
+    again = scoring.scoring_launch(run=played_run, jury=first.jury, use_cache=True, batch=True)
+    poll_until_done(again)
+
+    assert len(fake.batches.created) == 1
+    assert not again.scores.exclude(status=ScoreStatus.VALID).exists()
+    assert set(again.scores.values_list("cached", flat=True)) == {True}
+    assert set(again.scores.values_list("cost_usd", flat=True)) == {Decimal(0)}
+
+
+def test_a_second_poller_waits_while_the_first_holds_the_job(played_run, offline_jury):
+    job = scoring.scoring_launch(run=played_run, jury=offline_jury, use_cache=False, batch=True)
+    token = scoring_batches.batches.poll_lease_claim("scoring", job.pk)
+
+    scoring_batches.scoring_batch_poll(job)
+
+    assert not ProviderBatch.objects.filter(job_id=job.pk).exists()
+    scoring_batches.batches.poll_lease_release("scoring", job.pk, token)
+    scoring_batches.scoring_batch_poll(job)
+    assert ProviderBatch.objects.filter(job_id=job.pk).exists()
+
+
+def test_score_run_batch_launches_a_batch_job_and_leaves_the_upload_to_a_worker(
+    played_run, offline_jury, django_capture_on_commit_callbacks
+):
+    with (
+        mock.patch("jobs.tasks.job_watch_task.delay") as watch,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        call_command("score_run", str(played_run.pk), "--jury", offline_jury.name, "--batch")
+    job = ScoringJob.objects.latest("created_at")
+
+    assert job.batch
+    watch.assert_called_once_with("scoring", job.pk)
+    assert not ProviderBatch.objects.filter(job_id=job.pk).exists()  # none sent inline
+
+
+def test_the_api_launches_a_batch_job_and_lists_its_batches(
+    played_run, offline_jury, researcher_client
+):
+    response = researcher_client.post(
+        "/api/v1/scoring-jobs",
+        {"run": played_run.pk, "jury": offline_jury.pk, "batch": True, "use_cache": False},
+        content_type="application/json",
+    )
+    assert response.status_code == 201, response.content
+    job = ScoringJob.objects.get(pk=response.json()["id"])
+    assert job.batch
+    poll_until_done(job)
+
+    listed = researcher_client.get(f"/api/v1/scoring-jobs/{job.pk}").json()
+
+    assert listed["batch"] and len(listed["batches"]) == len(offline_jury.judges)
+    assert {batch["state"] for batch in listed["batches"]} == {"Recorded"}
