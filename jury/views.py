@@ -23,7 +23,16 @@ from jury.engine.reliability import RECOMMENDED_REPETITIONS
 from jury.engine.rubrics import RubricError
 from jury.engine.variance import COMPONENT_NAMES
 from jury.models import Jury, RubricVersion, ScoringJob
-from jury.services import forecasts, juries, planning, reports, rubrics, score_exports, scoring
+from jury.services import (
+    forecasts,
+    juries,
+    leaderboard,
+    planning,
+    reports,
+    rubrics,
+    score_exports,
+    scoring,
+)
 from jury.services.corrections import corrected_method, job_corrected, job_corrected_export
 from jury.services.fidelity_split import fidelity_split
 from jury.services.figures import FIGURES, report_figure, sensitivity_figure
@@ -256,6 +265,13 @@ def report_list(request: HttpRequest) -> HttpResponse:
             "jobs": [(job, scoring.scoring_progress(job)) for job in jobs[:100]],
         },
     )
+
+
+@role_required(*STAFF)
+def leaderboard_page(request: HttpRequest) -> HttpResponse:
+    jobs = leaderboard.leaderboard_jobs()
+    entries = leaderboard.leaderboard_entries(jobs)
+    return render(request, "jury/leaderboard.html", {"entries": entries, "shown": len(jobs)})
 
 
 def _report(pk: int) -> reports.Report:

@@ -41,6 +41,10 @@ ASSETS = ("css/app.css", "js/report_bundle.js")  # copied from static/, no CDN
 TABLES = ("models", "reliability")
 EVENT_FIELDS = ("turn", "kind", "content", "tool_name", "arguments", "ok", "model_role", "refused")
 BATCH = 200
+# The button writes the bundle within its request up to this many conversations (about 5 s of
+# fixed cost for the statistics and figures of a job, then about 1 ms per conversation; see
+# docs/guides/researcher/report-bundle.md); past it the researcher runs the command.
+REQUEST_LIMIT = 500
 
 
 class BundleError(ValueError):
@@ -130,6 +134,18 @@ def report_bundle_zip(jobs: list[ScoringJob], *, include_clinician_text: bool) -
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def too_big_for_a_request(jobs: list[ScoringJob]) -> str:
+    """Why the button cannot write this bundle in its request, or "" when it can."""
+    total = sum(job.conversation_results.count() for job in jobs)
+    if total <= REQUEST_LIMIT:
+        return ""
+    targets = " ".join(str(job.pk) for job in jobs)
+    return (
+        f"{total} conversations are more than the button writes at once ({REQUEST_LIMIT}): run "
+        f"manage.py report_bundle {targets} --out DIR, which shows its progress."
+    )
+
+
 def bundle_name(jobs: Iterable[ScoringJob]) -> str:
     return "report-" + "-".join(f"job{job.pk}" for job in jobs)
 
@@ -185,11 +201,12 @@ def _job_section(report: reports.Report, out: Path, advance: Callable[[int], Non
 
 def _figures(report: reports.Report, out: Path, folder: str) -> list[dict]:
     """Every figure of the report and one subgroup figure per stratum, as SVG files."""
+    subgroups = reports.sensitivity_results(report, "aggregate")
     drawn = [(kind, title, report_figure(report, kind)) for kind, title in FIGURES.items()] + [
         (
             f"subgroups-{attribute}",
             f"{title}: subgroup aggregates against each model's band",
-            sensitivity_figure(report, "aggregate", attribute, "Aggregate"),
+            sensitivity_figure(report, "aggregate", attribute, "Aggregate", subgroups),
         )
         for attribute, title in reports.ATTRIBUTES.items()
     ]

@@ -2,17 +2,23 @@
 never holds, and that its manifest proves it whole. Built from the jury's module-scoped scored
 run with a study whose clinicians have names, e-mails and written feedback."""
 
+import io
 import json
 import re
+import zipfile
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
-from accounts.models import Track
+from accounts.models import Role, Track
 from alignment.engine import bundle as fmt
+from alignment.services import bundle
 from alignment.services.bundle import BundleError, bundle_jobs, report_bundle_write
+from audit.models import AuditEvent
 from tests.alignment.conftest import annotate_study
 from tests.annotation.conftest import annotators, new_study
+from tests.conftest import make_user
 
 FEEDBACK_MARK = "Booked without confirming the time"
 COMMENT_MARK = "Zebra-comment-7781"
@@ -133,3 +139,21 @@ def test_the_command_writes_the_folder_and_refuses_a_used_one(scored_job, tmp_pa
 def test_a_target_that_is_neither_job_nor_run_is_refused(db):
     with pytest.raises(BundleError, match="give a scoring job id"):
         bundle_jobs(["study:4"])
+
+
+def test_the_button_answers_a_zip_whose_folder_verifies(client, scored_job, tmp_path):
+    client.force_login(make_user("rita", Role.RESEARCHER))
+    response = client.post(reverse("alignment:report_bundle"), {"job": scored_job.pk})
+    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
+    with zipfile.ZipFile(io.BytesIO(response.content)) as archive:
+        archive.extractall(tmp_path)
+    folder = tmp_path / f"report-job{scored_job.pk}"
+    assert fmt.bundle_verify(folder) == [] and embedded(folder)["clinician_text"] is False
+    assert AuditEvent.objects.filter(action="download.report_bundle").count() == 1
+
+
+def test_the_button_sends_a_large_job_to_the_command(client, scored_job, monkeypatch):
+    monkeypatch.setattr(bundle, "REQUEST_LIMIT", 1)
+    client.force_login(make_user("rita", Role.RESEARCHER))
+    response = client.post(reverse("alignment:report_bundle"), {"job": scored_job.pk}, follow=True)
+    assert f"manage.py report_bundle {scored_job.pk} --out DIR" in response.content.decode()
