@@ -15,9 +15,9 @@ It lives here, above the annotation app, because it reads the clinicians' scores
 
 from __future__ import annotations
 
-import io
 import math
 import shutil
+import tempfile
 import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -25,7 +25,6 @@ from pathlib import Path
 
 from django.conf import settings
 from django.template.loader import render_to_string
-from django.utils import timezone
 
 from alignment.engine import bundle as fmt
 from annotation.models import Assignment, AssignmentStatus
@@ -41,10 +40,6 @@ ASSETS = ("css/app.css", "js/report_bundle.js")  # copied from static/, no CDN
 TABLES = ("models", "reliability")
 EVENT_FIELDS = ("turn", "kind", "content", "tool_name", "arguments", "ok", "model_role", "refused")
 BATCH = 200
-# The button writes the bundle within its request up to this many conversations (about 5 s of
-# fixed cost for the statistics and figures of a job, then about 1 ms per conversation; see
-# docs/guides/researcher/report-bundle.md); past it the researcher runs the command.
-REQUEST_LIMIT = 500
 
 
 class BundleError(ValueError):
@@ -116,34 +111,28 @@ def report_bundle_write(
     return BundleResult(folder=out, manifest=manifest, conversations=len(conversations))
 
 
-def report_bundle_zip(jobs: list[ScoringJob], *, include_clinician_text: bool) -> bytes:
-    """The bundle as one zip (the button's download), written through a temporary folder."""
-    scratch = Path(settings.DATA_DIR) / "bundles" / f"{timezone.now():%Y%m%d%H%M%S%f}"
-    try:
+def report_bundle_zip_write(
+    jobs: list[ScoringJob],
+    path: Path,
+    *,
+    include_clinician_text: bool,
+    progress: Progress = _no_progress,
+) -> BundleResult:
+    """The bundle as one zip at `path` (the button's download, written by a worker): the
+    folder is written in a temporary folder first (the system's, so a worker killed midway
+    leaves nothing the archive folder's sweep must know about)."""
+    with tempfile.TemporaryDirectory(prefix="report-bundle-") as scratch:
+        folder = Path(scratch) / "bundle"
         result = report_bundle_write(
-            jobs, scratch / "bundle", include_clinician_text=include_clinician_text
+            jobs, folder, include_clinician_text=include_clinician_text, progress=progress
         )
-        buffer = io.BytesIO()
-        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-            for path in sorted(result.folder.rglob("*")):
-                if path.is_file():
-                    name = f"{bundle_name(jobs)}/{path.relative_to(result.folder).as_posix()}"
-                    archive.write(path, name)
-        return buffer.getvalue()
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-def too_big_for_a_request(jobs: list[ScoringJob]) -> str:
-    """Why the button cannot write this bundle in its request, or "" when it can."""
-    total = sum(job.conversation_results.count() for job in jobs)
-    if total <= REQUEST_LIMIT:
-        return ""
-    targets = " ".join(str(job.pk) for job in jobs)
-    return (
-        f"{total} conversations are more than the button writes at once ({REQUEST_LIMIT}): run "
-        f"manage.py report_bundle {targets} --out DIR, which shows its progress."
-    )
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+            for file in sorted(folder.rglob("*")):
+                if file.is_file():
+                    archive.write(
+                        file, f"{bundle_name(jobs)}/{file.relative_to(folder).as_posix()}"
+                    )
+    return result
 
 
 def bundle_name(jobs: Iterable[ScoringJob]) -> str:

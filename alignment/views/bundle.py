@@ -1,5 +1,6 @@
-"""The static report button: a zip of the report bundle (alignment.services.bundle), written
-in the request. Staff only: the bundle holds models, jury scores and clinicians' scores."""
+"""The static report button: a worker job writes the report bundle (alignment.services.bundle)
+as a zip; its page (alignment:archive_job) shows the progress, then the download. Staff only:
+the bundle holds models, jury scores and clinicians' scores."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import STAFF, role_required
 from alignment.forms.bundle import BundleForm
-from alignment.services import bundle
-from audit.downloads import download_response
+from alignment.services.archive.jobs import report_bundle_request
 
 
 @role_required(*STAFF)
@@ -21,28 +21,9 @@ def report_bundle(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
         return redirect("jury:leaderboard")
-    jobs = list(form.cleaned_data["job"])
-    too_big = bundle.too_big_for_a_request(jobs)
-    if too_big:
-        messages.error(request, too_big)
-        return _back(jobs)
-    try:
-        body = bundle.report_bundle_zip(
-            jobs, include_clinician_text=form.cleaned_data["clinician_text"]
-        )
-    except bundle.BundleError as error:
-        messages.error(request, str(error))
-        return _back(jobs)
-    return download_response(
-        request,
-        body,
-        filename=f"{bundle.bundle_name(jobs)}.zip",
-        content_type="application/zip",
-        kind="report_bundle",
-        target=jobs[0],
+    job = report_bundle_request(
+        list(form.cleaned_data["job"]),
+        user=request.user,
+        clinician_text=form.cleaned_data["clinician_text"],
     )
-
-
-def _back(jobs) -> HttpResponse:
-    """One job's button sits on its report; several jobs come from the leaderboard."""
-    return redirect("jury:report", jobs[0].pk) if len(jobs) == 1 else redirect("jury:leaderboard")
+    return redirect("alignment:archive_job", job.pk)

@@ -13,7 +13,8 @@ from django.urls import reverse
 
 from accounts.models import Role, Track
 from alignment.engine import bundle as fmt
-from alignment.services import bundle
+from alignment.models import ArchiveJob
+from alignment.services.archive.jobs import archive_job_run
 from alignment.services.bundle import BundleError, bundle_jobs, report_bundle_write
 from audit.models import AuditEvent
 from tests.alignment.conftest import annotate_study
@@ -141,19 +142,24 @@ def test_a_target_that_is_neither_job_nor_run_is_refused(db):
         bundle_jobs(["study:4"])
 
 
-def test_the_button_answers_a_zip_whose_folder_verifies(client, scored_job, tmp_path):
+def test_the_button_runs_a_job_whose_zip_verifies(client, scored_job, tmp_path, settings):
+    settings.DATA_DIR = tmp_path / "data"
     client.force_login(make_user("rita", Role.RESEARCHER))
+    report = client.get(reverse("jury:report", args=[scored_job.pk])).content.decode()
+    assert reverse("alignment:report_bundle") in report
     response = client.post(reverse("alignment:report_bundle"), {"job": scored_job.pk})
-    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
-    with zipfile.ZipFile(io.BytesIO(response.content)) as archive:
-        archive.extractall(tmp_path)
-    folder = tmp_path / f"report-job{scored_job.pk}"
+    job = ArchiveJob.objects.get()
+    assert response["Location"] == reverse("alignment:archive_job", args=[job.pk])
+    page = client.get(response["Location"], HTTP_HX_REQUEST="true").content.decode()
+    assert 'hx-trigger="every 2s"' in page and "without their written feedback" in page
+
+    archive_job_run(job.pk)  # the worker's task
+
+    page = client.get(response["Location"]).content.decode()
+    assert "archive-download" in page and "every 2s" not in page
+    download = client.get(reverse("alignment:archive_download", args=[job.pk]))
+    with zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content))) as archive:
+        archive.extractall(tmp_path / "unzipped")
+    folder = tmp_path / "unzipped" / f"report-job{scored_job.pk}"
     assert fmt.bundle_verify(folder) == [] and embedded(folder)["clinician_text"] is False
     assert AuditEvent.objects.filter(action="download.report_bundle").count() == 1
-
-
-def test_the_button_sends_a_large_job_to_the_command(client, scored_job, monkeypatch):
-    monkeypatch.setattr(bundle, "REQUEST_LIMIT", 1)
-    client.force_login(make_user("rita", Role.RESEARCHER))
-    response = client.post(reverse("alignment:report_bundle"), {"job": scored_job.pk}, follow=True)
-    assert f"manage.py report_bundle {scored_job.pk} --out DIR" in response.content.decode()
