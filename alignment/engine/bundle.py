@@ -4,9 +4,9 @@ Pure Python (no Django): alignment.services.bundle decides what goes in; this mo
 the data rides inside the page and how the folder proves it is whole.
 
 - index.html carries every number and conversation as JSON in a `<script
-  type="application/json">` element, so the page reads it from file:// where a fetch() of a
-  sibling file is refused. The JSON is escaped so no text in it (a patient's message holding
-  "</script>") can close the element early.
+  type="application/json">` element (Django's json_script, which escapes "<", ">" and "&" so a
+  message holding "</script>" cannot close it), so the page reads it from file:// where a
+  fetch() of a sibling file is refused.
 - manifest.json lists every other file of the folder with its size and sha256; `bundle_verify`
   names each file that is missing, unlisted or changed.
 """
@@ -22,21 +22,6 @@ from typing import Any
 FORMAT_NAME = "carejury-report-bundle"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
-# Inside a script element only "<", ">" and "&" could end it or open a comment; the U+2028/9
-# separators are escaped so the JSON is also valid JavaScript should anyone paste it.
-_SCRIPT_ESCAPES = {
-    ord("<"): "\\u003c",
-    ord(">"): "\\u003e",
-    ord("&"): "\\u0026",
-    0x2028: "\\u2028",
-    0x2029: "\\u2029",
-}
-
-
-def embedded_json(data: Any) -> str:
-    """`data` as JSON safe to place, unescaped, inside a `<script type="application/json">`."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.translate(_SCRIPT_ESCAPES)
 
 
 def file_sha256(path: Path) -> str:

@@ -100,7 +100,7 @@ def report_bundle_write(
         {
             "sections": sections,
             "entries": entries,
-            "data_json": fmt.embedded_json(data),
+            "data": data,
             "clinician_text": include_clinician_text,
             "conversation_count": len(conversations),
         },

