@@ -21,6 +21,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from django.conf import settings
@@ -76,7 +77,10 @@ def report_bundle_write(
                 f"Scoring job {report.job.pk} has no complete conversation to report."
             )
     (out / "assets").mkdir(parents=True, exist_ok=True)
-    total = sum(job.conversation_results.count() for job in jobs) + len(jobs)
+    # A job's statistics and figures take about as long as writing its conversations
+    # (bench/bench_report_bundle.py), so each half of the bar is worth its conversations.
+    sizes = {job.pk: job.conversation_results.count() for job in jobs}
+    total = 2 * sum(sizes.values())
     done = 0
 
     def advance(steps: int) -> None:
@@ -84,15 +88,13 @@ def report_bundle_write(
         done += steps
         progress(done, total)
 
-    sections = [_job_section(report, out, advance) for report in built]
+    sections = [
+        _job_section(report, out, _shares(advance, sizes[report.job.pk])) for report in built
+    ]
     conversations = []
     for report in built:
         conversations += _conversations(report, include_clinician_text, advance)
-    data = {
-        "clinician_text": include_clinician_text,
-        "conversations": conversations,
-        "rubrics": sorted({code for section in sections for code in section["rubric_codes"]}),
-    }
+    data = {"clinician_text": include_clinician_text, "conversations": conversations}
     entries = leaderboard.leaderboard_entries(jobs) if len(jobs) > 1 else []
     _copy_assets(out)
     html = render_to_string(
@@ -135,6 +137,19 @@ def report_bundle_zip_write(
     return result
 
 
+def _shares(advance: Callable[[int], None], weight: int) -> Callable[[int, int], None]:
+    """A step callback for `parts` parts of work worth `weight` progress in all: part `index`
+    (from 0) done advances the bar to its share."""
+    reached = [0]
+
+    def step(index: int, parts: int) -> None:
+        target = weight * (index + 1) // parts
+        advance(target - reached[0])
+        reached[0] = target
+
+    return step
+
+
 def bundle_name(jobs: Iterable[ScoringJob]) -> str:
     return "report-" + "-".join(f"job{job.pk}" for job in jobs)
 
@@ -158,12 +173,12 @@ def _copy_assets(out: Path) -> None:
 # --- one job's report ------------------------------------------------------------------------
 
 
-def _job_section(report: reports.Report, out: Path, advance: Callable[[int], None]) -> dict:
+def _job_section(report: reports.Report, out: Path, step: Callable[[int, int], None]) -> dict:
     job = report.job
     table = reports.model_table(report)
     folder = f"job-{job.pk}"
     (out / folder / "tables").mkdir(parents=True)
-    figures = _figures(report, out, folder)
+    figures = _figures(report, out, folder, step)
     for name in TABLES:
         text = reports.export_text(report, name, "csv")
         (out / folder / "tables" / f"{name}.csv").write_text(text, encoding="utf-8")
@@ -182,29 +197,31 @@ def _job_section(report: reports.Report, out: Path, advance: Callable[[int], Non
         "tables": [f"{folder}/tables/{name}.csv" for name in TABLES],
         "label": verification.label,
         "reasons": verification.reasons,
-        "rubric_codes": list(report.rubrics.values()),
     }
-    advance(1)
     return section
 
 
-def _figures(report: reports.Report, out: Path, folder: str) -> list[dict]:
+def _figures(report: reports.Report, out: Path, folder: str, step) -> list[dict]:
     """Every figure of the report and one subgroup figure per stratum, as SVG files."""
     subgroups = reports.sensitivity_results(report, "aggregate")
-    drawn = [(kind, title, report_figure(report, kind)) for kind, title in FIGURES.items()] + [
+    to_draw = [
+        (kind, title, partial(report_figure, report, kind)) for kind, title in FIGURES.items()
+    ]
+    to_draw += [
         (
             f"subgroups-{attribute}",
             f"{title}: subgroup aggregates against each model's band",
-            sensitivity_figure(report, "aggregate", attribute, "Aggregate", subgroups),
+            partial(sensitivity_figure, report, "aggregate", attribute, "Aggregate", subgroups),
         )
         for attribute, title in reports.ATTRIBUTES.items()
     ]
     (out / folder / "figures").mkdir()
     figures = []
-    for kind, title, figure in drawn:
+    for index, (kind, title, draw) in enumerate(to_draw):
         path = f"{folder}/figures/{kind}.svg"
-        (out / path).write_bytes(render_figure(figure, "svg", salt=f"{folder}-{kind}"))
+        (out / path).write_bytes(render_figure(draw(), "svg", salt=f"{folder}-{kind}"))
         figures.append({"path": path, "title": title})
+        step(index, len(to_draw))
     return figures
 
 

@@ -55,7 +55,9 @@ def embedded(folder) -> dict:
 
 def test_it_holds_the_report_every_conversation_and_a_manifest_that_verifies(scored_job, tmp_path):
     out = tmp_path / "bundle"
-    result = report_bundle_write([scored_job], out)
+    seen = []
+    result = report_bundle_write([scored_job], out, progress=lambda done, total: seen.append(done))
+    assert seen == sorted(seen) and seen[-1] == 2 * scored_job.conversation_results.count()
     data = embedded(out)
     assert (
         len(data["conversations"])
