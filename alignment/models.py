@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.models import Project, Study, StudyItem
+from jury.models import ScoringJob
 from llm.fields import RedactedTextField
 
 
@@ -70,6 +71,7 @@ class ItemTheme(models.Model):
 class ArchiveJobKind(models.TextChoices):
     EXPORT = "export", "Export"
     IMPORT = "import", "Import"
+    BUNDLE = "bundle", "Static report"
 
 
 class ArchiveJobStatus(models.TextChoices):
@@ -85,7 +87,9 @@ class ArchiveJob(models.Model):
 
     Export: `study` is the study written, `file_path` the archive once finished, offered for
     download for ARCHIVE_DOWNLOAD_HOURS. Import: `file_path` is the uploaded archive and `study`
-    the study it became. Either way the job's files are deleted once it no longer needs them
+    the study it became. Bundle: the static report of `scoring_jobs` (alignment.services.bundle)
+    as a zip, offered like an export; `clinician_text` whether clinicians' written feedback
+    goes in. Either way the job's files are deleted once it no longer needs them
     (alignment.services.archive.jobs), and `file_removed_at` says when."""
 
     kind = models.CharField(max_length=10, choices=ArchiveJobKind.choices)
@@ -93,6 +97,8 @@ class ArchiveJob(models.Model):
         Study, on_delete=models.PROTECT, null=True, blank=True, related_name="archive_jobs"
     )
     with_usernames = models.BooleanField(default=False)
+    scoring_jobs = models.ManyToManyField(ScoringJob, blank=True, related_name="bundle_jobs")
+    clinician_text = models.BooleanField(default=False)
     file_name = models.CharField(max_length=300)  # shown and offered for download
     file_path = models.CharField(max_length=500, blank=True)
     size_bytes = models.BigIntegerField(null=True, blank=True)
@@ -126,7 +132,7 @@ class ArchiveJob(models.Model):
     @property
     def download_until(self):
         """When a finished export stops being offered (and its file is deleted); else None."""
-        if self.kind != ArchiveJobKind.EXPORT or self.status != ArchiveJobStatus.FINISHED:
+        if self.kind == ArchiveJobKind.IMPORT or self.status != ArchiveJobStatus.FINISHED:
             return None
         finished = self.finished_at or self.created_at
         return finished + timedelta(hours=settings.ARCHIVE_DOWNLOAD_HOURS)

@@ -23,6 +23,7 @@ KINDS = (
     "figure",
     "conversations",
     "archive",
+    "report_bundle",
     "audit_trail",
     "manifest",
 )

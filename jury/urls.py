@@ -16,6 +16,7 @@ urlpatterns = [
     path("jobs/<int:pk>/resume/", views.job_resume, name="job_resume"),
     path("jobs/<int:pk>/scores.<str:fmt>", views.job_scores_export, name="job_scores_export"),
     path("reports/", views.report_list, name="reports"),
+    path("leaderboard/", views.leaderboard_page, name="leaderboard"),
     path("plan/", views.plan, name="plan"),
     path("jobs/<int:pk>/report/", views.report, name="report"),
     path(

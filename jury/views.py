@@ -27,6 +27,7 @@ from jury.models import Jury, RubricVersion, ScoringJob
 from jury.services import (
     forecasts,
     juries,
+    leaderboard,
     planning,
     reports,
     rubrics,
@@ -269,6 +270,13 @@ def report_list(request: HttpRequest) -> HttpResponse:
             "jobs": [(job, scoring.scoring_progress(job)) for job in jobs[:100]],
         },
     )
+
+
+@role_required(*STAFF)
+def leaderboard_page(request: HttpRequest) -> HttpResponse:
+    jobs = leaderboard.leaderboard_jobs()
+    entries = leaderboard.leaderboard_entries(jobs)
+    return render(request, "jury/leaderboard.html", {"entries": entries, "shown": len(jobs)})
 
 
 def _report(pk: int) -> reports.Report:

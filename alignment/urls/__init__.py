@@ -1,7 +1,8 @@
 """Every alignment page under /alignment/, by area: the reports, re-scoring a study and
-comparing juries, calibrating the jury to a study's clinicians, the study archive."""
+comparing juries, calibrating the jury to a study's clinicians, the study archive, the static
+report bundle."""
 
-from alignment.urls import archive, calibration, reports, rescoring
+from alignment.urls import archive, bundle, calibration, reports, rescoring
 
 app_name = "alignment"
 urlpatterns = [
@@ -9,4 +10,5 @@ urlpatterns = [
     *rescoring.urlpatterns,
     *calibration.urlpatterns,
     *archive.urlpatterns,
+    *bundle.urlpatterns,
 ]

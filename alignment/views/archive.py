@@ -1,6 +1,6 @@
 """Researcher pages of the study archive: the export button, the job page with its progress
-and download, and the import upload. Staff only: an archive holds models, jury scores and
-who scored what."""
+and download (a static report bundle's too: alignment.views.bundle), and the import upload.
+Staff only: an archive holds models, jury scores and who scored what."""
 
 from __future__ import annotations
 
@@ -41,18 +41,21 @@ def archive_job(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*STAFF)
 def archive_download(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(
-        ArchiveJob, pk=pk, kind=ArchiveJobKind.EXPORT, status=ArchiveJobStatus.FINISHED
+        ArchiveJob.objects.exclude(kind=ArchiveJobKind.IMPORT),
+        pk=pk,
+        status=ArchiveJobStatus.FINISHED,
     )
     path = Path(job.file_path)
     if not job.downloadable or not path.is_file():
-        raise Http404("The archive file is no longer on this server; export the study again.")
+        raise Http404("The file is no longer on this server; write it again.")
+    bundle = job.kind == ArchiveJobKind.BUNDLE
     return download_response(
         request,
         path.open("rb"),
         filename=job.file_name,
         content_type="application/zip",
-        kind="archive",
-        target=job.study,
+        kind="report_bundle" if bundle else "archive",
+        target=job.scoring_jobs.order_by("pk").first() if bundle else job.study,
     )
 
 

@@ -163,9 +163,12 @@ def _variance(report: Report) -> Figure:
     return figure
 
 
-def sensitivity_figure(report: Report, measure: str, attribute: str, title: str) -> Figure:
-    """The subgroups of `attribute` on `measure`, one panel per model, one x range for all."""
-    results = sensitivity_results(report, measure)
+def sensitivity_figure(
+    report: Report, measure: str, attribute: str, title: str, results: dict | None = None
+) -> Figure:
+    """The subgroups of `attribute` on `measure`, one panel per model, one x range for all.
+    `results` (sensitivity_results of the measure) saves recomputing them for each attribute."""
+    results = results or sensitivity_results(report, measure)
     low, high = sensitivity_domain(results)
     by_model = list(results[attribute].groupby("model", sort=True))
     rows = max(len(subgroups) for _, subgroups in by_model)

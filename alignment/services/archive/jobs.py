@@ -1,4 +1,5 @@
-"""Archive exports and imports as jobs in the workers, with progress for the page to poll.
+"""Archive exports and imports, and static report bundles (alignment.services.bundle), as jobs
+in the workers, with progress for the page to poll.
 
 A paper-scale study (1,200 conversations with traces and sandbox snapshots) takes far longer
 to write or read than a web request may (bench/bench_archive.py), so the button and the upload
@@ -35,6 +36,7 @@ from alignment.engine import archive as fmt
 from alignment.models import ArchiveJob, ArchiveJobKind, ArchiveJobStatus
 from alignment.services.archive.export import archive_file_name, study_archive_write
 from alignment.services.archive.load import archive_limits, study_archive_import
+from alignment.services.bundle import BundleError, bundle_name, report_bundle_zip_write
 from annotation.models import Study
 from audit.services import audit_record
 from jobs.services import watch
@@ -81,6 +83,27 @@ def archive_export_request(study: Study, *, user, with_usernames: bool) -> Archi
     return job
 
 
+def report_bundle_request(scoring_jobs: list, *, user, clinician_text: bool) -> ArchiveJob:
+    """Queue the static report of `scoring_jobs` (several: with their leaderboard)."""
+    archive_files_sweep()
+    job = ArchiveJob.objects.create(
+        kind=ArchiveJobKind.BUNDLE,
+        clinician_text=clinician_text,
+        file_name=f"{bundle_name(scoring_jobs)}.zip",
+        requested_by=user,
+    )
+    job.scoring_jobs.set(scoring_jobs)
+    for scoring_job in scoring_jobs:
+        audit_record(
+            actor=user,
+            action="report.bundle_requested",
+            target=scoring_job,
+            after={"job": job.pk, "clinician_text": clinician_text},
+        )
+    _enqueue(job)
+    return job
+
+
 def archive_import_request(upload, *, user) -> ArchiveJob:
     """Keep the upload and queue its import; ArchiveError at once for a file that is not a
     study archive, a zip bomb or another format version (the stored upload is deleted)."""
@@ -116,11 +139,13 @@ def archive_job_run(job_id: int) -> None:
     try:
         if job.kind == ArchiveJobKind.EXPORT:
             _export(job)
+        elif job.kind == ArchiveJobKind.BUNDLE:
+            _bundle(job)
         else:
             _import(job)
     except _TakenOver:
         return
-    except fmt.ArchiveError as error:
+    except (fmt.ArchiveError, BundleError) as error:
         _end(job, ArchiveJobStatus.FAILED, error=str(error))
     except Exception as error:
         # The job must end either way; the worker's log keeps the traceback.
@@ -183,8 +208,8 @@ def archive_files_sweep() -> list[Path]:
 
 def _files_of(job: ArchiveJob) -> list[Path]:
     folder = archive_dir()
-    if job.kind == ArchiveJobKind.EXPORT:
-        return sorted(folder.glob(f"{job.pk}-*"))  # the archive and any partial attempt
+    if job.kind != ArchiveJobKind.IMPORT:
+        return sorted(folder.glob(f"{job.pk}-*"))  # the file written and any partial attempt
     # Only the upload this site stored: never a file the job was pointed at elsewhere.
     upload = Path(job.file_path)
     if job.file_path and upload.parent == folder and upload.name.startswith(UPLOAD_PREFIX):
@@ -210,6 +235,24 @@ def _export(job: ArchiveJob) -> None:
     study_archive_write(
         job.study, partial_file, with_usernames=job.with_usernames, progress=_reporter(job)
     )
+    _offer(job, partial_file, final)
+
+
+def _bundle(job: ArchiveJob) -> None:
+    final = archive_dir() / f"{job.pk}-{job.file_name}"
+    partial_file = final.with_name(f"{final.name}.{job.attempts}.part")
+    scoring_jobs = list(job.scoring_jobs.select_related("run", "jury").order_by("pk"))
+    report_bundle_zip_write(
+        scoring_jobs,
+        partial_file,
+        include_clinician_text=job.clinician_text,
+        progress=_reporter(job),
+    )
+    _offer(job, partial_file, final)
+
+
+def _offer(job: ArchiveJob, partial_file: Path, final: Path) -> None:
+    """Finish the job with the written file under its final name, if the job is still ours."""
     if not _still_ours(job):
         partial_file.unlink(missing_ok=True)
         raise _TakenOver
