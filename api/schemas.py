@@ -3,10 +3,19 @@ rules live in that form and the service behind it); a field left out takes the p
 
 from __future__ import annotations
 
+import uuid
+from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from ninja import Schema
 from pydantic import Field
+
+from alignment.models import ArchiveJobKind, ArchiveJobStatus
+from annotation.models import StudyKind, StudyStatus
+from benchmark.models import ConversationStatus
+from jobs.models import JobStatus
+from jury.models import ScoreStatus
 
 
 class CaseSetIn(Schema):
@@ -99,3 +108,269 @@ class ForecastOut(Schema):
     unobserved: list[str] = Field(description="Roles no earlier call shows")
     source: str = Field(description="The earlier run or scoring job, in words")
     method: str
+
+
+# --- what the API answers ---------------------------------------------------------------------
+# Money is a number of US dollars (null when a price is unknown); an interval is an object.
+
+
+class Interval(Schema):
+    """An estimate with its 95% interval (low and high null when it has none)."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+
+
+class CaseSetCounts(Schema):
+    total: int
+    done: int
+    failed: int
+    pending: int
+
+
+class CaseSetProgress(CaseSetCounts):
+    input_tokens: int | None
+    output_tokens: int | None
+    cost: float | None = Field(description="USD spent enriching the entries")
+    unknown_cost: int = Field(description="Entries with an unpriced call")
+    calls: int
+    cached: int
+
+
+class CaseSetOut(Schema):
+    id: int
+    name: str
+    status: JobStatus
+    distribution: int | None
+    imported_from: str
+    size: int
+    sampler_seed: int | None
+    generator_model: str
+    cost_limit_usd: float | None
+    created_at: datetime
+    progress: CaseSetCounts
+
+
+class CaseSetDetailOut(CaseSetOut):
+    progress: CaseSetProgress
+    warning: str = Field("", description="Set when the queue cannot be reached")
+
+
+class AgentOut(Schema):
+    id: int
+    label: str
+    model: str
+
+
+class RunCounts(Schema):
+    total: int
+    finished: int
+    failed: int
+    cancelled: int
+    running: int
+    queued: int
+    pending: int
+    percent: float
+
+
+class RunProgress(RunCounts):
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    calls: int
+    cached_calls: int
+    terminations: dict[str, int]
+
+
+class RunOut(Schema):
+    id: int
+    name: str
+    status: JobStatus
+    benchmark_set: int
+    agents: list[AgentOut]
+    patient_model: str
+    roster_model: str
+    repetitions: int
+    concurrency: int
+    max_turns: int
+    seed: int | None
+    cost_limit_usd: float | None
+    progress: RunCounts
+
+
+class RunDetailOut(RunOut):
+    progress: RunProgress
+
+
+class RunLaunchOut(RunDetailOut):
+    warning: str = Field("", description="Set when the queue cannot be reached")
+    unpriced: list[str] = Field(default_factory=list, description="Models with no price")
+
+
+class RunImportOut(RunDetailOut):
+    conversations: int = Field(description="Conversations imported")
+
+
+class ConversationOut(Schema):
+    id: uuid.UUID
+    run: int
+    agent: str
+    model: str
+    case: int
+    repetition: int
+    status: ConversationStatus
+    termination_reason: str
+    assistant_turns: int
+    cost_usd: float | None
+    finished_at: datetime | None
+
+
+class JuryRef(Schema):
+    id: int
+    name: str
+    judges: list[str]
+
+
+class ScoringCounts(Schema):
+    total: int
+    valid: int
+    invalid: int
+    error: int
+    pending: int
+    done: int
+    percent: float
+
+
+class ScoringProgress(ScoringCounts):
+    cached: int
+    calls: int
+    cached_calls: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None = Field(description="USD; null when some call had no price")
+    unpriced: int
+    failed: int
+    running: bool
+
+
+class ConversationCounts(Schema):
+    complete: int
+    incomplete: int
+    awaiting: int
+    excluded: int
+
+
+class ScoringJobOut(Schema):
+    id: int
+    run: int
+    jury: JuryRef
+    status: JobStatus
+    cost_limit_usd: float | None
+    created_at: datetime
+    finished_at: datetime | None
+    progress: ScoringCounts
+
+
+class ScoringJobDetailOut(ScoringJobOut):
+    progress: ScoringProgress
+    conversations: ConversationCounts
+
+
+class ScoringJobLaunchOut(ScoringJobDetailOut):
+    queued: int = Field(description="Judge calls sent to the workers")
+    warning: str = ""
+    unpriced: list[str] = Field(default_factory=list)
+
+
+class ScoreOut(Schema):
+    id: int
+    conversation: uuid.UUID
+    rubric: str
+    rubric_version: int
+    judge_index: int
+    judge_model: str
+    status: ScoreStatus
+    score: float | None
+    explanation: str
+    invalid_reason: str
+    cost_usd: float | None
+    cached: bool
+
+
+class RubricResultOut(Schema):
+    rubric: str
+    code: str
+    name: str
+    mean: float | None
+    pass_rate: Interval = Field(description="Percent passing, with its 95% Wilson interval")
+
+
+class ModelRowOut(Schema):
+    model: str
+    scripted: bool = Field(description="A scripted agent, not a model")
+    n: int = Field(description="Complete conversations")
+    aggregate: Interval = Field(description="The aggregate's mean and 95% interval")
+    versus_best: str = Field(description="best, indistinguishable, different, untested or ''")
+    rubrics: list[RubricResultOut]
+
+
+class ModelTableOut(Schema):
+    counts: ConversationCounts
+    models: list[ModelRowOut]
+
+
+Cell = Interval | bool | int | float | str | None
+
+
+class ReportTableOut(Schema):
+    table: str
+    caption: str
+    counts: ConversationCounts
+    columns: list[str] = Field(description="Row keys in order; an interval is one column")
+    rows: list[dict[str, Cell]]
+
+
+class StudyOut(Schema):
+    id: int
+    project: str
+    name: str
+    kind: StudyKind
+    round_number: int
+    status: StudyStatus
+    sample_size: int
+    items: int
+    scoring_jobs: list[int]
+    created_at: datetime
+
+
+class StudyDetailOut(StudyOut):
+    progress: dict[str, Any] = Field(description="Per annotator, per track, items short")
+
+
+class AgreementOut(Schema):
+    study: int
+    filters: dict[str, Any]
+    resamples: int
+    conversations: int
+    ratings: int
+    excluded: dict[str, Any] | list[Any] | int | None
+    synthetic_ratings: int
+    design: dict[str, Any]
+    table: list[dict[str, Any]] = Field(description="The paper's table, one row per figure")
+    rubrics: list[dict[str, Any]]
+    realism: list[dict[str, Any]]
+
+
+class ArchiveJobOut(Schema):
+    id: int
+    kind: ArchiveJobKind
+    study: int | None
+    status: ArchiveJobStatus
+    done: int
+    total: int
+    error: str
+    file_name: str
+    downloadable: bool
+    created_at: datetime
+    finished_at: datetime | None
