@@ -336,7 +336,7 @@ class StudyOut(Schema):
     project: str
     name: str
     kind: StudyKind
-    round_number: int
+    round_number: int | None
     status: StudyStatus
     sample_size: int
     items: int
