@@ -32,6 +32,10 @@ class CareJuryApi(NinjaAPI):
     def get_openapi_schema(self, **kwargs):
         return schema_problem_content(super().get_openapi_schema(**kwargs))
 
+    def get_openapi_operation_id(self, operation) -> str:
+        """The route function's name (each is unique): what a generated client calls it."""
+        return operation.view_func.__name__
+
 
 api = CareJuryApi(
     title="CareJury API",
