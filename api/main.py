@@ -16,7 +16,7 @@ from ninja.parser import Parser
 
 from api.auth import TokenRateThrottle, docs_access, staff, token_writes_audited
 from api.problems import Refused, problem_response, schema_problem_content
-from api.routes import benchmark, jury, studies
+from api.routes import benchmark, catalog, jury, studies
 from common import json_text
 from common.query import BadQuery
 
@@ -53,6 +53,7 @@ api.add_decorator(token_writes_audited)
 api.add_router("/", benchmark.router)
 api.add_router("/", jury.router)
 api.add_router("/", studies.router)
+api.add_router("/", catalog.router)
 
 
 @api.exception_handler(BadRequest)

@@ -374,3 +374,92 @@ class ArchiveJobOut(Schema):
     downloadable: bool
     created_at: datetime
     finished_at: datetime | None
+
+
+class JuryOut(Schema):
+    id: int
+    name: str
+    judges: list[str] = Field(description="Model strings, one per judge seat")
+    weights: dict[str, float] = Field(description="Rubric id -> weight in the aggregate")
+    pass_threshold: float
+    merge_mode: str
+    version: int
+    base: int | None = Field(description="The first version's id (null: this is the first)")
+    calibrated: bool
+    learned_from: dict[str, Any] = Field(description="Where a calibration was learned")
+    note: str
+    created_at: datetime
+
+
+class RubricOut(Schema):
+    id: int = Field(description="This version's id (a study's rubric_versions)")
+    rubric: str
+    version: int
+    name: str
+    code: str
+    kind: str = Field(description="dimension (judged) or realism (clinicians only)")
+    track: str
+    current: bool
+    fingerprint: str
+    text: str = Field(description="The rubric file (YAML)")
+
+
+class PriceFigures(Schema):
+    """USD per million tokens; a cache price left null is the input price."""
+
+    input_per_million: float | None
+    output_per_million: float | None
+    cached_input_per_million: float | None
+    cache_write_per_million: float | None
+
+
+class PriceOut(PriceFigures):
+    model: str = Field(description="A model string, or a pattern (openai/*) from prices.yaml")
+    source: str = Field(description="prices.yaml, or staff (a price set on the Prices page)")
+    set_at: datetime | None = Field(description="When staff set it (null: the file's)")
+
+
+class PriceIn(Schema):
+    model: str
+    input_per_million: Decimal
+    output_per_million: Decimal
+    cached_input_per_million: Decimal | None = None
+    cache_write_per_million: Decimal | None = None
+    note: str = ""
+
+
+class EndpointOut(Schema):
+    name: str
+    base_url: str
+    api_key_env: str = Field(description="The variable holding the key (never the key)")
+    key_state: str = Field(description="set, not set, not needed or refused")
+    requests_per_minute: int | None
+    tokens_per_minute: int | None
+    concurrency: int | None
+
+
+class EndpointListOut(Schema):
+    yaml_text: str = Field(description="The list in force, as its YAML")
+    endpoints: list[EndpointOut]
+
+
+class EndpointListIn(Schema):
+    yaml_text: str
+    note: str = ""
+
+
+class DistributionOut(Schema):
+    id: int
+    name: str
+    fingerprint: str
+    created_at: datetime
+    text: str = Field(description="The distribution file (YAML)")
+
+
+class AgentConfigOut(Schema):
+    id: int
+    slug: str
+    name: str
+    fingerprint: str
+    created_at: datetime
+    text: str = Field(description="The configuration file (YAML)")

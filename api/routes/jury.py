@@ -16,8 +16,10 @@ from api.pagination import RowsCursorPagination
 from api.problems import Refused, responses
 from api.schemas import (
     ForecastOut,
+    JuryOut,
     ModelTableOut,
     ReportTableOut,
+    RubricOut,
     ScoreOut,
     ScoringJobDetailOut,
     ScoringJobIn,
@@ -28,10 +30,13 @@ from api.tables import table_frame, table_rows
 from audit.downloads import download_response
 from benchmark.forms import unpriced_models, unpriced_warning
 from benchmark.models import Run
+from common.figures import FORMATS as FIGURE_FORMATS
+from common.figures import render as render_figure
 from common.query import query_choice
 from jury import forms
-from jury.models import JudgeScore, ScoringJob
+from jury.models import JudgeScore, Jury, RubricVersion, ScoringJob
 from jury.services import forecasts, juries, reports, score_exports, scoring
+from jury.services.figures import FIGURES, report_figure
 from jury.services.scoring import scoring_start
 from llm.engine.forecast import as_dict
 
@@ -198,6 +203,58 @@ def model_table(request: HttpRequest, job_id: int):
 
 
 @router.get(
+    "/scoring-jobs/{job_id}/figures/{kind}.{fmt}",
+    response=responses({200: None}, 404),
+    url_name="report_figure",
+)
+def report_figure_download(request: HttpRequest, job_id: int, kind: str, fmt: str):
+    """A figure of the report as the report page offers it: `kind` aggregates, pass-rates,
+    pass-k or variance; `fmt` svg, png (300 dpi) or pdf."""
+    if kind not in FIGURES or fmt not in FIGURE_FORMATS:
+        raise HttpError(
+            404, f"Figures: {', '.join(FIGURES)}; formats: {', '.join(FIGURE_FORMATS)}."
+        )
+    report = reports.Report(_job(job_id))
+    if report.empty:
+        raise HttpError(404, "No complete conversations to draw yet.")
+    return download_response(
+        request,
+        render_figure(report_figure(report, kind), fmt, salt=f"job-{kind}"),
+        filename=f"job-{job_id}-{kind}.{fmt}",
+        content_type=FIGURE_FORMATS[fmt],
+        kind="figure",
+        target=report.job,
+    )
+
+
+@router.get(
+    "/scoring-jobs/{job_id}/tables/{table}.{suffix}",
+    response=responses({200: None}, 404),
+    url_name="report_table_export",
+)
+def report_table_export(request: HttpRequest, job_id: int, table: str, suffix: str):
+    """A report table as the report page exports it: `suffix` csv, md (Markdown) or tex
+    (LaTeX, with its caption). Declared before `/tables/{table}`, which would take the dot."""
+    if table not in reports.EXPORT_TABLES or suffix not in reports.EXPORT_FORMATS:
+        raise HttpError(
+            404,
+            f"Tables: {', '.join(reports.EXPORT_TABLES)}; "
+            f"formats: {', '.join(reports.EXPORT_FORMATS)}.",
+        )
+    report = reports.Report(_job(job_id))
+    if report.empty and table != "outcomes":
+        raise HttpError(404, "No complete conversations to export yet.")
+    return download_response(
+        request,
+        reports.export_text(report, table, suffix),
+        filename=f"job-{job_id}-{table}.{suffix}",
+        content_type=f"{reports.EXPORT_FORMATS[suffix][1]}; charset=utf-8",
+        kind="table",
+        target=report.job,
+    )
+
+
+@router.get(
     "/scoring-jobs/{job_id}/tables/{table}",
     response=responses({200: ReportTableOut}, 404),
     url_name="report_table",
@@ -244,3 +301,85 @@ def _model_row(row: dict) -> dict:
 
 def _interval(estimate, low, high) -> dict:
     return {"estimate": plain(estimate), "low": plain(low), "high": plain(high)}
+
+
+# --- juries and rubrics ----------------------------------------------------------------------
+
+
+def jury_out(jury: Jury) -> dict:
+    return {
+        "id": jury.pk,
+        "name": jury.name,
+        "judges": jury.judges,
+        "weights": jury.weights,
+        "pass_threshold": jury.pass_threshold,
+        "merge_mode": jury.merge_mode,
+        "version": jury.version,
+        "base": jury.base_id,
+        "calibrated": jury.is_calibrated,
+        "learned_from": jury.learned_from,
+        "note": jury.note,
+        "created_at": jury.created_at,
+    }
+
+
+def juries_out(page: list[Jury]) -> list[dict]:
+    return [jury_out(jury) for jury in page]
+
+
+@router.get("/juries", response=responses({200: list[JuryOut]}, 400), url_name="juries")
+@paginate(RowsCursorPagination, out=juries_out)
+@known_query()
+def jury_list(request: HttpRequest):
+    """Every jury and every calibrated version of one (each version is a jury with `base`)."""
+    return Jury.objects.all()
+
+
+@router.get("/juries/{jury_id}", response=responses({200: JuryOut}, 404), url_name="jury")
+def jury_detail(request: HttpRequest, jury_id: int):
+    return jury_out(get_object_or_404(Jury, pk=jury_id))
+
+
+@router.get(
+    "/juries/{jury_id}/versions",
+    response=responses({200: list[JuryOut]}, 404),
+    url_name="jury_versions",
+)
+def jury_versions(request: HttpRequest, jury_id: int):
+    """The jury's versions, first to last (the first and every calibration of it)."""
+    jury = get_object_or_404(Jury, pk=jury_id)
+    first = jury.base_id or jury.pk
+    family = Jury.objects.filter(pk=first) | Jury.objects.filter(base_id=first)
+    return [jury_out(each) for each in family.order_by("version", "pk")]
+
+
+def rubric_out(version: RubricVersion) -> dict:
+    return {
+        "id": version.pk,
+        "rubric": version.rubric_id,
+        "version": version.version,
+        "name": version.name,
+        "code": version.code,
+        "kind": version.kind,
+        "track": version.track,
+        "current": version.is_current,
+        "fingerprint": version.fingerprint,
+        "text": version.yaml_text,
+    }
+
+
+def rubrics_out(page: list[RubricVersion]) -> list[dict]:
+    return [rubric_out(version) for version in page]
+
+
+@router.get("/rubrics", response=responses({200: list[RubricOut]}, 400), url_name="rubrics")
+@paginate(RowsCursorPagination, out=rubrics_out)
+@known_query()
+def rubric_list(request: HttpRequest):
+    """Every version of every rubric (`current` marks the versions new work uses)."""
+    return RubricVersion.objects.all()
+
+
+@router.get("/rubrics/{version_id}", response=responses({200: RubricOut}, 404), url_name="rubric")
+def rubric_detail(request: HttpRequest, version_id: int):
+    return rubric_out(get_object_or_404(RubricVersion, pk=version_id))

@@ -16,7 +16,7 @@ import pytest
 from accounts.models import Role
 from accounts.tokens import token_create
 from benchmark.models import Run
-from jury.models import ScoringJob
+from jury.models import JudgeScore
 from jury.services import scoring
 from tests.conftest import make_user
 from tests.support.builders import enriched_set, played
@@ -79,8 +79,10 @@ def test_a_generated_client_drives_a_whole_study(live_server, tmp_path):
             client=api, body=models.ScoringJobIn(run=run.id)
         )
         assert job.status_code == 201, job.content
-        for score_id in scoring.pending_score_ids(ScoringJob.objects.get(pk=job.parsed.id)):
-            scoring.judge_score_execute(score_id)
+        # The judge calls were sent to the queue with their leases: play them as a worker would.
+        sent = JudgeScore.objects.filter(job_id=job.parsed.id).values_list("pk", "lease_token")
+        for score_id, lease_token in sent:
+            scoring.judge_score_execute(score_id, lease_token or None)
         table = _op("model_table").sync(client=api, job_id=job.parsed.id)
         assert len(table.models) == 2
         assert all(isinstance(row.aggregate.estimate, float) for row in table.models)
