@@ -91,9 +91,9 @@ def price_list(request: HttpRequest):
 @router.post("/prices", response=responses({201: PriceOut}, 400), url_name="price_set")
 def price_set(request: HttpRequest, payload: PriceIn):
     """Set a model's price from its next call on (the Prices page's form and checks)."""
-    form = form_checked(forms.PriceForm, payload.dict(exclude={"note"}))
+    form = form_checked(forms.PriceForm, payload.dict())
     try:
-        row = prices.price_set(user=request.user, note=payload.note, **form.cleaned_data)
+        row = prices.price_set(user=request.user, **form.cleaned_data)
     except prices.PriceError as error:
         raise Refused(str(error)) from None
     return 201, _price_row(row.model, row, "staff", row.created_at)

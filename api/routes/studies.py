@@ -17,7 +17,15 @@ from alignment.forms.archive import ArchiveImportForm
 from alignment.models import ArchiveJob, ArchiveJobKind, ArchiveJobStatus
 from alignment.services.archive import ArchiveError
 from alignment.services.archive.jobs import archive_export_request, archive_import_request
-from alignment.services.exports import agreement_rows, synthetic_marked, usernames
+from alignment.services.exports import (
+    EXPORT_FORMATS,
+    STUDY_TABLES,
+    agreement_export,
+    agreement_rows,
+    study_table_export,
+    synthetic_marked,
+    usernames,
+)
 from alignment.services.reports import ReportFilters, study_report
 from alignment.views.reports import _model_labels as model_labels
 from annotation.forms.staff import StudyForm
@@ -159,15 +167,7 @@ def study_agreement(request: HttpRequest, study_id: int, filters: Query[Agreemen
     sample and (when the study has a design) population-weighted; the paper's table beside it.
     Filters as on the report page: `model`, `track`, `synthetic`, `learned`."""
     study = _study(study_id)
-    # A model is one of the project's (as on the report page): a 400 naming them otherwise.
-    model = query_choice(request.GET, "model", model_labels(study.project))
-    chosen = ReportFilters(
-        model=model,
-        track=filters.track or "",
-        include_synthetic=filters.synthetic,
-        include_learned=filters.learned,
-    )
-    report = study_report(study, chosen)
+    report = study_report(study, _report_filters(request, study, filters))
     return {
         "study": study.pk,
         "filters": plain_tree(report.filters),
@@ -198,6 +198,48 @@ def study_agreement(request: HttpRequest, study_id: int, filters: Query[Agreemen
             for section in report.realism
         ],
     }
+
+
+@router.get(
+    "/studies/{study_id}/tables/{table}.{fmt}",
+    response=responses({200: None}, 400, 404),
+    url_name="study_table",
+)
+@known_query(AgreementFilters)
+def study_table(
+    request: HttpRequest, study_id: int, table: str, fmt: str, filters: Query[AgreementFilters]
+):
+    """A table of the study's report as its file (`fmt` csv, md or tex): `agreement` (the
+    paper's table) or one beyond it (weighted, alt-test, corrected, bias, annotators...), under
+    the agreement's filters."""
+    tables = ("agreement", *STUDY_TABLES)
+    if table not in tables or fmt not in EXPORT_FORMATS:
+        raise HttpError(404, f"Tables: {', '.join(tables)}; formats: {', '.join(EXPORT_FORMATS)}.")
+    study = _study(study_id)
+    report = study_report(study, _report_filters(request, study, filters))
+    if table == "agreement":
+        text = agreement_export(report, fmt, study=study)
+    else:
+        text = study_table_export(report, table, fmt, study=study)
+    return download_response(
+        request,
+        text,
+        filename=f"study-{study.pk}-{table}.{fmt}",
+        content_type=f"{EXPORT_FORMATS[fmt][1]}; charset=utf-8",
+        kind="table",
+        target=study,
+        synthetic=bool(report.synthetic_ratings),
+    )
+
+
+def _report_filters(request: HttpRequest, study: Study, filters: AgreementFilters):
+    """The report page's filters; a model must be one of the project's (a 400 naming them)."""
+    return ReportFilters(
+        model=query_choice(request.GET, "model", model_labels(study.project)),
+        track=filters.track or "",
+        include_synthetic=filters.synthetic,
+        include_learned=filters.learned,
+    )
 
 
 def _study(study_id: int) -> Study:

@@ -35,7 +35,10 @@ def test_a_price_set_through_the_api_is_in_force_and_refused_figures_are_a_400(
     assert refused.json()["errors"][0]["location"] == "body.output_per_million"
 
 
-def test_only_admins_read_and_replace_the_endpoint_list(researcher_client, admin_client_):
+def test_only_admins_read_and_replace_the_endpoint_list(client, researcher, admin_client_):
+    # (Both client fixtures log the one test client in: the researcher asks on a fresh one.)
+    researcher_client = type(client)()
+    researcher_client.force_login(researcher)
     assert researcher_client.get(f"{API}/endpoints").status_code == 403
     text = "- name: vllm-a\n  base_url: http://127.0.0.1:9/v1\n"
     saved = admin_client_.put(f"{API}/endpoints", {"yaml_text": text},

@@ -16,7 +16,7 @@ def test_a_report_figure_and_table_files_download_as_on_the_report_page(
     figure = researcher_client.get(f"{API}/scoring-jobs/{job.pk}/figures/pass-rates.png")
     assert figure.status_code == 200 and figure.content.startswith(b"\x89PNG")
     latex = researcher_client.get(f"{API}/scoring-jobs/{job.pk}/tables/models.tex")
-    assert latex.status_code == 200 and b"\\begin{table" in latex.content
+    assert latex.status_code == 200 and b"\\begin{tabular}" in latex.content
     markdown = researcher_client.get(f"{API}/scoring-jobs/{job.pk}/tables/comparison.md")
     assert markdown.status_code == 200 and b"|" in markdown.content
     typed = researcher_client.get(f"{API}/scoring-jobs/{job.pk}/tables/comparison").json()

@@ -598,6 +598,12 @@ PAGES += [
             ("study", STAFF, _API_STUDY, "get"),
             ("study_annotations", STAFF, (*_API_STUDY, ("fmt", "export", "suffix")), "get"),
             ("study_agreement", STAFF, _API_STUDY, "get"),
+            (
+                "study_table",
+                STAFF,
+                (*_API_STUDY, ("table", "study_table", "name"), ("fmt", "export", "suffix")),
+                "get",
+            ),
             ("archive_export", STAFF, (), "post"),
             ("archive_import", STAFF, (), "post"),
             ("archive_job", STAFF, _API_ARCHIVE, "get"),
