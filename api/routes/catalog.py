@@ -7,7 +7,7 @@ import os
 
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Router
+from ninja import Router, Status
 
 from api.auth import admins
 from api.forms import form_checked
@@ -96,7 +96,7 @@ def price_set(request: HttpRequest, payload: PriceIn):
         row = prices.price_set(user=request.user, **form.cleaned_data)
     except prices.PriceError as error:
         raise Refused(str(error)) from None
-    return 201, _price_row(row.model, row, "staff", row.created_at)
+    return Status(201, _price_row(row.model, row, "staff", row.created_at))
 
 
 @router.get(

@@ -40,7 +40,7 @@ def test_only_admins_read_and_replace_the_endpoint_list(client, researcher, admi
     researcher_client = type(client)()
     researcher_client.force_login(researcher)
     assert researcher_client.get(f"{API}/endpoints").status_code == 403
-    text = "- name: vllm-a\n  base_url: http://127.0.0.1:9/v1\n"
+    text = "endpoints:\n  - name: vllm-a\n    base_url: http://127.0.0.1:9/v1\n"
     saved = admin_client_.put(f"{API}/endpoints", {"yaml_text": text},
                               content_type="application/json")  # fmt: skip
     assert saved.status_code == 200, saved.content
