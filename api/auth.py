@@ -19,9 +19,11 @@ import threading
 
 from axes.helpers import get_client_ip_address
 from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
 from django.core.cache import caches
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
-from ninja.errors import AuthenticationError, AuthorizationError, Throttled
+from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Throttled
 from ninja.security import HttpBearer, SessionAuth
 from ninja.throttling import BaseThrottle
 
@@ -33,6 +35,7 @@ from accounts.tokens import (
     token_refusal_record,
     token_write_record,
 )
+from api.problems import problem_response
 from common.rate_limits import rate_full, rate_take
 
 ANNOTATOR_REFUSAL = "The API shows model identities and jury scores; annotators cannot use it."
@@ -146,3 +149,28 @@ def staff() -> list:
 
 def admins() -> list:
     return [PersonalToken(ADMIN_ONLY), StaffSession(ADMIN_ONLY)]
+
+
+def docs_access(view):
+    """The schema and its docs page, for a script holding a token as for staff at a browser:
+    a token is checked as on every route (401 / 403 / 429 as problems); without one, the
+    session must be staff's, and an anonymous browser is sent to log in."""
+
+    @functools.wraps(view)
+    def checked(request: HttpRequest, *args, **kwargs):
+        if request.headers.get("Authorization"):
+            try:
+                found = PersonalToken()(request)
+            except HttpError as error:
+                return problem_response(error.status_code, str(error))
+            if found is None:
+                return problem_response(401, "Send the token as Authorization: Bearer cj_...")
+            return view(request, *args, **kwargs)
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not request.user.has_role(*STAFF):
+            raise PermissionDenied("Your role cannot open this page.")  # the site's 403 page
+        return view(request, *args, **kwargs)
+
+    checked.allowed_roles = STAFF
+    return checked

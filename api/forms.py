@@ -5,7 +5,8 @@ the form's initial value, so the API's defaults are the page's defaults."""
 from __future__ import annotations
 
 from django import forms
-from ninja.errors import HttpError
+
+from api.problems import Refused
 
 
 def form_checked(form_class: type[forms.Form], payload: dict, **form_kwargs) -> forms.Form:
@@ -15,17 +16,19 @@ def form_checked(form_class: type[forms.Form], payload: dict, **form_kwargs) -> 
     data |= {name: _form_value(value) for name, value in payload.items() if value is not None}
     form = form_class(data=data, **form_kwargs)
     if not form.is_valid():
-        raise HttpError(400, form_problems(form))
+        raise form_refused(form)
     return form
 
 
-def form_problems(form: forms.Form) -> str:
-    """Every problem of the form on one line, each with the field it is about."""
-    problems = []
+def form_refused(form: forms.Form, location: str = "body") -> Refused:
+    """Every problem of the form: on one line in `detail`, each with its field in `errors`."""
+    errors, problems = [], []
     for name, messages in form.errors.items():
         where = "" if name == "__all__" else f"{name}: "
         problems += [f"{where}{message}" for message in messages]
-    return " ".join(problems)
+        place = location if name == "__all__" else f"{location}.{name}"
+        errors += [{"location": place, "message": str(message)} for message in messages]
+    return Refused(" ".join(problems), errors)
 
 
 def _initial(form: forms.Form, name: str):

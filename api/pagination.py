@@ -1,6 +1,7 @@
 """Cursor pagination (django-ninja's): a page of rows ordered by a unique column and opaque
-`next` / `previous` links, stable while rows are added. Each row is turned into its JSON shape
-by the route's `out` function, so a list and a detail answer show a row alike."""
+`next` / `previous` links, stable while rows are added. The page's rows are turned into their
+JSON shapes together by the route's `out` function, which reads what they share in a fixed
+number of queries (never one per row)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ MAX_PAGE_SIZE = 500
 
 
 class RowsCursorPagination(CursorPagination):
-    def __init__(self, *, out: Callable[[Any], dict], ordering=("id",), **kwargs):
+    def __init__(self, *, out: Callable[[list[Any]], list[dict]], ordering=("id",), **kwargs):
         super().__init__(
             ordering=ordering, page_size=PAGE_SIZE, max_page_size=MAX_PAGE_SIZE, **kwargs
         )
@@ -28,4 +29,4 @@ class RowsCursorPagination(CursorPagination):
         # A page size out of range is a 400 saying the range (django-ninja would clamp it).
         query_int(request.GET, "page_size", min_value=1, max_value=MAX_PAGE_SIZE)
         page = super().paginate_queryset(queryset, pagination, request, **params)
-        return page | {"results": [self.out(row) for row in page["results"]]}
+        return page | {"results": self.out(list(page["results"]))}

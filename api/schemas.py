@@ -3,10 +3,19 @@ rules live in that form and the service behind it); a field left out takes the p
 
 from __future__ import annotations
 
+import uuid
+from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from ninja import Schema
 from pydantic import Field
+
+from alignment.models import ArchiveJobKind, ArchiveJobStatus
+from annotation.models import StudyKind, StudyStatus
+from benchmark.models import ConversationStatus
+from jobs.models import JobStatus
+from jury.models import ScoreStatus
 
 
 class CaseSetIn(Schema):
@@ -102,3 +111,372 @@ class ForecastOut(Schema):
     unobserved: list[str] = Field(description="Roles no earlier call shows")
     source: str = Field(description="The earlier run or scoring job, in words")
     method: str
+
+
+# --- what the API answers ---------------------------------------------------------------------
+# Money is a number of US dollars (null when a price is unknown); an interval is an object.
+
+
+class Interval(Schema):
+    """An estimate with its 95% interval (low and high null when it has none)."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+
+
+class CaseSetCounts(Schema):
+    total: int
+    done: int
+    failed: int
+    pending: int
+
+
+class CaseSetProgress(CaseSetCounts):
+    input_tokens: int | None
+    output_tokens: int | None
+    cost: float | None = Field(description="USD spent enriching the entries")
+    unknown_cost: int = Field(description="Entries with an unpriced call")
+    calls: int
+    cached: int
+
+
+class CaseSetOut(Schema):
+    id: int
+    name: str
+    status: JobStatus
+    distribution: int | None
+    imported_from: str
+    size: int
+    sampler_seed: int | None
+    generator_model: str
+    cost_limit_usd: float | None
+    created_at: datetime
+    progress: CaseSetCounts
+
+
+class CaseSetDetailOut(CaseSetOut):
+    progress: CaseSetProgress
+    warning: str = Field("", description="Set when the queue cannot be reached")
+
+
+class AgentOut(Schema):
+    id: int
+    label: str
+    model: str
+
+
+class RunCounts(Schema):
+    total: int
+    finished: int
+    failed: int
+    cancelled: int
+    running: int
+    queued: int
+    pending: int
+    percent: float
+
+
+class RunProgress(RunCounts):
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    calls: int
+    cached_calls: int
+    terminations: dict[str, int]
+
+
+class RunOut(Schema):
+    id: int
+    name: str
+    status: JobStatus
+    benchmark_set: int
+    agents: list[AgentOut]
+    patient_model: str
+    roster_model: str
+    repetitions: int
+    concurrency: int
+    max_turns: int
+    seed: int | None
+    cost_limit_usd: float | None
+    progress: RunCounts
+
+
+class RunDetailOut(RunOut):
+    progress: RunProgress
+
+
+class RunLaunchOut(RunDetailOut):
+    warning: str = Field("", description="Set when the queue cannot be reached")
+    unpriced: list[str] = Field(default_factory=list, description="Models with no price")
+
+
+class RunImportOut(RunDetailOut):
+    conversations: int = Field(description="Conversations imported")
+
+
+class ConversationOut(Schema):
+    id: uuid.UUID
+    run: int
+    agent: str
+    model: str
+    case: int
+    repetition: int
+    status: ConversationStatus
+    termination_reason: str
+    assistant_turns: int
+    cost_usd: float | None
+    finished_at: datetime | None
+
+
+class JuryRef(Schema):
+    id: int
+    name: str
+    judges: list[str]
+
+
+class ScoringCounts(Schema):
+    total: int
+    valid: int
+    invalid: int
+    error: int
+    pending: int
+    done: int
+    percent: float
+
+
+class ScoringProgress(ScoringCounts):
+    cached: int
+    calls: int
+    cached_calls: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None = Field(description="USD; null when some call had no price")
+    unpriced: int
+    failed: int
+    running: bool
+
+
+class ConversationCounts(Schema):
+    complete: int
+    incomplete: int
+    awaiting: int
+    excluded: int
+
+
+class ScoringJobOut(Schema):
+    id: int
+    run: int
+    jury: JuryRef
+    status: JobStatus
+    cost_limit_usd: float | None
+    created_at: datetime
+    finished_at: datetime | None
+    progress: ScoringCounts
+    batch: bool = Field(description="Judge calls sent through the providers' batch APIs")
+
+
+class ProviderBatchOut(Schema):
+    model: str
+    batch_id: str = Field(description="The provider's id of the batch (blank until sent)")
+    state: str
+    detail: str
+    requests: int
+    counts: dict[str, int] = Field(description="Requests by the provider's state")
+    error: str
+    submitted_at: datetime | None
+    ended_at: datetime | None
+
+
+class ScoringJobDetailOut(ScoringJobOut):
+    progress: ScoringProgress
+    conversations: ConversationCounts
+    batches: list[ProviderBatchOut] = Field(default_factory=list)
+
+
+class ScoringJobLaunchOut(ScoringJobDetailOut):
+    queued: int = Field(description="Judge calls sent to the workers")
+    warning: str = ""
+    unpriced: list[str] = Field(default_factory=list)
+
+
+class ScoreOut(Schema):
+    id: int
+    conversation: uuid.UUID
+    rubric: str
+    rubric_version: int
+    judge_index: int
+    judge_model: str
+    status: ScoreStatus
+    score: float | None
+    explanation: str
+    invalid_reason: str
+    cost_usd: float | None
+    cached: bool
+
+
+class RubricResultOut(Schema):
+    rubric: str
+    code: str
+    name: str
+    mean: float | None
+    pass_rate: Interval = Field(description="Percent passing, with its 95% Wilson interval")
+
+
+class ModelRowOut(Schema):
+    model: str
+    scripted: bool = Field(description="A scripted agent, not a model")
+    n: int = Field(description="Complete conversations")
+    aggregate: Interval = Field(description="The aggregate's mean and 95% interval")
+    versus_best: str = Field(description="best, indistinguishable, different, untested or ''")
+    rubrics: list[RubricResultOut]
+
+
+class ModelTableOut(Schema):
+    counts: ConversationCounts
+    models: list[ModelRowOut]
+
+
+Cell = Interval | bool | int | float | str | None
+
+
+class ReportTableOut(Schema):
+    table: str
+    caption: str
+    counts: ConversationCounts
+    columns: list[str] = Field(description="Row keys in order; an interval is one column")
+    rows: list[dict[str, Cell]]
+
+
+class StudyOut(Schema):
+    id: int
+    project: str
+    name: str
+    kind: StudyKind
+    round_number: int | None
+    status: StudyStatus
+    sample_size: int
+    items: int
+    scoring_jobs: list[int]
+    created_at: datetime
+
+
+class StudyDetailOut(StudyOut):
+    progress: dict[str, Any] = Field(description="Per annotator, per track, items short")
+
+
+class AgreementOut(Schema):
+    study: int
+    filters: dict[str, Any]
+    resamples: int
+    conversations: int
+    ratings: int
+    excluded: dict[str, Any] | list[Any] | int | None
+    synthetic_ratings: int
+    design: dict[str, Any]
+    table: list[dict[str, Any]] = Field(description="The paper's table, one row per figure")
+    rubrics: list[dict[str, Any]]
+    realism: list[dict[str, Any]]
+
+
+class ArchiveJobOut(Schema):
+    id: int
+    kind: ArchiveJobKind
+    study: int | None
+    status: ArchiveJobStatus
+    done: int
+    total: int
+    error: str
+    file_name: str
+    downloadable: bool
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class JuryOut(Schema):
+    id: int
+    name: str
+    judges: list[str] = Field(description="Model strings, one per judge seat")
+    weights: dict[str, float] = Field(description="Rubric id -> weight in the aggregate")
+    pass_threshold: float
+    merge_mode: str
+    version: int
+    base: int | None = Field(description="The first version's id (null: this is the first)")
+    calibrated: bool
+    learned_from: dict[str, Any] = Field(description="Where a calibration was learned")
+    note: str
+    created_at: datetime
+
+
+class RubricOut(Schema):
+    id: int = Field(description="This version's id (a study's rubric_versions)")
+    rubric: str
+    version: int
+    name: str
+    code: str
+    kind: str = Field(description="dimension (judged) or realism (clinicians only)")
+    track: str
+    current: bool
+    fingerprint: str
+    text: str = Field(description="The rubric file (YAML)")
+
+
+class PriceFigures(Schema):
+    """USD per million tokens; a cache price left null is the input price."""
+
+    input_per_million: float | None
+    output_per_million: float | None
+    cached_input_per_million: float | None
+    cache_write_per_million: float | None
+
+
+class PriceOut(PriceFigures):
+    model: str = Field(description="A model string, or a pattern (openai/*) from prices.yaml")
+    source: str = Field(description="prices.yaml, or staff (a price set on the Prices page)")
+    set_at: datetime | None = Field(description="When staff set it (null: the file's)")
+
+
+class PriceIn(Schema):
+    model: str
+    input_per_million: Decimal
+    output_per_million: Decimal
+    cached_input_per_million: Decimal | None = None
+    cache_write_per_million: Decimal | None = None
+    note: str = ""
+
+
+class EndpointOut(Schema):
+    name: str
+    base_url: str
+    api_key_env: str = Field(description="The variable holding the key (never the key)")
+    key_state: str = Field(description="set, not set, not needed or refused")
+    requests_per_minute: int | None
+    tokens_per_minute: int | None
+    concurrency: int | None
+
+
+class EndpointListOut(Schema):
+    yaml_text: str = Field(description="The list in force, as its YAML")
+    endpoints: list[EndpointOut]
+
+
+class EndpointListIn(Schema):
+    yaml_text: str
+    note: str = ""
+
+
+class DistributionOut(Schema):
+    id: int
+    name: str
+    fingerprint: str
+    created_at: datetime
+    text: str = Field(description="The distribution file (YAML)")
+
+
+class AgentConfigOut(Schema):
+    id: int
+    slug: str
+    name: str
+    fingerprint: str
+    created_at: datetime
+    text: str = Field(description="The configuration file (YAML)")

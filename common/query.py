@@ -30,6 +30,7 @@ class BadQuery(BadRequest):
 
     def __init__(self, name: str, value: str, reason: str):
         super().__init__(f'The address sets "{name}" to "{value}", which cannot be used: {reason}')
+        self.name, self.value, self.reason = name, value, reason
 
 
 def query_value(params: QueryDict, name: str, field: forms.Field, default: Any = None) -> Any:

@@ -3,19 +3,34 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import File, Form, Router, Status
+from ninja import File, Form, Query, Router, Status
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
 from ninja.pagination import paginate
 
 from api.auth import admins
-from api.forms import form_checked, form_problems
+from api.filters import CaseSetFilters, ConversationFilters, RunFilters, known_query
+from api.forms import form_checked, form_refused
 from api.jobs import held
 from api.pagination import RowsCursorPagination
-from api.schemas import CaseSetIn, ForecastOut, RunIn, RunResumeIn
+from api.problems import Refused, responses
+from api.schemas import (
+    CaseSetDetailOut,
+    CaseSetIn,
+    CaseSetOut,
+    ConversationOut,
+    ForecastOut,
+    RunDetailOut,
+    RunImportOut,
+    RunIn,
+    RunLaunchOut,
+    RunOut,
+    RunResumeIn,
+)
 from audit.downloads import download_response
 from benchmark import forms
 from benchmark.engine.parquet_export import CONTENT_TYPE as PARQUET
@@ -30,7 +45,7 @@ from llm.engine.forecast import as_dict
 router = Router(tags=["benchmark"])
 
 
-def case_set_out(benchmark_set: BenchmarkSet) -> dict:
+def case_set_out(benchmark_set: BenchmarkSet, progress: dict) -> dict:
     return {
         "id": benchmark_set.pk,
         "name": benchmark_set.name,
@@ -42,11 +57,20 @@ def case_set_out(benchmark_set: BenchmarkSet) -> dict:
         "generator_model": benchmark_set.generator_model,
         "cost_limit_usd": benchmark_set.cost_limit_usd,
         "created_at": benchmark_set.created_at,
-        "progress": benchmark_set.progress(),
+        "progress": progress,
     }
 
 
-def run_out(run: Run) -> dict:
+def case_sets_out(benchmark_sets: list[BenchmarkSet]) -> list[dict]:
+    counts = cases.benchmark_sets_counts(benchmark_sets)
+    return [case_set_out(each, counts[each.pk]) for each in benchmark_sets]
+
+
+def case_set_detail_out(benchmark_set: BenchmarkSet) -> dict:
+    return case_set_out(benchmark_set, benchmark_set.progress())
+
+
+def run_out(run: Run, progress: dict) -> dict:
     return {
         "id": run.pk,
         "name": run.name,
@@ -63,8 +87,21 @@ def run_out(run: Run) -> dict:
         "max_turns": run.max_turns,
         "seed": run.seed,
         "cost_limit_usd": run.cost_limit_usd,
-        "progress": runs.run_progress(run),
+        "progress": progress,
     }
+
+
+def runs_out(page: list[Run]) -> list[dict]:
+    counts = runs.runs_counts(page)
+    return [run_out(run, counts[run.pk]) for run in page]
+
+
+def run_detail_out(run: Run) -> dict:
+    return run_out(run, runs.run_progress(run))
+
+
+def conversations_out(page: list[Conversation]) -> list[dict]:
+    return [conversation_out(conversation) for conversation in page]
 
 
 def conversation_out(conversation: Conversation) -> dict:
@@ -86,7 +123,9 @@ def conversation_out(conversation: Conversation) -> dict:
 # --- case sets -------------------------------------------------------------------------------
 
 
-@router.post("/case-sets", response={201: dict}, url_name="case_set_create")
+@router.post(
+    "/case-sets", response=responses({201: CaseSetDetailOut}, 400), url_name="case_set_create"
+)
 def case_set_create(request: HttpRequest, payload: CaseSetIn):
     """Sample a case set from a distribution; its entries are enriched in the background."""
     fields = payload.dict()
@@ -95,26 +134,36 @@ def case_set_create(request: HttpRequest, payload: CaseSetIn):
     try:
         benchmark_set = cases.benchmark_set_create(user=request.user, **form.cleaned_data)
     except cases.BenchmarkSetError as error:
-        raise HttpError(400, str(error)) from None
+        raise Refused(str(error)) from None
     job_start(benchmark_set)
-    return Status(201, case_set_out(benchmark_set) | {"warning": held("the benchmark set")})
+    return Status(201, case_set_detail_out(benchmark_set) | {"warning": held("the benchmark set")})
 
 
-@router.get("/case-sets", response=list[dict], url_name="case_sets")
-@paginate(RowsCursorPagination, out=case_set_out)
-def case_set_list(request: HttpRequest):
-    return BenchmarkSet.objects.all()
+@router.get("/case-sets", response=responses({200: list[CaseSetOut]}, 400), url_name="case_sets")
+@paginate(RowsCursorPagination, out=case_sets_out)
+@known_query(CaseSetFilters)
+def case_set_list(request: HttpRequest, filters: Query[CaseSetFilters]):
+    """Case sets, oldest first; `status` keeps one status."""
+    sets = BenchmarkSet.objects.all()
+    return sets.filter(status=filters.status) if filters.status else sets
 
 
-@router.get("/case-sets/{set_id}", response=dict, url_name="case_set")
+@router.get(
+    "/case-sets/{set_id}", response=responses({200: CaseSetDetailOut}, 404), url_name="case_set"
+)
 def case_set_detail(request: HttpRequest, set_id: int):
-    return case_set_out(get_object_or_404(BenchmarkSet, pk=set_id))
+    return case_set_detail_out(get_object_or_404(BenchmarkSet, pk=set_id))
 
 
 # --- runs ------------------------------------------------------------------------------------
 
 
-@router.post("/runs", response={201: dict, 200: ForecastOut}, url_name="run_launch", auth=admins())
+@router.post(
+    "/runs",
+    response=responses({201: RunLaunchOut, 200: ForecastOut}, 400),
+    url_name="run_launch",
+    auth=admins(),
+)
 def run_launch(request: HttpRequest, payload: RunIn):
     """Launch a run with the checks of the launch page (admins only, as there); with
     dry_run, answer its forecast and create nothing."""
@@ -125,35 +174,52 @@ def run_launch(request: HttpRequest, payload: RunIn):
     try:
         run = runs.run_launch(user=request.user, **form.launch_arguments())
     except runs.RunError as error:
-        raise HttpError(400, str(error)) from None
+        raise Refused(str(error)) from None
     job_start(run)
     warnings = [forms.unpriced_warning(model) for model in form.unpriced()]
-    return Status(201, run_out(run) | {"warning": held("the run"), "unpriced": warnings})
+    return Status(201, run_detail_out(run) | {"warning": held("the run"), "unpriced": warnings})
 
 
-@router.get("/runs", response=list[dict], url_name="runs")
-@paginate(RowsCursorPagination, out=run_out)
-def run_list(request: HttpRequest):
-    return Run.objects.prefetch_related("agents")
+@router.get("/runs", response=responses({200: list[RunOut]}, 400), url_name="runs")
+@paginate(RowsCursorPagination, out=runs_out)
+@known_query(RunFilters)
+def run_list(request: HttpRequest, filters: Query[RunFilters]):
+    """Runs, oldest first, each with its conversations' counts (`GET /runs/{id}` adds tokens,
+    cost and terminations); `status` and `benchmark_set` narrow the list."""
+    found = Run.objects.prefetch_related("agents")
+    if filters.status:
+        found = found.filter(status=filters.status)
+    if filters.benchmark_set is not None:
+        found = found.filter(benchmark_set_id=filters.benchmark_set)
+    return found
 
 
-@router.get("/runs/{run_id}", response=dict, url_name="run")
+@router.get("/runs/{run_id}", response=responses({200: RunDetailOut}, 404), url_name="run")
 def run_detail(request: HttpRequest, run_id: int):
-    return run_out(get_object_or_404(Run, pk=run_id))
+    return run_detail_out(get_object_or_404(Run, pk=run_id))
 
 
 # --- conversations ---------------------------------------------------------------------------
 
 
-@router.get("/runs/{run_id}/conversations", response=list[dict], url_name="conversations")
-@paginate(RowsCursorPagination, out=conversation_out)
-def conversation_list(request: HttpRequest, run_id: int):
+@router.get(
+    "/runs/{run_id}/conversations",
+    response=responses({200: list[ConversationOut]}, 400, 404),
+    url_name="conversations",
+)
+@paginate(RowsCursorPagination, out=conversations_out)
+@known_query(ConversationFilters)
+def conversation_list(request: HttpRequest, run_id: int, filters: Query[ConversationFilters]):
     """Filters as on the run page: `status`, `termination_reason`, `agent` (a run agent id)."""
     run = get_object_or_404(Run, pk=run_id)
     return reports.filtered_conversations(run, request.GET)
 
 
-@router.get("/runs/{run_id}/conversations.{fmt}", url_name="run_export")
+@router.get(
+    "/runs/{run_id}/conversations.{fmt}",
+    response=responses({200: None}, 404),
+    url_name="run_export",
+)
 def run_export(request: HttpRequest, run_id: int, fmt: str):
     """Every conversation of the run with its trace: JSONL (the run page's export) or Parquet
     (one row per conversation, nested parts as JSON text), streamed."""
@@ -175,7 +241,9 @@ def run_export(request: HttpRequest, run_id: int, fmt: str):
     )
 
 
-@router.get("/runs/{run_id}/manifest.json", url_name="run_manifest")
+@router.get(
+    "/runs/{run_id}/manifest.json", response=responses({200: None}, 404), url_name="run_manifest"
+)
 def run_manifest(request: HttpRequest, run_id: int):
     """The run's manifest (the run page's "Manifest (JSON)"): data file hashes, models and
     settings, seeds, package versions, commit; `run_benchmark --replay` takes it."""
@@ -190,7 +258,12 @@ def run_manifest(request: HttpRequest, run_id: int):
     )
 
 
-@router.post("/runs/{run_id}/{action}", response=dict, url_name="run_control", auth=admins())
+@router.post(
+    "/runs/{run_id}/{action}",
+    response=responses({200: RunDetailOut}, 400, 404),
+    url_name="run_control",
+    auth=admins(),
+)
 def run_control(request: HttpRequest, run_id: int, action: str, payload: RunResumeIn | None = None):
     """Pause, cancel or resume (optionally retrying failed conversations, with a new limit)."""
     if action not in RUN_ACTIONS:
@@ -207,30 +280,38 @@ def run_control(request: HttpRequest, run_id: int, action: str, payload: RunResu
             cost_limit_usd=forms.optional_decimal(None if limit is None else str(limit)),
         )
     except (runs.RunError, ValueError) as error:
-        raise HttpError(400, str(error)) from None
+        raise Refused(str(error)) from None
     run.refresh_from_db()
-    return run_out(run)
+    return run_detail_out(run)
 
 
-@router.post("/imports", response={201: dict, 400: dict}, url_name="conversation_import")
+@router.post(
+    "/imports", response=responses({201: RunImportOut}, 400), url_name="conversation_import"
+)
 def conversation_import(request: HttpRequest, file: File[UploadedFile], name: Form[str] = ""):
     """Your own conversations (JSON Lines, multipart field `file`: OpenAI chat format or this
     site's run export) as an imported run. Every line is checked first: 400 lists each
-    problem with its line (`problems`) and nothing is saved."""
+    problem with its line (the problem's `errors`) and nothing is saved."""
     form = forms.ConversationImportForm(data={"name": name}, files={"file": file})
     if not form.is_valid():
-        raise HttpError(400, form_problems(form))
+        raise form_refused(form, location="form")
     try:
         imported = imports.conversations_file_import(
             name=name, filename=file.name, data=file.read(), user=request.user
         )
     except imports.ImportRefused as refused:
         detail = f"{file.name}: {len(refused.problems)} problem(s); nothing was saved."
-        return Status(400, {"detail": detail, "problems": refused.problems})
-    return Status(201, run_out(imported.run) | {"conversations": len(imported.conversations)})
+        errors = [{"location": "file", "message": problem} for problem in refused.problems]
+        raise Refused(detail, errors) from None
+    imported_run = run_detail_out(imported.run)
+    return Status(201, imported_run | {"conversations": len(imported.conversations)})
 
 
-@router.get("/conversations/{public_id}", response=dict, url_name="conversation")
+@router.get(
+    "/conversations/{public_id}",
+    response=responses({200: dict[str, Any]}, 404),
+    url_name="conversation",
+)
 def conversation_trace(request: HttpRequest, public_id: uuid.UUID):
     """One conversation with its trace, as one line of the run's JSONL export."""
     conversation = get_object_or_404(

@@ -4,29 +4,46 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Router, Status
+from ninja import Query, Router, Status
 from ninja.errors import HttpError
 from ninja.pagination import paginate
 
+from api.filters import ScoreFilters, ScoringJobFilters, known_query
 from api.forms import form_checked
-from api.frames import frame_rows, plain
+from api.frames import plain
 from api.jobs import held
 from api.pagination import RowsCursorPagination
-from api.schemas import ForecastOut, ScoringJobIn
+from api.problems import Refused, responses
+from api.schemas import (
+    ForecastOut,
+    JuryOut,
+    ModelTableOut,
+    ReportTableOut,
+    RubricOut,
+    ScoreOut,
+    ScoringJobDetailOut,
+    ScoringJobIn,
+    ScoringJobLaunchOut,
+    ScoringJobOut,
+)
+from api.tables import table_frame, table_rows
 from audit.downloads import download_response
 from benchmark.forms import unpriced_models, unpriced_warning
 from benchmark.models import Run
-from common.query import query_choice, query_int
+from common.figures import FORMATS as FIGURE_FORMATS
+from common.figures import render as render_figure
+from common.query import query_choice
 from jury import forms
-from jury.models import JudgeScore, ScoreStatus, ScoringJob
+from jury.models import JudgeScore, Jury, RubricVersion, ScoringJob
 from jury.services import forecasts, juries, reports, score_exports, scoring, scoring_batches
+from jury.services.figures import FIGURES, report_figure
 from jury.services.scoring import scoring_start
 from llm.engine.forecast import as_dict
 
 router = Router(tags=["jury"])
 
 
-def job_out(job: ScoringJob) -> dict:
+def job_out(job: ScoringJob, progress: dict) -> dict:
     return {
         "id": job.pk,
         "run": job.run_id,
@@ -35,11 +52,27 @@ def job_out(job: ScoringJob) -> dict:
         "cost_limit_usd": job.cost_limit_usd,
         "created_at": job.created_at,
         "finished_at": job.finished_at,
-        "progress": scoring.scoring_progress(job),
-        "conversations": reports.Report(job).counts,
+        "progress": progress,
         "batch": job.batch,
-        "batches": scoring_batches.batch_progress(job) if job.batch else [],
     }
+
+
+def jobs_out(page: list[ScoringJob]) -> list[dict]:
+    counts = scoring.scoring_jobs_counts(page)
+    return [job_out(job, counts[job.pk]) for job in page]
+
+
+def job_detail_out(job: ScoringJob) -> dict:
+    conversations = reports.Report(job).counts
+    batches = scoring_batches.batch_progress(job) if job.batch else []
+    return job_out(job, scoring.scoring_progress(job)) | {
+        "conversations": conversations,
+        "batches": batches,
+    }
+
+
+def scores_out(page: list[JudgeScore]) -> list[dict]:
+    return [score_out(score) for score in page]
 
 
 def score_out(score: JudgeScore) -> dict:
@@ -59,7 +92,11 @@ def score_out(score: JudgeScore) -> dict:
     }
 
 
-@router.post("/scoring-jobs", response={201: dict, 200: ForecastOut}, url_name="scoring_job_launch")
+@router.post(
+    "/scoring-jobs",
+    response=responses({201: ScoringJobLaunchOut, 200: ForecastOut}, 400, 404),
+    url_name="scoring_job_launch",
+)
 def scoring_job_launch(request: HttpRequest, payload: ScoringJobIn):
     """Score a run's conversations with a jury (the score page's form and checks); with
     dry_run, answer the forecast of its judge calls and create nothing."""
@@ -75,43 +112,71 @@ def scoring_job_launch(request: HttpRequest, payload: ScoringJobIn):
     try:
         job = scoring.scoring_launch(run=run, user=request.user, **form.cleaned_data)
     except scoring.ScoringError as error:
-        raise HttpError(400, str(error)) from None
+        raise Refused(str(error)) from None
     queued = scoring_start(job)
     warnings = [unpriced_warning(model) for model in unpriced_models(job.jury.judges)]
     extra = {"queued": queued, "warning": held("the scoring job"), "unpriced": warnings}
-    return Status(201, job_out(job) | extra)
+    return Status(201, job_detail_out(job) | extra)
 
 
-@router.get("/scoring-jobs", response=list[dict], url_name="scoring_jobs")
-@paginate(RowsCursorPagination, out=job_out)
-def scoring_job_list(request: HttpRequest):
-    return ScoringJob.objects.select_related("jury")
+@router.get(
+    "/scoring-jobs", response=responses({200: list[ScoringJobOut]}, 400), url_name="scoring_jobs"
+)
+@paginate(RowsCursorPagination, out=jobs_out)
+@known_query(ScoringJobFilters)
+def scoring_job_list(request: HttpRequest, filters: Query[ScoringJobFilters]):
+    """Scoring jobs, oldest first, with their judge scores' counts (`GET /scoring-jobs/{id}`
+    adds tokens, cost and the conversations' counts); `status` and `run` narrow the list."""
+    found = ScoringJob.objects.select_related("jury")
+    if filters.status:
+        found = found.filter(status=filters.status)
+    if filters.run is not None:
+        found = found.filter(run_id=filters.run)
+    return found
 
 
-@router.get("/scoring-jobs/{job_id}", response=dict, url_name="scoring_job")
+@router.get(
+    "/scoring-jobs/{job_id}",
+    response=responses({200: ScoringJobDetailOut}, 404),
+    url_name="scoring_job",
+)
 def scoring_job_detail(request: HttpRequest, job_id: int):
-    return job_out(_job(job_id))
+    return job_detail_out(_job(job_id))
 
 
-@router.get("/scoring-jobs/{job_id}/scores", response=list[dict], url_name="judge_scores")
-@paginate(RowsCursorPagination, out=score_out)
-def judge_score_list(request: HttpRequest, job_id: int):
-    """Every judge score of the job; filters `rubric`, `status`, `judge` (index from 0)."""
+@router.get(
+    "/scoring-jobs/{job_id}/scores",
+    response=responses({200: list[ScoreOut]}, 400, 404),
+    url_name="judge_scores",
+)
+@paginate(RowsCursorPagination, out=scores_out)
+@known_query(ScoreFilters)
+def judge_score_list(request: HttpRequest, job_id: int, filters: Query[ScoreFilters]):
+    """Every judge score of the job; filters `rubric`, `status`, `judge` (its seat from 0)."""
     job = _job(job_id)
     scores = job.scores.select_related("conversation", "rubric_version")
+    # The rubrics and seats depend on the job: checked here, a 400 like any unknown value.
     rubric = query_choice(request.GET, "rubric", reports.Report(job).rubrics)
-    status = query_choice(request.GET, "status", ScoreStatus.values)
-    judge = query_int(request.GET, "judge", min_value=0, max_value=len(job.jury.judges) - 1)
+    if filters.judge is not None and filters.judge >= len(job.jury.judges):
+        seats = len(job.jury.judges)
+        raise Refused(
+            f"The jury has {seats} judges: `judge` is a seat from 0 to {seats - 1}.",
+            [{"location": "query.judge", "message": f"at most {seats - 1}"}],
+        )
     if rubric:
         scores = scores.filter(rubric_version__rubric_id=rubric)
-    if status:
-        scores = scores.filter(status=status)
-    if judge is not None:
-        scores = scores.filter(judge_index=judge)
+    if filters.status:
+        scores = scores.filter(status=filters.status)
+    if filters.judge is not None:
+        scores = scores.filter(judge_index=filters.judge)
     return scores
 
 
-@router.get("/scoring-jobs/{job_id}/scores.{fmt}", url_name="judge_scores_export")
+@router.get(
+    "/scoring-jobs/{job_id}/scores.{fmt}",
+    response=responses({200: None}, 404),
+    url_name="judge_scores_export",
+)
 def judge_scores_export(request: HttpRequest, job_id: int, fmt: str):
     """Every judge score of the job as CSV, JSONL or Parquet, streamed (the job page's)."""
     if fmt not in score_exports.FORMATS:
@@ -127,39 +192,201 @@ def judge_scores_export(request: HttpRequest, job_id: int, fmt: str):
     )
 
 
-@router.get("/scoring-jobs/{job_id}/models", response=dict, url_name="model_table")
+@router.get(
+    "/scoring-jobs/{job_id}/models",
+    response=responses({200: ModelTableOut}, 404),
+    url_name="model_table",
+)
 def model_table(request: HttpRequest, job_id: int):
     """Table 4 of the report page: per model the aggregate with its 95% CI, its paired standing
-    against the best model, and per rubric the jury mean and pass rate with its Wilson CI."""
+    against the best model, and per rubric the jury mean and pass rate (percent) with its
+    Wilson CI."""
     report = reports.Report(_job(job_id))
     rows = []
     if not report.empty:
         table = reports.model_table(report)
         rows = reports.model_rows(report, table, reports.best_marks(report, table))
-    return {"counts": report.counts, "models": _plain_rows(rows)}
+    return {"counts": report.counts, "models": [_model_row(row) for row in rows]}
 
 
-@router.get("/scoring-jobs/{job_id}/tables/{table}", response=dict, url_name="report_table")
+@router.get(
+    "/scoring-jobs/{job_id}/figures/{kind}.{fmt}",
+    response=responses({200: None}, 404),
+    url_name="report_figure",
+)
+def report_figure_download(request: HttpRequest, job_id: int, kind: str, fmt: str):
+    """A figure of the report as the report page offers it: `kind` aggregates, pass-rates,
+    pass-k or variance; `fmt` svg, png (300 dpi) or pdf."""
+    if kind not in FIGURES or fmt not in FIGURE_FORMATS:
+        raise HttpError(
+            404, f"Figures: {', '.join(FIGURES)}; formats: {', '.join(FIGURE_FORMATS)}."
+        )
+    report = reports.Report(_job(job_id))
+    if report.empty:
+        raise HttpError(404, "No complete conversations to draw yet.")
+    return download_response(
+        request,
+        render_figure(report_figure(report, kind), fmt, salt=f"job-{kind}"),
+        filename=f"job-{job_id}-{kind}.{fmt}",
+        content_type=FIGURE_FORMATS[fmt],
+        kind="figure",
+        target=report.job,
+    )
+
+
+@router.get(
+    "/scoring-jobs/{job_id}/tables/{table}.{suffix}",
+    response=responses({200: None}, 404),
+    url_name="report_table_export",
+)
+def report_table_export(request: HttpRequest, job_id: int, table: str, suffix: str):
+    """A report table as the report page exports it: `suffix` csv, md (Markdown) or tex
+    (LaTeX, with its caption). Declared before `/tables/{table}`, which would take the dot."""
+    if table not in reports.EXPORT_TABLES or suffix not in reports.EXPORT_FORMATS:
+        raise HttpError(
+            404,
+            f"Tables: {', '.join(reports.EXPORT_TABLES)}; "
+            f"formats: {', '.join(reports.EXPORT_FORMATS)}.",
+        )
+    report = reports.Report(_job(job_id))
+    if report.empty and table != "outcomes":
+        raise HttpError(404, "No complete conversations to export yet.")
+    return download_response(
+        request,
+        reports.export_text(report, table, suffix),
+        filename=f"job-{job_id}-{table}.{suffix}",
+        content_type=f"{reports.EXPORT_FORMATS[suffix][1]}; charset=utf-8",
+        kind="table",
+        target=report.job,
+    )
+
+
+@router.get(
+    "/scoring-jobs/{job_id}/tables/{table}",
+    response=responses({200: ReportTableOut}, 404),
+    url_name="report_table",
+)
 def report_table(request: HttpRequest, job_id: int, table: str):
-    """A report table as its CSV export holds it: models, spread, outcomes, sensitivity,
-    agreement (between the judges), comparison (paired)."""
+    """A report table's figures as numbers, intervals as objects: models, spread, outcomes,
+    sensitivity, agreement (between the judges), comparison (paired), reliability (pass^k),
+    variance (its components)."""
     if table not in reports.EXPORT_TABLES:
         raise HttpError(404, f"No table {table!r}; tables: {', '.join(reports.EXPORT_TABLES)}.")
     report = reports.Report(_job(job_id))
+    answer = {"table": table, "caption": reports.EXPORT_CAPTIONS[table], "counts": report.counts}
     if report.empty and table != "outcomes":
-        return {"counts": report.counts, "rows": []}
-    return {"counts": report.counts, "rows": frame_rows(reports.export_frame(report, table))}
+        return answer | {"columns": [], "rows": []}
+    columns, rows = table_rows(table_frame(report, table), table)
+    return answer | {"columns": columns, "rows": rows}
 
 
 def _job(job_id: int) -> ScoringJob:
     return get_object_or_404(ScoringJob.objects.select_related("run", "jury"), pk=job_id)
 
 
-def _plain_rows(rows: list[dict]) -> list[dict]:
-    return [
-        {
-            key: _plain_rows(value) if isinstance(value, list) else plain(value)
-            for key, value in row.items()
-        }
-        for row in rows
-    ]
+def _model_row(row: dict) -> dict:
+    return {
+        "model": row["model"],
+        "scripted": row["scripted"],
+        "n": row["n"],
+        "aggregate": _interval(row["mean"], row["low"], row["high"]),
+        "versus_best": row["versus_best"],
+        "rubrics": [
+            {
+                "rubric": rubric["rubric"],
+                "code": rubric["code"],
+                "name": rubric["name"],
+                "mean": plain(rubric["mean"]),
+                "pass_rate": _interval(
+                    rubric["pass_rate"], rubric["pass_low"], rubric["pass_high"]
+                ),
+            }
+            for rubric in row["rubrics"]
+        ],
+    }
+
+
+def _interval(estimate, low, high) -> dict:
+    return {"estimate": plain(estimate), "low": plain(low), "high": plain(high)}
+
+
+# --- juries and rubrics ----------------------------------------------------------------------
+
+
+def jury_out(jury: Jury) -> dict:
+    return {
+        "id": jury.pk,
+        "name": jury.name,
+        "judges": jury.judges,
+        "weights": jury.weights,
+        "pass_threshold": jury.pass_threshold,
+        "merge_mode": jury.merge_mode,
+        "version": jury.version,
+        "base": jury.base_id,
+        "calibrated": jury.is_calibrated,
+        "learned_from": jury.learned_from,
+        "note": jury.note,
+        "created_at": jury.created_at,
+    }
+
+
+def juries_out(page: list[Jury]) -> list[dict]:
+    return [jury_out(jury) for jury in page]
+
+
+@router.get("/juries", response=responses({200: list[JuryOut]}, 400), url_name="juries")
+@paginate(RowsCursorPagination, out=juries_out)
+@known_query()
+def jury_list(request: HttpRequest):
+    """Every jury and every calibrated version of one (each version is a jury with `base`)."""
+    return Jury.objects.all()
+
+
+@router.get("/juries/{jury_id}", response=responses({200: JuryOut}, 404), url_name="jury")
+def jury_detail(request: HttpRequest, jury_id: int):
+    return jury_out(get_object_or_404(Jury, pk=jury_id))
+
+
+@router.get(
+    "/juries/{jury_id}/versions",
+    response=responses({200: list[JuryOut]}, 404),
+    url_name="jury_versions",
+)
+def jury_versions(request: HttpRequest, jury_id: int):
+    """The jury's versions, first to last (the first and every calibration of it)."""
+    jury = get_object_or_404(Jury, pk=jury_id)
+    first = jury.base_id or jury.pk
+    family = Jury.objects.filter(pk=first) | Jury.objects.filter(base_id=first)
+    return [jury_out(each) for each in family.order_by("version", "pk")]
+
+
+def rubric_out(version: RubricVersion) -> dict:
+    return {
+        "id": version.pk,
+        "rubric": version.rubric_id,
+        "version": version.version,
+        "name": version.name,
+        "code": version.code,
+        "kind": version.kind,
+        "track": version.track,
+        "current": version.is_current,
+        "fingerprint": version.fingerprint,
+        "text": version.yaml_text,
+    }
+
+
+def rubrics_out(page: list[RubricVersion]) -> list[dict]:
+    return [rubric_out(version) for version in page]
+
+
+@router.get("/rubrics", response=responses({200: list[RubricOut]}, 400), url_name="rubrics")
+@paginate(RowsCursorPagination, out=rubrics_out)
+@known_query()
+def rubric_list(request: HttpRequest):
+    """Every version of every rubric (`current` marks the versions new work uses)."""
+    return RubricVersion.objects.all()
+
+
+@router.get("/rubrics/{version_id}", response=responses({200: RubricOut}, 404), url_name="rubric")
+def rubric_detail(request: HttpRequest, version_id: int):
+    return rubric_out(get_object_or_404(RubricVersion, pk=version_id))

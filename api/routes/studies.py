@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.core.exceptions import ValidationError
+from django.db.models import Count
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import File, Router, Status
+from ninja import File, Query, Router, Status
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
 from ninja.pagination import paginate
@@ -16,19 +17,36 @@ from alignment.forms.archive import ArchiveImportForm
 from alignment.models import ArchiveJob, ArchiveJobKind, ArchiveJobStatus
 from alignment.services.archive import ArchiveError
 from alignment.services.archive.jobs import archive_export_request, archive_import_request
-from alignment.services.exports import agreement_rows, synthetic_marked, usernames
-from alignment.services.reports import study_report
-from alignment.views.reports import _filters as report_filters
+from alignment.services.exports import (
+    EXPORT_FORMATS,
+    STUDY_TABLES,
+    agreement_export,
+    agreement_rows,
+    study_table_export,
+    synthetic_marked,
+    usernames,
+)
+from alignment.services.reports import ReportFilters, study_report
+from alignment.views.reports import _model_labels as model_labels
 from annotation.forms.staff import StudyForm
 from annotation.models import Study
 from annotation.services import dashboard, exchange
 from annotation.services.studies import study_create
-from api.forms import form_checked, form_problems
+from api.filters import AgreementFilters, StudyFilters, known_query
+from api.forms import form_checked, form_refused
 from api.frames import frame_rows, plain_tree
 from api.pagination import RowsCursorPagination
-from api.schemas import ArchiveExportIn, StudyIn
+from api.problems import Refused, responses
+from api.schemas import (
+    AgreementOut,
+    ArchiveExportIn,
+    ArchiveJobOut,
+    StudyDetailOut,
+    StudyIn,
+    StudyOut,
+)
 from audit.downloads import download_response
-from common.query import query_flag
+from common.query import query_choice, query_flag
 
 router = Router(tags=["studies"])
 
@@ -42,10 +60,20 @@ def study_out(study: Study) -> dict:
         "round_number": study.round_number,
         "status": study.status,
         "sample_size": study.sample_size,
-        "items": study.items.count(),
-        "scoring_jobs": list(study.scoring_jobs.values_list("pk", flat=True)),
+        "items": study.item_count,
+        "scoring_jobs": [job.pk for job in study.scoring_jobs.all()],
         "created_at": study.created_at,
     }
+
+
+def studies_out(page: list[Study]) -> list[dict]:
+    return [study_out(study) for study in page]
+
+
+def _studies():
+    """Studies with what a row shows read with them (a list costs the same for any page)."""
+    found = Study.objects.select_related("project").prefetch_related("scoring_jobs")
+    return found.annotate(item_count=Count("items", distinct=True))
 
 
 def archive_job_out(job: ArchiveJob) -> dict:
@@ -67,7 +95,7 @@ def archive_job_out(job: ArchiveJob) -> dict:
 # --- studies ---------------------------------------------------------------------------------
 
 
-@router.post("/studies", response={201: dict}, url_name="study_create")
+@router.post("/studies", response=responses({201: StudyOut}, 400), url_name="study_create")
 def study_new(request: HttpRequest, payload: StudyIn):
     """Create a study and draw its sample (the new study page's form and checks)."""
     form = form_checked(StudyForm, payload.dict())
@@ -80,24 +108,35 @@ def study_new(request: HttpRequest, payload: StudyIn):
         )
     except ValidationError as error:
         form.add_service_errors(error.message_dict)
-        raise HttpError(400, form_problems(form)) from None
-    return Status(201, study_out(study))
+        raise form_refused(form) from None
+    return Status(201, study_out(_study(study.pk)))
 
 
-@router.get("/studies", response=list[dict], url_name="studies")
-@paginate(RowsCursorPagination, out=study_out)
-def study_list(request: HttpRequest):
-    return Study.objects.select_related("project")
+@router.get("/studies", response=responses({200: list[StudyOut]}, 400), url_name="studies")
+@paginate(RowsCursorPagination, out=studies_out)
+@known_query(StudyFilters)
+def study_list(request: HttpRequest, filters: Query[StudyFilters]):
+    """Studies, oldest first; `status` and `kind` narrow the list."""
+    found = _studies()
+    if filters.status:
+        found = found.filter(status=filters.status)
+    if filters.kind:
+        found = found.filter(kind=filters.kind)
+    return found
 
 
-@router.get("/studies/{study_id}", response=dict, url_name="study")
+@router.get("/studies/{study_id}", response=responses({200: StudyDetailOut}, 404), url_name="study")
 def study_detail(request: HttpRequest, study_id: int):
     """The study and its live progress: per annotator, per track, items short of overlap."""
     study = _study(study_id)
     return study_out(study) | {"progress": plain_tree(dashboard.study_progress(study))}
 
 
-@router.get("/studies/{study_id}/annotations.{fmt}", url_name="study_annotations")
+@router.get(
+    "/studies/{study_id}/annotations.{fmt}",
+    response=responses({200: None}, 400, 404),
+    url_name="study_annotations",
+)
 def study_annotations(request: HttpRequest, study_id: int, fmt: str):
     """The annotation export of the study page (CSV, JSONL or Parquet; `pseudonymise=1`)."""
     if fmt not in exchange.EXPORT_FORMATS:
@@ -117,14 +156,18 @@ def study_annotations(request: HttpRequest, study_id: int, fmt: str):
     )
 
 
-@router.get("/studies/{study_id}/agreement", response=dict, url_name="study_agreement")
-def study_agreement(request: HttpRequest, study_id: int):
+@router.get(
+    "/studies/{study_id}/agreement",
+    response=responses({200: AgreementOut}, 400, 404),
+    url_name="study_agreement",
+)
+@known_query(AgreementFilters)
+def study_agreement(request: HttpRequest, study_id: int, filters: Query[AgreementFilters]):
     """Every agreement figure of every rubric with its 95% bootstrap interval and counts, on the
     sample and (when the study has a design) population-weighted; the paper's table beside it.
-    Filters as on the report page: `model`, `track`, `synthetic=1`."""
+    Filters as on the report page: `model`, `track`, `synthetic`, `learned`."""
     study = _study(study_id)
-    # The report page's own filters (model, track, synthetic), checked by the same code.
-    report = study_report(study, report_filters(request, study.project))
+    report = study_report(study, _report_filters(request, study, filters))
     return {
         "study": study.pk,
         "filters": plain_tree(report.filters),
@@ -157,14 +200,60 @@ def study_agreement(request: HttpRequest, study_id: int):
     }
 
 
+@router.get(
+    "/studies/{study_id}/tables/{table}.{fmt}",
+    response=responses({200: None}, 400, 404),
+    url_name="study_table",
+)
+@known_query(AgreementFilters)
+def study_table(
+    request: HttpRequest, study_id: int, table: str, fmt: str, filters: Query[AgreementFilters]
+):
+    """A table of the study's report as its file (`fmt` csv, md or tex): `agreement` (the
+    paper's table) or one beyond it (weighted, alt-test, corrected, bias, annotators...), under
+    the agreement's filters."""
+    tables = ("agreement", *STUDY_TABLES)
+    if table not in tables or fmt not in EXPORT_FORMATS:
+        raise HttpError(404, f"Tables: {', '.join(tables)}; formats: {', '.join(EXPORT_FORMATS)}.")
+    study = _study(study_id)
+    report = study_report(study, _report_filters(request, study, filters))
+    if table == "agreement":
+        text = agreement_export(report, fmt, study=study)
+    else:
+        text = study_table_export(report, table, fmt, study=study)
+    return download_response(
+        request,
+        text,
+        filename=f"study-{study.pk}-{table}.{fmt}",
+        content_type=f"{EXPORT_FORMATS[fmt][1]}; charset=utf-8",
+        kind="table",
+        target=study,
+        synthetic=bool(report.synthetic_ratings),
+    )
+
+
+def _report_filters(request: HttpRequest, study: Study, filters: AgreementFilters):
+    """The report page's filters; a model must be one of the project's (a 400 naming them)."""
+    return ReportFilters(
+        model=query_choice(request.GET, "model", model_labels(study.project)),
+        track=filters.track or "",
+        include_synthetic=filters.synthetic,
+        include_learned=filters.learned,
+    )
+
+
 def _study(study_id: int) -> Study:
-    return get_object_or_404(Study.objects.select_related("project"), pk=study_id)
+    return get_object_or_404(_studies(), pk=study_id)
 
 
 # --- study archives --------------------------------------------------------------------------
 
 
-@router.post("/archives/exports", response={201: dict}, url_name="archive_export")
+@router.post(
+    "/archives/exports",
+    response=responses({201: ArchiveJobOut}, 400, 404),
+    url_name="archive_export",
+)
 def archive_export(request: HttpRequest, payload: ArchiveExportIn):
     """Export a study archive in the background; poll the job, then download it."""
     study = _study(payload.study)
@@ -172,25 +261,33 @@ def archive_export(request: HttpRequest, payload: ArchiveExportIn):
     return Status(201, archive_job_out(job))
 
 
-@router.post("/archives/imports", response={201: dict}, url_name="archive_import")
+@router.post(
+    "/archives/imports", response=responses({201: ArchiveJobOut}, 400), url_name="archive_import"
+)
 def archive_import(request: HttpRequest, file: File[UploadedFile]):
     """Import a study archive (a zip, multipart field `file`) in the background."""
     form = ArchiveImportForm(files={"file": file})
     if not form.is_valid():
-        raise HttpError(400, form_problems(form))
+        raise form_refused(form, location="form")
     try:
         job = archive_import_request(form.cleaned_data["file"], user=request.user)
     except ArchiveError as error:
-        raise HttpError(400, f"{file.name}: {error}") from None
+        raise Refused(f"{file.name}: {error}") from None
     return Status(201, archive_job_out(job))
 
 
-@router.get("/archives/{job_id}", response=dict, url_name="archive_job")
+@router.get(
+    "/archives/{job_id}", response=responses({200: ArchiveJobOut}, 404), url_name="archive_job"
+)
 def archive_job(request: HttpRequest, job_id: int):
     return archive_job_out(get_object_or_404(ArchiveJob, pk=job_id))
 
 
-@router.get("/archives/{job_id}/download", url_name="archive_download")
+@router.get(
+    "/archives/{job_id}/download",
+    response=responses({200: None}, 404),
+    url_name="archive_download",
+)
 def archive_download(request: HttpRequest, job_id: int):
     """The finished export's zip (offered for ARCHIVE_DOWNLOAD_HOURS)."""
     job = get_object_or_404(

@@ -297,3 +297,25 @@ def benchmark_set_retry_failed(benchmark_set: BenchmarkSet) -> int:
             status=JobStatus.RUNNING, stop_reason="", error=""
         )
     return count
+
+
+def benchmark_sets_counts(benchmark_sets) -> dict[int, dict]:
+    """Each set's entries done, failed and pending (its progress's counts), in one query for
+    them all: what a list shows per row."""
+    sizes = {benchmark_set.pk: benchmark_set.size for benchmark_set in benchmark_sets}
+    rows = (
+        BenchmarkEntry.objects.filter(benchmark_set__in=list(sizes))
+        .values_list("benchmark_set_id", "status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    by_set: dict[int, dict] = {pk: {} for pk in sizes}
+    for set_id, status, n in rows:
+        by_set[set_id][status] = n
+    counts = {}
+    for pk, size in sizes.items():
+        done = by_set[pk].get(EntryStatus.READY, 0)
+        failed = by_set[pk].get(EntryStatus.FAILED, 0)
+        pending = size - done - failed
+        counts[pk] = {"total": size, "done": done, "failed": failed, "pending": pending}
+    return counts

@@ -497,23 +497,14 @@ def run_progress(run: Run) -> dict:
     counts = dict(
         run.conversations.values_list("status").annotate(n=Count("id")).values_list("status", "n")
     )
-    total = sum(counts.values())
-    finished = counts.get(ConversationStatus.FINISHED, 0)
-    failed = counts.get(ConversationStatus.FAILED, 0)
-    cancelled = counts.get(ConversationStatus.CANCELLED, 0)
-    done = finished + failed + cancelled
+    summary = _status_summary(counts)
+    total = summary["total"]
+    done = summary["finished"] + summary["failed"] + summary["cancelled"]
     in_flight = sum(counts.get(status, 0) for status in IN_FLIGHT)
     tokens = run.model_calls.aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"))
     spent = accounting.cost_summary(run.model_calls.all())
     return {
-        "total": total,
-        "finished": finished,
-        "failed": failed,
-        "cancelled": cancelled,
-        "running": counts.get(ConversationStatus.RUNNING, 0),
-        "queued": counts.get(ConversationStatus.QUEUED, 0),
-        "pending": counts.get(ConversationStatus.PENDING, 0),
-        "percent": round(100 * done / total, 1) if total else 100.0,
+        **summary,
         "input_tokens": tokens["i"] or 0,
         "output_tokens": tokens["o"] or 0,
         "cost": spent["cost"],
@@ -534,6 +525,39 @@ def run_progress(run: Run) -> dict:
         # A paused or cancelled run still has conversations finishing: keep the page live.
         "live": run.status == JobStatus.RUNNING or in_flight > 0,
         "per_agent": conversation_averages(run),
+    }
+
+
+def runs_counts(runs: Iterable[Run]) -> dict[int, dict]:
+    """Each run's conversations by status (run_progress's counts), in one query for them all:
+    what a list shows per row."""
+    by_run: dict[int, dict] = {run.pk: {} for run in runs}
+    rows = (
+        Conversation.objects.filter(run__in=list(by_run))
+        .values_list("run_id", "status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for run_id, status, n in rows:
+        by_run[run_id][status] = n
+    return {pk: _status_summary(counts) for pk, counts in by_run.items()}
+
+
+def _status_summary(counts: dict[str, int]) -> dict:
+    total = sum(counts.values())
+    finished = counts.get(ConversationStatus.FINISHED, 0)
+    failed = counts.get(ConversationStatus.FAILED, 0)
+    cancelled = counts.get(ConversationStatus.CANCELLED, 0)
+    done = finished + failed + cancelled
+    return {
+        "total": total,
+        "finished": finished,
+        "failed": failed,
+        "cancelled": cancelled,
+        "running": counts.get(ConversationStatus.RUNNING, 0),
+        "queued": counts.get(ConversationStatus.QUEUED, 0),
+        "pending": counts.get(ConversationStatus.PENDING, 0),
+        "percent": round(100 * done / total, 1) if total else 100.0,
     }
 
 

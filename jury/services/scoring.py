@@ -893,6 +893,32 @@ def scoring_progress(job: ScoringJob) -> dict:
     }
 
 
+def scoring_jobs_counts(jobs) -> dict[int, dict]:
+    """Each job's judge scores by status (scoring_progress's counts), in one query for them
+    all: what a list shows per row."""
+    rows = (
+        JudgeScore.objects.filter(job__in=[job.pk for job in jobs])
+        .values("job_id")
+        .annotate(
+            total=Count("id"),
+            valid=Count("id", filter=Q(status=ScoreStatus.VALID)),
+            invalid=Count("id", filter=Q(status=ScoreStatus.INVALID)),
+            error=Count("id", filter=Q(status=ScoreStatus.ERROR)),
+            pending=Count("id", filter=Q(status=ScoreStatus.PENDING)),
+        )
+        .order_by()
+    )
+    found = {row.pop("job_id"): row for row in rows}
+    empty = {"total": 0, "valid": 0, "invalid": 0, "error": 0, "pending": 0}
+    counts = {}
+    for job in jobs:
+        sums = found.get(job.pk, empty)
+        done = sums["total"] - sums["pending"]
+        percent = round(100 * done / sums["total"], 1) if sums["total"] else 100.0
+        counts[job.pk] = {**sums, "done": done, "percent": percent}
+    return counts
+
+
 def judge_costs(job: ScoringJob) -> list[dict]:
     """Per judge model: scores judged, model calls (repairs and retries included), calls the
     cache answered, repair turns (answers asked for again because the last did not fit),

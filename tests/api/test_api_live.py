@@ -69,6 +69,8 @@ def test_a_script_launches_a_run_waits_scores_it_and_reads_the_tables(live_serve
         "offline/careless · baseline",
     }
     assert all(
-        row["n"] == 2 and row["low"] <= row["mean"] <= row["high"] for row in table["models"]
+        row["n"] == 2
+        and row["aggregate"]["low"] <= row["aggregate"]["estimate"] <= row["aggregate"]["high"]
+        for row in table["models"]
     )
     assert agreement["rows"] and "rubric" in agreement["rows"][0]

@@ -144,8 +144,10 @@ def test_the_model_table_has_every_model_with_its_intervals(researcher_client, s
     models = {row["model"]: row for row in table["models"]}
     assert set(models) == {"offline/careful · baseline", "offline/careless · baseline"}
     careful = models["offline/careful · baseline"]
-    assert careful["low"] <= careful["mean"] <= careful["high"] and careful["n"] == 4
-    assert all(r["pass_low"] <= r["pass_rate"] <= r["pass_high"] for r in careful["rubrics"])
+    aggregate = careful["aggregate"]
+    assert aggregate["low"] <= aggregate["estimate"] <= aggregate["high"] and careful["n"] == 4
+    rates = [r["pass_rate"] for r in careful["rubrics"]]
+    assert all(rate["low"] <= rate["estimate"] <= rate["high"] for rate in rates)
 
 
 @pytest.mark.parametrize("table", ["spread", "outcomes", "agreement", "comparison"])

@@ -95,3 +95,16 @@ def test_an_archive_import_refuses_a_file_that_is_not_a_zip(researcher_client):
     response = researcher_client.post(f"{API}/archives/imports", {"file": upload})
     assert response.status_code == 400
     assert "notes.zip" in response.json()["detail"]
+
+
+def test_the_study_tables_download_as_on_the_report_page(
+    researcher_client,
+    annotated_study,  # noqa: F811
+):
+    url = f"{API}/studies/{annotated_study.pk}/tables"
+    latex = researcher_client.get(f"{url}/agreement.tex")
+    assert latex.status_code == 200 and b"\\begin{tabular}" in latex.content
+    weighted = researcher_client.get(f"{url}/weighted.csv", {"track": "clinical"})
+    assert weighted.status_code == 200 and weighted.content
+    assert researcher_client.get(f"{url}/nothing.csv").status_code == 404
+    assert researcher_client.get(f"{url}/agreement.csv", {"track": "x"}).status_code == 400

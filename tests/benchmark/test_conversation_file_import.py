@@ -156,7 +156,7 @@ def test_the_api_imports_a_file_and_answers_every_problem(researcher_client):
     bad = SimpleUploadedFile("bad.jsonl", b"nope\n" + jsonl(chat("c1", "m")) + b"{}\n")
     refused = researcher_client.post("/api/v1/imports", {"file": bad})
     assert refused.status_code == 400
-    assert [p.split(":")[0] for p in refused.json()["problems"]] == ["line 1", "line 3"]
+    assert [e["message"].split(":")[0] for e in refused.json()["errors"]] == ["line 1", "line 3"]
     good = SimpleUploadedFile("good.jsonl", jsonl(chat("c1", "m"), chat("c2", "m")))
     response = researcher_client.post("/api/v1/imports", {"file": good, "name": "Via API"})
     assert response.status_code == 201 and response.json()["conversations"] == 2

@@ -67,8 +67,10 @@ def test_the_conversation_import_page_names_the_line(researcher_client):
 
 def test_the_import_api_answers_in_its_json_shape(researcher_client):
     response = researcher_client.post("/api/v1/imports", {"file": upload("deep.jsonl", DEEP)})
-    assert response.status_code == 400 and response["Content-Type"].startswith("application/json")
-    assert response.json()["problems"] == [f"line 1: not JSON ({REFUSAL}, column 321)"]
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("application/problem+json")
+    problems = [error["message"] for error in response.json()["errors"]]
+    assert problems == [f"line 1: not JSON ({REFUSAL}, column 321)"]
 
 
 def test_a_tool_call_whose_arguments_nest_too_deep_is_named(researcher_client):
@@ -78,12 +80,13 @@ def test_a_tool_call_whose_arguments_nest_too_deep_is_named(researcher_client):
         "/api/v1/imports", {"file": upload("deep.jsonl", json.dumps(line))}
     )
     assert response.status_code == 400
-    assert f"arguments are not JSON ({REFUSAL})" in response.json()["problems"][0]
+    assert f"arguments are not JSON ({REFUSAL})" in response.json()["errors"][0]["message"]
 
 
 def test_any_api_body_nested_too_deep_is_a_json_400(admin_client_):
     response = admin_client_.post("/api/v1/runs", DEEP, content_type="application/json")
-    assert response.status_code == 400 and response["Content-Type"].startswith("application/json")
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("application/problem+json")
     assert REFUSAL in response.json()["detail"]
 
 

@@ -66,7 +66,8 @@ def test_the_report_page_shows_the_shares_the_figure_and_the_downloads(
     )
     assert figure.status_code == 200 and figure.content.startswith(b"%PDF")
     api = researcher_client.get(f"/api/v1/scoring-jobs/{repeated_job.pk}/tables/variance")
-    assert api.status_code == 200 and "share_low" in api.content.decode()
+    assert api.status_code == 200 and {"variance", "share"} <= set(api.json()["columns"])
+    assert {"estimate", "low", "high"} == set(api.json()["rows"][0]["share"])
 
 
 def test_the_plan_prices_conversations_and_judges_from_the_earlier_runs_tokens(repeated_job):
