@@ -103,7 +103,10 @@ class World:
         entries = BenchmarkEntry.objects.bulk_create(
             (
                 BenchmarkEntry.from_seed(
-                    self.benchmark_set, seed, status="ready", complexity="chronic",
+                    self.benchmark_set,
+                    seed,
+                    status="ready",
+                    complexity="chronic",
                     profile={"first_name": "Maria", "age": 65},
                     generator_model="offline/standard",
                     story="Needs a refill before a trip. " * 8,
@@ -115,8 +118,12 @@ class World:
         conversations = Conversation.objects.bulk_create(
             (
                 Conversation(
-                    run=self.run, run_agent=self.run_agents[n % 2], entry=entry,
-                    seed=self.stored + n, status="finished", termination_reason="patient_ended",
+                    run=self.run,
+                    run_agent=self.run_agents[n % 2],
+                    entry=entry,
+                    seed=self.stored + n,
+                    status="finished",
+                    termination_reason="patient_ended",
                 )  # fmt: skip
                 for n, entry in enumerate(entries)
             ),
@@ -135,8 +142,12 @@ class World:
         TraceEvent.objects.bulk_create(
             (
                 TraceEvent(
-                    conversation=c, event_id=f"e{n + 1:04d}", seq=n, turn=n // 4,
-                    kind=kinds[n % 4], content="Let me look at what is open next week. " * 3,
+                    conversation=c,
+                    event_id=f"e{n + 1:04d}",
+                    seq=n,
+                    turn=n // 4,
+                    kind=kinds[n % 4],
+                    content="Let me look at what is open next week. " * 3,
                     tool_name="get_available_appointments" if n % 4 >= 2 else "",
                     arguments={"start_date": "2026-12-01"} if n % 4 == 2 else None,
                 )  # fmt: skip
@@ -152,8 +163,13 @@ class World:
         JudgeScore.objects.bulk_create(
             (
                 JudgeScore(
-                    job=self.job, conversation=c, rubric_version=v, judge_index=j,
-                    judge_model=model, status="valid", score=1 + (c.pk + j) % 5,
+                    job=self.job,
+                    conversation=c,
+                    rubric_version=v,
+                    judge_index=j,
+                    judge_model=model,
+                    status="valid",
+                    score=1 + (c.pk + j) % 5,
                     explanation="The assistant booked without confirming the time.",
                 )  # fmt: skip
                 for c in conversations
@@ -165,8 +181,12 @@ class World:
         RubricResult.objects.bulk_create(
             (
                 RubricResult(
-                    job=self.job, conversation=c, rubric_id=v.rubric_id,
-                    mean=1 + (c.pk % 4) + 0.5 * (c.pk % 2), sd=0.5, passed=True,
+                    job=self.job,
+                    conversation=c,
+                    rubric_id=v.rubric_id,
+                    mean=1 + (c.pk % 4) + 0.5 * (c.pk % 2),
+                    sd=0.5,
+                    passed=True,
                     pass_agreement=True,
                 )  # fmt: skip
                 for c in conversations
@@ -188,12 +208,15 @@ class World:
         assignments = Assignment.objects.bulk_create(
             (
                 Assignment(
-                    item=item, annotator=person, track=person.track, slot=n % 2,
-                    status="submitted", queue_key=f"{item.pk}-{n}", version=1,
+                    item=item,
+                    annotator=person,
+                    track=person.track,
+                    slot=n % 2,
+                    status="submitted",
+                    queue_key=f"{item.pk}-{n}",
+                    version=1,
                     seconds_on_task=95,
-                    scores={
-                        r: 1 + (item.pk + n + len(r)) % 5 for r in self.panels[person.track]
-                    },
+                    scores={r: 1 + (item.pk + n + len(r)) % 5 for r in self.panels[person.track]},
                 )  # fmt: skip
                 for item in items
                 for n, person in enumerate(self.people)
@@ -203,7 +226,9 @@ class World:
         AssignmentHistory.objects.bulk_create(
             (
                 AssignmentHistory(
-                    assignment=a, kind="submit", actor_id=a.annotator_id,
+                    assignment=a,
+                    kind="submit",
+                    actor_id=a.annotator_id,
                     new={"scores": a.scores},
                 )  # fmt: skip
                 for a in assignments
@@ -228,8 +253,14 @@ def _long_trace(conversation) -> None:
         events.append(("assistant_message", turn, "", "Here is what I found for you. " * 6))
     TraceEvent.objects.bulk_create(
         TraceEvent(
-            conversation=conversation, event_id=f"e{n + 1:04d}", seq=n, turn=turn, kind=kind,
-            tool_name=tool, content=content, ok=True if kind == "tool_result" else None,
+            conversation=conversation,
+            event_id=f"e{n + 1:04d}",
+            seq=n,
+            turn=turn,
+            kind=kind,
+            tool_name=tool,
+            content=content,
+            ok=True if kind == "tool_result" else None,
             arguments={"start_date": "2026-12-01"} if kind == "tool_call" else None,
         )  # fmt: skip
         for n, (kind, turn, tool, content) in enumerate(events)
@@ -320,14 +351,20 @@ def run() -> list[dict]:
         {
             "name": f"review page at {LARGE:,} / at {SMALL} conversations "
             f"({figures['review_large'] * 1000:.0f} / {figures['review_small'] * 1000:.0f} ms)",
-            "measured": round(growth, 2), "target": GROWTH_TARGET, "unit": "x", "goal": "<=",
+            "measured": round(growth, 2),
+            "target": GROWTH_TARGET,
+            "unit": "x",
+            "goal": "<=",
             "ok": growth <= GROWTH_TARGET,
         },  # fmt: skip
         {
             "name": f"agreement report page, uncached, {LARGE:,} conversations "
             f"({figures['report_small']:.2f} s at {SMALL})",
-            "measured": round(report, 2), "target": REPORT_TARGET_SECONDS, "unit": "s",
-            "goal": "<", "ok": report < REPORT_TARGET_SECONDS,
+            "measured": round(report, 2),
+            "target": REPORT_TARGET_SECONDS,
+            "unit": "s",
+            "goal": "<",
+            "ok": report < REPORT_TARGET_SECONDS,
         },  # fmt: skip
     ]
 

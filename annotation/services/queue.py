@@ -158,20 +158,22 @@ def _held(annotator):
     """Items the annotator holds or held: never served to them again. Read through the
     annotator's index (their assignments in any study: other studies' items match no item
     here), not by walking the study's items."""
-    return Assignment.objects.filter(annotator=annotator).values("item_id")
+    return Assignment.objects.filter(annotator=annotator).order_by().values("item_id")
 
 
 def _adjudicated(annotator):
     """Items the annotator adjudicates: they have seen its clinicians' scores."""
-    return Adjudication.objects.filter(adjudicator=annotator).values("item_id")
+    return Adjudication.objects.filter(adjudicator=annotator).order_by().values("item_id")
 
 
 def _handed_away(annotator):
     """Items a researcher reassigned from this annotator to someone else: not theirs again.
     Only reassignments are read (their own partial index), in any study, like _held."""
-    return AssignmentHistory.objects.filter(
-        kind=HistoryKind.REASSIGN, old__annotator_id=annotator.pk
-    ).values("assignment__item_id")
+    return (
+        AssignmentHistory.objects.filter(kind=HistoryKind.REASSIGN, old__annotator_id=annotator.pk)
+        .order_by()
+        .values("assignment__item_id")
+    )
 
 
 def queue_key(annotator_id: int, item_id: int, seed: int) -> str:
