@@ -10,8 +10,8 @@ entry and the problem named.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from pathlib import Path
 
 from common.safe_yaml import safe_load
