@@ -377,6 +377,13 @@ class AssignmentHistory(models.Model):
     class Meta:
         ordering = ["assignment", "at", "pk"]
         verbose_name_plural = "assignment history"
+        indexes = [
+            # The queue's "reassigned away from this annotator" reads only these few rows,
+            # not every history entry of a study (annotation.services.queue._handed_away).
+            models.Index(
+                fields=["assignment"], condition=Q(kind="reassign"), name="history_reassigns"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.assignment_id} {self.kind} {self.at:%Y-%m-%d %H:%M}"

@@ -63,8 +63,18 @@ class Batch:
 
 def sample_batch(n_items: int, resamples: int, seed: int) -> Batch:
     """The plain item bootstrap: every item once for the point, draw counts for resamples."""
+    return Batch(_sample_matrix(n_items, resamples, seed), weighted=False)
+
+
+# A report asks for the same matrix once per rubric, judge pair and figure (29 times in a
+# study of nine rubrics); building it (a float copy of every draw) cost more than some of the
+# figures. Two kept: a report's sample, and one other size (a filtered or sliced figure).
+@lru_cache(maxsize=2)
+def _sample_matrix(n_items: int, resamples: int, seed: int) -> np.ndarray:
     counts = _draws(resample_weights, n_items, resamples, seed)
-    return Batch(np.vstack([np.ones((2, n_items)), counts]), weighted=False)
+    matrix = np.vstack([np.ones((2, n_items)), counts])
+    matrix.flags.writeable = False
+    return matrix
 
 
 def weighted_batch(weights: np.ndarray, strata: np.ndarray, resamples: int, seed: int) -> Batch:
@@ -98,6 +108,7 @@ def forget_draws() -> None:
     """Empty the cache of resample draws (a benchmark's cold start)."""
     _draws.cache_clear()
     _stratified_draws.cache_clear()
+    _sample_matrix.cache_clear()
 
 
 def _frozen(counts: np.ndarray) -> np.ndarray:

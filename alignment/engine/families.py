@@ -3,7 +3,7 @@
 The judges' self-preference diagnostic asks whether a judge scores agents of its own family
 more kindly than clinicians do. The file maps model names (shell-style patterns) and providers
 to families; the offline scripts belong to none (they are not models), nor does a model no
-pattern matches. Loaded and checked here, once per call: a malformed file is refused with the
+pattern matches. Read and checked here on every call: a malformed file is refused with the
 entry and the problem named.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from pathlib import Path
 
 from common.safe_yaml import safe_load
@@ -61,7 +62,14 @@ class FamilyTable:
 
 
 def load_families(path: Path = FAMILIES_FILE) -> FamilyTable:
-    return parse_families(path.read_text(encoding="utf-8"), source=path.name)
+    """The file read on every call (an edit counts at once); parsed once per distinct text,
+    since a study report asks for it once per rubric and parsing YAML is slow."""
+    return _parsed(path.read_text(encoding="utf-8"), path.name)
+
+
+@lru_cache(maxsize=4)
+def _parsed(text: str, source: str) -> FamilyTable:
+    return parse_families(text, source=source)  # a malformed file raises: nothing cached
 
 
 def parse_families(text: str, *, source: str = "model families") -> FamilyTable:

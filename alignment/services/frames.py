@@ -258,6 +258,7 @@ def _clinicians(study: Study, items, *, include_synthetic: bool, track: str | No
         known = raters.setdefault(rater, Rater(rater, name, own_track, active, synthetic))
         if imported and not known.imported:
             raters[rater] = replace(known, imported=True)
+        public = str(public_id)  # once per annotation, not once per score
         rows += [
             (
                 item,
@@ -265,7 +266,7 @@ def _clinicians(study: Study, items, *, include_synthetic: bool, track: str | No
                 rater,
                 int(score),
                 own_track,
-                str(public_id),
+                public,
                 synthetic,
                 practice,
                 submitted,

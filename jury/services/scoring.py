@@ -642,7 +642,8 @@ def _record(
         accounting.unwritten_save(recorder)
         held = JudgeScore.objects.filter(pk=row.pk, status=ScoreStatus.PENDING, lease_token=mine)
         recorded = {name: getattr(row, name) for name in RECORDED}
-        stored = bool(held.update(**recorded, **_spend_fields(unwritten)))
+        spend = _spend_fields(unwritten) if _spend_changes(row, unwritten, responses) else {}
+        stored = bool(held.update(**recorded, **spend))
         next_sent = stored and send_next is not None and _hand_off(row.job, send_next)
     return stored, next_sent
 
@@ -667,6 +668,14 @@ def _spend_added(score_id: int, responses: list[ChatResponse]) -> None:
     """Add answers' calls, tokens and cost to the score's sums, whoever holds it now: the
     money was spent either way (RecordingClient's `also`)."""
     JudgeScore.objects.filter(pk=score_id).update(**_spend_fields(responses))
+
+
+def _spend_changes(row: JudgeScore, unwritten: list, responses: list) -> bool:
+    """Whether the outcome's UPDATE must touch the spend columns. Nothing left unwritten adds
+    zero everywhere, except that a score with no call at all gets its first (zero) cost: only
+    then are the eight expressions worth compiling (most calls' answers were written as they
+    arrived, so the outcome skips them)."""
+    return bool(unwritten) or (row.calls == 0 and not responses)
 
 
 def _spend_fields(responses: list[ChatResponse]) -> dict:
