@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0009_screen_synthetic_feedback_wording'),
+        ('annotation', '0010_retention'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
