@@ -110,6 +110,10 @@ def test_a_unit_lost_with_its_worker_is_sent_again_and_the_stale_message_does_no
     first_pk, stale_token = sent[0]
     again = reviews.review_dispatch(review, lambda messages: None)  # the watch, lease run out
     assert (first_pk, stale_token) not in again and first_pk in {pk for pk, _ in again}
+    # Leases of a normal length again for the work itself: with no lease at all, the units'
+    # heartbeats would beat without pause, each waiting out SQLite's busy timeout on this
+    # test's open transaction (four minutes in all).
+    settings.CONVERSATION_LEASE_SECONDS = 900
     assert reviews.conversation_review_execute(first_pk, stale_token) is False
     review = review_now(review)
     mine = {u.conversation_id: u.findings for u in review.conversation_reviews.all()}
