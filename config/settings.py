@@ -278,6 +278,8 @@ CELERY_WORKER_CONCURRENCY = env.env_int(ENV, "WORKER_CONCURRENCY", 16)
 # A conversation whose worker stopped sending heartbeats for this long is run again from its
 # start (covers crashed workers and tasks lost with them).
 CONVERSATION_LEASE_SECONDS = env.env_int(ENV, "CONVERSATION_LEASE_SECONDS", 900)
+# A job waiting on provider batches is looked at this often (each look records their answers).
+BATCH_POLL_SECONDS = env.env_int(ENV, "BATCH_POLL_SECONDS", 60)
 # Every worker (and inline command) reports this often; job pages say no worker is reporting
 # once none has for WORKER_SILENT_SECONDS (a busy SQLite can hold a write for 30 s).
 WORKER_HEARTBEAT_SECONDS = env.env_int(ENV, "WORKER_HEARTBEAT_SECONDS", 15)

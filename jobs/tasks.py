@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from celery import shared_task
 from django.db import models
 
-from jobs.services import starts, watch
+from jobs.services import batches, starts, watch
 from jobs.services.leases import CONNECTION_LOST, LeasedTask
 from jobs.services.queue import queue_send
 
@@ -43,9 +43,12 @@ def job_watch_task(kind: str, job_id: int) -> None:
 
 def watch_later(kind: str, job_id: int) -> None:
     # Sent to the queue: a watch lost with an unavailable queue is taken up again by every
-    # worker that (re)connects to it (config/celery.py).
+    # worker that (re)connects to it (config/celery.py). A job waiting on provider batches is
+    # looked at sooner: each look is what records their answers.
+    waiting = batches.open_batches(kind, job_id).exists()
+    countdown = batches.poll_seconds() if waiting else watch.interval_seconds()
     queue_send(
-        lambda: job_watch_task.apply_async((kind, job_id), countdown=watch.interval_seconds()),
+        lambda: job_watch_task.apply_async((kind, job_id), countdown=countdown),
         what=f"the watch of {kind} {job_id}",
     )
 

@@ -83,6 +83,11 @@ def job_batches(kind: str, job_id: int) -> QuerySet[ProviderBatch]:
     return ProviderBatch.objects.filter(job_kind=kind, job_id=job_id)
 
 
+def poll_seconds() -> float:
+    """How often the watch looks at a job with batches still open (BATCH_POLL_SECONDS)."""
+    return max(float(settings.BATCH_POLL_SECONDS), 1.0)
+
+
 def open_batches(kind: str, job_id: int) -> QuerySet[ProviderBatch]:
     return job_batches(kind, job_id).filter(state__in=OPEN)
 

@@ -13,6 +13,7 @@ from django.db.models import Count
 
 from benchmark.models import ModelCall
 from benchmark.services import conversations
+from jobs import tasks as job_tasks
 from jobs.models import BatchState, JobStatus, ProviderBatch
 from jury.models import ScoreStatus, ScoringJob
 from jury.services import juries, scoring, scoring_batches
@@ -237,3 +238,21 @@ def test_the_api_launches_a_batch_job_and_lists_its_batches(
 
     assert listed["batch"] and len(listed["batches"]) == len(offline_jury.judges)
     assert {batch["state"] for batch in listed["batches"]} == {"Recorded"}
+
+
+@pytest.mark.django_db
+def test_a_job_waiting_on_batches_is_looked_at_every_batch_poll_interval(monkeypatch, settings):
+    settings.BATCH_POLL_SECONDS, settings.CONVERSATION_LEASE_SECONDS = 20, 900
+    countdowns = []
+    monkeypatch.setattr(
+        job_tasks.job_watch_task,
+        "apply_async",
+        lambda args, countdown: countdowns.append(countdown),
+    )
+    job_tasks.watch_later("scoring", 41)
+    ProviderBatch.objects.create(
+        job_kind="scoring", job_id=41, provider="openai", model="openai/gpt-4.1",
+        state=BatchState.IN_PROGRESS,
+    )  # fmt: skip
+    job_tasks.watch_later("scoring", 41)
+    assert countdowns == [450, 20]  # half a lease, then the batch poll interval
