@@ -16,7 +16,7 @@ from common import live_jobs
 from common.figures import FORMATS, inline_svg
 from common.figures import render as render_figure
 from common.query import query_choice, query_flag
-from jobs.services import watch
+from jobs.services import batches
 from jobs.services.queue import held_work_message
 from jury import forms
 from jury.engine.decision import TARGET_COEFFICIENT
@@ -204,7 +204,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "counts": reports.Report(job).counts,
         "judge_costs": scoring.judge_costs(job),
         "batches": scoring_batches.batch_progress(job) if job.batch else [],
-        "batch_poll_seconds": round(watch.interval_seconds()),
+        "batch_poll_seconds": round(batches.poll_seconds()),
     }
     context["versions"] = job.rubric_versions.all()
     context["live"] = live_jobs.live_region(
