@@ -355,9 +355,7 @@ def jury_detail(request: HttpRequest, jury_id: int):
 def jury_versions(request: HttpRequest, jury_id: int):
     """The jury's versions, first to last (the first and every calibration of it)."""
     jury = get_object_or_404(Jury, pk=jury_id)
-    first = jury.base_id or jury.pk
-    family = Jury.objects.filter(pk=first) | Jury.objects.filter(base_id=first)
-    return [jury_out(each) for each in family.order_by("version", "pk")]
+    return [jury_out(each) for each in juries.jury_versions(jury)]  # fold juries left out
 
 
 def rubric_out(version: RubricVersion) -> dict:

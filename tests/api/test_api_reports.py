@@ -33,6 +33,10 @@ def test_juries_their_versions_and_rubrics_are_listed(researcher_client, scored_
     calibrated = Jury.objects.create(
         name="Calibrated", judges=base.judges, weights=base.weights, base=base, version=2
     )
+    Jury.objects.create(  # a fold jury: it cross-fits a study and is no version
+        name="Fold 1", judges=base.judges, weights=base.weights, base=base,
+        version=Jury.FOLD_VERSION, learned_from={"purpose": "fold"},
+    )  # fmt: skip
     juries = researcher_client.get(f"{API}/juries").json()["results"]
     assert {jury["name"] for jury in juries} >= {job.jury.name, "Calibrated"}
     versions = researcher_client.get(f"{API}/juries/{calibrated.pk}/versions").json()
