@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs test dependencies and runs the whole suite: ruff, the documentation build, then pytest.
-# Debian packages the tests use (redis-server, chromium) are installed when missing and we are
-# root; without them the tests that need them are skipped with a reason.
+# Debian packages the tests use (redis-server, chromium, nodejs and npm) are installed when
+# missing and we are root; without them the tests that need them are skipped with a reason.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v chromium >/dev/null || need+=(chromium)
+command -v npm >/dev/null || need+=(nodejs npm)  # the sign-on tests' OpenID provider
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
