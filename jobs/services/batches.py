@@ -84,7 +84,8 @@ def job_batches(kind: str, job_id: int) -> QuerySet[ProviderBatch]:
 
 
 def poll_seconds() -> float:
-    """How often the watch looks at a job with batches still open (BATCH_POLL_SECONDS)."""
+    """How often the watch looks at a job with batches still open (BATCH_POLL_SECONDS, or
+    the watch's own interval when that is shorter)."""
     return max(float(settings.BATCH_POLL_SECONDS), 1.0)
 
 

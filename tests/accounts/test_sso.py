@@ -15,6 +15,9 @@ from llm.redaction import redact_configured
 from tests.conftest import make_user
 from tests.support.oidc import provider_log_out, provider_sign_in, running_provider
 
+# The same on either database: run on the PostgreSQL leg, whose time has room for the
+# provider's start (tests/support/legs.py).
+pytestmark = pytest.mark.leg("postgres")
 SITE = "http://testserver"
 PASSWORD = "provider-pass-1"
 PEOPLE = {

@@ -29,6 +29,7 @@ DOWNLOADS = {
     "benchmark:run_export_parquet": "conversations", "jury:job_scores_export": "table",
     "api:run_export": "conversations", "api:judge_scores_export": "table",
     "benchmark:run_manifest": "manifest", "api:run_manifest": "manifest",
+    "api:report_table_export": "table", "api:study_table": "table",
 }  # fmt: skip
 
 

@@ -352,6 +352,7 @@ def test_every_answer_of_the_review_forms_is_blinded(client, scored_world):
 
 
 @pytest.mark.django_db
+@pytest.mark.leg("postgres")  # the same on either database: half a minute off the SQLite leg
 def test_the_same_crawl_finds_model_names_for_a_researcher(client, scored_world):
     """The check above can fail: researchers are allowed to see what annotators must not."""
     researcher = make_user("sees-all", Role.RESEARCHER)

@@ -255,4 +255,6 @@ def test_a_job_waiting_on_batches_is_looked_at_every_batch_poll_interval(monkeyp
         state=BatchState.IN_PROGRESS,
     )  # fmt: skip
     job_tasks.watch_later("scoring", 41)
-    assert countdowns == [450, 20]  # half a lease, then the batch poll interval
+    settings.CONVERSATION_LEASE_SECONDS = 10  # a lease shorter than the poll: looked at sooner
+    job_tasks.watch_later("scoring", 41)
+    assert countdowns == [450, 20, 5]  # half a lease, the batch poll, the shorter of the two

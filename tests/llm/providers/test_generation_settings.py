@@ -87,5 +87,8 @@ def test_a_price_set_for_a_model_with_its_settings_is_the_one_used():
 
     own = Price(Decimal("1"), Decimal("2"))
     catalog = default_catalog().with_prices({"openai/gpt-5.5@effort=high": own})
-    assert catalog.price_for("openai/gpt-5.5@effort=high") == own
+    used = catalog.price_for("openai/gpt-5.5@effort=high")
+    # Staff's rates, the price file's batch discount (a price set keeps the provider's batch).
+    assert (used.input_per_million, used.output_per_million) == (Decimal("1"), Decimal("2"))
+    assert used.batch_discount == catalog.price_for("openai/gpt-5.5").batch_discount
     assert catalog.price_for("openai/gpt-5.5@effort=low") == catalog.price_for("openai/gpt-5.5")
