@@ -68,8 +68,12 @@ def _locked_head() -> AuditChainHead:
     # The update comes first: it takes the write lock (SQLite) or the row lock (PostgreSQL)
     # before the head is read, so no other writer can read the same last hash meanwhile.
     if not AuditChainHead.objects.filter(pk=HEAD_ID).update(length=F("length") + 1):
-        # The first record ever (or a table emptied by a test's flush).
-        AuditChainHead.objects.create(pk=HEAD_ID, last_hash=GENESIS, length=1)
+        # The first record ever (or a table emptied by a test's flush). Two writers may both
+        # get here: the head is made once (the other's insert is ignored, after waiting for
+        # the first on PostgreSQL), then counted like any other record.
+        first = AuditChainHead(pk=HEAD_ID, last_hash=GENESIS, length=0)
+        AuditChainHead.objects.bulk_create([first], ignore_conflicts=True)
+        AuditChainHead.objects.filter(pk=HEAD_ID).update(length=F("length") + 1)
     return AuditChainHead.objects.select_for_update().get(pk=HEAD_ID)
 
 
