@@ -46,9 +46,7 @@ def watch_later(kind: str, job_id: int) -> None:
     # worker that (re)connects to it (config/celery.py). A job waiting on provider batches is
     # looked at sooner: each look is what records their answers.
     waiting = batches.open_batches(kind, job_id).exists()
-    countdown = watch.interval_seconds()
-    if waiting:
-        countdown = min(countdown, batches.poll_seconds())
+    countdown = batches.poll_seconds() if waiting else watch.interval_seconds()
     queue_send(
         lambda: job_watch_task.apply_async((kind, job_id), countdown=countdown),
         what=f"the watch of {kind} {job_id}",

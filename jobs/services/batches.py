@@ -29,6 +29,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from jobs.models import BatchPollLease, BatchState, ProviderBatch
+from jobs.services import watch
 from llm.engine.chat import ChatRequest, ProviderError
 from llm.engine.providers.batches import BatchResult
 from llm.engine.providers.client import ModelClient
@@ -86,7 +87,7 @@ def job_batches(kind: str, job_id: int) -> QuerySet[ProviderBatch]:
 def poll_seconds() -> float:
     """How often the watch looks at a job with batches still open (BATCH_POLL_SECONDS, or
     the watch's own interval when that is shorter)."""
-    return max(float(settings.BATCH_POLL_SECONDS), 1.0)
+    return min(max(float(settings.BATCH_POLL_SECONDS), 1.0), watch.interval_seconds())
 
 
 def open_batches(kind: str, job_id: int) -> QuerySet[ProviderBatch]:
