@@ -16,6 +16,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from accounts.models import Role, Track, User
+from accounts.tokens import token_create
 from annotation.models import Assignment, CalibrationGuide
 from annotation.services import queue
 from annotation.services.annotations import Draft, annotation_autosave, annotation_submit
@@ -23,6 +24,7 @@ from tests.annotation.test_annotation_writes import full_draft
 from tests.browser.review_support import new_study, saved, scored_job
 from tests.conftest import PASSWORD, make_user
 from tests.support.builders import enriched_set, launched_run
+from webhooks.models import Webhook
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -190,9 +192,11 @@ REFUSED_UPLOADS = {
 def test_no_serious_accessibility_violation_on_run_and_jury_pages_and_refused_imports(
     browser, live_server, theme
 ):
-    make_user("adam", Role.ADMIN)
+    adam = make_user("adam", Role.ADMIN)
     run = launched_run(enriched_set(size=2), name="Run under test")
     job = scored_job(size=2)
+    hook = Webhook.objects.create(owner=adam, url="https://receiver.example/hook", secret="s")
+    token_create(user=adam, name="notebook", scope="read", days=30)
     page = themed_page(browser, theme)
     url = live_server.url
     found = {}
@@ -212,6 +216,12 @@ def test_no_serious_accessibility_violation_on_run_and_jury_pages_and_refused_im
         ("case set", "benchmark:set", job.run.benchmark_set.pk),
         ("jury version", "jury:jury", job.jury.pk),
         ("juries", "jury:juries", None),
+        ("leaderboard", "jury:leaderboard", None),
+        ("webhooks", "webhooks:hooks", None),
+        ("webhook", "webhooks:hook", hook.pk),
+        ("API tokens", "api_tokens", None),
+        ("two factors", "mfa_index", None),
+        ("authenticator set-up", "mfa_activate_totp", None),
     ):
         page.goto(url + reverse(url_name, args=[key] if key else None))
         found[name] = themed_violations(page, theme)
