@@ -10,7 +10,13 @@ from celery import shared_task
 from django.db import transaction
 
 from jobs.services.queue import queue_send
-from webhooks.services.deliveries import deliveries_due, delivery_attempt, job_event_record
+from webhooks.models import Webhook, WebhookDelivery
+from webhooks.services.deliveries import (
+    deliveries_due,
+    delivery_attempt,
+    job_event_record,
+    ping_record,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +41,13 @@ def deliveries_send_soon(delivery_ids: list[int]) -> None:
     """Queue the deliveries once the transaction that wrote them commits."""
     for delivery_id in delivery_ids:
         transaction.on_commit(partial(delivery_send, delivery_id))
+
+
+def ping_send(hook: Webhook) -> WebhookDelivery:
+    """A test event for `hook`, queued once recorded (the page's button and the API's route)."""
+    delivery = ping_record(hook)
+    deliveries_send_soon([delivery.pk])
+    return delivery
 
 
 def job_ended_deliver(sender, job, status: str, **_signal) -> None:

@@ -13,14 +13,13 @@ from django.views.decorators.http import require_POST
 from accounts.access import STAFF, role_required
 from webhooks.forms import WebhookForm
 from webhooks.models import DeliveryStatus
-from webhooks.services.deliveries import ping_record
 from webhooks.services.hooks import (
     webhook_create,
     webhook_delete,
     webhook_enable,
     webhooks_visible,
 )
-from webhooks.tasks import deliveries_send_soon
+from webhooks.tasks import ping_send
 
 LOG_PAGE = 50
 
@@ -60,8 +59,7 @@ def hook(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def hook_test(request: HttpRequest, pk: int) -> HttpResponse:
     found = get_object_or_404(webhooks_visible(request.user), pk=pk)
-    delivery = ping_record(found)
-    deliveries_send_soon([delivery.pk])
+    ping_send(found)
     messages.success(request, "A test event is on its way; its attempt appears in the log below.")
     return redirect("webhooks:hook", pk=found.pk)
 

@@ -15,9 +15,8 @@ from api.forms import form_checked
 from api.problems import responses
 from webhooks.forms import WebhookForm
 from webhooks.models import Webhook, WebhookDelivery
-from webhooks.services.deliveries import ping_record
 from webhooks.services.hooks import webhook_create, webhook_delete, webhooks_visible
-from webhooks.tasks import deliveries_send_soon
+from webhooks.tasks import ping_send
 
 router = Router(tags=["webhooks"])
 
@@ -145,6 +144,4 @@ def webhook_test(request: HttpRequest, hook_id: int):
     """Send a `ping` event now (one attempt, even to a webhook that is off); poll the
     deliveries for its outcome."""
     hook = get_object_or_404(webhooks_visible(request.user), pk=hook_id)
-    delivery = ping_record(hook)
-    deliveries_send_soon([delivery.pk])
-    return delivery_out(delivery)
+    return delivery_out(ping_send(hook))
