@@ -83,3 +83,11 @@ def known_query(*filters: type[Schema], extra: tuple[str, ...] = ()):
         return checked
 
     return decorator
+
+
+class LabJobFilters(Schema):
+    status: JobStatus | None = None
+
+
+class GenerationJobFilters(LabJobFilters):
+    run: int | None = Field(None, description="Generation jobs of this run")

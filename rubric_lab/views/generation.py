@@ -135,13 +135,10 @@ def pipeline_new(request: HttpRequest) -> HttpResponse:
     form = forms.PipelineLaunchForm(request.POST or None, initial=_launch_initial(request))
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        conversations = data["run"].conversations.scorable()
-        if data["conversation"]:
-            conversations = conversations.filter(public_id=data["conversation"])
         options = {name: data[name] for name in LAUNCH_OPTIONS}
         try:
             job = pipeline.generation_job_launch(
-                conversations=list(conversations[: data["limit"]]),
+                conversations=form.conversations(),
                 run=data["run"],
                 sampling=form.sampling(),
                 user=request.user,
