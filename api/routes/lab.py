@@ -746,6 +746,19 @@ def lab_coverage_cases_export(request: HttpRequest, run_id: int, fmt: str):
 
 
 @router.get(
+    "/lab/coverage-runs/{run_id}/compare/{other_id}.{suffix}",
+    response=responses({200: None}, 404),
+    url_name="lab_coverage_compare_export",
+)
+def lab_coverage_compare_export(request: HttpRequest, run_id: int, other_id: int, suffix: str):
+    """The comparison as a file (csv, md or tex). Declared before the typed comparison,
+    whose `{other_id}` would take the dot."""
+    run, other = _coverage(run_id), _coverage(other_id)
+    text_of = lambda: coverage.comparison_export(run, other, suffix)  # noqa: E731
+    return table_file(request, run, suffix, text_of, f"coverage-{run_id}-versus-{other_id}")
+
+
+@router.get(
     "/lab/coverage-runs/{run_id}/compare/{other_id}",
     response=responses({200: ResultTableOut}, 404),
     url_name="lab_coverage_compare",
@@ -755,17 +768,6 @@ def lab_coverage_compare(request: HttpRequest, run_id: int, other_id: int):
     and per axis: McNemar's test adjusted for conversations, and the difference with its
     conversation bootstrap interval."""
     return result_table(coverage.comparison_table(_coverage(run_id), _coverage(other_id)))
-
-
-@router.get(
-    "/lab/coverage-runs/{run_id}/compare/{other_id}.{suffix}",
-    response=responses({200: None}, 404),
-    url_name="lab_coverage_compare_export",
-)
-def lab_coverage_compare_export(request: HttpRequest, run_id: int, other_id: int, suffix: str):
-    run, other = _coverage(run_id), _coverage(other_id)
-    text_of = lambda: coverage.comparison_export(run, other, suffix)  # noqa: E731
-    return table_file(request, run, suffix, text_of, f"coverage-{run_id}-versus-{other_id}")
 
 
 # --- critique-then-refine -------------------------------------------------------------------------
