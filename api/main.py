@@ -16,7 +16,7 @@ from ninja.parser import Parser
 
 from api.auth import TokenRateThrottle, docs_access, staff, token_writes_audited
 from api.problems import Refused, problem_response, schema_problem_content
-from api.routes import benchmark, catalog, jury, lab, studies, webhooks
+from api.routes import benchmark, catalog, jury, lab, lab_studies, studies, webhooks
 from common import json_text
 from common.query import BadQuery
 
@@ -57,6 +57,7 @@ api.add_router("/", catalog.router)
 api.add_router("/", webhooks.router)
 # The rubric lab: imports, generation, coverage, sensitivity, refinement, ablations.
 api.add_router("/", lab.router)
+api.add_router("/", lab_studies.router)
 
 
 @api.exception_handler(BadRequest)
