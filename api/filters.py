@@ -17,6 +17,7 @@ from api.problems import Refused
 from benchmark.models import ConversationStatus, Termination
 from jobs.models import JobStatus
 from jury.models import ScoreStatus
+from rubric_lab.models import RetrieverKind
 
 PAGER = ("cursor", "page_size")
 
@@ -91,3 +92,8 @@ class LabJobFilters(Schema):
 
 class GenerationJobFilters(LabJobFilters):
     run: int | None = Field(None, description="Generation jobs of this run")
+
+
+class KnowledgeSearchFilters(Schema):
+    q: str = Field(description="What to search the knowledge base for")
+    retriever: RetrieverKind = RetrieverKind.BM25

@@ -331,3 +331,65 @@ class AblationDetailOut(AblationOut):
 
 class ResumeIn(Schema):
     cost_limit_usd: Decimal | None = Field(None, ge=0, description="A new limit (null: keep it)")
+
+
+# --- scoring with an instance rubric; the knowledge base ------------------------------------
+
+
+class InstanceScoreIn(Schema):
+    conversation: uuid.UUID = Field(description="A scorable reply to the rubric's case")
+    judge_model: str | None = None
+
+
+class DecisionOut(Schema):
+    criterion: int = Field(description="The criterion's index in its rubric")
+    text: str
+    weight: int
+    met: bool
+    reason: str
+    cached: bool
+
+
+class InstanceScoreOut(Schema):
+    """One judge's verdict on one conversation against one instance rubric."""
+
+    id: int
+    rubric: int
+    conversation: uuid.UUID
+    judge_model: str
+    status: str = Field(description="pending, valid, invalid or error")
+    weighted_sum: int | None
+    positive_total: int
+    normalised: float | None = Field(description="weighted_sum / positive_total")
+    failure_reason: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    created_at: datetime
+    finished_at: datetime | None
+    decisions: list[DecisionOut]
+
+
+class PassageFields(Schema):
+    passage_id: str
+    topic: str
+    title: str
+    text: str
+    source: str
+    source_version: str
+    tags: list[str]
+
+
+class PassageOut(PassageFields):
+    origin: str = Field(description="shipped, or uploaded")
+
+
+class KnowledgeHitOut(PassageFields):
+    score: float = Field(description="The retriever's score (higher is closer)")
+
+
+class KnowledgeUploadOut(Schema):
+    id: int
+    filename: str
+    passages: int
+    created_at: datetime

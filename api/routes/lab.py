@@ -16,7 +16,7 @@ from ninja.errors import HttpError
 from ninja.files import UploadedFile
 from ninja.pagination import paginate
 
-from api.filters import GenerationJobFilters, known_query
+from api.filters import GenerationJobFilters, KnowledgeSearchFilters, known_query
 from api.forms import form_checked, form_refused
 from api.jobs import held
 from api.lab_schemas import (
@@ -28,18 +28,26 @@ from api.lab_schemas import (
     GenerationOut,
     HealthBenchImportOut,
     InstanceRubricDetailOut,
+    InstanceScoreIn,
+    InstanceScoreOut,
+    KnowledgeHitOut,
+    KnowledgeUploadOut,
+    PassageOut,
 )
 from api.pagination import RowsCursorPagination
 from api.problems import Refused, responses
 from api.tables import table_rows
 from audit.downloads import download_response
 from jobs.services.starts import job_start
+from rubric_lab.engine.knowledge import CorpusError
 from rubric_lab.forms import evaluation as evaluation_forms
 from rubric_lab.forms import generation as generation_forms
 from rubric_lab.models import (
     ExpertCriteriaUpload,
     GenerationJob,
     InstanceRubric,
+    InstanceScore,
+    KnowledgePassage,
     RubricGeneration,
 )
 from rubric_lab.services import (
@@ -47,10 +55,12 @@ from rubric_lab.services import (
     coverage,
     exports,
     imports,
+    instance_scoring,
+    knowledge,
     pipeline,
 )
 from rubric_lab.services import evaluation_work as work
-from rubric_lab.views.generation import LAUNCH_OPTIONS
+from rubric_lab.views.generation import LAUNCH_OPTIONS, SEARCH_RESULTS
 
 router = Router(tags=["rubric lab"])
 SAMPLING_KEYS = ("temperature", "top_p")
@@ -492,3 +502,147 @@ def lab_rubric(request: HttpRequest, rubric_id: int):
         "facts": rubric.facts,
         "passages": rubric.passages,
     }
+
+
+# --- scoring with an instance rubric -----------------------------------------------------------
+
+
+def instance_score_out(score: InstanceScore) -> dict:
+    decisions = score.decisions.select_related("criterion")
+    return {
+        "id": score.pk,
+        "rubric": score.rubric_id,
+        "conversation": score.conversation.public_id,
+        "judge_model": score.judge_model,
+        "status": score.status,
+        "weighted_sum": score.weighted_sum,
+        "positive_total": score.positive_total,
+        "normalised": score.normalised,
+        "failure_reason": score.failure_reason,
+        "input_tokens": score.input_tokens,
+        "output_tokens": score.output_tokens,
+        "cost_usd": score.cost_usd,
+        "created_at": score.created_at,
+        "finished_at": score.finished_at,
+        "decisions": [
+            {
+                "criterion": decision.criterion.index,
+                "text": decision.criterion.text,
+                "weight": decision.criterion.weight,
+                "met": decision.met,
+                "reason": decision.reason,
+                "cached": decision.cached,
+            }
+            for decision in decisions
+        ],
+    }
+
+
+@router.post(
+    "/lab/rubrics/{rubric_id}/scores",
+    response=responses({201: InstanceScoreOut}, 400, 404),
+    url_name="lab_rubric_score",
+)
+def lab_rubric_score(request: HttpRequest, rubric_id: int, payload: InstanceScoreIn):
+    """Score a reply to the rubric's case with it, criterion by criterion (the rubric page's
+    form); poll the score until it is no longer pending. A valid score already made by the
+    same judge is answered as it is."""
+    rubric = get_object_or_404(InstanceRubric.objects.select_related("conversation"), pk=rubric_id)
+    conversations = instance_scoring.same_case_conversations(rubric)
+    form = form_checked(
+        generation_forms.InstanceScoreForm, payload.dict(), conversations=conversations
+    )
+    score = launched(
+        lambda: instance_scoring.instance_score_launch(rubric=rubric, **form.cleaned_data),
+        instance_scoring.InstanceScoringError,
+    )
+    job_start(score)
+    return Status(201, instance_score_out(score))
+
+
+@router.get(
+    "/lab/instance-scores/{score_id}",
+    response=responses({200: InstanceScoreOut}, 404),
+    url_name="lab_instance_score",
+)
+def lab_instance_score(request: HttpRequest, score_id: int):
+    """The score with each criterion's decision and the judge's reason."""
+    score = get_object_or_404(InstanceScore.objects.select_related("conversation"), pk=score_id)
+    return instance_score_out(score)
+
+
+# --- the knowledge base -----------------------------------------------------------------------
+
+
+def passages_out(page: list[KnowledgePassage]) -> list[dict]:
+    return [
+        {
+            "passage_id": row.passage_id,
+            "topic": row.topic,
+            "title": row.title,
+            "text": row.text,
+            "source": row.source,
+            "source_version": row.source_version,
+            "tags": row.tags,
+            "origin": row.origin,
+        }
+        for row in page
+    ]
+
+
+@router.get(
+    "/lab/knowledge",
+    response=responses({200: list[PassageOut]}, 400),
+    url_name="lab_knowledge",
+)
+@paginate(RowsCursorPagination, out=passages_out)
+@known_query()
+def lab_knowledge(request: HttpRequest):
+    """Every passage the pipeline retrieves from: the shipped corpus and uploads."""
+    knowledge.knowledge_ensure_shipped()
+    return KnowledgePassage.objects.all()
+
+
+@router.get(
+    "/lab/knowledge/search",
+    response=responses({200: list[KnowledgeHitOut]}, 400),
+    url_name="lab_knowledge_search",
+)
+@known_query(KnowledgeSearchFilters)
+def lab_knowledge_search(request: HttpRequest, filters: Query[KnowledgeSearchFilters]):
+    """The passages closest to `q`, best first, as the pipeline's retriever finds them."""
+    knowledge.knowledge_ensure_shipped()
+    hits = knowledge.knowledge_search(filters.q, kind=filters.retriever, k=SEARCH_RESULTS)
+    return [hit.passage.as_dict() | {"score": hit.score} for hit in hits]
+
+
+@router.post(
+    "/lab/knowledge",
+    response=responses({201: KnowledgeUploadOut}, 400),
+    url_name="lab_knowledge_upload",
+)
+def lab_knowledge_upload(request: HttpRequest, file: File[UploadedFile]):
+    """Passages to add (multipart `file`: CSV, JSON or YAML rows with passage_id, topic,
+    title, text, source, source_version and optional tags). A 400 names every bad row and
+    field; nothing is saved."""
+    form = generation_forms.KnowledgeUploadForm(files={"file": file})
+    if not form.is_valid():
+        raise form_refused(form, location="form")
+    try:
+        saved = knowledge.knowledge_upload(
+            filename=file.name, content=file.read(), user=request.user
+        )
+    except CorpusError as error:
+        detail = f"{file.name}: {len(error.problems)} problem(s); nothing was saved."
+        raise Refused(
+            detail, [{"location": "file", "message": p} for p in error.problems]
+        ) from None
+    return Status(
+        201,
+        {
+            "id": saved.pk,
+            "filename": saved.filename,
+            "passages": saved.passage_count,
+            "created_at": saved.created_at,
+        },
+    )
