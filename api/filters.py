@@ -95,5 +95,5 @@ class GenerationJobFilters(LabJobFilters):
 
 
 class KnowledgeSearchFilters(Schema):
-    q: str = Field(description="What to search the knowledge base for")
+    q: str = Field("", description="What to search the knowledge base for (blank: nothing)")
     retriever: RetrieverKind = RetrieverKind.BM25

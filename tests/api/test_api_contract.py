@@ -20,6 +20,7 @@ from rubric_lab.models import (
     ExpertCriterion,
     GenerationJob,
     InstanceRubric,
+    KnowledgePassage,
     NearMiss,
     Refinement,
     RefineStudy,
@@ -175,14 +176,20 @@ def test_every_lab_list_costs_the_same_queries_for_one_row_or_several(researcher
     upload = ExpertCriteriaUpload.objects.get()
     lists = ["/lab/imports", f"/lab/imports/{upload.pk}/criteria", "/lab/generation-jobs",
              f"/lab/generation-jobs/{job.pk}/rubrics", "/lab/sensitivity-studies",
-             "/lab/coverage-runs", "/lab/refine-studies", "/lab/ablation-studies"]  # fmt: skip
-    _queries(researcher_client, API + "/lab/imports")  # the session's own first queries, once
+             "/lab/coverage-runs", "/lab/refine-studies", "/lab/ablation-studies",
+             "/lab/knowledge"]  # fmt: skip
+    # The session's own first queries, and the shipped passages stored, once.
+    _queries(researcher_client, API + "/lab/knowledge")
     before = {path: _queries(researcher_client, API + path) for path in lists}
     for number in (1, 2):
         _lab_jobs(run, job, number)
         ExpertCriteriaUpload.objects.create(
             benchmark_set=run.benchmark_set, filename="more.csv", criterion_count=0
         )
+        KnowledgePassage.objects.create(
+            passage_id=f"query-count-{number}", topic="t", title="t", text="t", source="s",
+            source_version="1", origin="uploaded",
+        )  # fmt: skip
     assert SensitivityStudy.objects.count() == 3 and job.generations.count() == 3
     after = {path: _queries(researcher_client, API + path) for path in lists}
     assert after == before

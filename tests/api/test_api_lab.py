@@ -9,8 +9,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from jobs.models import JobStatus
 from rubric_lab.forms.generation import PipelineLaunchForm
-from rubric_lab.models import ExpertCriterion, GenerationJob, SensitivityStudy
+from rubric_lab.models import ExpertCriterion, GenerationJob, InstanceScore, SensitivityStudy
 from rubric_lab.services import coverage, pipeline, refine, sensitivity
+from rubric_lab.services.instance_scoring import instance_score_execute
 from tests.jury.services.builders import played_run, world  # noqa: F401 - shared fixtures
 from tests.rubric_lab.healthbench_rows import MULTI_TURN, SINGLE_TURN, jsonl
 from tests.support.api import API
@@ -166,6 +167,52 @@ def test_batch_mode_is_taken_only_where_the_launch_form_offers_it(researcher_cli
         assert response.status_code == 201 and GenerationJob.objects.get().batch
     else:
         assert _locations(response) == ["body.batch"]
+
+
+def test_a_reply_is_scored_with_an_instance_rubric_criterion_by_criterion(
+    researcher_client, lab_run
+):
+    job = _generated(researcher_client, lab_run)
+    (generation,) = researcher_client.get(f"{API}/lab/generation-jobs/{job['id']}/rubrics").json()[
+        "results"
+    ]
+    rubric = generation["rubric"]
+    path = f"/lab/rubrics/{rubric['id']}/scores"
+    body = {"conversation": rubric["conversation"], "judge_model": "offline/standard"}
+    response = _post(researcher_client, path, body)
+    assert response.status_code == 201, response.content
+    assert response.json()["status"] == "pending"
+    run_units(InstanceScore.objects.filter(pk=response.json()["id"]), instance_score_execute)
+    score = researcher_client.get(f"{API}/lab/instance-scores/{response.json()['id']}").json()
+    assert score["status"] == "valid" and len(score["decisions"]) == len(rubric["criteria"])
+    assert score["weighted_sum"] == sum(d["weight"] for d in score["decisions"] if d["met"])
+    other_case = lab_run.conversations.exclude(entry__index=generation["case"]).first()
+    refused = _post(researcher_client, path, {"conversation": str(other_case.public_id)})
+    assert _locations(refused) == ["body.conversation"]
+
+
+def test_the_knowledge_base_is_listed_searched_and_extended(researcher_client):
+    listed = researcher_client.get(API + "/lab/knowledge", {"page_size": 500}).json()
+    assert "rf-chest-pain" in {row["passage_id"] for row in listed["results"]}
+    found = researcher_client.get(
+        API + "/lab/knowledge/search", {"q": "suicide 988 crisis", "retriever": "bm25"}
+    ).json()
+    assert found[0]["passage_id"] == "mh-crisis-resources" and found[0]["score"] > 0
+    unknown = researcher_client.get(API + "/lab/knowledge/search", {"q": "x", "retriever": "llm"})
+    assert _locations(unknown) == ["query.retriever"]
+    bad = SimpleUploadedFile(
+        "bad.csv", b"passage_id,topic,title,text,source,source_version\nBad Id,t,,short,,1\n"
+    )
+    body = _problem(researcher_client.post(API + "/lab/knowledge", {"file": bad}))
+    assert "row 1: title is missing or empty" in [e["message"] for e in body["errors"]]
+    good = SimpleUploadedFile(
+        "good.csv",
+        b"passage_id,topic,title,text,source,source_version\n"
+        b"extra-sunburn,skin,Sunburn care,Cool the skin and drink water; see a doctor if it "
+        b"blisters widely.,Local guide,2026\n",
+    )
+    saved = researcher_client.post(API + "/lab/knowledge", {"file": good})
+    assert saved.status_code == 201 and saved.json()["passages"] == 1
 
 
 # --- sensitivity -------------------------------------------------------------------------------
