@@ -99,27 +99,19 @@ def launched(launch: Callable[[], object], refusal: type[Exception]):
 def stage_fields(stage_sampling: dict[str, dict[str, float]]) -> dict[str, float]:
     """Per-stage sampling as the launch form's fields (`temperature_audit`, ...)."""
     fields, errors = {}, []
+    stages = ", ".join(generation_forms.SAMPLED_STAGES)
     for stage, values in stage_sampling.items():
         if stage not in generation_forms.SAMPLED_STAGES:
-            stages = ", ".join(generation_forms.SAMPLED_STAGES)
-            errors.append(
-                {
-                    "location": "body.stage_sampling",
-                    "message": f"{stage}: not a model stage ({stages})",
-                }
-            )
+            errors.append(("body.stage_sampling", f"{stage}: not a model stage ({stages})"))
             continue
         for key, value in values.items():
-            if key not in SAMPLING_KEYS:
-                errors.append(
-                    {
-                        "location": f"body.stage_sampling.{stage}",
-                        "message": f"{key}: temperature or top_p",
-                    }
-                )
-            fields[f"{key}_{stage}"] = value
+            if key in SAMPLING_KEYS:
+                fields[f"{key}_{stage}"] = value
+            else:
+                errors.append((f"body.stage_sampling.{stage}", f"{key}: temperature or top_p"))
     if errors:
-        raise Refused("; ".join(e["message"] for e in errors), errors)
+        problems = [{"location": where, "message": message} for where, message in errors]
+        raise Refused("; ".join(message for _, message in errors), problems)
     return fields
 
 
@@ -163,6 +155,8 @@ def result_table(frame: pd.DataFrame) -> dict:
     """A result table's numbers as rows, each estimate and its interval one object; a figure
     the export leaves blank is null."""
     frame = frame.astype(object).where(frame.notna() & (frame != ""), None)
+    # Every lab table names an interval after its estimate (auroc, auroc_low, auroc_high):
+    # none bounds a bare estimate.
     columns, rows = table_rows(frame, "")
     return {"columns": columns, "rows": rows}
 
@@ -379,7 +373,7 @@ def lab_generation_launch(request: HttpRequest, payload: GenerationJobIn):
     fields = payload.dict(exclude={"stage_sampling"}) | stage_fields(payload.stage_sampling)
     form = lab_form(generation_forms.PipelineLaunchForm, fields)
     data = form.cleaned_data
-    options = {name: data[name] for name in LAUNCH_OPTIONS if name in data}
+    options = {name: data[name] for name in LAUNCH_OPTIONS}
     job = launched(
         lambda: pipeline.generation_job_launch(
             conversations=form.conversations(),
