@@ -17,6 +17,7 @@ from api.problems import Refused
 from benchmark.models import ConversationStatus, Termination
 from jobs.models import JobStatus
 from jury.models import ScoreStatus
+from rubric_lab.models import RetrieverKind
 
 PAGER = ("cursor", "page_size")
 
@@ -83,3 +84,16 @@ def known_query(*filters: type[Schema], extra: tuple[str, ...] = ()):
         return checked
 
     return decorator
+
+
+class LabJobFilters(Schema):
+    status: JobStatus | None = None
+
+
+class GenerationJobFilters(LabJobFilters):
+    run: int | None = Field(None, description="Generation jobs of this run")
+
+
+class KnowledgeSearchFilters(Schema):
+    q: str = Field("", description="What to search the knowledge base for (blank: nothing)")
+    retriever: RetrieverKind = RetrieverKind.BM25

@@ -16,7 +16,7 @@ from ninja.parser import Parser
 
 from api.auth import TokenRateThrottle, docs_access, staff, token_writes_audited
 from api.problems import Refused, problem_response, schema_problem_content
-from api.routes import benchmark, catalog, jury, studies, webhooks
+from api.routes import benchmark, catalog, jury, lab, lab_studies, studies, webhooks
 from common import json_text
 from common.query import BadQuery
 
@@ -47,7 +47,7 @@ api = CareJuryApi(
     throttle=[TokenRateThrottle()],
     parser=BoundedJsonParser(),
     description="Case sets, runs, conversations, scoring jobs, report tables, studies, "
-    "agreement tables and study archives. Staff only.",
+    "agreement tables, study archives and the rubric lab. Staff only.",
 )
 api.add_decorator(token_writes_audited)
 api.add_router("/", benchmark.router)
@@ -55,6 +55,9 @@ api.add_router("/", jury.router)
 api.add_router("/", studies.router)
 api.add_router("/", catalog.router)
 api.add_router("/", webhooks.router)
+# The rubric lab: imports, generation, coverage, sensitivity, refinement, ablations.
+api.add_router("/", lab.router)
+api.add_router("/", lab_studies.router)
 
 
 @api.exception_handler(BadRequest)

@@ -104,6 +104,15 @@ class PipelineLaunchForm(forms.Form):
         rounds = self.cleaned_data["audit_rounds"]
         return DEFAULT_AUDIT_ROUNDS if rounds is None else rounds
 
+    def conversations(self) -> list:
+        """The run's scorable conversations to build rubrics for: the one asked for, or the
+        first `limit`."""
+        data = self.cleaned_data
+        found = data["run"].conversations.scorable()
+        if data["conversation"]:
+            found = found.filter(public_id=data["conversation"])
+        return list(found[: data["limit"]])
+
     def sampling(self) -> dict[str, dict[str, float | None]]:
         """Each model stage of the chosen method: its own value where given, else the
         every-stage one."""

@@ -154,13 +154,12 @@ def running_ids(job_model) -> list[int]:
 
 
 @dataclass(frozen=True)
-class Progress:
+class Counts:
+    """A job's units by status."""
+
     total: int
     pending: int
     counts: dict[str, int]
-    input_tokens: int
-    output_tokens: int
-    cost: Decimal | None
 
     @property
     def done(self) -> int:
@@ -169,6 +168,13 @@ class Progress:
     @property
     def percent(self) -> int:
         return round(100 * self.done / self.total) if self.total else 100
+
+
+@dataclass(frozen=True)
+class Progress(Counts):
+    input_tokens: int
+    output_tokens: int
+    cost: Decimal | None
 
 
 def progress(rows: models.QuerySet) -> Progress:
@@ -188,3 +194,21 @@ def progress(rows: models.QuerySet) -> Progress:
         output_tokens=summary["output_tokens"] or 0,
         cost=None if summary["unknown"] else (summary["cost"] or Decimal(0)),
     )
+
+
+def jobs_counts(rows: models.QuerySet, job_field: str, job_ids: list[int]) -> dict[int, Counts]:
+    """The units by status of each of several jobs in one query (a list's page of jobs);
+    `job_field` is the units' link to their job."""
+    by_job: dict[int, dict[str, int]] = {job_id: {} for job_id in job_ids}
+    found = (
+        rows.filter(**{f"{job_field}__in": job_ids})
+        .values_list(job_field, "status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for job_id, status, number in found:
+        by_job[job_id][status] = number
+    return {
+        job_id: Counts(total=sum(counts.values()), pending=counts.get(PENDING, 0), counts=counts)
+        for job_id, counts in by_job.items()
+    }

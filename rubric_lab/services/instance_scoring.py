@@ -271,6 +271,15 @@ def _decide(
 # --- stored scores for conversations ---------------------------------------------------------
 
 
+def same_case_conversations(rubric: InstanceRubric):
+    """What a rubric may score: every scorable reply to its conversation's case."""
+    return (
+        Conversation.objects.scorable()
+        .filter(entry=rubric.conversation.entry)
+        .select_related("run", "entry")
+    )
+
+
 def instance_score_launch(
     *, rubric: InstanceRubric, conversation: Conversation, judge_model: str, use_cache=True
 ) -> InstanceScore:

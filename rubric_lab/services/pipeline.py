@@ -265,6 +265,16 @@ def jobs_with_progress(limit: int) -> list[tuple[GenerationJob, dict]]:
     return [(job, _progress({key: getattr(job, key) for key in PROGRESS_COUNTS})) for job in jobs]
 
 
+def jobs_progress(jobs: list[GenerationJob]) -> dict[int, dict]:
+    """Each job's progress counts, for a page of jobs in one query."""
+    found = (
+        GenerationJob.objects.filter(pk__in=[job.pk for job in jobs])
+        .annotate(**PROGRESS_COUNTS)
+        .values("pk", *PROGRESS_COUNTS)
+    )
+    return {row.pop("pk"): _progress(row) for row in found}
+
+
 def _progress(counts: dict) -> dict:
     counts["done"] = counts["finished"] + counts["failed"]
     counts["percent"] = round(100 * counts["done"] / counts["total"]) if counts["total"] else 0

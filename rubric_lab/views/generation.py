@@ -135,13 +135,10 @@ def pipeline_new(request: HttpRequest) -> HttpResponse:
     form = forms.PipelineLaunchForm(request.POST or None, initial=_launch_initial(request))
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        conversations = data["run"].conversations.scorable()
-        if data["conversation"]:
-            conversations = conversations.filter(public_id=data["conversation"])
         options = {name: data[name] for name in LAUNCH_OPTIONS}
         try:
             job = pipeline.generation_job_launch(
-                conversations=list(conversations[: data["limit"]]),
+                conversations=form.conversations(),
                 run=data["run"],
                 sampling=form.sampling(),
                 user=request.user,
@@ -210,7 +207,7 @@ def rubric_detail(request: HttpRequest, pk: int) -> HttpResponse:
     rubric = get_object_or_404(
         InstanceRubric.objects.select_related("generation__job", "conversation__entry"), pk=pk
     )
-    form = forms.InstanceScoreForm(conversations=_same_case(rubric))
+    form = forms.InstanceScoreForm(conversations=instance_scoring.same_case_conversations(rubric))
     return render(request, "rubric_lab/rubric_detail.html", _rubric_context(rubric, form))
 
 
@@ -218,7 +215,9 @@ def rubric_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def rubric_score(request: HttpRequest, pk: int) -> HttpResponse:
     rubric = get_object_or_404(InstanceRubric, pk=pk)
-    form = forms.InstanceScoreForm(request.POST, conversations=_same_case(rubric))
+    form = forms.InstanceScoreForm(
+        request.POST, conversations=instance_scoring.same_case_conversations(rubric)
+    )
     if not form.is_valid():
         context = _rubric_context(rubric, form)
         return render(request, "rubric_lab/rubric_detail.html", context, status=400)
@@ -244,15 +243,6 @@ def score_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx:
         return render(request, "rubric_lab/rubric_score.html#score-live", context)
     return render(request, "rubric_lab/rubric_score.html", context)
-
-
-def _same_case(rubric: InstanceRubric):
-    """Replies to the rubric's case: every scorable conversation on the same entry."""
-    return (
-        Conversation.objects.scorable()
-        .filter(entry=rubric.conversation.entry)
-        .select_related("run", "entry")
-    )
 
 
 def _rubric_context(rubric: InstanceRubric, form) -> dict:

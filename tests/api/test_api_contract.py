@@ -12,6 +12,22 @@ from accounts.models import ApiToken
 from accounts.tokens import token_create, token_digest
 from benchmark.models import Run
 from jury.services import juries, scoring
+from rubric_lab.models import (
+    AblationStudy,
+    CoverageCase,
+    CoverageRun,
+    ExpertCriteriaUpload,
+    ExpertCriterion,
+    GenerationJob,
+    InstanceRubric,
+    KnowledgePassage,
+    NearMiss,
+    Refinement,
+    RefineStudy,
+    RubricCriterion,
+    RubricGeneration,
+    SensitivityStudy,
+)
 from tests.support.api import API, bearer
 from tests.support.builders import enriched_set, launched_run, played
 
@@ -115,6 +131,66 @@ def test_every_list_costs_the_same_queries_for_one_row_or_several(researcher_cli
     for each in runs:
         scoring.scoring_launch(run=each, jury=juries.jury_demo_ensure())
     assert Run.objects.count() == 3
+    after = {path: _queries(researcher_client, API + path) for path in lists}
+    assert after == before
+
+
+def _lab_jobs(run, job=None, number: int = 0) -> GenerationJob:
+    """One lab job of each kind with a unit each (on the run's conversation `number`), stored
+    directly, nothing executed; the rubric goes to `job` and the criteria to the first
+    upload when there are some."""
+    conversation = run.conversations.order_by("pk")[number]
+    made = GenerationJob.objects.create(name="q", run=run, generator_model="offline/standard")
+    generation = RubricGeneration.objects.create(
+        job=job or made, conversation=conversation, status="finished"
+    )
+    rubric = InstanceRubric.objects.create(generation=generation, conversation=conversation)
+    RubricCriterion.objects.create(rubric=rubric, index=0, text="Asks", axis="x", weight=2)
+    upload = ExpertCriteriaUpload.objects.order_by("pk").first()
+    upload = upload or ExpertCriteriaUpload.objects.create(
+        benchmark_set=run.benchmark_set, filename="q.csv", criterion_count=0
+    )
+    ExpertCriterion.objects.create(upload=upload, entry=conversation.entry, text="Calls 911")
+    models = {"judge_model": "offline/standard"}
+    study = SensitivityStudy.objects.create(
+        name="q", run=run, setup="pairwise", perturber_model="offline/surgical", **models
+    )
+    NearMiss.objects.create(study=study, conversation=conversation, kind="swap_dose")
+    coverage_run = CoverageRun.objects.create(name="q", generation_job=made, **models)
+    CoverageCase.objects.create(coverage_run=coverage_run, rubric=rubric)
+    refine = RefineStudy.objects.create(
+        name="q", generation_job=made, evaluator_model="offline/standard",
+        editor_model="offline/standard", **models,
+    )  # fmt: skip
+    Refinement.objects.create(study=refine, rubric=rubric, arm="rubric")
+    AblationStudy.objects.create(
+        name="q", run=run, generator_model="offline/standard",
+        perturber_model="offline/surgical", **models,
+    )  # fmt: skip
+    return made
+
+
+def test_every_lab_list_costs_the_same_queries_for_one_row_or_several(researcher_client):
+    run = launched_run(enriched_set(size=3), models=("offline/careful",))
+    job = _lab_jobs(run)
+    upload = ExpertCriteriaUpload.objects.get()
+    lists = ["/lab/imports", f"/lab/imports/{upload.pk}/criteria", "/lab/generation-jobs",
+             f"/lab/generation-jobs/{job.pk}/rubrics", "/lab/sensitivity-studies",
+             "/lab/coverage-runs", "/lab/refine-studies", "/lab/ablation-studies",
+             "/lab/knowledge"]  # fmt: skip
+    # The session's own first queries, and the shipped passages stored, once.
+    _queries(researcher_client, API + "/lab/knowledge")
+    before = {path: _queries(researcher_client, API + path) for path in lists}
+    for number in (1, 2):
+        _lab_jobs(run, job, number)
+        ExpertCriteriaUpload.objects.create(
+            benchmark_set=run.benchmark_set, filename="more.csv", criterion_count=0
+        )
+        KnowledgePassage.objects.create(
+            passage_id=f"query-count-{number}", topic="t", title="t", text="t", source="s",
+            source_version="1", origin="uploaded",
+        )  # fmt: skip
+    assert SensitivityStudy.objects.count() == 3 and job.generations.count() == 3
     after = {path: _queries(researcher_client, API + path) for path in lists}
     assert after == before
 

@@ -313,6 +313,7 @@ def rubric_lab_evaluation_objects(objects, job, rubric) -> dict:
     from rubric_lab.models import (
         AblationStudy,
         CoverageRun,
+        ExpertCriteriaUpload,
         NearMiss,
         RefineStudy,
         SensitivityStudy,
@@ -341,6 +342,10 @@ def rubric_lab_evaluation_objects(objects, job, rubric) -> dict:
             name="Access", run=objects["run"], generator_model="offline/standard", **models
         ),
         "lab_resume": SimpleNamespace(kind="sensitivity"),
+        "lab_units": SimpleNamespace(fmt="jsonl"),
+        "criteria_import": ExpertCriteriaUpload.objects.create(
+            benchmark_set=objects["run"].benchmark_set, filename="access.csv", criterion_count=0
+        ),
     }
 
 
@@ -667,4 +672,72 @@ PAGES += [
         api=True,
         nothing_to_draw=True,
     ),
+]
+
+# The rubric lab's routes (api.routes.lab): staff, as the lab pages.
+_LAB_GEN, _LAB_RUBRIC = (
+    (("job_id", "generation_job", "pk"),),
+    (("rubric_id", "instance_rubric", "pk"),),
+)
+_LAB_SENS, _LAB_COV = (
+    (("study_id", "sensitivity_study", "pk"),),
+    (("run_id", "coverage_run", "pk"),),
+)
+_LAB_REF, _LAB_ABL = (("study_id", "refine_study", "pk"),), (("study_id", "ablation_study", "pk"),)
+_LAB_IMPORT, _LAB_OTHER = (
+    (("import_id", "criteria_import", "pk"),),
+    (("other_id", "coverage_run", "pk"),),
+)
+_SUFFIX, _UNITS = (("suffix", "export", "suffix"),), (("fmt", "lab_units", "fmt"),)
+
+PAGES += [
+    Page(f"api:{name}", STAFF, args, api=True, method=method)
+    for name, args, method in [
+        ("lab_healthbench_import", (), "post"),
+        ("lab_criteria_import", (), "post"),
+        ("lab_imports", (), "get"),
+        ("lab_import", _LAB_IMPORT, "get"),
+        ("lab_import_criteria", _LAB_IMPORT, "get"),
+        ("lab_generation_launch", (), "post"),
+        ("lab_generation_jobs", (), "get"),
+        ("lab_generation_job", _LAB_GEN, "get"),
+        ("lab_generation_rubrics", _LAB_GEN, "get"),
+        ("lab_generation_rubrics_export", (*_LAB_GEN, *_UNITS), "get"),
+        ("lab_rubric", _LAB_RUBRIC, "get"),
+        ("lab_rubric_score", _LAB_RUBRIC, "post"),
+        ("lab_instance_score", (("score_id", "instance_score", "pk"),), "get"),
+        ("lab_knowledge", (), "get"),
+        ("lab_knowledge_search", (), "get"),
+        ("lab_knowledge_upload", (), "post"),
+        ("lab_sensitivity_launch", (), "post"),
+        ("lab_sensitivity_studies", (), "get"),
+        ("lab_sensitivity_study", _LAB_SENS, "get"),
+        ("lab_sensitivity_retry", _LAB_SENS, "post"),  # no failed pair: nothing sent again
+        ("lab_sensitivity_results", _LAB_SENS, "get"),
+        ("lab_sensitivity_export", (*_LAB_SENS, *_SUFFIX), "get"),
+        ("lab_sensitivity_pairs_export", (*_LAB_SENS, *_UNITS), "get"),
+        ("lab_coverage_launch", (), "post"),
+        ("lab_coverage_runs", (), "get"),
+        ("lab_coverage_run", _LAB_COV, "get"),
+        ("lab_coverage_results", _LAB_COV, "get"),
+        ("lab_coverage_export", (*_LAB_COV, *_SUFFIX), "get"),
+        ("lab_coverage_cases_export", (*_LAB_COV, *_UNITS), "get"),
+        ("lab_coverage_compare", (*_LAB_COV, *_LAB_OTHER), "get"),
+        ("lab_coverage_compare_export", (*_LAB_COV, *_LAB_OTHER, *_SUFFIX), "get"),
+        ("lab_refine_launch", (), "post"),
+        ("lab_refine_studies", (), "get"),
+        ("lab_refine_study", _LAB_REF, "get"),
+        ("lab_refine_results", _LAB_REF, "get"),
+        ("lab_refine_export", (*_LAB_REF, *_SUFFIX), "get"),
+        ("lab_refinements_export", (*_LAB_REF, *_UNITS), "get"),
+        ("lab_ablation_launch", (), "post"),
+        ("lab_ablation_studies", (), "get"),
+        ("lab_ablation_study", _LAB_ABL, "get"),
+        # The access study is running, not paused: 400 past the access check.
+        (
+            "lab_job_resume",
+            (("kind", "lab_resume", "kind"), ("job_id", "sensitivity_study", "pk")),
+            "post",
+        ),
+    ]
 ]
