@@ -23,9 +23,9 @@ pytestmark = pytest.mark.django_db
 PROBLEM = "application/problem+json"
 
 
-def _send(client, study, item_id: int, rubric: str = RUBRIC):
+def _send(client, target, item_id: int, rubric: str = RUBRIC):
     body = {"item": item_id, "rubric": rubric}
-    return client.post(f"{API}/studies/{study.pk}/adjudications", body, "application/json")
+    return client.post(f"{API}/studies/{target.pk}/adjudications", body, "application/json")
 
 
 def test_a_disagreement_is_listed_sent_once_and_decided(

@@ -62,7 +62,9 @@ def test_a_researcher_enrols_annotators_with_a_quota_and_each_is_told(
         (second.pk, 3, True),
     ]
     assert all(m["enrolled_by"] == researcher.username for m in members)
-    assert AuditEvent.objects.filter(action="project.member_enrolled", actor=researcher).count() == 2
+    assert (
+        AuditEvent.objects.filter(action="project.member_enrolled", actor=researcher).count() == 2
+    )
     told = Notification.objects.filter(kind=NotificationKind.ENROLLED)
     assert set(told.values_list("recipient_id", flat=True)) == {first.pk, second.pk}
     # Enrolled now: no longer a candidate, so enrolling them again is refused, and nobody else is.
