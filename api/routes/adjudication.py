@@ -32,7 +32,7 @@ from jury.models import RubricVersion
 router = Router(tags=["adjudication"])
 
 
-class State(StrEnum):
+class AdjudicationState(StrEnum):
     """Where an (item, rubric) stands: not sent yet, sent and waiting for a senior clinician,
     opened (held) by one, or adjudicated."""
 
@@ -54,7 +54,7 @@ class AdjudicationOut(Schema):
     rubric_name: str
     reason: AdjudicationReason = Field(description="clinicians apart, or the jury apart")
     gap: float = Field(description="The gap that qualified it when it was sent")
-    state: State
+    state: AdjudicationState
     sent_at: datetime
     sent_by: str | None
     adjudicator: str | None = Field(description="The senior clinician holding or who decided")
@@ -63,7 +63,7 @@ class AdjudicationOut(Schema):
     adjudicated_at: datetime | None
 
 
-class CandidateOut(Schema):
+class AdjudicationCandidateOut(Schema):
     item: int
     position: int = Field(description="The item's number in the study, from 1")
     conversation: UUID
@@ -73,7 +73,7 @@ class CandidateOut(Schema):
     gap: float = Field(description="The clinicians' spread, or |jury - clinicians' mean|")
     clinician_scores: list[int]
     jury: float | None = Field(description="The jury's mean on the rubric")
-    state: State
+    state: AdjudicationState
     adjudication: int | None = Field(description="Its adjudication's id once sent")
 
 
@@ -82,10 +82,12 @@ class AdjudicationStateOut(Schema):
     locked: bool = Field(description="Once locked, the jury is compared with the clinicians")
     shows_jury: bool = Field(description="Senior clinicians see the jury's mean score")
     waiting: int = Field(description="Adjudications sent and not decided yet")
-    candidates: list[CandidateOut] = Field(description="Every qualifying pair, largest gap first")
+    candidates: list[AdjudicationCandidateOut] = Field(
+        description="Every qualifying pair, largest gap first"
+    )
 
 
-class SendIn(Schema):
+class AdjudicationSendIn(Schema):
     item: int = Field(description="A study item's id (a candidate's `item`)")
     rubric: str = Field(description="The rubric's id (a candidate's `rubric`)")
 
@@ -102,12 +104,12 @@ class AdjudicationFilters(Schema):
 # --- rows ----------------------------------------------------------------------------------------
 
 
-def state_of(found: Adjudication | None) -> State:
+def state_of(found: Adjudication | None) -> AdjudicationState:
     if found is None:
-        return State.NOT_SENT
+        return AdjudicationState.NOT_SENT
     if found.is_done:
-        return State.ADJUDICATED
-    return State.OPENED if found.adjudicator_id else State.WAITING
+        return AdjudicationState.ADJUDICATED
+    return AdjudicationState.OPENED if found.adjudicator_id else AdjudicationState.WAITING
 
 
 def adjudication_out(found: Adjudication, names: dict[str, str]) -> dict:
@@ -211,11 +213,11 @@ def study_adjudication_list(
     found = adjudication.study_adjudications(_study(study_id))
     if filters.rubric:
         found = found.filter(rubric_id=filters.rubric)
-    if filters.state == State.ADJUDICATED:
+    if filters.state == AdjudicationState.ADJUDICATED:
         found = found.filter(adjudicated_at__isnull=False)
-    elif filters.state == State.OPENED:
+    elif filters.state == AdjudicationState.OPENED:
         found = found.filter(adjudicated_at__isnull=True, adjudicator__isnull=False)
-    elif filters.state == State.WAITING:
+    elif filters.state == AdjudicationState.WAITING:
         found = found.filter(adjudicated_at__isnull=True, adjudicator__isnull=True)
     return found
 
@@ -225,7 +227,7 @@ def study_adjudication_list(
     response=responses({201: AdjudicationOut}, 400, 404, 409),
     url_name="adjudication_send",
 )
-def adjudication_send(request: HttpRequest, study_id: int, payload: SendIn):
+def adjudication_send(request: HttpRequest, study_id: int, payload: AdjudicationSendIn):
     """Send a qualifying (item, rubric) to the senior clinicians enrolled in the project (on
     the rubric's track), who are told once per item. 409 when it does not qualify or was
     sent already."""

@@ -68,14 +68,14 @@ class AssignmentDetailOut(AssignmentOut):
     extend_hours: list[int] = Field(description="The hours a reservation may be extended by")
 
 
-class KeptOut(Schema):
+class ReassignKeptOut(Schema):
     assignment: AssignmentOut
     reason: str
 
 
 class ReassignedOut(Schema):
     moved: list[AssignmentOut]
-    kept: list[KeptOut] = Field(description="Items the receiver could not take, with why")
+    kept: list[ReassignKeptOut] = Field(description="Items the receiver could not take, with why")
 
 
 class ReleaseIn(Schema):

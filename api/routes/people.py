@@ -84,7 +84,7 @@ class EnrolIn(Schema):
     quota: int | None = Field(None, description="Items of each study; null: no limit")
 
 
-class QuotaIn(Schema):
+class MemberQuotaIn(Schema):
     quota: int | None = Field(description="Items of each study; null: no limit")
 
 
@@ -292,7 +292,7 @@ def member_detail(request: HttpRequest, member_id: int):
 @router.put(
     "/members/{member_id}", response=responses({200: MemberOut}, 400, 404), url_name="member_quota"
 )
-def member_quota(request: HttpRequest, member_id: int, payload: QuotaIn):
+def member_quota(request: HttpRequest, member_id: int, payload: MemberQuotaIn):
     """Set the member's quota (null: no limit)."""
     member = _member(member_id)
     form = form_checked(forms.QuotaForm, payload.dict())

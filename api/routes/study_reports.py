@@ -31,17 +31,17 @@ router = Router(tags=["study reports"])
 API = "/api/v1"
 
 
-class ReportFileOut(Schema):
+class StudyReportFileOut(Schema):
     kind: Literal["figure", "table", "export"]
     name: str = Field(description="The figure's or table's name, e.g. scatter, alt-test")
     rubric: str | None = Field(description="The rubric of a per-rubric figure")
     paths: list[str] = Field(description="One address per format (add the filters to each)")
 
 
-class ReportFilesOut(Schema):
+class StudyReportFilesOut(Schema):
     study: int
     project: int
-    files: list[ReportFileOut]
+    files: list[StudyReportFileOut]
 
 
 def report_filters(request: HttpRequest, project: Project, filters: AgreementFilters):
@@ -64,7 +64,7 @@ def _file(kind: str, name: str, paths: list[str], rubric: str | None = None) -> 
 
 @router.get(
     "/studies/{study_id}/files",
-    response=responses({200: ReportFilesOut}, 404),
+    response=responses({200: StudyReportFilesOut}, 404),
     url_name="study_report_files",
 )
 def study_report_files(request: HttpRequest, study_id: int):
