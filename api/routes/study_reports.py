@@ -14,7 +14,7 @@ from ninja import Query, Router, Schema
 from ninja.errors import HttpError
 from pydantic import Field
 
-from alignment.services import exports, rubric_figures, trend
+from alignment.services import exports, jury_history, rescoring, rubric_figures, trend
 from alignment.services.drift import annotator_drift, drift_export
 from alignment.services.frames import study_rubrics
 from alignment.services.reports import ReportFilters, study_report
@@ -42,6 +42,18 @@ class StudyReportFilesOut(Schema):
     study: int
     project: int
     files: list[StudyReportFileOut]
+
+
+class JuryHistoryFilters(Schema):
+    synthetic: bool = Field(False, description="Count synthetic clinicians' ratings too")
+
+
+class JuryComparisonFilters(Schema):
+    baseline: str | None = Field(
+        None, description="The configuration the others are compared with (default: original)"
+    )
+    synthetic: bool = Field(False, description="Count synthetic clinicians' ratings too")
+    learned: bool = Field(False, description="Count learned (simulated) ratings too")
 
 
 def report_filters(request: HttpRequest, project: Project, filters: AgreementFilters):
@@ -93,6 +105,11 @@ def study_report_files(request: HttpRequest, study_id: int):
     files += [
         _file("figure", f"trend-{kind}", [f"{trend_base}/{kind}.{fmt}" for fmt in figure_formats])
         for kind in trend.CHART_TITLES
+    ]
+    history = [f"{base}/jury-history.{fmt}" for fmt in exports.EXPORT_FORMATS]
+    files += [
+        _file("table", "jury-history", history),
+        _file("table", "juries", [f"{base}/juries.csv"]),
     ]
     annotations = [f"{base}/annotations.{fmt}" for fmt in exchange.EXPORT_FORMATS]
     files.append(_file("export", "annotations", annotations))
@@ -181,4 +198,58 @@ def project_trend_figure(
         filename=f"project-{project.pk}-trend-{kind}.{fmt}",
         target=project,
         synthetic=any(report.synthetic_ratings for report in data.reports),
+    )
+
+
+@router.get(
+    "/studies/{study_id}/jury-history.{fmt}",
+    response=responses({200: None}, 400, 404),
+    url_name="study_jury_history_table",
+)
+@known_query(JuryHistoryFilters)
+def study_jury_history_table(
+    request: HttpRequest, study_id: int, fmt: str, filters: Query[JuryHistoryFilters]
+):
+    """Agreement with the study's clinicians per version of its jury (the jury history page's
+    table) as CSV, Markdown (md) or LaTeX (tex)."""
+    offered("jury-history", ["jury-history"], fmt, exports.EXPORT_FORMATS, "Tables")
+    study = _study(study_id)
+    data = jury_history.jury_history(study, include_synthetic=filters.synthetic)
+    return table_file(
+        request,
+        jury_history.history_export(data, fmt, study=study),
+        exports.EXPORT_FORMATS[fmt][1],
+        filename=f"study-{study.pk}-jury-history.{fmt}",
+        target=study,
+        synthetic=data.include_synthetic,
+    )
+
+
+@router.get(
+    "/studies/{study_id}/juries.csv",
+    response=responses({200: None}, 400, 404),
+    url_name="study_jury_comparison_table",
+)
+@known_query(JuryComparisonFilters)
+def study_jury_comparison_table(
+    request: HttpRequest, study_id: int, filters: Query[JuryComparisonFilters]
+):
+    """Every jury configuration scored on the study against the clinicians and against the
+    `baseline` (the re-scoring comparison page's CSV); a baseline the study lacks is a 400
+    naming those it has."""
+    study = _study(study_id)
+    configurations = rescoring.study_configurations(study)
+    keys = [configuration.key for configuration in configurations]
+    comparison = rescoring.jury_comparison(
+        study,
+        baseline=query_choice(request.GET, "baseline", keys, default=rescoring.ORIGINAL),
+        include_synthetic=filters.synthetic,
+        include_learned=filters.learned,
+    )
+    return table_file(
+        request,
+        rescoring.comparison_csv(comparison),
+        "text/csv",
+        filename=f"study-{study.pk}-juries.csv",
+        target=study,
     )

@@ -75,6 +75,27 @@ def test_the_drift_table_downloads_as_on_the_report_page(researcher_client, anno
     assert api.content == page.content
 
 
+def test_the_jury_tables_of_closing_the_loop_are_the_pages_files(
+    researcher_client,
+    annotated_study,  # noqa: F811
+):
+    study = annotated_study.pk
+    history = researcher_client.get(f"{API}/studies/{study}/jury-history.tex")
+    assert history.status_code == 200 and b"\\begin{tabular}" in history.content
+    page = researcher_client.get(reverse("alignment:jury_history_export", args=[study, "tex"]))
+    assert history.content == page.content
+    juries = researcher_client.get(f"{API}/studies/{study}/juries.csv")
+    assert juries.status_code == 200
+    assert (
+        juries.content
+        == researcher_client.get(reverse("alignment:loop_comparison_csv", args=[study])).content
+    )
+    unknown = researcher_client.get(f"{API}/studies/{study}/juries.csv", {"baseline": "nobody"})
+    assert (
+        unknown.status_code == 400 and unknown.json()["errors"][0]["location"] == "query.baseline"
+    )
+
+
 def test_the_trend_figure_says_why_until_a_round_has_data_then_draws(
     researcher_client,
     scored_job,  # noqa: F811
@@ -101,6 +122,7 @@ def test_the_list_of_files_names_addresses_of_this_api(researcher_client, annota
     files = answer.json()["files"]
     names = {(row["kind"], row["name"]) for row in files}
     assert {("table", "agreement"), ("table", "alt-test"), ("table", "drift")} <= names
+    assert {("table", "jury-history"), ("table", "juries")} <= names
     assert {("figure", "scatter"), ("figure", "trend-rubrics"), ("export", "annotations")} <= names
     judged = [rubric.rubric_id for rubric in study_rubrics(annotated_study) if rubric.judged]
     assert {row["rubric"] for row in files if row["rubric"]} == set(judged)

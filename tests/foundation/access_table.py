@@ -719,6 +719,13 @@ PAGES += [
                 "get",
             ),
             ("study_drift_table", STAFF, (*_API_STUDY, ("fmt", "export", "suffix")), "get"),
+            (
+                "study_jury_history_table",
+                STAFF,
+                (*_API_STUDY, ("fmt", "export", "suffix")),
+                "get",
+            ),
+            ("study_jury_comparison_table", STAFF, _API_STUDY, "get"),
         ]
     ),
     Page(
