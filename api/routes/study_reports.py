@@ -226,17 +226,18 @@ def study_jury_history_table(
 
 
 @router.get(
-    "/studies/{study_id}/juries.csv",
+    "/studies/{study_id}/juries.{fmt}",
     response=responses({200: None}, 400, 404),
     url_name="study_jury_comparison_table",
 )
 @known_query(JuryComparisonFilters)
 def study_jury_comparison_table(
-    request: HttpRequest, study_id: int, filters: Query[JuryComparisonFilters]
+    request: HttpRequest, study_id: int, fmt: str, filters: Query[JuryComparisonFilters]
 ):
     """Every jury configuration scored on the study against the clinicians and against the
     `baseline` (the re-scoring comparison page's CSV); a baseline the study lacks is a 400
-    naming those it has."""
+    naming those it has. CSV only, as on the page."""
+    offered("juries", ["juries"], fmt, ["csv"], "Tables")
     study = _study(study_id)
     configurations = rescoring.study_configurations(study)
     keys = [configuration.key for configuration in configurations]

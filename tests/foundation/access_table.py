@@ -725,7 +725,12 @@ PAGES += [
                 (*_API_STUDY, ("fmt", "export", "suffix")),
                 "get",
             ),
-            ("study_jury_comparison_table", STAFF, _API_STUDY, "get"),
+            (
+                "study_jury_comparison_table",
+                STAFF,
+                (*_API_STUDY, ("fmt", "export", "suffix")),
+                "get",
+            ),
         ]
     ),
     Page(
