@@ -16,7 +16,19 @@ from ninja.parser import Parser
 
 from api.auth import TokenRateThrottle, docs_access, staff, token_writes_audited
 from api.problems import Refused, problem_response, schema_problem_content
-from api.routes import benchmark, catalog, jury, lab, lab_studies, studies, webhooks
+from api.routes import (
+    adjudication,
+    assignments,
+    benchmark,
+    catalog,
+    jury,
+    lab,
+    lab_studies,
+    people,
+    studies,
+    study_reports,
+    webhooks,
+)
 from common import json_text
 from common.query import BadQuery
 
@@ -58,6 +70,11 @@ api.add_router("/", webhooks.router)
 # The rubric lab: imports, generation, coverage, sensitivity, refinement, ablations.
 api.add_router("/", lab.router)
 api.add_router("/", lab_studies.router)
+# People, enrolment, moving work, adjudication and the study report's files.
+api.add_router("/", people.router)
+api.add_router("/", assignments.router)
+api.add_router("/", adjudication.router)
+api.add_router("/", study_reports.router)
 
 
 @api.exception_handler(BadRequest)

@@ -136,6 +136,11 @@ def trend_chart(data: Trend, kind: str) -> Figure:
     )
 
 
+def chart_salt(kind: str) -> str:
+    """The chart's SVG hash salt, the same inline and downloaded (the page's and the API's)."""
+    return f"trend-{kind}"
+
+
 def trend_chart_svg(data: Trend, kind: str, *, salt: str) -> str:
     """`trend_chart` as the page's inline SVG. Drawing it takes most of the page's time, so
     it is kept for as long as reports are, under a key made of everything it plots: a round

@@ -5,7 +5,6 @@ track, include synthetic) travel in the query string so each page and export is 
 
 from __future__ import annotations
 
-import zlib
 from urllib.parse import urlencode
 
 from django.core.exceptions import ValidationError
@@ -38,6 +37,8 @@ from alignment.services.reports import (
     planner_rows,
     study_report,
 )
+from alignment.services.rubric_figures import KINDS as FIGURE_KINDS
+from alignment.services.rubric_figures import figure_salt, rubric_figure
 from annotation.models import Project, Study, StudyItem
 from audit.downloads import download_response
 from common.query import (
@@ -50,8 +51,7 @@ from common.query import (
 )
 from jury.engine.score_gaps import MAJOR_POINTS
 
-FIGURE_KINDS = ("scatter", "bias", "confusion")
-TREND_KINDS = ("rubrics", "annotators")
+TREND_KINDS = tuple(trend.CHART_TITLES)
 
 
 def _filters(request: HttpRequest, project: Project) -> ReportFilters:
@@ -237,30 +237,6 @@ def _section(study: Study, data: StudyReport, rubric_id: str):
     return section
 
 
-def _figure(kind: str, section, study: Study, *, linked: bool):
-    """A figure of one rubric. Only the page's figure links its points to the disagreement
-    report: a download holds no address of this site, so it is the same figure wherever the
-    study's archive is imported."""
-    rubric_id = section.rubric.rubric_id
-    title = f"{section.rubric.name} (n = {len(section.points)} conversations)"
-    points = figures.in_study_order(
-        section.points, study.items.values_list("conversation_id", flat=True)
-    )
-    if kind == "scatter":
-        links = None
-        if linked:
-            page = reverse("alignment:disagreements", args=[study.pk])
-            links = [
-                f"{page}?rubric={rubric_id}&limit=500#item-{item}-{rubric_id}"
-                for item in points["item"]
-            ]
-        seed = zlib.crc32(rubric_id.encode())  # the rubric's, not an id an import renumbers
-        return figures.scatter_figure(points, title=title, links=links, seed=seed)
-    if kind == "bias":
-        return figures.bias_figure(points, title=title)
-    return figures.confusion_figure(section.agreement.confusion, title=title)
-
-
 @role_required(*STAFF)
 def rubric(request: HttpRequest, pk: int, rubric_id: str) -> HttpResponse:
     study = _study(pk)
@@ -268,9 +244,14 @@ def rubric(request: HttpRequest, pk: int, rubric_id: str) -> HttpResponse:
     section = _section(study, data, rubric_id)
     charts = {}
     if not section.points.empty:
+        page = reverse("alignment:disagreements", args=[study.pk])
+
+        def link(item: int) -> str:
+            return f"{page}?rubric={rubric_id}&limit=500#item-{item}-{rubric_id}"
+
         charts = {
             kind: figures.inline_svg(
-                _figure(kind, section, study, linked=True), salt=f"{rubric_id}-{kind}"
+                rubric_figure(study, section, kind, link=link), salt=figure_salt(section, kind)
             )
             for kind in FIGURE_KINDS
         }
@@ -291,8 +272,7 @@ def figure(request: HttpRequest, pk: int, rubric_id: str, kind: str, fmt: str) -
     study = _study(pk)
     report = _filtered_report(request, study)
     section = _section(study, report, rubric_id)
-    salt = f"{rubric_id}-{kind}"  # nothing an import renumbers
-    body = figures.render(_figure(kind, section, study, linked=False), fmt, salt=salt)
+    body = figures.render(rubric_figure(study, section, kind), fmt, salt=figure_salt(section, kind))
     return download_response(
         request,
         body,
@@ -411,7 +391,7 @@ def trend_page(request: HttpRequest, pk: int) -> HttpResponse:
     data = trend.calibration_trend(project, filters)
     gaps = {kind: trend.chart_gap(data, kind) for kind in TREND_KINDS}
     charts = {
-        kind: trend.trend_chart_svg(data, kind, salt=f"trend-{kind}")
+        kind: trend.trend_chart_svg(data, kind, salt=trend.chart_salt(kind))
         for kind in TREND_KINDS
         if not gaps[kind]
     }
@@ -441,8 +421,7 @@ def trend_figure(request: HttpRequest, pk: int, kind: str, fmt: str) -> HttpResp
     data = trend.calibration_trend(project, _filters(request, project))
     if gap := trend.chart_gap(data, kind):
         raise Http404(gap)
-    salt = f"trend-{kind}"
-    body = figures.render(trend.trend_chart(data, kind), fmt, salt=salt)
+    body = figures.render(trend.trend_chart(data, kind), fmt, salt=trend.chart_salt(kind))
     return download_response(
         request,
         body,

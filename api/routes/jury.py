@@ -8,6 +8,7 @@ from ninja import Query, Router, Status
 from ninja.errors import HttpError
 from ninja.pagination import paginate
 
+from api.files import figure_file, offered, table_file
 from api.filters import ScoreFilters, ScoringJobFilters, known_query
 from api.forms import form_checked
 from api.frames import plain
@@ -31,7 +32,6 @@ from audit.downloads import download_response
 from benchmark.forms import unpriced_models, unpriced_warning
 from benchmark.models import Run
 from common.figures import FORMATS as FIGURE_FORMATS
-from common.figures import render as render_figure
 from common.query import query_choice
 from jury import forms
 from jury.models import JudgeScore, Jury, RubricVersion, ScoringJob
@@ -217,19 +217,16 @@ def model_table(request: HttpRequest, job_id: int):
 def report_figure_download(request: HttpRequest, job_id: int, kind: str, fmt: str):
     """A figure of the report as the report page offers it: `kind` aggregates, pass-rates,
     pass-k or variance; `fmt` svg, png (300 dpi) or pdf."""
-    if kind not in FIGURES or fmt not in FIGURE_FORMATS:
-        raise HttpError(
-            404, f"Figures: {', '.join(FIGURES)}; formats: {', '.join(FIGURE_FORMATS)}."
-        )
+    offered(kind, FIGURES, fmt, FIGURE_FORMATS, "Figures")
     report = reports.Report(_job(job_id))
     if report.empty:
         raise HttpError(404, "No complete conversations to draw yet.")
-    return download_response(
+    return figure_file(
         request,
-        render_figure(report_figure(report, kind), fmt, salt=f"job-{kind}"),
+        report_figure(report, kind),
+        fmt,
+        salt=f"job-{kind}",
         filename=f"job-{job_id}-{kind}.{fmt}",
-        content_type=FIGURE_FORMATS[fmt],
-        kind="figure",
         target=report.job,
     )
 
@@ -242,21 +239,15 @@ def report_figure_download(request: HttpRequest, job_id: int, kind: str, fmt: st
 def report_table_export(request: HttpRequest, job_id: int, table: str, suffix: str):
     """A report table as the report page exports it: `suffix` csv, md (Markdown) or tex
     (LaTeX, with its caption). Declared before `/tables/{table}`, which would take the dot."""
-    if table not in reports.EXPORT_TABLES or suffix not in reports.EXPORT_FORMATS:
-        raise HttpError(
-            404,
-            f"Tables: {', '.join(reports.EXPORT_TABLES)}; "
-            f"formats: {', '.join(reports.EXPORT_FORMATS)}.",
-        )
+    offered(table, reports.EXPORT_TABLES, suffix, reports.EXPORT_FORMATS, "Tables")
     report = reports.Report(_job(job_id))
     if report.empty and table != "outcomes":
         raise HttpError(404, "No complete conversations to export yet.")
-    return download_response(
+    return table_file(
         request,
         reports.export_text(report, table, suffix),
+        reports.EXPORT_FORMATS[suffix][1],
         filename=f"job-{job_id}-{table}.{suffix}",
-        content_type=f"{reports.EXPORT_FORMATS[suffix][1]}; charset=utf-8",
-        kind="table",
         target=report.job,
     )
 

@@ -7,9 +7,11 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
-from accounts.models import ApiToken
+from accounts.models import ApiToken, Role, Track
 from accounts.tokens import token_create, token_digest
+from annotation.models import Adjudication, Assignment, Project, ProjectMember, Study, StudyItem
 from benchmark.models import Run
 from jury.services import juries, scoring
 from rubric_lab.models import (
@@ -28,6 +30,7 @@ from rubric_lab.models import (
     RubricGeneration,
     SensitivityStudy,
 )
+from tests.conftest import make_user
 from tests.support.api import API, bearer
 from tests.support.builders import enriched_set, launched_run, played
 
@@ -192,6 +195,40 @@ def test_every_lab_list_costs_the_same_queries_for_one_row_or_several(researcher
         )  # fmt: skip
     assert SensitivityStudy.objects.count() == 3 and job.generations.count() == 3
     after = {path: _queries(researcher_client, API + path) for path in lists}
+    assert after == before
+
+
+def test_the_people_and_study_operation_lists_cost_the_same_queries_for_one_row_or_several(
+    admin_client_, admin_user
+):
+    run = launched_run(enriched_set(size=2), models=("offline/careful", "offline/careless"))
+    conversations = list(run.conversations.order_by("pk"))
+    project = Project.objects.create(name="Counted")
+    study = Study.objects.create(project=project, name="Counted", kind="target", sample_size=4)
+
+    def row_each(number: int) -> None:
+        """One more person enrolled, item, assignment and adjudication (and project)."""
+        person = make_user(f"counted-{number}", Role.ANNOTATOR, Track.CLINICAL)
+        ProjectMember.objects.create(project=project, annotator=person, enrolled_by=admin_user,
+                                     enrolled_at=timezone.now())  # fmt: skip
+        other = Project.objects.create(name=f"Other {number}")
+        Study.objects.create(project=other, name=f"Other {number}", kind="target", sample_size=1)
+        item = StudyItem.objects.create(
+            study=study, conversation=conversations[number], position=number
+        )
+        Assignment.objects.create(item=item, annotator=person, track=Track.CLINICAL, slot=0,
+                                  queue_key=f"counted-{number}")  # fmt: skip
+        Adjudication.objects.create(item=item, rubric_id="clinical_safety", reason="clinicians",
+                                    gap=2, sent_by=admin_user, adjudicator=person)  # fmt: skip
+
+    lists = ["/people", "/projects", f"/projects/{project.pk}/members",
+             f"/studies/{study.pk}/assignments", f"/studies/{study.pk}/adjudications"]  # fmt: skip
+    row_each(0)
+    _queries(admin_client_, API + "/people")  # the session's own first queries, once
+    before = {path: _queries(admin_client_, API + path) for path in lists}
+    for number in range(1, 4):
+        row_each(number)
+    after = {path: _queries(admin_client_, API + path) for path in lists}
     assert after == before
 
 

@@ -30,6 +30,8 @@ DOWNLOADS = {
     "api:run_export": "conversations", "api:judge_scores_export": "table",
     "benchmark:run_manifest": "manifest", "api:run_manifest": "manifest",
     "api:report_table_export": "table", "api:study_table": "table",
+    "api:study_figure": "figure", "api:study_drift_table": "table",
+    "api:study_jury_history_table": "table", "api:study_jury_comparison_table": "table",
 }  # fmt: skip
 
 

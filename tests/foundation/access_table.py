@@ -741,3 +741,76 @@ PAGES += [
         ),
     ]
 ]
+
+# People, enrolment, moving work, adjudication and the study report's files through the API:
+# the People page's accounts are admins'; the rest is a project's or a study's page (staff).
+# The writes are asked with an empty body (a 400 past the access check); the member's quota
+# and withdrawal share its address, which GET reads.
+_API_PROJECT, _API_MEMBER = (("project_id", "project", "pk"),), (("member_id", "member", "pk"),)
+_API_ASSIGNMENT = (("public_id", "assignment", "public_id"),)
+
+PAGES += [
+    *(
+        Page(f"api:{name}", roles, args, api=True, method=method)
+        for name, roles, args, method in [
+            ("people", ADMIN, (), "get"),
+            ("person", ADMIN, (("person_id", "person", "pk"),), "get"),
+            ("projects", STAFF, (), "get"),
+            ("project_members", STAFF, _API_PROJECT, "get"),
+            ("project_candidates", STAFF, _API_PROJECT, "get"),
+            ("project_enrol", STAFF, _API_PROJECT, "post"),
+            ("member", STAFF, _API_MEMBER, "get"),
+            ("member_quota", STAFF, _API_MEMBER, "get"),
+            ("member_withdraw", STAFF, _API_MEMBER, "get"),
+            ("study_assignments", STAFF, _API_STUDY, "get"),
+            (
+                "study_reassign_all",
+                STAFF,
+                (*_API_STUDY, ("annotator_id", "person", "pk")),
+                "post",
+            ),
+            ("study_deadline", STAFF, _API_STUDY, "put"),
+            ("assignment", STAFF, _API_ASSIGNMENT, "get"),
+            ("assignment_release", STAFF, _API_ASSIGNMENT, "post"),
+            ("assignment_extend", STAFF, _API_ASSIGNMENT, "post"),
+            ("assignment_reassign", STAFF, _API_ASSIGNMENT, "post"),
+            ("assignment_reopen", STAFF, _API_ASSIGNMENT, "post"),
+            ("study_adjudication", STAFF, _API_STUDY, "get"),
+            ("study_adjudications", STAFF, _API_STUDY, "get"),
+            ("adjudication_send", STAFF, _API_STUDY, "post"),
+            ("adjudication_jury", STAFF, _API_STUDY, "put"),
+            ("study_report_files", STAFF, _API_STUDY, "get"),
+            (
+                "study_figure",
+                STAFF,
+                (
+                    *_API_STUDY,
+                    ("rubric_id", "clinical_rubric", "rubric_id"),
+                    ("kind", "alignment_figure", "kind"),
+                    ("fmt", "alignment_figure", "fmt"),
+                ),
+                "get",
+            ),
+            ("study_drift_table", STAFF, (*_API_STUDY, ("fmt", "export", "suffix")), "get"),
+            (
+                "study_jury_history_table",
+                STAFF,
+                (*_API_STUDY, ("fmt", "export", "suffix")),
+                "get",
+            ),
+            (
+                "study_jury_comparison_table",
+                STAFF,
+                (*_API_STUDY, ("fmt", "export", "suffix")),
+                "get",
+            ),
+        ]
+    ),
+    Page(
+        "api:project_trend_figure",
+        STAFF,
+        (*_API_PROJECT, ("kind", "trend_figure", "kind"), ("fmt", "trend_figure", "fmt")),
+        api=True,
+        nothing_to_draw=True,
+    ),
+]
