@@ -32,6 +32,10 @@ DOWNLOADS = {
     "api:report_table_export": "table", "api:study_table": "table",
     "api:study_figure": "figure", "api:study_drift_table": "table",
     "api:study_jury_history_table": "table", "api:study_jury_comparison_table": "table",
+    "api:lab_coverage_cases_export": "table", "api:lab_coverage_compare_export": "table",
+    "api:lab_coverage_export": "table", "api:lab_generation_rubrics_export": "table",
+    "api:lab_refine_export": "table", "api:lab_refinements_export": "table",
+    "api:lab_sensitivity_export": "table", "api:lab_sensitivity_pairs_export": "table",
 }  # fmt: skip
 
 
