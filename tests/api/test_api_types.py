@@ -3,8 +3,8 @@ object with no properties whose values are not typed either (a free-form object)
 few listed below, which are free-form by nature."""
 
 from alignment.engine.agreement import RubricAgreement
-from alignment.engine.judges import JudgeAgreement, JudgeAlone, JudgePair
 from alignment.engine.bootstrap import Estimate
+from alignment.engine.judges import JudgeAgreement, JudgeAlone, JudgePair
 from api.main import api
 from api.schemas_studies import (
     FigureOut,
