@@ -16,6 +16,12 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def private_webhook_addresses(settings):
+    """Test receivers listen on 127.0.0.1; the tests of the address rule turn this off."""
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+
+
 def make_user(username: str, role: str, track: str = "") -> User:
     return User.objects.create_user(
         username=username,

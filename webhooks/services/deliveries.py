@@ -27,6 +27,7 @@ from llm.engine.providers.redaction import redact
 from webhooks.engine.backoff import retry_delay
 from webhooks.engine.signing import SIGNATURE_HEADER, signature_header
 from webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
+from webhooks.services.addresses import checked_opener
 from webhooks.services.payloads import event_body, job_description
 
 logger = logging.getLogger(__name__)
@@ -170,20 +171,13 @@ def _post(delivery: WebhookDelivery, body: bytes) -> Answer:
             return Answer(response.status, _excerpt(response.read(EXCERPT_CHARS * 4)))
     except urllib.error.HTTPError as error:  # the receiver answered, but not with a 2xx
         return Answer(error.code, _excerpt(error.read(EXCERPT_CHARS * 4)), f"HTTP {error.code}")
-    except (OSError, ValueError) as error:  # refused, timed out, no such host, bad URL
+    # refused, timed out, no such host, a private address (services.addresses), bad URL
+    except (OSError, ValueError) as error:
         reason = getattr(error, "reason", error)
         return Answer(error=f"No answer: {redact(str(reason)) or type(error).__name__}")
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A redirect is answered as a failure with its status: following it would send the
-    signed body to a URL the researcher did not register."""
-
-    def redirect_request(self, *args, **kwargs):
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirects())
+_OPENER = checked_opener()
 
 
 def _excerpt(raw: bytes) -> str:
