@@ -1,12 +1,12 @@
 """The delivery log: events written to it, and the workers' attempts to deliver them.
 
-A job's end writes one row per active hook, in the transaction that ended the job (so an
-event exists exactly when the end was committed); the caller queues one task per row once
-that commits (webhooks.tasks). An attempt claims its row first, so a task delivered twice,
-or a task and a worker's periodic look, send it once at a time; a row whose sender died is
-taken again after its claim. A failed attempt is tried again after a pause that doubles
-(engine.backoff), up to WEBHOOK_MAX_ATTEMPTS; a hook whose deliveries failed
-WEBHOOK_DISABLE_AFTER times in a row is turned off. Delivery is at least once: a receiver
+A job's end (or a provider batch's) writes one row per active hook, in the transaction that
+records the end (so an event exists exactly when the end was committed); the caller queues
+one task per row once that commits (webhooks.tasks). An attempt claims its row first, so a
+task delivered twice, or a task and a worker's periodic look, send it once at a time; a row
+whose sender died is taken again after its claim. A failed attempt is tried again after a
+pause that doubles (engine.backoff), up to WEBHOOK_MAX_ATTEMPTS; a hook whose deliveries
+failed WEBHOOK_DISABLE_AFTER times in a row is turned off. Delivery is at least once: a receiver
 dedups on the event's id.
 """
 
@@ -28,11 +28,17 @@ from webhooks.engine.backoff import retry_delay
 from webhooks.engine.signing import SIGNATURE_HEADER, signature_header
 from webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
 from webhooks.services.addresses import checked_opener
-from webhooks.services.payloads import event_body, job_description
+from webhooks.services.payloads import (
+    batch_facts,
+    batch_job_kind,
+    event_body,
+    job_description,
+)
 
 logger = logging.getLogger(__name__)
 
 PING = "ping"
+BATCH_ENDED = "batch.ended"
 EXCERPT_CHARS = 500
 BATCH = 200  # rows one periodic look attempts at most; the next look takes the rest
 # A task that arrives this close before its row is due (a timer firing early) sends itself
@@ -62,6 +68,32 @@ def job_event_record(job, status: str) -> list[int]:
         )
         for pk in hooks
     )
+    return [row.pk for row in rows]
+
+
+def batch_event_record(batch) -> list[int]:
+    """One pending delivery per active hook for the end of a provider batch (a ProviderBatch
+    row), its body written now: the batch's state and counts as they were when it ended."""
+    hooks = list(Webhook.objects.filter(active=True).values_list("pk", flat=True))
+    if not hooks:
+        return []
+    now = timezone.now()
+    rows = [
+        WebhookDelivery(
+            hook_id=pk,
+            event=BATCH_ENDED,
+            job_kind=batch_job_kind(batch),
+            job_id=batch.job_id,
+            job_status=batch.detail[:20],
+            next_attempt_at=now,
+        )
+        for pk in hooks
+    ]
+    WebhookDelivery.objects.bulk_create(rows)
+    for row in rows:  # the event's id and time are the row's, known once it is written
+        common = {"event": BATCH_ENDED, "event_id": str(row.event_id)}
+        row.body = event_body(**common, created_at=row.created_at.isoformat(), **batch_facts(batch))
+    WebhookDelivery.objects.bulk_update(rows, ["body"])
     return [row.pk for row in rows]
 
 
