@@ -16,7 +16,7 @@ from ninja.parser import Parser
 
 from api.auth import TokenRateThrottle, docs_access, staff, token_writes_audited
 from api.problems import Refused, problem_response, schema_problem_content
-from api.routes import benchmark, catalog, jury, studies, webhooks
+from api.routes import benchmark, catalog, jury, sharing, studies, webhooks
 from common import json_text
 from common.query import BadQuery
 
@@ -55,6 +55,7 @@ api.add_router("/", jury.router)
 api.add_router("/", studies.router)
 api.add_router("/", catalog.router)
 api.add_router("/", webhooks.router)
+api.add_router("/", sharing.router)
 
 
 @api.exception_handler(BadRequest)

@@ -16,9 +16,13 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
-@pytest.fixture(autouse=True)
-def private_webhook_addresses(settings):
-    """Test receivers listen on 127.0.0.1; the tests of the address rule turn this off."""
+@pytest.fixture(scope="session", autouse=True)
+def private_webhook_addresses():
+    """Test receivers listen on 127.0.0.1: webhooks may go there, in this process and in the
+    workers the tests start (the tests of the address rule turn it off)."""
+    from django.conf import settings
+
+    os.environ["WEBHOOK_ALLOW_PRIVATE_ADDRESSES"] = "1"
     settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
 
 
