@@ -3,7 +3,10 @@ link-local or metadata address is refused when registered, and a delivery whose 
 reaches one is refused before anything is sent, unless WEBHOOK_ALLOW_PRIVATE_ADDRESSES is on.
 Host names are looked up through a stand-in resolver (no network)."""
 
+import os
 import socket
+import subprocess
+import sys
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -100,3 +103,14 @@ def test_a_delivery_that_reaches_an_inside_address_sends_nothing(
     assert delivery.status == DeliveryStatus.FAILED and receiver.requests == []
     assert "127.0.0.1 is a loopback address" in delivery.error
     assert "WEBHOOK_ALLOW_PRIVATE_ADDRESSES is off" in delivery.error
+
+
+def test_production_refuses_inside_addresses_unless_told(tmp_path):
+    """The setting's default, read by a fresh process without the tests' variable."""
+    environ = {k: v for k, v in os.environ.items() if k != "WEBHOOK_ALLOW_PRIVATE_ADDRESSES"}
+    environ["DATA_DIR"] = str(tmp_path)
+    code = "from config import settings; print(settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES)"
+    shown = subprocess.run(
+        [sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True
+    )
+    assert shown.stdout.strip() == "False"
