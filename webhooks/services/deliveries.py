@@ -90,9 +90,10 @@ def batch_event_record(batch) -> list[int]:
         for pk in hooks
     ]
     WebhookDelivery.objects.bulk_create(rows)
+    facts = batch_facts(batch)
     for row in rows:  # the event's id and time are the row's, known once it is written
-        common = {"event": BATCH_ENDED, "event_id": str(row.event_id)}
-        row.body = event_body(**common, created_at=row.created_at.isoformat(), **batch_facts(batch))
+        at = row.created_at.isoformat()
+        row.body = event_body(event=BATCH_ENDED, event_id=str(row.event_id), created_at=at, **facts)
     WebhookDelivery.objects.bulk_update(rows, ["body"])
     return [row.pk for row in rows]
 
