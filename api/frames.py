@@ -7,6 +7,8 @@ import math
 
 import pandas as pd
 
+from alignment.engine.bootstrap import Estimate
+
 
 def frame_rows(frame: pd.DataFrame) -> list[dict]:
     return [{key: plain(value) for key, value in row.items()} for row in frame.to_dict("records")]
@@ -37,3 +39,20 @@ def plain_tree(value):
     if isinstance(value, pd.DataFrame):
         return frame_rows(value)
     return plain(value)
+
+
+def figures_tree(value):
+    """A report's dataclasses as JSON the way the API declares them: every `Estimate` an
+    interval object ({estimate, low, high, ...}), a named tuple (a kappa pair) an object."""
+    if isinstance(value, Estimate):
+        fields = plain_tree(value)
+        return {"estimate": fields.pop("value"), **fields}
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return {key: figures_tree(item) for key, item in value._asdict().items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: figures_tree(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(key): figures_tree(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [figures_tree(item) for item in value]
+    return plain_tree(value)

@@ -25,6 +25,7 @@ from api.routes import (
     lab,
     lab_studies,
     people,
+    sharing,
     studies,
     study_reports,
     webhooks,
@@ -75,6 +76,8 @@ api.add_router("/", people.router)
 api.add_router("/", assignments.router)
 api.add_router("/", adjudication.router)
 api.add_router("/", study_reports.router)
+# The leaderboard and the static report bundle.
+api.add_router("/", sharing.router)
 
 
 @api.exception_handler(BadRequest)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
 
 from ninja import Schema
 from pydantic import Field
@@ -361,24 +360,6 @@ class StudyOut(Schema):
     created_at: datetime
 
 
-class StudyDetailOut(StudyOut):
-    progress: dict[str, Any] = Field(description="Per annotator, per track, items short")
-
-
-class AgreementOut(Schema):
-    study: int
-    filters: dict[str, Any]
-    resamples: int
-    conversations: int
-    ratings: int
-    excluded: dict[str, Any] | list[Any] | int | None
-    synthetic_ratings: int
-    design: dict[str, Any]
-    table: list[dict[str, Any]] = Field(description="The paper's table, one row per figure")
-    rubrics: list[dict[str, Any]]
-    realism: list[dict[str, Any]]
-
-
 class ArchiveJobOut(Schema):
     id: int
     kind: ArchiveJobKind
@@ -393,6 +374,22 @@ class ArchiveJobOut(Schema):
     finished_at: datetime | None
 
 
+class LearnedFromOut(Schema):
+    """Where a calibrated jury learned its calibration (those conversations are held out of
+    its reports). A field the calibration did not record is null."""
+
+    purpose: str | None = Field(None, description="promoted (a version) or fold (cross-fitting)")
+    study_id: int | None = None
+    study_name: str | None = None
+    variant: str | None = None
+    items: list[int] = Field(default_factory=list, description="Items whose scores were used")
+    n_ratings: int | None = None
+    fitted_at: str | None = Field(None, description="ISO 8601 time of the fit")
+    label: str | None = Field(None, description="A fold jury's: its study and fold")
+    fold: int | None = None
+    folds: int | None = None
+
+
 class JuryOut(Schema):
     id: int
     name: str
@@ -403,7 +400,7 @@ class JuryOut(Schema):
     version: int
     base: int | None = Field(description="The first version's id (null: this is the first)")
     calibrated: bool
-    learned_from: dict[str, Any] = Field(description="Where a calibration was learned")
+    learned_from: LearnedFromOut | None = Field(description="Null: not calibrated")
     note: str
     created_at: datetime
 

@@ -318,6 +318,10 @@ WEBHOOK_BACKOFF_MAX_SECONDS = env.env_float(ENV, "WEBHOOK_BACKOFF_MAX_SECONDS", 
 WEBHOOK_MAX_ATTEMPTS = env.env_int(ENV, "WEBHOOK_MAX_ATTEMPTS", 8)
 WEBHOOK_DISABLE_AFTER = env.env_int(ENV, "WEBHOOK_DISABLE_AFTER", 5)
 WEBHOOK_TIMEOUT_SECONDS = env.env_float(ENV, "WEBHOOK_TIMEOUT_SECONDS", 10.0)
+# Webhooks to loopback, private, link-local and metadata addresses are refused (a researcher
+# must not reach the site's own network through the workers) unless this is on: a lab whose
+# receivers are on its private network, the tests and the demo.
+WEBHOOK_ALLOW_PRIVATE_ADDRESSES = env.env_bool(ENV, "WEBHOOK_ALLOW_PRIVATE_ADDRESSES", False)
 # How often every worker looks for deliveries that are due (retries whose task was lost).
 WEBHOOK_TICK_SECONDS = env.env_int(ENV, "WEBHOOK_TICK_SECONDS", 30)
 

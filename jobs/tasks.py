@@ -71,6 +71,11 @@ def resume_watches() -> None:
 # --- declaring a kind of job --------------------------------------------------------------------
 
 
+# The job model of each declared kind: a record that names its job by kind (a ProviderBatch)
+# is turned back into the job's table (webhooks describe a batch's job by it).
+JOB_MODELS: dict[str, type[models.Model]] = {}
+
+
 def job_kind(
     kind: str,
     *,
@@ -84,6 +89,7 @@ def job_kind(
     of its `model` rows calls `start`."""
     watch.register(kind, running=running, redispatch=redispatch)
     starts.start_register(model, start)
+    JOB_MODELS[kind] = model
 
 
 class HandOff(Protocol):

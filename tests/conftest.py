@@ -16,6 +16,16 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_webhook_addresses():
+    """Test receivers listen on 127.0.0.1: webhooks may go there, in this process and in the
+    workers the tests start (the tests of the address rule turn it off)."""
+    from django.conf import settings
+
+    os.environ["WEBHOOK_ALLOW_PRIVATE_ADDRESSES"] = "1"
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+
+
 def make_user(username: str, role: str, track: str = "") -> User:
     return User.objects.create_user(
         username=username,

@@ -9,8 +9,9 @@ class WebhooksConfig(AppConfig):
     verbose_name = "Webhooks"
 
     def ready(self) -> None:
-        from jobs.signals import job_ended
+        from jobs.signals import batch_ended, job_ended
         from webhooks import tasks
 
         # The job machinery announces every end; it knows nothing of webhooks.
         job_ended.connect(tasks.job_ended_deliver, dispatch_uid="webhooks.job_ended")
+        batch_ended.connect(tasks.batch_ended_deliver, dispatch_uid="webhooks.batch_ended")

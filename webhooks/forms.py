@@ -11,7 +11,8 @@ class WebhookForm(forms.Form):
         max_length=500,
         label="URL",
         help_text="Where the site POSTs each event: http:// or https:// (https outside a lab "
-        "network: the body is signed, not encrypted).",
+        "network: the body is signed, not encrypted), at a public address unless the site "
+        "allows private ones.",
     )
     description = forms.CharField(
         max_length=200, required=False, help_text="What it is for, e.g. the lab's chat bot."

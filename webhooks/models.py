@@ -44,7 +44,7 @@ class WebhookDelivery(models.Model):
 
     hook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     event_id = models.UUIDField(default=uuid.uuid4, editable=False)  # the receiver's dedup key
-    event = models.CharField(max_length=30)  # job.finished, job.failed, ping
+    event = models.CharField(max_length=30)  # job.finished, job.failed, batch.ended, ping
     job_kind = models.CharField(max_length=60, blank=True)  # "benchmark.run", ...
     job_id = models.PositiveBigIntegerField(null=True, blank=True)
     job_status = models.CharField(max_length=20, blank=True)

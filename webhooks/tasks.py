@@ -12,6 +12,7 @@ from django.db import transaction
 from jobs.services.queue import queue_send
 from webhooks.models import Webhook, WebhookDelivery
 from webhooks.services.deliveries import (
+    batch_event_record,
     deliveries_due,
     delivery_attempt,
     job_event_record,
@@ -58,6 +59,18 @@ def job_ended_deliver(sender, job, status: str, **_signal) -> None:
             delivery_ids = job_event_record(job, status)
     except Exception:
         logger.exception("could not record the webhook events of %s %s", sender.__name__, job.pk)
+        return
+    deliveries_send_soon(delivery_ids)
+
+
+def batch_ended_deliver(sender, batch, **_signal) -> None:
+    """Listener of jobs.signals.batch_ended, in a savepoint of the transaction that records
+    the batch's end, like job_ended_deliver."""
+    try:
+        with transaction.atomic():
+            delivery_ids = batch_event_record(batch)
+    except Exception:
+        logger.exception("could not record the webhook events of provider batch %s", batch.pk)
         return
     deliveries_send_soon(delivery_ids)
 

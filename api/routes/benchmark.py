@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
@@ -31,6 +30,7 @@ from api.schemas import (
     RunOut,
     RunResumeIn,
 )
+from api.schemas_trace import ConversationTraceOut
 from audit.downloads import download_response
 from benchmark import forms
 from benchmark.engine.parquet_export import CONTENT_TYPE as PARQUET
@@ -309,7 +309,7 @@ def conversation_import(request: HttpRequest, file: File[UploadedFile], name: Fo
 
 @router.get(
     "/conversations/{public_id}",
-    response=responses({200: dict[str, Any]}, 404),
+    response=responses({200: ConversationTraceOut}, 404),
     url_name="conversation",
 )
 def conversation_trace(request: HttpRequest, public_id: uuid.UUID):

@@ -315,7 +315,7 @@ def jury_out(jury: Jury) -> dict:
         "version": jury.version,
         "base": jury.base_id,
         "calibrated": jury.is_calibrated,
-        "learned_from": jury.learned_from,
+        "learned_from": jury.learned_from or None,
         "note": jury.note,
         "created_at": jury.created_at,
     }

@@ -34,17 +34,16 @@ from annotation.services import dashboard, exchange
 from annotation.services.studies import study_create
 from api.filters import AgreementFilters, StudyFilters, known_query
 from api.forms import form_checked, form_refused
-from api.frames import frame_rows, plain_tree
+from api.frames import figures_tree, frame_rows, plain_tree
 from api.pagination import RowsCursorPagination
 from api.problems import Refused, responses
 from api.schemas import (
-    AgreementOut,
     ArchiveExportIn,
     ArchiveJobOut,
-    StudyDetailOut,
     StudyIn,
     StudyOut,
 )
+from api.schemas_studies import AgreementOut, StudyDetailOut
 from audit.downloads import download_response
 from common.query import query_choice, query_flag
 
@@ -180,20 +179,20 @@ def study_agreement(request: HttpRequest, study_id: int, filters: Query[Agreemen
         "table": frame_rows(synthetic_marked(agreement_rows(report), report, usernames(report))),
         "rubrics": [
             {
-                "rubric": plain_tree(section.rubric),
-                "sample": plain_tree(section.agreement),
-                "population_weighted": plain_tree(section.weighted),
-                "judges": plain_tree(section.judges),
+                "rubric": figures_tree(section.rubric),
+                "sample": figures_tree(section.agreement),
+                "population_weighted": figures_tree(section.weighted),
+                "judges": figures_tree(section.judges),
                 "judges_missing_because": section.judges_reason,
             }
             for section in report.sections
         ],
         "realism": [
             {
-                "rubric": plain_tree(section.rubric),
+                "rubric": figures_tree(section.rubric),
                 "summary": plain_tree(section.summary),
-                "sample": plain_tree(section.agreement),
-                "population_weighted": plain_tree(section.weighted),
+                "sample": figures_tree(section.agreement),
+                "population_weighted": figures_tree(section.weighted),
             }
             for section in report.realism
         ],

@@ -25,11 +25,13 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from jobs.models import BatchPollLease, BatchState, ProviderBatch
 from jobs.services import watch
+from jobs.signals import batch_ended_send
 from llm.engine.chat import ChatRequest, ProviderError
 from llm.engine.providers.batches import BatchResult
 from llm.engine.providers.client import ModelClient
@@ -163,9 +165,13 @@ def batch_poll(
     if not status.ended:
         batch.save(update_fields=["counts", "detail", "error"])
         return
-    if batch.state != BatchState.ENDED:
+    newly_ended = batch.state != BatchState.ENDED
+    if newly_ended:
         batch.state, batch.ended_at = BatchState.ENDED, timezone.now()
-    batch.save(update_fields=["counts", "detail", "error", "state", "ended_at"])
+    with transaction.atomic():  # the end and its announcement (webhooks) commit together
+        batch.save(update_fields=["counts", "detail", "error", "state", "ended_at"])
+        if newly_ended:
+            batch_ended_send(batch)
     requests = requests_of(batch)
     try:
         for result in client.batch_results(batch.batch_id, requests):

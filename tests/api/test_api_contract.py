@@ -36,7 +36,7 @@ from tests.support.builders import enriched_set, launched_run, played
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
 PROBLEM = "application/problem+json"
-DOWNLOADS = (".{fmt}", ".{suffix}", "manifest.json", "/download", "/conversations/{public_id}")
+DOWNLOADS = (".{fmt}", ".{suffix}", "manifest.json", "/download")
 
 
 def _problem(response, status: int) -> dict:

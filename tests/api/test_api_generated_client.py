@@ -43,7 +43,7 @@ def _generated_client(schema: dict, folder) -> object:
 
 
 def _op(name: str):
-    for area in ("benchmark", "jury", "studies"):
+    for area in ("benchmark", "jury", "studies", "sharing"):
         try:
             return importlib.import_module(f"{PACKAGE}.api.{area}.{name}")
         except ModuleNotFoundError:
@@ -97,6 +97,11 @@ def test_a_generated_client_drives_a_whole_study(live_server, tmp_path):
         assert study.status_code == 201, study.content
         agreement = _op("study_agreement").sync(client=api, study_id=study.parsed.id)
         assert agreement.study == study.parsed.id
+        # Nested objects are typed too: a study's progress, the leaderboard's intervals.
+        detail = _op("study_detail").sync(client=api, study_id=study.parsed.id)
+        assert detail.progress.items == 4 and detail.progress.tracks[0].tally.submitted == 0
+        board = _op("leaderboard_table").sync(client=api)
+        assert board.entries and isinstance(board.entries[0].aggregate.estimate, float)
         export = _op("study_annotations").sync_detailed(
             client=api, study_id=study.parsed.id, fmt="csv"
         )

@@ -134,6 +134,10 @@ def test_a_conversation_trace_is_its_line_of_the_run_export(researcher_client, s
     assert [e["event_id"] for e in body["events"]] == list(
         conversation.events.order_by("seq").values_list("event_id", flat=True)
     )
+    # Money is a number (the export's text "0.000123" becomes 0.000123), never a string.
+    priced = [e["cost_usd"] for e in body["events"] if e["cost_usd"] is not None]
+    assert priced and all(isinstance(cost, float) for cost in priced)
+    assert {role["calls"] for role in body["usage"].values()} != {0}
 
 
 def test_the_model_table_has_every_model_with_its_intervals(researcher_client, scored_run):

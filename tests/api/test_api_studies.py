@@ -25,7 +25,9 @@ def test_a_study_is_created_with_the_new_study_form_rules(researcher_client, sco
     study = response.json()
     assert study["items"] == 4 and study["scoring_jobs"] == [scored_job.pk]
     status = researcher_client.get(f"{API}/studies/{study['id']}").json()
-    assert status["progress"]["items"] == 4
+    progress = status["progress"]
+    assert progress["items"] == 4 and len(progress["missing"]) == 4
+    assert {track["track"] for track in progress["tracks"]} == set(progress["missing"][0]["short"])
 
 
 def test_a_study_the_service_refuses_answers_400_naming_the_field(researcher_client, scored_job):  # noqa: F811
@@ -45,9 +47,11 @@ def test_the_agreement_table_has_every_figure_with_its_interval(
     sample = body["rubrics"][0]["sample"]
     for figure in ("jury_adjacent", "human_adjacent", "alpha_clinicians", "alpha_with_jury",
                    "mean_signed_diff", "ac2", "icc", "spearman"):  # fmt: skip
-        assert set(sample[figure]) >= {"value", "low", "high", "n_items", "n_ratings", "undefined"}
+        assert {"estimate", "low", "high", "n_items", "n_ratings", "undefined"} <= set(
+            sample[figure]
+        )
     adjacent = sample["jury_adjacent"]
-    assert adjacent["low"] <= adjacent["value"] <= adjacent["high"]
+    assert adjacent["low"] <= adjacent["estimate"] <= adjacent["high"]
     refused = researcher_client.get(
         f"{API}/studies/{annotated_study.pk}/agreement", {"track": "surgical"}
     )

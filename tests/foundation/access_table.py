@@ -504,10 +504,11 @@ def annotation_objects(objects, users) -> dict:
     )
     return {"study": study, "item": item, "assignment": assignment, "guide": guide,
             "archive_job": _finished_archive_export(study), "member": member,
+            "report_bundle": _finished_archive_export(None, kind="bundle"),
             "adjudication": adjudication, "person": annotator}  # fmt: skip
 
 
-def _finished_archive_export(study):
+def _finished_archive_export(study, kind: str = "export"):
     import tempfile
 
     from django.utils import timezone
@@ -517,7 +518,7 @@ def _finished_archive_export(study):
     with tempfile.NamedTemporaryFile(suffix=".zip", delete=False) as stored:
         stored.write(b"PK\x05\x06" + bytes(18))  # an empty zip
     return ArchiveJob.objects.create(
-        kind="export", study=study, status="finished", file_name="access.zip",
+        kind=kind, study=study, status="finished", file_name="access.zip",
         file_path=stored.name, finished_at=timezone.now(),
     )  # fmt: skip
 
@@ -597,6 +598,7 @@ _API_SET, _API_RUN = (("set_id", "set", "pk"),), (("run_id", "run", "pk"),)
 _API_JOB, _API_STUDY = (("job_id", "scoring_job", "pk"),), (("study_id", "study", "pk"),)
 _API_ARCHIVE = (("job_id", "archive_job", "pk"),)
 _API_HOOK = (("hook_id", "webhook", "pk"),)
+_API_BUNDLE = (("job_id", "report_bundle", "pk"),)
 
 PAGES += [
     Page("api:openapi-json", STAFF),
@@ -663,6 +665,10 @@ PAGES += [
             ("webhook_delete", STAFF, _API_HOOK, "get"),  # the same path: GET reads it
             ("webhook_deliveries", STAFF, _API_HOOK, "get"),
             ("webhook_test", STAFF, _API_HOOK, "post"),  # records a ping (never sent here)
+            ("leaderboard", STAFF, (), "get"),
+            ("report_bundle", STAFF, (), "post"),
+            ("report_bundle_job", STAFF, _API_BUNDLE, "get"),
+            ("report_bundle_download", STAFF, _API_BUNDLE, "get"),
         ]
     ),
     Page(

@@ -1,12 +1,12 @@
 """The delivery log: events written to it, and the workers' attempts to deliver them.
 
-A job's end writes one row per active hook, in the transaction that ended the job (so an
-event exists exactly when the end was committed); the caller queues one task per row once
-that commits (webhooks.tasks). An attempt claims its row first, so a task delivered twice,
-or a task and a worker's periodic look, send it once at a time; a row whose sender died is
-taken again after its claim. A failed attempt is tried again after a pause that doubles
-(engine.backoff), up to WEBHOOK_MAX_ATTEMPTS; a hook whose deliveries failed
-WEBHOOK_DISABLE_AFTER times in a row is turned off. Delivery is at least once: a receiver
+A job's end (or a provider batch's) writes one row per active hook, in the transaction that
+records the end (so an event exists exactly when the end was committed); the caller queues
+one task per row once that commits (webhooks.tasks). An attempt claims its row first, so a
+task delivered twice, or a task and a worker's periodic look, send it once at a time; a row
+whose sender died is taken again after its claim. A failed attempt is tried again after a
+pause that doubles (engine.backoff), up to WEBHOOK_MAX_ATTEMPTS; a hook whose deliveries
+failed WEBHOOK_DISABLE_AFTER times in a row is turned off. Delivery is at least once: a receiver
 dedups on the event's id.
 """
 
@@ -27,11 +27,18 @@ from llm.engine.providers.redaction import redact
 from webhooks.engine.backoff import retry_delay
 from webhooks.engine.signing import SIGNATURE_HEADER, signature_header
 from webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
-from webhooks.services.payloads import event_body, job_description
+from webhooks.services.addresses import checked_opener
+from webhooks.services.payloads import (
+    batch_facts,
+    batch_job_kind,
+    event_body,
+    job_description,
+)
 
 logger = logging.getLogger(__name__)
 
 PING = "ping"
+BATCH_ENDED = "batch.ended"
 EXCERPT_CHARS = 500
 BATCH = 200  # rows one periodic look attempts at most; the next look takes the rest
 # A task that arrives this close before its row is due (a timer firing early) sends itself
@@ -61,6 +68,33 @@ def job_event_record(job, status: str) -> list[int]:
         )
         for pk in hooks
     )
+    return [row.pk for row in rows]
+
+
+def batch_event_record(batch) -> list[int]:
+    """One pending delivery per active hook for the end of a provider batch (a ProviderBatch
+    row), its body written now: the batch's state and counts as they were when it ended."""
+    hooks = list(Webhook.objects.filter(active=True).values_list("pk", flat=True))
+    if not hooks:
+        return []
+    now = timezone.now()
+    rows = [
+        WebhookDelivery(
+            hook_id=pk,
+            event=BATCH_ENDED,
+            job_kind=batch_job_kind(batch),
+            job_id=batch.job_id,
+            job_status=batch.detail[:20],
+            next_attempt_at=now,
+        )
+        for pk in hooks
+    ]
+    WebhookDelivery.objects.bulk_create(rows)
+    facts = batch_facts(batch)
+    for row in rows:  # the event's id and time are the row's, known once it is written
+        at = row.created_at.isoformat()
+        row.body = event_body(event=BATCH_ENDED, event_id=str(row.event_id), created_at=at, **facts)
+    WebhookDelivery.objects.bulk_update(rows, ["body"])
     return [row.pk for row in rows]
 
 
@@ -170,20 +204,13 @@ def _post(delivery: WebhookDelivery, body: bytes) -> Answer:
             return Answer(response.status, _excerpt(response.read(EXCERPT_CHARS * 4)))
     except urllib.error.HTTPError as error:  # the receiver answered, but not with a 2xx
         return Answer(error.code, _excerpt(error.read(EXCERPT_CHARS * 4)), f"HTTP {error.code}")
-    except (OSError, ValueError) as error:  # refused, timed out, no such host, bad URL
+    # refused, timed out, no such host, a private address (services.addresses), bad URL
+    except (OSError, ValueError) as error:
         reason = getattr(error, "reason", error)
         return Answer(error=f"No answer: {redact(str(reason)) or type(error).__name__}")
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A redirect is answered as a failure with its status: following it would send the
-    signed body to a URL the researcher did not register."""
-
-    def redirect_request(self, *args, **kwargs):
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirects())
+_OPENER = checked_opener()
 
 
 def _excerpt(raw: bytes) -> str:

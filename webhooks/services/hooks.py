@@ -11,13 +11,15 @@ from accounts.models import Role
 from audit.services import audit_record
 from webhooks.engine.signing import secret_new
 from webhooks.models import Webhook
+from webhooks.services.addresses import url_address_check
 
 SCHEMES = ("http", "https")
 
 
 def webhook_url_check(url: str) -> str:
     """The URL, stripped, or a ValidationError saying what is wrong with it: only http(s),
-    with a host (a file:// or ftp:// URL would make the workers read or send elsewhere)."""
+    with a host (a file:// or ftp:// URL would make the workers read or send elsewhere) whose
+    addresses are public ones (services.addresses)."""
     url = (url or "").strip()
     parts = urlsplit(url)
     if parts.scheme.lower() not in SCHEMES:
@@ -30,6 +32,7 @@ def webhook_url_check(url: str) -> str:
         raise ValidationError(
             "Put no user name or password in the URL; the signature proves who sent it."
         )
+    url_address_check(url)
     return url
 
 

@@ -19,6 +19,7 @@ from django.urls import reverse
 from benchmark.services.cases import benchmark_set_spent
 from benchmark.services.runs import run_spent
 from fidelity.services.reviews import review_spent
+from jobs.tasks import JOB_MODELS
 from jury.services.scoring import scoring_spent
 from rubric_lab.services.budgets import job_spent
 
@@ -69,6 +70,33 @@ def job_description(kind: str, job_id: int, status: str) -> dict:
         "counts": _counts(how, job),
         "cost_usd": _cost(how, job),
         "url": settings.SITE_URL + reverse(how.page, args=[job_id]),
+    }
+
+
+def batch_job_kind(batch) -> str:
+    """The table of a batch's job ("jury.scoringjob"), as job events name it; a batch names
+    its job by the watch's kind ("scoring")."""
+    model = JOB_MODELS.get(batch.job_kind)
+    return model._meta.label_lower if model else batch.job_kind
+
+
+def batch_facts(batch) -> dict:
+    """The `batch` object of a batch.ended event: its job, the provider (never the model:
+    a judge's model is a score's author), the provider's batch id, how it ended and its
+    requests by outcome."""
+    kind = batch_job_kind(batch)
+    how = KINDS.get(kind)
+    url = settings.SITE_URL + reverse(how.page, args=[batch.job_id]) if how else None
+    return {
+        "batch": {
+            "job": {"kind": kind, "id": batch.job_id, "url": url},
+            "provider": batch.provider,
+            "batch_id": batch.batch_id,
+            "state": batch.detail or "ended",
+            "counts": dict(batch.counts),
+            "requests": len(batch.requests),
+            "ended_at": batch.ended_at.isoformat() if batch.ended_at else None,
+        }
     }
 
 

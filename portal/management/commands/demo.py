@@ -50,6 +50,7 @@ class Command(BaseCommand):
         if serve:
             _check_address_free(addr)  # before minutes of work, and runserver would os._exit
         site = _use_site_url(addr)  # before the worker starts: it writes the emails
+        _allow_private_webhooks()  # likewise: the worker sends them
         call_command("migrate", interactive=False, verbosity=0)
         people = demo_people_ensure()
         self.stdout.write(
@@ -158,6 +159,14 @@ def _use_site_url(addr: str) -> str:
     site = site_url_of(addr)
     os.environ["SITE_URL"] = settings.SITE_URL = site
     return site
+
+
+def _allow_private_webhooks() -> None:
+    """A demo's webhook receivers run on this machine: let its server and worker send to
+    local addresses (unless WEBHOOK_ALLOW_PRIVATE_ADDRESSES says otherwise)."""
+    if "WEBHOOK_ALLOW_PRIVATE_ADDRESSES" not in os.environ:  # else the settings read it
+        os.environ["WEBHOOK_ALLOW_PRIVATE_ADDRESSES"] = "1"
+        settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
 
 
 def site_url_of(addr: str) -> str:
