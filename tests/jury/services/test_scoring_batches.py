@@ -139,9 +139,7 @@ def test_an_expired_batch_is_sent_again_for_the_requests_it_never_ran(played_run
 def test_a_request_that_errors_in_every_batch_ends_as_an_error(played_run, fake):
     job = batch_job(played_run, ["anthropic/claude-haiku-4-5"])
     doomed = job.scores.order_by("pk").first()
-    fake.batches.errored_custom_ids = {
-        f"s{doomed.pk}-a{n}" for n in range(1, scoring_batches.BATCH_ATTEMPTS + 1)
-    }
+    fake.batches.errored_units = {str(doomed.pk)}
 
     poll_until_done(job)
 
