@@ -26,6 +26,7 @@ from benchmark.models import (
 )
 from benchmark.services import agents as agent_services
 from benchmark.services import (
+    case_batches,
     cases,
     exports,
     forecasts,
@@ -46,6 +47,7 @@ from jobs.services.accounting import (
     cost_summary,
     seeds_by_purpose,
 )
+from jobs.services import batches
 from jobs.services.processes import holder_of
 from jobs.services.queue import held_work_message
 from jobs.services.retries import row_retries
@@ -152,6 +154,8 @@ def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "page": query_page(request.GET, Paginator(entries, 50)),
         "filters": filters,
         "query": reports.query_without_page(request),
+        "batches": case_batches.batch_progress(benchmark_set) if benchmark_set.batch else [],
+        "batch_poll_seconds": round(batches.poll_seconds()),
     }
     context["live"] = live_jobs.live_region(
         request,

@@ -137,13 +137,15 @@ def scoring_launch(
     judge_template: str = "",
     cost_limit_usd: Decimal | None = None,
     batch: bool = False,
+    batch_resend_live: bool = False,
 ) -> ScoringJob:
     """Pin the rubric versions (default: the current judged ones) and create every judge task
     as pending. `conversations` restricts the job to some of the run's conversations;
     `judge_template` is a judge prompt variant (blank or the shipped text: the shipped one);
     `cost_limit_usd` pauses the job once its judges spent that much (every judge priced);
     `batch` sends the judge calls through the providers' batch APIs
-    (jury.services.scoring_batches)."""
+    (jury.services.scoring_batches), `batch_resend_live` calls live what a batch left
+    unanswered."""
     refusal = cost_limit_refusal(models=jury.judges, cost_limit_usd=cost_limit_usd)
     if refusal:
         raise ScoringError(refusal)
@@ -174,6 +176,7 @@ def scoring_launch(
         judge_template=template,
         cost_limit_usd=cost_limit_usd,
         batch=batch,
+        batch_resend_live=batch and batch_resend_live,
     )
     job.rubric_versions.set(versions)
     if conversations is not None:
@@ -193,6 +196,7 @@ def scoring_launch(
             "prompt_variant": bool(template),
             "cost_limit_usd": None if cost_limit_usd is None else str(cost_limit_usd),
             "batch": batch,
+            "batch_resend_live": job.batch_resend_live,
         },
     )
     return job
