@@ -41,13 +41,13 @@ from benchmark.services.trace_marks import trace_marks
 from common import live_jobs
 from common.live_jobs import is_running
 from common.query import query_choice, query_object, query_page
+from jobs.services import batches
 from jobs.services.accounting import (
     caching_summary,
     cost_by_purpose,
     cost_summary,
     seeds_by_purpose,
 )
-from jobs.services import batches
 from jobs.services.processes import holder_of
 from jobs.services.queue import held_work_message
 from jobs.services.retries import row_retries

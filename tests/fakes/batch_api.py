@@ -25,7 +25,7 @@ import itertools
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -261,10 +261,10 @@ class FakeBatchApi:
 
     def _listed(self, provider: str, shown: Callable[[FakeBatch], dict]) -> dict[str, Any]:
         """Every batch of the provider, newest first, on one page (the SDKs' list shape).
-        Listing is no look: it moves no batch on."""
+        Listing is no look (it moves no batch on): each shows what its next look would."""
         with self._lock:
             made = [batch for batch in reversed(self.created) if batch.provider == provider]
-        data = [shown(batch) for batch in made]
+        data = [shown(replace(batch, looks=batch.looks + 1)) for batch in made]
         if provider == "openai":
             return {"object": "list", "data": data, "has_more": False,
                     "first_id": made[0].id if made else None,
