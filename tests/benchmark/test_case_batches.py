@@ -4,21 +4,20 @@ are recorded as the batches end, at the batch price; unanswered requests go out 
 new batch or live; a batch made by a worker that died before storing its id is found and
 adopted, never sent and paid twice."""
 
-import json
 from unittest import mock
 
 import pytest
 from django.core.management import call_command
 from django.db.models import Count
 
-from benchmark.engine.enrichment_script import build_entry
 from benchmark.models import BenchmarkSet, EntryStatus, ModelCall
 from benchmark.services import case_batches, cases, conversations
 from jobs.models import BatchPollLease, BatchState, JobStatus, ProviderBatch
 from jobs.services import batch_jobs
 from llm.engine.providers.client import ModelClient
 from tests.benchmark.conftest import SET_SIZE
-from tests.fakes.llm_server import FakeReply, running_fake_llm_server
+from tests.fakes.llm_server import running_fake_llm_server
+from tests.support.builders import entry_answers
 
 pytestmark = pytest.mark.django_db
 
@@ -37,25 +36,6 @@ def fake(settings):
         conversations.model_router.cache_clear()
         yield server
         conversations.model_router.cache_clear()
-
-
-def entries_answered(benchmark_set, *, broken=()):
-    """A fake server responder that answers each entry's request with a valid entry for its
-    seed (found in the prompt), or with a short story for the entries in `broken`."""
-    entries = list(benchmark_set.entries.all())
-    today = benchmark_set.created_at.date()
-
-    def answer(request):
-        body = json.dumps(request.body)
-        for entry in entries:
-            if json.dumps(json.dumps(entry.seed, indent=2))[1:-1] in body:
-                data = build_entry(entry.seed, today)
-                if entry.index in broken:
-                    data["patient_story"] = "Too short."
-                return FakeReply(text=json.dumps(data), input_tokens=2000, output_tokens=800)
-        raise AssertionError("a request for no entry of the set")
-
-    return answer
 
 
 def batch_set(distribution, model, *, resend_live=False, size=SET_SIZE, seed=7):
@@ -106,7 +86,7 @@ def test_an_offline_batch_set_enriches_every_entry(distribution):
 @pytest.mark.parametrize("model", [OPENAI, ANTHROPIC])
 def test_a_batch_set_is_enriched_through_each_sdk_at_the_batch_price(distribution, fake, model):
     benchmark_set = batch_set(distribution, model)
-    fake.responder = entries_answered(benchmark_set)
+    fake.responder = entry_answers(benchmark_set)
 
     poll_until_done(benchmark_set)
 
@@ -120,7 +100,7 @@ def test_a_batch_set_is_enriched_through_each_sdk_at_the_batch_price(distributio
 
 def test_an_unusable_batch_answer_fails_its_entry_unrepaired(distribution, fake):
     benchmark_set = batch_set(distribution, OPENAI)
-    fake.responder = entries_answered(benchmark_set, broken={0})
+    fake.responder = entry_answers(benchmark_set, broken={0})
 
     poll_until_done(benchmark_set)
 
@@ -134,7 +114,7 @@ def test_an_unusable_batch_answer_fails_its_entry_unrepaired(distribution, fake)
 def test_requests_an_expired_batch_never_ran_go_out_in_a_new_batch(distribution, fake):
     fake.batches.expire_next, fake.batches.expired_answered = 1, 1
     benchmark_set = batch_set(distribution, ANTHROPIC)
-    fake.responder = entries_answered(benchmark_set)
+    fake.responder = entry_answers(benchmark_set)
 
     poll_until_done(benchmark_set)
 
@@ -149,7 +129,7 @@ def test_requests_an_expired_batch_never_ran_go_out_in_a_new_batch(distribution,
 def test_with_resend_live_the_unanswered_requests_are_called_live(distribution, fake, model):
     fake.batches.expire_next, fake.batches.expired_answered = 1, 1
     benchmark_set = batch_set(distribution, model, resend_live=True)
-    fake.responder = entries_answered(benchmark_set)
+    fake.responder = entry_answers(benchmark_set)
 
     poll_until_done(benchmark_set)
 
@@ -164,7 +144,7 @@ def test_with_resend_live_the_unanswered_requests_are_called_live(distribution, 
 
 def test_a_request_that_errors_in_every_batch_fails_its_entry(distribution, fake):
     benchmark_set = batch_set(distribution, OPENAI)
-    fake.responder = entries_answered(benchmark_set)
+    fake.responder = entry_answers(benchmark_set)
     doomed = benchmark_set.entries.order_by("pk").first()
     fake.batches.errored_units = {str(doomed.pk)}
 
@@ -196,7 +176,7 @@ def lease_runs_out():
 @pytest.mark.parametrize("model", [OPENAI, ANTHROPIC])
 def test_a_batch_whose_id_was_never_stored_is_adopted_not_sent_again(distribution, fake, model):
     benchmark_set = batch_set(distribution, model)
-    fake.responder = entries_answered(benchmark_set)
+    fake.responder = entry_answers(benchmark_set)
     with killed_once_the_batch_is_made(), pytest.raises(SystemExit):
         case_batches.enrichment_batch_poll(benchmark_set)
     [orphan] = ProviderBatch.objects.filter(job_id=benchmark_set.pk)
@@ -217,7 +197,7 @@ def test_a_batch_whose_id_was_never_stored_is_adopted_not_sent_again(distributio
 def test_an_orphan_waits_while_a_running_anthropic_batch_may_be_it(distribution, fake):
     fake.batches.polls_in_progress = 1
     benchmark_set = batch_set(distribution, ANTHROPIC)
-    fake.responder = entries_answered(benchmark_set)
+    fake.responder = entry_answers(benchmark_set)
     with killed_once_the_batch_is_made(), pytest.raises(SystemExit):
         case_batches.enrichment_batch_poll(benchmark_set)
     lease_runs_out()

@@ -14,7 +14,8 @@ Controls, set on `server.batches` by a test: `polls_in_progress` (a batch report
 progress at its first N looks), `expire_next` (so many of the next batches expire, with only
 `expired_answered` of their requests answered), `errored_custom_ids` (requests answered with a
 server error), `errored_units` (the same, for custom ids ending in "-<unit>", as the site's
-are), `on_results_read` (called as a batch's results are read). `created` lists
+are), `on_created` (called once a batch is made, before the reply goes out),
+`on_results_read` (called as a batch's results are read). `created` lists
 every batch made; each counts its status requests (`looks`).
 """
 
@@ -66,6 +67,8 @@ class FakeBatchApi:
         self.errored_units: set[str] = set()
         # Called as a batch's results are read (a worker-kill test kills the worker there).
         self.on_results_read: Callable[[], None] | None = None
+        # Called once a batch is made, before its reply (a worker-kill test kills it there).
+        self.on_created: Callable[[], None] | None = None
         self.created: list[FakeBatch] = []
         self._batches: dict[str, FakeBatch] = {}
         self._files: dict[str, str] = {}
@@ -253,6 +256,8 @@ class FakeBatchApi:
         with self._lock:
             self._batches[batch.id] = batch
             self.created.append(batch)
+        if self.on_created is not None:
+            self.on_created()
         return batch
 
     def _errored(self, custom_id: str) -> bool:

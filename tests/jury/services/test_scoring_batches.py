@@ -136,6 +136,28 @@ def test_an_expired_batch_is_sent_again_for_the_requests_it_never_ran(played_run
     assert_each_answer_paid_once(job)
 
 
+def test_with_resend_live_what_a_batch_left_unanswered_is_judged_live(played_run, fake):
+    fake.batches.expire_next, fake.batches.expired_answered = 1, 2
+    jury = juries.jury_create(name="Live resend", judges=["anthropic/claude-haiku-4-5"])
+    job = scoring.scoring_launch(
+        run=played_run, jury=jury, use_cache=False, batch=True, batch_resend_live=True
+    )
+
+    poll_until_done(job)
+
+    assert job.batch_resend_live and len(fake.batches.created) == 1
+    assert not job.scores.exclude(status=ScoreStatus.VALID).exists()
+    assert_each_answer_paid_once(job)
+    calls = ModelCall.objects.filter(run=job.run, purpose="judge").order_by("pk")
+    batch_priced = [call.cost_usd < call.list_cost_usd for call in calls]
+    assert batch_priced == [True] * 2 + [False] * (job.scores.count() - 2)
+
+
+def test_resend_live_is_kept_only_for_a_batch_job(played_run, offline_jury):
+    job = scoring.scoring_launch(run=played_run, jury=offline_jury, batch_resend_live=True)
+    assert not job.batch_resend_live
+
+
 def test_a_request_that_errors_in_every_batch_ends_as_an_error(played_run, fake):
     job = batch_job(played_run, ["anthropic/claude-haiku-4-5"])
     doomed = job.scores.order_by("pk").first()
