@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from jobs.models import JobStatus, ProviderBatch
 from jobs.services import batches
@@ -29,6 +30,16 @@ from llm.engine.providers.redaction import failure_text
 
 # Batches a unit may go out in before it fails (a relaunch or a retry tries it again).
 BATCH_ATTEMPTS = 3
+
+
+class BatchJob(Protocol):
+    """A job in batch mode (jobs.models.BatchMode): a scoring job, a case set."""
+
+    pk: int
+    status: str
+    batch_resend_live: bool
+
+    def refresh_from_db(self, *, fields: list[str]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -62,7 +73,7 @@ class BatchWork:
     recorded: Callable[[], None] = lambda: None  # after the batches are looked at
 
 
-def batch_job_poll(job, work: BatchWork) -> bool:
+def batch_job_poll(job: BatchJob, work: BatchWork) -> bool:
     """Record what the job's batches answered and send what is pending; False when another
     poller holds the job (this one did nothing). The caller finishes the job when done."""
     token = batches.poll_lease_claim(work.kind, job.pk)
@@ -96,7 +107,7 @@ def _batch_look(batch: ProviderBatch, router: ModelRouter, work: BatchWork) -> N
     batches.batch_poll(batch, client, requests_of=work.requests_of, record=work.record)
 
 
-def _pending_send(job, router: ModelRouter, work: BatchWork) -> list[int]:
+def _pending_send(job: BatchJob, router: ModelRouter, work: BatchWork) -> list[int]:
     """Send the pending units in new batches; returns those to resend live instead."""
     waiting = batches.units_in_flight(work.kind, job.pk)
     attempts = batches.unit_attempts(work.kind, job.pk)
@@ -130,11 +141,13 @@ def _pending_send(job, router: ModelRouter, work: BatchWork) -> list[int]:
     return live
 
 
-def _batch_send(job, work: BatchWork, client: ModelClient, requests) -> None:
+def _batch_send(
+    job: BatchJob, work: BatchWork, client: ModelClient, requests: list[tuple[int, ChatRequest]]
+) -> None:
     batches.batch_submit(kind=work.kind, job_id=job.pk, client=client, requests=requests)
 
 
-def _live_send(job, work: BatchWork, token: str, units: list[int]) -> None:
+def _live_send(job: BatchJob, work: BatchWork, token: str, units: list[int]) -> None:
     """The units a batch left unanswered, called live one after another (the researcher
     chose this over waiting for another batch); the lease is renewed call by call."""
     for pk in units:

@@ -6,6 +6,7 @@ request: succeeded (a message, parsed as a live one), errored, cancelled or expi
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import closing
 from datetime import datetime
 
 import anthropic
@@ -69,10 +70,16 @@ class AnthropicBatchProvider:
                 if batch.processing_status != "ended":
                     undecided = True
                     continue
-                first = next(iter(self._client.messages.batches.results(batch.id)), None)
-                if first is not None and first.custom_id.startswith(f"{tag}-"):
+                if self._first_custom_id(batch.id).startswith(f"{tag}-"):
                     return Adoption(batch.id)
         return Adoption(undecided=undecided)
+
+    def _first_custom_id(self, batch_id: str) -> str:
+        """The custom id of an ended batch's first result (every id of a batch made here
+        starts with its tag), reading no further."""
+        with closing(self._client.messages.batches.results(batch_id)) as results:
+            first = next(iter(results), None)
+        return first.custom_id if first is not None else ""
 
     def status(self, batch_id: str) -> BatchStatus:
         with self._faults(self._chat.model_name):
