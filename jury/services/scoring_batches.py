@@ -37,7 +37,6 @@ from llm.engine.structured import InvalidOutput, extract_json_object, json_reque
 from llm.services import prices
 
 KIND = "scoring"  # the job kind jury.tasks declares
-BATCH_ATTEMPTS = batch_jobs.BATCH_ATTEMPTS
 
 
 def scoring_job_dispatch(job: ScoringJob, send: Callable[[list[LeasedTask]], None]) -> None:

@@ -15,6 +15,7 @@ from benchmark.models import ModelCall
 from benchmark.services import conversations
 from jobs import tasks as job_tasks
 from jobs.models import BatchState, JobStatus, ProviderBatch
+from jobs.services import batch_jobs
 from jury.models import ScoreStatus, ScoringJob
 from jury.services import juries, scoring, scoring_batches
 from tests.fakes.llm_server import FakeReply, running_fake_llm_server
@@ -168,7 +169,7 @@ def test_a_request_that_errors_in_every_batch_ends_as_an_error(played_run, fake)
     doomed.refresh_from_db()
     assert doomed.status == ScoreStatus.ERROR
     assert "api_error" in doomed.error
-    assert len(fake.batches.created) == scoring_batches.BATCH_ATTEMPTS
+    assert len(fake.batches.created) == batch_jobs.BATCH_ATTEMPTS
     assert job.scores.filter(status=ScoreStatus.VALID).count() == job.scores.count() - 1
 
 
