@@ -24,6 +24,12 @@ class CaseSetIn(Schema):
     sampler_seed: int | None = None
     generator_model: str | None = None
     cost_limit_usd: Decimal | None = None
+    batch: bool = Field(
+        False, description="Batch APIs: about half the price, results within 24 hours"
+    )
+    batch_resend_live: bool = Field(
+        False, description="Call live what a batch left unanswered, instead of another batch"
+    )
 
 
 class RunIn(Schema):
@@ -54,6 +60,9 @@ class ScoringJobIn(Schema):
     cost_limit_usd: Decimal | None = None
     batch: bool = Field(
         False, description="Batch APIs: about half the price, results within 24 hours"
+    )
+    batch_resend_live: bool = Field(
+        False, description="Call live what a batch left unanswered, instead of another batch"
     )
     dry_run: bool = Field(False, description="Answer the forecast (200) and create nothing")
 
@@ -140,6 +149,18 @@ class CaseSetProgress(CaseSetCounts):
     cached: int
 
 
+class ProviderBatchOut(Schema):
+    model: str
+    batch_id: str = Field(description="The provider's id of the batch (blank until sent)")
+    state: str
+    detail: str
+    requests: int
+    counts: dict[str, int] = Field(description="Requests by the provider's state")
+    error: str
+    submitted_at: datetime | None
+    ended_at: datetime | None
+
+
 class CaseSetOut(Schema):
     id: int
     name: str
@@ -152,10 +173,12 @@ class CaseSetOut(Schema):
     cost_limit_usd: float | None
     created_at: datetime
     progress: CaseSetCounts
+    batch: bool = Field(False, description="Enrichment calls sent through the batch APIs")
 
 
 class CaseSetDetailOut(CaseSetOut):
     progress: CaseSetProgress
+    batches: list[ProviderBatchOut] = Field(default_factory=list)
     warning: str = Field("", description="Set when the queue cannot be reached")
 
 
@@ -273,18 +296,6 @@ class ScoringJobOut(Schema):
     finished_at: datetime | None
     progress: ScoringCounts
     batch: bool = Field(description="Judge calls sent through the providers' batch APIs")
-
-
-class ProviderBatchOut(Schema):
-    model: str
-    batch_id: str = Field(description="The provider's id of the batch (blank until sent)")
-    state: str
-    detail: str
-    requests: int
-    counts: dict[str, int] = Field(description="Requests by the provider's state")
-    error: str
-    submitted_at: datetime | None
-    ended_at: datetime | None
 
 
 class ScoringJobDetailOut(ScoringJobOut):

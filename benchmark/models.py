@@ -12,7 +12,7 @@ from django.db import models
 from django.db.models import Count, Q, Sum
 
 from benchmark.fields import CompressedJSONField
-from jobs.models import CostLimited, Job, JobStatus, ModelCallRecord, ProviderRetries
+from jobs.models import BatchMode, CostLimited, Job, JobStatus, ModelCallRecord, ProviderRetries
 from llm.fields import RedactedTextField
 
 
@@ -34,7 +34,7 @@ class Distribution(models.Model):
         return f"{self.name} ({self.fingerprint[:8]})"
 
 
-class BenchmarkSet(CostLimited):
+class BenchmarkSet(CostLimited, BatchMode):
     name = models.CharField(max_length=200)
     # Null for a set imported with its conversations (benchmark.services.imports): its cases
     # were never sampled from a distribution.

@@ -11,10 +11,11 @@ from celery import shared_task
 from django.db import transaction
 
 from benchmark.models import BenchmarkSet, Conversation, Run
-from benchmark.services import cases, runs
+from benchmark.services import case_batches, cases, runs
 from benchmark.services.conversations import conversation_execute
 from jobs.services import watch
 from jobs.services.queue import queue_send
+from jobs.services.starts import start_register
 from jobs.tasks import job_kind, leased_job_tasks
 
 # --- runs ---------------------------------------------------------------------------------------
@@ -74,6 +75,19 @@ enrichment = leased_job_tasks(
     running=cases.running_set_ids,
     execute=cases.entry_enrich,
     job_id_of=cases.set_id_of,
-    dispatch=cases.enrichment_dispatch,
+    dispatch=case_batches.enrichment_job_dispatch,
 )
 entry_enrich_task = enrichment.unit_task
+
+
+def benchmark_set_start(benchmark_set: BenchmarkSet) -> None:
+    """A set in batch mode leaves its first look (building and uploading its batches) to a
+    worker's watch, not to the view or command that launched it; a live set sends its first
+    window."""
+    if benchmark_set.batch:
+        watch.watch_now("set", benchmark_set.pk)
+    else:
+        enrichment.start(benchmark_set)
+
+
+start_register(BenchmarkSet, benchmark_set_start)

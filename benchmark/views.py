@@ -26,6 +26,7 @@ from benchmark.models import (
 )
 from benchmark.services import agents as agent_services
 from benchmark.services import (
+    case_batches,
     cases,
     exports,
     forecasts,
@@ -40,6 +41,7 @@ from benchmark.services.trace_marks import trace_marks
 from common import live_jobs
 from common.live_jobs import is_running
 from common.query import query_choice, query_object, query_page
+from jobs.services import batches
 from jobs.services.accounting import (
     caching_summary,
     cost_by_purpose,
@@ -152,6 +154,8 @@ def set_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "page": query_page(request.GET, Paginator(entries, 50)),
         "filters": filters,
         "query": reports.query_without_page(request),
+        "batches": case_batches.batch_progress(benchmark_set) if benchmark_set.batch else [],
+        "batch_poll_seconds": round(batches.poll_seconds()),
     }
     context["live"] = live_jobs.live_region(
         request,

@@ -32,6 +32,18 @@ class CostLimited(models.Model):
         abstract = True
 
 
+class BatchMode(models.Model):
+    """A job whose model calls may go through the providers' batch APIs (jobs.services.
+    batch_jobs): about half the price, answers within 24 hours. A request a batch gave no
+    answer goes out again in a new batch, or live when the researcher chose so."""
+
+    batch = models.BooleanField(default=False)
+    batch_resend_live = models.BooleanField(default=False)
+
+    class Meta:
+        abstract = True
+
+
 class Job(CostLimited):
     """What every job of the site declares once: runs, scoring jobs, the rubric lab's
     generation jobs and studies. Work is sent `concurrency` units at a time (the rest waits in
@@ -167,6 +179,12 @@ class ProviderBatch(models.Model):
     detail = models.CharField(max_length=50, blank=True)
     counts = models.JSONField(default=dict)  # succeeded, errored, expired, cancelled, processing
     requests = models.JSONField(default=dict)  # custom id -> the unit's primary key
+    # Every custom id starts with the tag (the row's id and a random part), and OpenAI's batch
+    # carries it in its metadata: a batch made by a worker that died before storing its id is
+    # found among the provider's batches by it (jobs.services.batches.batch_adopt).
+    tag = models.CharField(max_length=40, blank=True)
+    # OpenAI's uploaded input file, stored before the batch is made of it.
+    input_file_id = models.CharField(max_length=200, blank=True)
     error = RedactedTextField(blank=True)
     submitted_at = models.DateTimeField(auto_now_add=True)
     ended_at = models.DateTimeField(null=True, blank=True)

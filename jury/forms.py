@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from django import forms
 
-from benchmark.forms import cost_limit_field, unpriced_models
+from benchmark.forms import (
+    batch_field,
+    batch_resend_live_field,
+    cost_limit_field,
+    unpriced_models,
+)
 from jury.engine.aggregate import PASS_THRESHOLD
 from jury.engine.decision import TARGET_COEFFICIENT
 from jury.models import Jury, MergeMode, RubricVersion, ScoringJob
@@ -86,13 +91,8 @@ class ScoreRunForm(forms.Form):
         label="Use the response cache (identical judge calls cost nothing)",
     )
     cost_limit_usd = cost_limit_field()
-    batch = forms.BooleanField(
-        required=False,
-        initial=False,
-        label="Batch: about half the price, results within 24 h",
-        help_text="Judge calls go through the providers' batch APIs (OpenAI, Anthropic, offline "
-        "judges only); the job's page shows each batch as it is polled.",
-    )
+    batch = batch_field("Judge calls")
+    batch_resend_live = batch_resend_live_field()
 
 
 class PlanForm(forms.Form):

@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from benchmark.models import Conversation, Run
-from jobs.models import Job, ProviderRetries
+from jobs.models import BatchMode, Job, ProviderRetries
 from jury.engine.calibration import Calibration
 from llm.fields import RedactedTextField
 
@@ -134,7 +134,7 @@ class Jury(models.Model):
         return f"{self.name}, {summary}" if summary else self.name
 
 
-class ScoringJob(Job):
+class ScoringJob(Job, BatchMode):
     """One jury scoring one run with pinned rubric versions.
 
     A re-score (alignment: a study's annotated conversations judged by another configuration)
@@ -154,9 +154,6 @@ class ScoringJob(Job):
     # found and sent again within one lease instead of after a queue of thousands drains.
     # (A failed job failed because no judge call gave a valid score: failure_reason.)
     concurrency = models.PositiveIntegerField(default=64)
-    # Judge calls go through the providers' batch APIs (jury.services.scoring_batches): about
-    # half the price, answers within 24 hours.
-    batch = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return f"{self.jury} on {self.run}"

@@ -36,7 +36,16 @@ from benchmark import forms
 from benchmark.engine.parquet_export import CONTENT_TYPE as PARQUET
 from benchmark.models import BenchmarkSet, Conversation, Run
 from benchmark.services import agents as agent_services
-from benchmark.services import cases, exports, forecasts, imports, manifests, reports, runs
+from benchmark.services import (
+    case_batches,
+    cases,
+    exports,
+    forecasts,
+    imports,
+    manifests,
+    reports,
+    runs,
+)
 from benchmark.services.run_control import RUN_ACTIONS
 from benchmark.services.run_control import run_control as run_control_apply
 from jobs.services.starts import job_start
@@ -58,6 +67,7 @@ def case_set_out(benchmark_set: BenchmarkSet, progress: dict) -> dict:
         "cost_limit_usd": benchmark_set.cost_limit_usd,
         "created_at": benchmark_set.created_at,
         "progress": progress,
+        "batch": benchmark_set.batch,
     }
 
 
@@ -67,7 +77,8 @@ def case_sets_out(benchmark_sets: list[BenchmarkSet]) -> list[dict]:
 
 
 def case_set_detail_out(benchmark_set: BenchmarkSet) -> dict:
-    return case_set_out(benchmark_set, benchmark_set.progress())
+    batches = case_batches.batch_progress(benchmark_set) if benchmark_set.batch else []
+    return case_set_out(benchmark_set, benchmark_set.progress()) | {"batches": batches}
 
 
 def run_out(run: Run, progress: dict) -> dict:

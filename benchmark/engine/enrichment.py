@@ -23,7 +23,14 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from llm.engine.chat import ChatRequest, ChatResponse, Message
-from llm.engine.structured import ChatClient, InvalidOutput, StructuredFailure, request_json
+from llm.engine.structured import (
+    ChatClient,
+    InvalidOutput,
+    StructuredFailure,
+    extract_json_object,
+    json_request,
+    request_json,
+)
 
 PROMPT_PATH = Path(__file__).resolve().parent.parent / "data" / "prompts" / "enrichment.md"
 
@@ -152,15 +159,7 @@ def enrich(
 
     `sample` names the entry (see ChatRequest.sample): two entries with equal seeds are
     enriched independently."""
-    system, user = render_prompt(seed, today)
-    request = ChatRequest(
-        model=model,
-        purpose="enrichment",
-        system=system,
-        messages=(Message(role="user", content=user),),
-        hints={"seed": seed, "today": today.isoformat()},
-        sample=sample,
-    )
+    request = enrichment_request(seed, model=model, today=today, sample=sample)
     try:
         result = request_json(
             client,
@@ -172,6 +171,38 @@ def enrich(
     except StructuredFailure as failure:
         return EnrichmentResult(None, failure.reason, failure.responses)
     return EnrichmentResult(_labelled(result.data, seed), None, result.responses)
+
+
+def enrichment_request(
+    seed: dict[str, Any], *, model: str, today: date, sample: str = ""
+) -> ChatRequest:
+    """The call `enrich` makes first (before `request_json` asks it for the entry's JSON)."""
+    system, user = render_prompt(seed, today)
+    return ChatRequest(
+        model=model,
+        purpose="enrichment",
+        system=system,
+        messages=(Message(role="user", content=user),),
+        hints={"seed": seed, "today": today.isoformat()},
+        sample=sample,
+    )
+
+
+def batch_enrichment_request(
+    seed: dict[str, Any], *, model: str, today: date, sample: str = ""
+) -> ChatRequest:
+    """The first call as a batch sends it: asking for the entry's JSON, as `enrich` asks."""
+    request = enrichment_request(seed, model=model, today=today, sample=sample)
+    return json_request(request, ENTRY_SCHEMA)
+
+
+def entry_from_answer(response: ChatResponse, seed: dict[str, Any], *, today: date) -> dict:
+    """The entry in one answer (a batch's: it is not repaired), validated as `enrich`
+    validates each answer; raises InvalidOutput with the reason."""
+    if response.refusal:
+        raise InvalidOutput(f"the model refused: {response.refusal}")
+    data = validate_entry(extract_json_object(response.text), seed, today=today)
+    return _labelled(data, seed)
 
 
 def _labelled(entry: dict[str, Any], seed: dict[str, Any]) -> dict[str, Any]:

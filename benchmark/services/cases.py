@@ -37,6 +37,7 @@ from jobs.services.leases import (
 from jobs.signals import job_ended_send
 from llm.clients import model_router
 from llm.engine.chat import ProviderError
+from llm.engine.providers.client import batch_capable
 from llm.engine.providers.redaction import failure_text
 
 logger = logging.getLogger(__name__)
@@ -84,11 +85,21 @@ def benchmark_set_create(
     sampler_seed: int,
     generator_model: str,
     cost_limit_usd: Decimal | None = None,
+    batch: bool = False,
+    batch_resend_live: bool = False,
     user=None,
 ) -> BenchmarkSet:
-    """Sample the seeds now (reproducibly) and leave one pending entry per seed."""
+    """Sample the seeds now (reproducibly) and leave one pending entry per seed. `batch`
+    sends the enrichment calls through the providers' batch APIs
+    (benchmark.services.case_batches), `batch_resend_live` calls live what a batch left
+    unanswered."""
     if not 1 <= size <= MAX_SET_SIZE:
         raise BenchmarkSetError(f"Size must be between 1 and {MAX_SET_SIZE:,}.")
+    if batch and not batch_capable(generator_model):
+        raise BenchmarkSetError(
+            f"Batch mode needs a model with a batch API (openai/, anthropic/ or offline/): "
+            f"{generator_model} has none."
+        )
     refusal = cost_limit_refusal(models=[generator_model], cost_limit_usd=cost_limit_usd)
     if refusal:
         raise BenchmarkSetError(refusal)
@@ -99,6 +110,8 @@ def benchmark_set_create(
         sampler_seed=sampler_seed,
         generator_model=generator_model,
         cost_limit_usd=cost_limit_usd,
+        batch=batch,
+        batch_resend_live=batch and batch_resend_live,
         status=JobStatus.RUNNING,
         created_by=user,
     )
@@ -110,7 +123,9 @@ def benchmark_set_create(
         actor=user,
         action="set.created",
         target=benchmark_set,
-        after=fields_of(benchmark_set, "size", "sampler_seed", "generator_model", "distribution"),
+        after=fields_of(
+            benchmark_set, "size", "sampler_seed", "generator_model", "distribution", "batch"
+        ),
     )
     return benchmark_set
 

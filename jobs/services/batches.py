@@ -8,12 +8,14 @@ row, keyed by `answer_key`, so a result recorded twice is recognised and paid on
 units of a batch that got no answer (errored, expired, cancelled, or never named in a batch
 that failed whole) leave the batch once it is recorded, and the job sends them again.
 
-Crash safety: a batch's row is written (SUBMITTING) before the provider is asked and names its
-batch id once the provider answers; a poller that finds a row still SUBMITTING under its own
-lease knows its submitter died in between, marks it LOST and the units go out again (the one
-window where a batch the provider accepted can be paid twice: one HTTP round trip). Results
-are recorded one transaction each; a poller killed half-way leaves the batch ENDED and the
-next one records the rest, skipping what is recorded.
+Crash safety: a batch's row is written (SUBMITTING) with its tag before the provider is asked
+(every custom id starts with the tag; OpenAI's batch carries it in its metadata, and its
+uploaded input file's id is stored before the batch is made) and names its batch id once the
+provider answers. A poller that finds a row still SUBMITTING under its own lease knows its
+submitter died in between: it looks for the batch among the provider's own (`batch_adopt`)
+and adopts it, or marks the row LOST when the provider made none, and its units go out again.
+Results are recorded one transaction each; a poller killed half-way leaves the batch ENDED
+and the next one records the rest, skipping what is recorded.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import secrets
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
@@ -42,6 +45,9 @@ OPEN = (BatchState.SUBMITTING, BatchState.IN_PROGRESS, BatchState.ENDED)
 # Requests per batch: far below both providers' limits (OpenAI 50,000, Anthropic 100,000),
 # so a batch's results stay a modest download and a lost batch a modest loss.
 MAX_BATCH_REQUESTS = 5000
+# How far the provider's clock may lag ours: batches made this long before the row are
+# looked at when a lost batch is searched for.
+ADOPTION_SKEW = timedelta(minutes=10)
 
 RequestsOf = Callable[[ProviderBatch], Mapping[str, ChatRequest]]
 # Records one result of a batch, given the request it answers.
@@ -122,18 +128,24 @@ def batch_submit(
     kind: str,
     job_id: int,
     client: ModelClient,
-    requests: Sequence[tuple[str, int, ChatRequest]],
+    requests: Sequence[tuple[int, ChatRequest]],
 ) -> ProviderBatch:
-    """Send (custom id, unit pk, request) triples of one model as one batch, recorded first."""
+    """Send (unit pk, request) pairs of one model as one batch, recorded first: each custom id
+    is the row's tag and the unit's pk."""
     row = ProviderBatch.objects.create(
         job_kind=kind,
         job_id=job_id,
         provider=parse_model_string(client.model_string).provider,
         model=client.model_string,
-        requests={custom_id: pk for custom_id, pk, _ in requests},
     )
+    # The random part tells this site's row apart from another site's with the same id that
+    # shares the provider account.
+    row.tag = f"cj{row.pk}x{secrets.token_hex(4)}"
+    sent = [(f"{row.tag}-{pk}", request) for pk, request in requests]
+    row.requests = {custom_id: pk for (custom_id, _), (pk, _) in zip(sent, requests, strict=True)}
+    row.save(update_fields=["tag", "requests"])
     try:
-        batch_id = client.batch_submit([(custom_id, r) for custom_id, _, r in requests])
+        batch_id = client.batch_submit(sent, tag=row.tag, uploaded=partial(_file_stored, row))
     except ProviderError as error:
         # Refused before it was made: nothing was paid, the units go out again later.
         _lost(row, failure_text(error))
@@ -142,6 +154,11 @@ def batch_submit(
     row.counts = {"processing": len(requests)}
     row.save(update_fields=["batch_id", "state", "counts"])
     return row
+
+
+def _file_stored(row: ProviderBatch, file_id: str) -> None:
+    row.input_file_id = file_id
+    row.save(update_fields=["input_file_id"])
 
 
 # --- polling ----------------------------------------------------------------------------------
@@ -153,7 +170,7 @@ def batch_poll(
     """Look at one open batch: store its state and counts; once it has ended, record every
     result (`record`, one at a time) and mark it recorded. Called under the job's poll lease."""
     if batch.state == BatchState.SUBMITTING:
-        _lost(batch, "its worker stopped before the provider named the batch")
+        batch_adopt(batch, client)
         return
     try:
         status = client.batch_status(batch.batch_id)
@@ -182,6 +199,31 @@ def batch_poll(
         return
     batch.state, batch.recorded_at = BatchState.RECORDED, timezone.now()
     batch.save(update_fields=["state", "recorded_at"])
+
+
+def batch_adopt(batch: ProviderBatch, client: ModelClient) -> None:
+    """A batch whose submitter died before storing its id: adopt the one the provider made
+    of it (polled from the next look on), or mark it LOST when the provider made none; while
+    the provider cannot tell yet (an Anthropic batch made since is still running), wait."""
+    if not batch.tag:  # sent before batches carried tags: nothing to look for
+        _lost(batch, "its worker stopped before the provider named the batch")
+        return
+    since = batch.submitted_at - ADOPTION_SKEW
+    try:
+        found = client.batch_find(batch.tag, since=since, input_file_id=batch.input_file_id)
+    except ProviderError as error:
+        batch.error = failure_text(error)  # looked for again at the next look
+        batch.save(update_fields=["error"])
+        return
+    if found.batch_id:
+        batch.batch_id, batch.state, batch.error = found.batch_id, BatchState.IN_PROGRESS, ""
+        batch.detail = "adopted"
+        batch.save(update_fields=["batch_id", "state", "error", "detail"])
+    elif found.undecided:
+        batch.detail = "looking for it"
+        batch.save(update_fields=["detail"])
+    else:
+        _lost(batch, "its worker stopped before the provider made the batch")
 
 
 def _lost(batch: ProviderBatch, reason: str) -> None:

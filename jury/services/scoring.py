@@ -137,13 +137,15 @@ def scoring_launch(
     judge_template: str = "",
     cost_limit_usd: Decimal | None = None,
     batch: bool = False,
+    batch_resend_live: bool = False,
 ) -> ScoringJob:
     """Pin the rubric versions (default: the current judged ones) and create every judge task
     as pending. `conversations` restricts the job to some of the run's conversations;
     `judge_template` is a judge prompt variant (blank or the shipped text: the shipped one);
     `cost_limit_usd` pauses the job once its judges spent that much (every judge priced);
     `batch` sends the judge calls through the providers' batch APIs
-    (jury.services.scoring_batches)."""
+    (jury.services.scoring_batches), `batch_resend_live` calls live what a batch left
+    unanswered."""
     refusal = cost_limit_refusal(models=jury.judges, cost_limit_usd=cost_limit_usd)
     if refusal:
         raise ScoringError(refusal)
@@ -174,6 +176,7 @@ def scoring_launch(
         judge_template=template,
         cost_limit_usd=cost_limit_usd,
         batch=batch,
+        batch_resend_live=batch and batch_resend_live,
     )
     job.rubric_versions.set(versions)
     if conversations is not None:
@@ -193,6 +196,7 @@ def scoring_launch(
             "prompt_variant": bool(template),
             "cost_limit_usd": None if cost_limit_usd is None else str(cost_limit_usd),
             "batch": batch,
+            "batch_resend_live": job.batch_resend_live,
         },
     )
     return job
@@ -530,7 +534,7 @@ def _judge(score: JudgeScore, mine: str, send_next) -> bool:
     )
     asked = time.monotonic()
     try:
-        request = _score_request(score, inputs)
+        request = score_request(score, inputs)
     except MissingExampleError as error:  # deleted after the launch checked it
         stored, next_sent = _record(
             score,
@@ -580,7 +584,8 @@ def _judge(score: JudgeScore, mine: str, send_next) -> bool:
     return next_sent
 
 
-def _score_request(score: JudgeScore, inputs: JudgeInputs) -> ChatRequest:
+def score_request(score: JudgeScore, inputs: JudgeInputs) -> ChatRequest:
+    """The judge call a score makes first (its repairs follow it), live or in a batch."""
     rubric = rubric_of(score.rubric_version)
     return _judge_request_from(
         inputs,
@@ -628,7 +633,7 @@ def _record(
     row.raw_output = fields.get("raw_output", responses[-1].text if responses else "")
     row.invalid_reason = fields.get("invalid_reason", "")
     row.error = fields.get("error", "")
-    row.attempts = [*row.attempts, *(_attempt(response) for response in responses)]
+    row.attempts = [*row.attempts, *(attempt_record(response) for response in responses)]
     # Every answer after the first of this attempt was asked for by a repair turn.
     row.repairs += max(len(responses) - 1, 0)
     retries_added(row, recorder.retries)
@@ -642,7 +647,7 @@ def _record(
         accounting.unwritten_save(recorder)
         held = JudgeScore.objects.filter(pk=row.pk, status=ScoreStatus.PENDING, lease_token=mine)
         recorded = {name: getattr(row, name) for name in RECORDED}
-        spend = _spend_fields(unwritten) if _spend_changes(row, unwritten, responses) else {}
+        spend = spend_fields(unwritten) if _spend_changes(row, unwritten, responses) else {}
         stored = bool(held.update(**recorded, **spend))
         next_sent = stored and send_next is not None and _hand_off(row.job, send_next)
     return stored, next_sent
@@ -656,7 +661,8 @@ def _hand_off(job: ScoringJob, send: Callable[[list[LeasedTask]], None]) -> bool
     return lease_hand_off(pending, send=send, stop=stop) is not None
 
 
-def _attempt(response: ChatResponse) -> dict:
+def attempt_record(response: ChatResponse) -> dict:
+    """One answer as a score's `attempts` list keeps it, live or from a batch."""
     return {
         "text": response.text,
         "reason_code": reason_code(response.text),
@@ -667,7 +673,7 @@ def _attempt(response: ChatResponse) -> dict:
 def _spend_added(score_id: int, responses: list[ChatResponse]) -> None:
     """Add answers' calls, tokens and cost to the score's sums, whoever holds it now: the
     money was spent either way (RecordingClient's `also`)."""
-    JudgeScore.objects.filter(pk=score_id).update(**_spend_fields(responses))
+    JudgeScore.objects.filter(pk=score_id).update(**spend_fields(responses))
 
 
 def _spend_changes(row: JudgeScore, unwritten: list, responses: list) -> bool:
@@ -678,7 +684,7 @@ def _spend_changes(row: JudgeScore, unwritten: list, responses: list) -> bool:
     return bool(unwritten) or (row.calls == 0 and not responses)
 
 
-def _spend_fields(responses: list[ChatResponse]) -> dict:
+def spend_fields(responses: list[ChatResponse]) -> dict:
     """UPDATE expressions adding `responses` to a score's sums. An unknown price anywhere makes
     the cost unknown, never a smaller known number; the first answers start it (a score that
     had none holds no cost yet)."""
@@ -821,7 +827,7 @@ def job_finish_if_done(job: ScoringJob) -> None:
     gave a valid score (a job whose every call failed has nothing to report)."""
 
     def failure() -> str:
-        _merge_unmerged(job)
+        merge_unmerged(job)
         return "" if job.scores.filter(status=ScoreStatus.VALID).exists() else _failure_reason(job)
 
     finish.job_finish_if_done(
@@ -829,7 +835,7 @@ def job_finish_if_done(job: ScoringJob) -> None:
     )
 
 
-def _merge_unmerged(job: ScoringJob) -> None:
+def merge_unmerged(job: ScoringJob) -> None:
     """Merge every scored conversation that has no result yet. A judge task that stored the
     last score of a conversation and then lost the database (a restart) never merged it; the
     job's watch finishes the job, and must not leave that conversation out of the report."""

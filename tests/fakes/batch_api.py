@@ -1,6 +1,7 @@
 """The fake model server's batch APIs: OpenAI's Batch API (POST /v1/files, POST /v1/batches,
-GET /v1/batches/{id}, GET /v1/files/{id}/content) and Anthropic's Message Batches (POST
-/v1/messages/batches, GET /v1/messages/batches/{id} and its results_url), in the shapes the
+GET /v1/batches (the list, newest first), GET /v1/batches/{id}, GET /v1/files/{id}/content)
+and Anthropic's Message Batches (POST /v1/messages/batches, GET /v1/messages/batches (the
+list, newest first), GET /v1/messages/batches/{id} and its results_url), in the shapes the
 SDKs read.
 
 Every body is checked against the SDK's own request types (tests/fakes/request_types.py): the
@@ -12,7 +13,9 @@ is made, by the server's own live-call answer (its script, responder or default 
 Controls, set on `server.batches` by a test: `polls_in_progress` (a batch reports itself in
 progress at its first N looks), `expire_next` (so many of the next batches expire, with only
 `expired_answered` of their requests answered), `errored_custom_ids` (requests answered with a
-server error), `on_results_read` (called as a batch's results are read). `created` lists
+server error), `errored_units` (the same, for custom ids ending in "-<unit>", as the site's
+are), `on_created` (called once a batch is made, before the reply goes out),
+`on_results_read` (called as a batch's results are read). `created` lists
 every batch made; each counts its status requests (`looks`).
 """
 
@@ -23,7 +26,7 @@ import itertools
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +52,8 @@ class FakeBatch:
     outcomes: dict[str, tuple[int, dict[str, Any]] | None]
     expires: bool = False
     looks: int = 0
+    input_file_id: str = ""
+    metadata: dict[str, str] | None = None
     created_at: int = field(default_factory=lambda: int(datetime.now(UTC).timestamp()))
 
 
@@ -59,8 +64,11 @@ class FakeBatchApi:
         self.expire_next = 0
         self.expired_answered = 0
         self.errored_custom_ids: set[str] = set()
+        self.errored_units: set[str] = set()
         # Called as a batch's results are read (a worker-kill test kills the worker there).
         self.on_results_read: Callable[[], None] | None = None
+        # Called once a batch is made, before its reply (a worker-kill test kills it there).
+        self.on_created: Callable[[], None] | None = None
         self.created: list[FakeBatch] = []
         self._batches: dict[str, FakeBatch] = {}
         self._files: dict[str, str] = {}
@@ -85,13 +93,17 @@ class FakeBatchApi:
         return self._anthropic_create(body)
 
     def get(self, path: str, host: str) -> tuple[FakeReply, Any]:
-        parts = path.strip("/").split("/")
+        parts = path.partition("?")[0].strip("/").split("/")
         if parts[:2] == ["v1", "files"] and len(parts) == 4 and parts[3] == "content":
             with self._lock:
                 text = self._files.get(parts[2])
             if text is not None and parts[2].endswith(("_output", "_errors")):
                 self._results_read()
             return (_ok(), text) if text is not None else _missing()
+        if parts == ["v1", "batches"]:
+            return _ok(), self._listed("openai", self._openai_batch)
+        if parts == ["v1", "messages", "batches"]:
+            return _ok(), self._listed("anthropic", lambda b: self._anthropic_batch(b, host))
         if parts[:2] == ["v1", "batches"] and len(parts) == 3:
             batch = self._look(parts[2], "openai")
             return (_ok(), self._openai_batch(batch)) if batch else _missing()
@@ -134,6 +146,7 @@ class FakeBatchApi:
             return _refused(f"Invalid input file: {problems}")
         requests = {line["custom_id"]: (line["url"], line["body"]) for line in lines}
         batch = self._made("openai", body["endpoint"], requests, "batch")
+        batch.input_file_id, batch.metadata = body["input_file_id"], body.get("metadata")
         return _ok(), self._openai_batch(batch)
 
     def _openai_batch(self, batch: FakeBatch) -> dict[str, Any]:
@@ -144,8 +157,8 @@ class FakeBatchApi:
         files = {} if running else self._openai_files(batch)
         return {
             "id": batch.id, "object": "batch", "endpoint": batch.endpoint,
-            "input_file_id": "file_input", "completion_window": "24h", "status": status,
-            "created_at": batch.created_at,
+            "input_file_id": batch.input_file_id, "completion_window": "24h",
+            "status": status, "created_at": batch.created_at, "metadata": batch.metadata,
             "request_counts": {
                 "total": len(batch.outcomes),
                 "completed": 0 if running else done,
@@ -234,7 +247,7 @@ class FakeBatchApi:
         for index, (custom_id, (url, body)) in enumerate(requests.items()):
             if expires and index >= self.expired_answered:
                 outcomes[custom_id] = None
-            elif custom_id in self.errored_custom_ids:
+            elif self._errored(custom_id):
                 outcomes[custom_id] = (500, _server_error(provider))
             else:
                 reply, payload = self._server.answer(url, {}, body, wait=False)
@@ -243,7 +256,27 @@ class FakeBatchApi:
         with self._lock:
             self._batches[batch.id] = batch
             self.created.append(batch)
+        if self.on_created is not None:
+            self.on_created()
         return batch
+
+    def _errored(self, custom_id: str) -> bool:
+        unit = custom_id.rsplit("-", 1)[-1]
+        return custom_id in self.errored_custom_ids or unit in self.errored_units
+
+    def _listed(self, provider: str, shown: Callable[[FakeBatch], dict]) -> dict[str, Any]:
+        """Every batch of the provider, newest first, on one page (the SDKs' list shape).
+        Listing is no look (it moves no batch on): each shows what its next look would."""
+        with self._lock:
+            made = [batch for batch in reversed(self.created) if batch.provider == provider]
+        data = [shown(replace(batch, looks=batch.looks + 1)) for batch in made]
+        if provider == "openai":
+            return {"object": "list", "data": data, "has_more": False,
+                    "first_id": made[0].id if made else None,
+                    "last_id": made[-1].id if made else None}  # fmt: skip
+        return {"data": data, "has_more": False,
+                "first_id": made[0].id if made else None,
+                "last_id": made[-1].id if made else None}  # fmt: skip
 
     def _look(self, batch_id: str, provider: str) -> FakeBatch | None:
         with self._lock:

@@ -174,7 +174,7 @@ def test_examples_join_the_system_part_and_the_hints_of_their_rubric_only(scored
         rubric=rubric_of(rows.get(rubric_version__rubric_id=SAFETY).rubric_version),
         judge_model=STANDARD,
     )
-    safety = scoring._score_request(
+    safety = scoring.score_request(
         rows.get(rubric_version__rubric_id=SAFETY), judge_inputs(conversation)
     )
     assert safety.system.startswith(plain.system) and len(safety.system) > len(plain.system)
@@ -184,7 +184,7 @@ def test_examples_join_the_system_part_and_the_hints_of_their_rubric_only(scored
     [hint] = safety.hints["examples"]
     assert set(hint) == {"score", "profile", "scenario", "events"} and hint["score"] == 1
     assert hint["events"] == list(judge_inputs(example).events)
-    triage = scoring._score_request(
+    triage = scoring.score_request(
         rows.get(rubric_version__rubric_id=TRIAGE), judge_inputs(conversation)
     )
     assert "examples" not in triage.hints and "the clinicians gave" not in triage.system

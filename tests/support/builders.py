@@ -1,10 +1,15 @@
-"""Test data built through the real services with the offline scripted provider."""
+"""Test data built through the real services with the offline scripted provider, and the
+fake server's answers to a set's enrichment calls."""
 
 from __future__ import annotations
 
+import json
+
+from benchmark.engine.enrichment_script import build_entry
 from benchmark.models import AgentConfig, BenchmarkSet, Run
 from benchmark.services import agents, cases, conversations
 from benchmark.services.runs import AgentChoice, run_launch
+from tests.fakes.llm_server import FakeReply, RecordedRequest
 
 
 def enriched_set(
@@ -50,3 +55,22 @@ def played(run: Run) -> Run:
     for conversation_id in run.conversations.values_list("id", flat=True):
         conversations.conversation_execute(conversation_id)
     return run
+
+
+def entry_answers(benchmark_set: BenchmarkSet, *, broken: set[int] = frozenset()):
+    """A fake server responder that answers each entry's request with a valid entry for its
+    seed (found in the prompt), or with a short story for the entries in `broken`."""
+    entries = list(benchmark_set.entries.all())
+    today = benchmark_set.created_at.date()
+
+    def answer(request: RecordedRequest) -> FakeReply:
+        body = json.dumps(request.body)
+        for entry in entries:
+            if json.dumps(json.dumps(entry.seed, indent=2))[1:-1] in body:
+                data = build_entry(entry.seed, today)
+                if entry.index in broken:
+                    data["patient_story"] = "Too short."
+                return FakeReply(text=json.dumps(data), input_tokens=2000, output_tokens=800)
+        raise AssertionError("a request for no entry of the set")
+
+    return answer

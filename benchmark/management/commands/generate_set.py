@@ -42,9 +42,22 @@ class Command(BaseCommand):
         parser.add_argument(
             "--inline", action="store_true", help="enrich in this process instead of the workers"
         )
+        parser.add_argument(
+            "--batch",
+            action="store_true",
+            help="send the enrichment calls through the providers' batch APIs: about half the "
+            "price, results within 24 h (openai/, anthropic/ and offline/ models)",
+        )
+        parser.add_argument(
+            "--resend-live",
+            action="store_true",
+            help="with --batch: call live what a batch left unanswered, not in another batch",
+        )
         parser.add_argument("--no-wait", action="store_true", help="return once queued")
 
     def handle(self, *args, name, size, seed, model, distribution, inline, no_wait, **options):
+        if inline and options["batch"]:
+            raise CommandError("--inline and --batch exclude each other: batches are polled.")
         price_options(options["price"], command="generate_set")
         try:
             benchmark_set = cases.benchmark_set_create(
@@ -54,6 +67,8 @@ class Command(BaseCommand):
                 sampler_seed=seed,
                 generator_model=model,
                 cost_limit_usd=options["cost_limit"],
+                batch=options["batch"],
+                batch_resend_live=options["resend_live"],
             )
         except cases.BenchmarkSetError as error:
             raise CommandError(str(error)) from None

@@ -51,6 +51,11 @@ class Command(BaseCommand):
             "price, results within 24 h (openai/, anthropic/ and offline/ judges)",
         )
         parser.add_argument(
+            "--resend-live",
+            action="store_true",
+            help="with --batch: call live what a batch left unanswered, not in another batch",
+        )
+        parser.add_argument(
             "--dry-run",
             action="store_true",
             help="print the forecast of each judge's calls, tokens and cost (from an earlier "
@@ -81,6 +86,7 @@ class Command(BaseCommand):
                 concurrency=concurrency,
                 cost_limit_usd=options["cost_limit"],
                 batch=options["batch"],
+                batch_resend_live=options["resend_live"],
             )
         except scoring.ScoringError as error:
             raise CommandError(str(error)) from error

@@ -6,6 +6,8 @@ request: succeeded (a message, parsed as a live one), errored, cancelled or expi
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import closing
+from datetime import datetime
 
 import anthropic
 
@@ -17,8 +19,10 @@ from llm.engine.providers.batches import (
     ERRORED,
     EXPIRED,
     IN_PROGRESS,
+    Adoption,
     BatchResult,
     BatchStatus,
+    Uploaded,
     counted,
     custom_ids_check,
 )
@@ -35,7 +39,14 @@ class AnthropicBatchProvider:
         self._chat = chat
         self._client: anthropic.Anthropic = chat._client
 
-    def submit(self, requests: Sequence[tuple[str, ChatRequest]]) -> str:
+    def submit(
+        self,
+        requests: Sequence[tuple[str, ChatRequest]],
+        *,
+        tag: str = "",
+        uploaded: Uploaded | None = None,
+    ) -> str:
+        # The tag needs no sending: the caller starts every custom id with it.
         custom_ids_check(requests)
         batch_requests = [
             {"custom_id": custom_id, "params": self._chat.render(request)}
@@ -44,6 +55,31 @@ class AnthropicBatchProvider:
         with self._faults(requests[0][1].model):
             batch = self._client.messages.batches.create(requests=batch_requests)
         return batch.id
+
+    def find(self, tag: str, *, since: datetime, input_file_id: str = "") -> Adoption:
+        """The batch made since `since` whose requests' custom ids start with `tag`. A batch
+        carries no metadata and its requests can be read only once it has ended: while one
+        made since is still running, it may be this one (undecided)."""
+        if not tag:
+            return Adoption()
+        undecided = False
+        with self._faults(self._chat.model_name):
+            for batch in self._client.messages.batches.list(limit=100):  # newest first
+                if batch.created_at < since:
+                    break
+                if batch.processing_status != "ended":
+                    undecided = True
+                    continue
+                if self._first_custom_id(batch.id).startswith(f"{tag}-"):
+                    return Adoption(batch.id)
+        return Adoption(undecided=undecided)
+
+    def _first_custom_id(self, batch_id: str) -> str:
+        """The custom id of an ended batch's first result (every id of a batch made here
+        starts with its tag), reading no further."""
+        with closing(self._client.messages.batches.results(batch_id)) as results:
+            first = next(iter(results), None)
+        return first.custom_id if first is not None else ""
 
     def status(self, batch_id: str) -> BatchStatus:
         with self._faults(self._chat.model_name):

@@ -9,14 +9,20 @@ expired with the batch, cancelled) comes back as a `BatchResult` with its `error
 it says nothing about at all (a batch that failed as a whole) is missing from the results:
 the caller sends both again. Faults of the calls themselves leave as ProviderError, mapped
 as the live adapters map them.
+
+A caller that may die between the provider accepting a batch and storing its id gives
+`submit` a `tag` (every custom id starts with it) and an `uploaded` callback (told OpenAI's
+input file id before the batch is made); `find` later looks for the batch among the
+provider's own, so it is adopted instead of sent and paid twice.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
 
 from llm.engine.chat import ChatRequest, ChatResponse, ProviderError
@@ -57,8 +63,30 @@ class BatchResult:
     error: str = ""
 
 
+@dataclass(frozen=True)
+class Adoption:
+    """What a search of the provider's batches found for a batch whose id was never stored:
+    its id; or nothing (it was never made); or `undecided`: a batch that may be it has not
+    ended, so its requests cannot be read yet (Anthropic): look again later."""
+
+    batch_id: str = ""
+    undecided: bool = False
+
+
+# Told OpenAI's input file id once it is uploaded, before the batch is made of it.
+Uploaded = Callable[[str], None]
+
+
 class BatchProvider(Protocol):
-    def submit(self, requests: Sequence[tuple[str, ChatRequest]]) -> str: ...
+    def submit(
+        self,
+        requests: Sequence[tuple[str, ChatRequest]],
+        *,
+        tag: str = "",
+        uploaded: Uploaded | None = None,
+    ) -> str: ...
+
+    def find(self, tag: str, *, since: datetime, input_file_id: str = "") -> Adoption: ...
 
     def status(self, batch_id: str) -> BatchStatus: ...
 
@@ -99,9 +127,19 @@ class OfflineBatchProvider:
         self.polls_before_end = polls_before_end
         self._polls: dict[str, int] = {}
 
-    def submit(self, requests: Sequence[tuple[str, ChatRequest]]) -> str:
+    def submit(
+        self,
+        requests: Sequence[tuple[str, ChatRequest]],
+        *,
+        tag: str = "",
+        uploaded: Uploaded | None = None,
+    ) -> str:
         custom_ids_check(requests)
         return f"offline_batch_{len(requests)}_{uuid.uuid4().hex[:16]}"
+
+    def find(self, tag: str, *, since: datetime, input_file_id: str = "") -> Adoption:
+        # Nothing was sent anywhere, nor paid: a batch whose id was lost is simply made again.
+        return Adoption()
 
     def status(self, batch_id: str) -> BatchStatus:
         size = _offline_size(batch_id)

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
 from urllib.parse import urlparse
@@ -21,10 +22,12 @@ from llm.engine import generation
 from llm.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
 from llm.engine.providers import cache, endpoints
 from llm.engine.providers.batches import (
+    Adoption,
     BatchProvider,
     BatchResult,
     BatchStatus,
     OfflineBatchProvider,
+    Uploaded,
 )
 from llm.engine.providers.catalog import ModelCatalog, RateLimit, default_catalog
 from llm.engine.providers.endpoints import Endpoint
@@ -129,12 +132,22 @@ class ModelClient:
         stored = self._cache_store.get(key) if key is not None else None
         return cache.response_from_json(stored) if stored is not None else None
 
-    def batch_submit(self, requests: Sequence[tuple[str, ChatRequest]]) -> str:
-        """Send (custom id, request) pairs as one batch; returns the provider's batch id."""
+    def batch_submit(
+        self,
+        requests: Sequence[tuple[str, ChatRequest]],
+        *,
+        tag: str = "",
+        uploaded: Uploaded | None = None,
+    ) -> str:
+        """Send (custom id, request) pairs as one batch; returns the provider's batch id.
+        `tag` and `uploaded`: how the batch is found again (BatchProvider.find)."""
         for _, request in requests:
             self._model_check(request)
         effective = [(custom_id, self.effective(request)) for custom_id, request in requests]
-        return self._batches().submit(effective)
+        return self._batches().submit(effective, tag=tag, uploaded=uploaded)
+
+    def batch_find(self, tag: str, *, since: datetime, input_file_id: str = "") -> Adoption:
+        return self._batches().find(tag, since=since, input_file_id=input_file_id)
 
     def batch_status(self, batch_id: str) -> BatchStatus:
         return self._batches().status(batch_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import openai
@@ -22,8 +23,10 @@ from llm.engine.providers.batches import (
     ERRORED,
     EXPIRED,
     IN_PROGRESS,
+    Adoption,
     BatchResult,
     BatchStatus,
+    Uploaded,
     counted,
     custom_ids_check,
 )
@@ -38,6 +41,8 @@ MOVING = frozenset({"validating", "in_progress", "finalizing", "cancelling"})
 UNANSWERED_BY_STATE = {"expired": EXPIRED, "cancelled": CANCELLED, "failed": ERRORED}
 # The error code OpenAI gives each request an expired batch never ran.
 EXPIRED_CODE = "batch_expired"
+# The metadata key a batch's tag travels under (batches.Adoption).
+TAG_KEY = "carejury_batch"
 
 
 class OpenAIBatchProvider:
@@ -49,7 +54,13 @@ class OpenAIBatchProvider:
         self._client: openai.OpenAI = endpoint._client
         self._url = f"/v1{endpoint.path}"
 
-    def submit(self, requests: Sequence[tuple[str, ChatRequest]]) -> str:
+    def submit(
+        self,
+        requests: Sequence[tuple[str, ChatRequest]],
+        *,
+        tag: str = "",
+        uploaded: Uploaded | None = None,
+    ) -> str:
         custom_ids_check(requests)
         lines = [
             json.dumps(
@@ -65,11 +76,31 @@ class OpenAIBatchProvider:
         ]
         data = ("\n".join(lines) + "\n").encode("utf-8")
         with self._faults(requests[0][1].model):
-            uploaded = self._client.files.create(file=("batch.jsonl", data), purpose="batch")
+            upload = self._client.files.create(file=("batch.jsonl", data), purpose="batch")
+            if uploaded is not None:
+                uploaded(upload.id)
             batch = self._client.batches.create(
-                input_file_id=uploaded.id, endpoint=self._url, completion_window=WINDOW
+                input_file_id=upload.id,
+                endpoint=self._url,
+                completion_window=WINDOW,
+                **({"metadata": {TAG_KEY: tag}} if tag else {}),
             )
         return batch.id
+
+    def find(self, tag: str, *, since: datetime, input_file_id: str = "") -> Adoption:
+        """The batch made of `input_file_id` with `tag` in its metadata, if any. Without a
+        file id nothing was made: the batch is made after its file id is stored."""
+        if not input_file_id or not tag:
+            return Adoption()
+        oldest = since.timestamp()
+        with self._faults(self._endpoint.model_name):
+            for batch in self._client.batches.list(limit=100):  # newest first, every page
+                if batch.created_at < oldest:
+                    break
+                mine = (batch.metadata or {}).get(TAG_KEY) == tag
+                if mine and batch.input_file_id == input_file_id:
+                    return Adoption(batch.id)
+        return Adoption()
 
     def status(self, batch_id: str) -> BatchStatus:
         with self._faults(self._endpoint.model_name):

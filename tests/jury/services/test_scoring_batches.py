@@ -15,6 +15,7 @@ from benchmark.models import ModelCall
 from benchmark.services import conversations
 from jobs import tasks as job_tasks
 from jobs.models import BatchState, JobStatus, ProviderBatch
+from jobs.services import batch_jobs
 from jury.models import ScoreStatus, ScoringJob
 from jury.services import juries, scoring, scoring_batches
 from tests.fakes.llm_server import FakeReply, running_fake_llm_server
@@ -136,19 +137,39 @@ def test_an_expired_batch_is_sent_again_for_the_requests_it_never_ran(played_run
     assert_each_answer_paid_once(job)
 
 
+def test_with_resend_live_what_a_batch_left_unanswered_is_judged_live(played_run, fake):
+    fake.batches.expire_next, fake.batches.expired_answered = 1, 2
+    jury = juries.jury_create(name="Live resend", judges=["anthropic/claude-haiku-4-5"])
+    job = scoring.scoring_launch(
+        run=played_run, jury=jury, use_cache=False, batch=True, batch_resend_live=True
+    )
+
+    poll_until_done(job)
+
+    assert job.batch_resend_live and len(fake.batches.created) == 1
+    assert not job.scores.exclude(status=ScoreStatus.VALID).exists()
+    assert_each_answer_paid_once(job)
+    calls = ModelCall.objects.filter(run=job.run, purpose="judge").order_by("pk")
+    batch_priced = [call.cost_usd < call.list_cost_usd for call in calls]
+    assert batch_priced == [True] * 2 + [False] * (job.scores.count() - 2)
+
+
+def test_resend_live_is_kept_only_for_a_batch_job(played_run, offline_jury):
+    job = scoring.scoring_launch(run=played_run, jury=offline_jury, batch_resend_live=True)
+    assert not job.batch_resend_live
+
+
 def test_a_request_that_errors_in_every_batch_ends_as_an_error(played_run, fake):
     job = batch_job(played_run, ["anthropic/claude-haiku-4-5"])
     doomed = job.scores.order_by("pk").first()
-    fake.batches.errored_custom_ids = {
-        f"s{doomed.pk}-a{n}" for n in range(1, scoring_batches.BATCH_ATTEMPTS + 1)
-    }
+    fake.batches.errored_units = {str(doomed.pk)}
 
     poll_until_done(job)
 
     doomed.refresh_from_db()
     assert doomed.status == ScoreStatus.ERROR
     assert "api_error" in doomed.error
-    assert len(fake.batches.created) == scoring_batches.BATCH_ATTEMPTS
+    assert len(fake.batches.created) == batch_jobs.BATCH_ATTEMPTS
     assert job.scores.filter(status=ScoreStatus.VALID).count() == job.scores.count() - 1
 
 

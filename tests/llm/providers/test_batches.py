@@ -2,6 +2,7 @@
 and Anthropic's Message Batches through the real SDKs against the fake server's batch
 endpoints, the offline scripts' batches, the batch price, and the fake's own checks."""
 
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -13,6 +14,7 @@ from llm.engine.providers.batches import (
     ERRORED,
     EXPIRED,
     IN_PROGRESS,
+    Adoption,
     OfflineBatchProvider,
     custom_ids_check,
 )
@@ -172,3 +174,68 @@ def test_a_named_endpoint_model_has_no_batch_api(make_client, user_request):
     client = make_client("openai-compatible/judge-7b")
     with pytest.raises(ProviderError, match="no batch API"):
         client.batch_submit([("r0", user_request("openai-compatible/judge-7b"))])
+
+
+# --- finding a batch whose id was never stored ----------------------------------------------
+
+AN_HOUR_AGO = datetime.now(UTC) - timedelta(hours=1)
+
+
+def tagged(user_request, model, tag):
+    return [(f"{tag}-{n}", user_request(model, f"question {n}")) for n in range(2)]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_a_tagged_batch_is_found_again_among_the_providers_batches(
+    make_client, user_request, llm_server, model
+):
+    client = make_client(model)
+    uploads = []
+    client.batch_submit(tagged(user_request, model, "cj1xother"))  # someone else's
+    batch_id = client.batch_submit(
+        tagged(user_request, model, "cj2xmine"), tag="cj2xmine", uploaded=uploads.append
+    )
+    file_id = uploads[0] if uploads else ""
+
+    found = client.batch_find("cj2xmine", since=AN_HOUR_AGO, input_file_id=file_id)
+    missing = client.batch_find("cj3xnone", since=AN_HOUR_AGO, input_file_id=file_id)
+
+    assert found.batch_id == batch_id and not found.undecided
+    assert not missing.batch_id and not missing.undecided
+    assert bool(uploads) == model.startswith("openai/")  # the file id is told before create
+
+
+def test_an_openai_batch_is_found_only_by_its_input_file_and_tag(
+    make_client, user_request, llm_server
+):
+    model = "openai/gpt-4o-mini"
+    client = make_client(model)
+    uploads = []
+    client.batch_submit(tagged(user_request, model, "cj4xa"), tag="cj4xa", uploaded=uploads.append)
+
+    assert not client.batch_find("cj4xa", since=AN_HOUR_AGO, input_file_id="file_other").batch_id
+    assert not client.batch_find("cj4xa", since=AN_HOUR_AGO).batch_id  # never uploaded
+    later = datetime.now(UTC) + timedelta(hours=1)
+    assert not client.batch_find("cj4xa", since=later, input_file_id=uploads[0]).batch_id
+    assert llm_server.batches.created[0].metadata == {"carejury_batch": "cj4xa"}
+
+
+def test_an_anthropic_batch_still_running_leaves_the_search_undecided(
+    make_client, user_request, llm_server
+):
+    model = "anthropic/claude-haiku-4-5"
+    llm_server.batches.polls_in_progress = 1
+    client = make_client(model)
+    client.batch_submit(tagged(user_request, model, "cj5xa"), tag="cj5xa")
+
+    first = client.batch_find("cj5xa", since=AN_HOUR_AGO)
+    client.batch_status(llm_server.batches.created[0].id)  # its first look: in progress
+    second = client.batch_find("cj5xa", since=AN_HOUR_AGO)
+
+    assert first.undecided and not first.batch_id
+    assert second.batch_id == llm_server.batches.created[0].id
+
+
+def test_the_offline_scripts_find_nothing_they_cost_nothing():
+    provider = OfflineBatchProvider("standard")
+    assert provider.find("cj6xa", since=AN_HOUR_AGO) == Adoption()

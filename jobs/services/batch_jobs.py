@@ -1,0 +1,156 @@
+"""A job in batch mode (jobs.models.BatchMode): its model calls go through the providers'
+batch APIs instead of one live call per worker task. The job kind says what only it knows
+(`BatchWork`): its pending units and the request each makes, how to record an answer, a
+failure and a cached answer, and its live path; this module does the rest, the same for
+every kind (scoring, case enrichment).
+
+The job's watch is the periodic poll (`batch_job_poll`): under the job's poll lease it looks
+at every open batch and records the answers of those that ended (jobs.services.batches),
+then sends the pending units that are in no open batch: those the response cache answers at
+once, the rest in new batches, one model at a time. A unit a batch gave no answer (errored,
+expired, cancelled) goes out again: in a later batch, up to BATCH_ATTEMPTS batches, then it
+fails; or live, once, when the job says `batch_resend_live`. A batch answer is validated as
+a live one is; an unusable one is not repaired (that would take another batch).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from jobs.models import JobStatus, ProviderBatch
+from jobs.services import batches
+from llm.clients import ModelRouter
+from llm.engine.chat import ChatRequest, ChatResponse, ProviderError
+from llm.engine.providers.batches import BatchResult
+from llm.engine.providers.client import ModelClient
+from llm.engine.providers.redaction import failure_text
+
+# Batches a unit may go out in before it fails (a relaunch or a retry tries it again).
+BATCH_ATTEMPTS = 3
+
+
+class BatchJob(Protocol):
+    """A job in batch mode (jobs.models.BatchMode): a scoring job, a case set."""
+
+    pk: int
+    status: str
+    batch_resend_live: bool
+
+    def refresh_from_db(self, *, fields: list[str]) -> None: ...
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A pending unit of the job: its primary key, the model it asks, the request it makes
+    (built only when it is sent) and the reason its last batch gave no answer."""
+
+    pk: int
+    model: str
+    request: Callable[[], ChatRequest]
+    last_error: str = ""
+
+
+@dataclass(frozen=True)
+class BatchWork:
+    """What one job of a kind supplies to the shared poll."""
+
+    kind: str  # the job kind its tasks module declares (the watch's)
+    router: Callable[[], ModelRouter]  # the job's, with its cache flag and prices
+    # The pending units, in an order that keeps a unit's neighbours together, less `skip`.
+    pending: Callable[[set[int]], Iterable[Unit]]
+    # The requests behind a batch's custom ids, built again as they were sent.
+    requests_of: Callable[[ProviderBatch], Mapping[str, ChatRequest]]
+    # Record one batch result once (keyed by batches.answer_key); an error result leaves
+    # the unit pending, with the reason for the page.
+    record: Callable[[ProviderBatch, BatchResult, ChatRequest], None]
+    cached: Callable[[Unit, ChatRequest, ChatResponse], None]  # an answer from the cache
+    failed: Callable[[int, str], None]  # a unit that will get no answer
+    live: Callable[[int], None]  # the unit's live path, in this process
+    limit_reached: Callable[[], bool]  # the job's cost limit (pauses it)
+    recorded: Callable[[], None] = lambda: None  # after the batches are looked at
+
+
+def batch_job_poll(job: BatchJob, work: BatchWork) -> bool:
+    """Record what the job's batches answered and send what is pending; False when another
+    poller holds the job (this one did nothing). The caller finishes the job when done."""
+    token = batches.poll_lease_claim(work.kind, job.pk)
+    if token is None:
+        return False
+    try:
+        router = work.router()
+        for batch in batches.open_batches(work.kind, job.pk):
+            # Recording a large batch takes a while: the lease is renewed batch by batch.
+            if not batches.poll_lease_extend(work.kind, job.pk, token):
+                return True
+            _batch_look(batch, router, work)
+        work.recorded()
+        job.refresh_from_db(fields=["status"])
+        held = batches.poll_lease_extend(work.kind, job.pk, token)
+        if held and job.status == JobStatus.RUNNING and not work.limit_reached():
+            live = _pending_send(job, router, work)
+            _live_send(job, work, token, live)
+    finally:
+        batches.poll_lease_release(work.kind, job.pk, token)
+    return True
+
+
+def _batch_look(batch: ProviderBatch, router: ModelRouter, work: BatchWork) -> None:
+    try:
+        client = router.client_for(batch.model)
+    except ProviderError as error:  # its key was removed since: looked at again later
+        batch.error = failure_text(error)
+        batch.save(update_fields=["error"])
+        return
+    batches.batch_poll(batch, client, requests_of=work.requests_of, record=work.record)
+
+
+def _pending_send(job: BatchJob, router: ModelRouter, work: BatchWork) -> list[int]:
+    """Send the pending units in new batches; returns those to resend live instead."""
+    waiting = batches.units_in_flight(work.kind, job.pk)
+    attempts = batches.unit_attempts(work.kind, job.pk)
+    by_model: dict[str, list[tuple[int, ChatRequest]]] = defaultdict(list)
+    live = []
+    for unit in work.pending(waiting):
+        sent = attempts[unit.pk]
+        if sent and job.batch_resend_live:
+            live.append(unit.pk)
+            continue
+        if sent >= BATCH_ATTEMPTS:
+            work.failed(unit.pk, f"no answer after {sent} batches: {unit.last_error or 'none'}")
+            continue
+        try:
+            client = router.client_for(unit.model)
+        except ProviderError as error:  # no key, a model string it cannot call: said so
+            work.failed(unit.pk, failure_text(error))
+            continue
+        request = unit.request()
+        answer = client.cached_answer(request)
+        if answer is not None:
+            work.cached(unit, request, answer)
+            continue
+        queued = by_model[unit.model]
+        queued.append((unit.pk, request))
+        # Sent as soon as a batch is full: a large job never holds all its prompts at once.
+        if len(queued) == batches.MAX_BATCH_REQUESTS:
+            _batch_send(job, work, client, by_model.pop(unit.model))
+    for model, requests in by_model.items():
+        _batch_send(job, work, router.client_for(model), requests)
+    return live
+
+
+def _batch_send(
+    job: BatchJob, work: BatchWork, client: ModelClient, requests: list[tuple[int, ChatRequest]]
+) -> None:
+    batches.batch_submit(kind=work.kind, job_id=job.pk, client=client, requests=requests)
+
+
+def _live_send(job: BatchJob, work: BatchWork, token: str, units: list[int]) -> None:
+    """The units a batch left unanswered, called live one after another (the researcher
+    chose this over waiting for another batch); the lease is renewed call by call."""
+    for pk in units:
+        if not batches.poll_lease_extend(work.kind, job.pk, token):
+            return
+        work.live(pk)
