@@ -74,7 +74,7 @@ class Command(BaseCommand):
             "--dry-run",
             action="store_true",
             help="print the forecast of calls, tokens and cost per role (from an earlier run) "
-            "and exit without creating anything",
+            "and exit without creating anything (but the pilot --pilot asks for)",
         )
         parser.add_argument(
             "--pilot",
