@@ -36,8 +36,11 @@ MIN_TOKENS = 1024
 STEP_TOKENS = 128
 TTL_SECONDS = 300.0
 LOOKBACK_BLOCKS = 20
-# Expired entries are swept once the table has grown by this many since the last sweep.
+# Expired entries are swept once the table has grown by this many since the last sweep; past
+# MAX_ENTRIES live ones, the half closest to lapsing goes too (a provider evicts under
+# pressure as well), so a long offline run keeps its memory bounded.
 SWEEP_EVERY = 10_000
+MAX_ENTRIES = 400_000
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,11 @@ class PromptCache:
         for digest in digests:
             self._expires[digest] = now + self.ttl_seconds
         if len(self._expires) - self._swept_at >= SWEEP_EVERY:
-            self._expires = {key: when for key, when in self._expires.items() if when > now}
+            live = {key: when for key, when in self._expires.items() if when > now}
+            if len(live) > MAX_ENTRIES:
+                newest = sorted(live.items(), key=lambda item: item[1])[-MAX_ENTRIES // 2 :]
+                live = dict(newest)
+            self._expires = live
             self._swept_at = len(self._expires)
 
 

@@ -131,3 +131,23 @@ def test_the_offline_usage_carries_the_simulated_shares_of_the_scripts_count():
     assert 1000 < second.cached_input_tokens < 1200
     assert second.cached_input_tokens + second.cache_write_tokens <= 1200
     assert second.output_tokens == 50
+
+
+def test_the_table_is_swept_of_lapsed_entries_and_kept_bounded(monkeypatch):
+    from llm.engine import prompt_cache
+
+    monkeypatch.setattr(prompt_cache, "SWEEP_EVERY", 10)
+    monkeypatch.setattr(prompt_cache, "MAX_ENTRIES", 20)
+    clock = Clock()
+    cache = PromptCache(clock=clock, min_tokens=1)
+    for n in range(15):
+        cache.marked("m", [Block(f"old {n:04}", breakpoint=True)])
+    clock.now = 1000  # every entry so far has lapsed
+    for n in range(60):
+        clock.now += 1
+        cache.marked("m", [Block(f"new {n:04}", breakpoint=True)])
+
+    # At most MAX_ENTRIES after a sweep, and SWEEP_EVERY more before the next one.
+    assert len(cache._expires) <= 20 + 10
+    # The newest entries survive the eviction and are still read.
+    assert cache.marked("m", [Block("new 0059", breakpoint=True)]).cached_tokens == 2

@@ -55,13 +55,14 @@ class OfflineProvider:
         script = getattr(importlib.import_module(module_name), function_name)
         started = time.perf_counter()
         response = script(request, self.behaviour)
+        usage = cached_usage(request, response.usage)  # inside the answer's time, as a provider's
         time.sleep(max(0.0, self.latency_seconds - (time.perf_counter() - started)))
         latency = (time.perf_counter() - started) * 1000
         return ChatResponse(
             text=response.text,
             tool_calls=response.tool_calls,
             reasoning=response.reasoning,
-            usage=cached_usage(request, response.usage),
+            usage=usage,
             latency_ms=latency,
             finish_reason=response.finish_reason,
             model=request.model,
