@@ -18,7 +18,9 @@ Measured against targets:
 - the paper's bill with batch and caching as a share of the plain list price (every token at
   the input or output price, no batch): conversations live (each turn waits for the last, so
   they never go in a batch) at the cached rates the pilot measured, the case writer and the
-  judges in batches at the cached rates too. Target: <= 0.35x (the issue's).
+  judges in batches at the cached rates too (the pilot's reads, measured live: providers
+  promise cache hits inside a batch only on a best-effort basis). Target: <= 0.35x (the
+  issue's).
 - the forecast's speed: the whole forecast (the earlier units read from the database, the
   arithmetic), best of a few repeats. Target: under 1 s (the launch page's panel asks on every
   change).
