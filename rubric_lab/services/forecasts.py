@@ -22,7 +22,7 @@ from django.utils import timezone
 from benchmark.models import ModelCall, Run
 from llm.engine.forecast import Forecast, RoleDemand, UnitUsage, forecast
 from llm.services.prices import catalog_in_force
-from rubric_lab.engine.pipeline import MODEL_STAGES, PURPOSES, stages_of
+from rubric_lab.engine.pipeline import DIRECT_STAGES, MODEL_STAGES, PURPOSES, stages_of
 from rubric_lab.models import GenerationJob, GenerationStatus, InstanceScore
 from rubric_lab.services.instance_scoring import JUDGE_PURPOSE
 
@@ -53,14 +53,25 @@ def generation_forecast(
     stages = [
         stage
         for stage in stages_of(method)
-        if stage in (*MODEL_STAGES, "direct") and not skips.get(SKIPS.get(stage, ""), False)
+        if stage in (*MODEL_STAGES, *DIRECT_STAGES) and not skips.get(SKIPS.get(stage, ""))
     ]
     roles = [(f"stage: {stage}", PURPOSES[stage], generator_model) for stage in stages]
     if judge_model:
         roles.append(("stage: scoring", JUDGE_PURPOSE, judge_model))
     where = f"{len(observed)} generations of job {source.pk}" if source else ""
+    # A stage the earlier job skipped (an ablation) or a scoring it never ran was not
+    # observed, rather than observed to cost nothing.
+    unseen = {PURPOSES[stage] for stage, flag in SKIPS.items() if getattr(source, flag, False)}
+    if source is not None and not source.judge_model:
+        unseen.add(JUDGE_PURPOSE)
     demands = [
-        RoleDemand(role, model, conversations, _of_purpose(observed, purpose), where)
+        RoleDemand(
+            role,
+            model,
+            conversations,
+            [] if purpose in unseen else _of_purpose(observed, purpose),
+            where,
+        )
         for role, purpose, model in roles
     ]
     result = forecast(demands, catalog_in_force().price_for)
@@ -115,7 +126,7 @@ def _of_purpose(observed: dict[int, dict[str, UnitUsage]], purpose: str) -> list
 
 
 def _stage_purposes() -> list[str]:
-    return [PURPOSES[stage] for stage in (*MODEL_STAGES, "direct")]
+    return [PURPOSES[stage] for stage in (*MODEL_STAGES, *DIRECT_STAGES)]
 
 
 def _calls_in(windows: list[tuple]) -> Iterable[dict]:

@@ -83,3 +83,20 @@ def test_the_launch_page_shows_the_forecast_panel(earlier_job, played_run, admin
 def test_an_incomplete_form_asks_for_what_is_missing(admin_client_):
     panel = admin_client_.get(reverse("rubric_lab:pipeline_forecast"), {"limit": 5})
     assert "Complete the form (run, generator model" in panel.content.decode()
+
+
+def test_a_stage_the_earlier_job_skipped_is_unobserved_not_free(played_run):
+    conversations = list(played_run.conversations.scorable()[:2])
+    job = pipeline.generation_job_launch(
+        conversations=conversations, generator_model="offline/standard", run=played_run,
+        skip_audit=True,
+    )  # fmt: skip
+    for generation_id in job.generations.values_list("pk", flat=True):
+        assert pipeline.generation_execute(generation_id)
+
+    result = forecasts.generation_forecast(
+        run=played_run, conversations=4, generator_model=GENERATOR, judge_model=JUDGE
+    )
+
+    assert result.unobserved == ["stage: audit", "stage: scoring"]
+    assert {role.role for role in result.roles if role.figures} >= {"stage: synthesis"}
