@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from django.db.models import Count, Sum
+from django.utils import timezone
 
 from benchmark.models import (
     BenchmarkSet,
@@ -61,7 +62,8 @@ def pilot_launch(
         raise runs.RunError("A pilot needs at least one conversation.")
     configs = list({choice.agent_config.pk: choice.agent_config for choice in agents}.values())
     run = runs.run_launch(
-        name=f"Pilot of {benchmark_set.name} ({conversations} offline conversations)",
+        name=f"Pilot of {benchmark_set.name} ({conversations} offline conversations, "
+        f"{timezone.now():%Y-%m-%d %H:%M})",
         benchmark_set=benchmark_set,
         agents=[AgentChoice(PILOT_AGENT_MODEL, config) for config in configs],
         patient_model=PILOT_PATIENT_MODEL,
