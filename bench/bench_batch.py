@@ -1,24 +1,17 @@
-"""Batch scoring at scale, and what batches and prompt caching do to the paper's bill.
+"""Batch scoring at scale: a scoring job of 10,008 judge calls (834 conversations x 6 rubrics x
+2 judges, one through OpenAI's Batch API and one through Anthropic's Message Batches, both
+spoken by the fake server in a process of its own; each batch is in progress at its first look,
+and the first batch expires with only 1,000 of its requests answered) on a fresh SQLite
+database. The batches are polled by a poller process (the loop the job's watch runs:
+`scoring_batches.scoring_batch_poll`), which is SIGKILLed once 30% of the calls are recorded; a
+second poller takes over when the first one's lease runs out. The conversations are copies of
+an 8-case offline run's (their judge prompts are real; copies keep it fast). Measured: calls
+lost (not valid at the end), calls paid twice (provider-side answered requests, summed over
+every batch, beyond one per call; and accounting rows beyond one per call), and the wall time.
+Target: 0 and 0.
 
-1. A scoring job of 10,008 judge calls (834 conversations x 6 rubrics x 2 judges, one through
-   OpenAI's Batch API and one through Anthropic's Message Batches, both spoken by the fake
-   server in a process of its own; each batch is in progress at its first look, and the first
-   batch expires with only 1,000 of its requests answered) on a fresh SQLite database. The
-   batches are polled by a poller process (the loop the job's watch runs:
-   `scoring_batches.scoring_batch_poll`), which is SIGKILLed once 30% of the calls are
-   recorded; a second poller takes over when the first one's lease runs out. The conversations
-   are copies of an 8-case offline run's (their judge prompts are real; copies keep it fast).
-   Measured: calls lost (not valid at the end), calls paid twice (provider-side answered
-   requests, summed over every batch, beyond one per call; and accounting rows beyond one per
-   call), and the wall time. Target: 0 and 0.
-
-2. The paper configuration's forecast (as bench/bench_forecast.py: learnt from an 8-case
-   offline pilot, 12,000 conversations, 144,000 judge calls at the prices in
-   llm/data/prices.yaml) at the plain list price, and with the judges and the case writer sent
-   in batches and prompt caching as the pilot observed it. Conversations are live by nature
-   (each turn waits for the last): they never go in a batch. The offline scripts report no
-   prompt-cache reads, so the caching share here is what the pilot saw: none. Target: <= 35%
-   of the list price.
+The paper configuration's bill with batches and prompt caching against the list price is
+measured by bench/bench_forecast.py.
 
 Run directly (`python bench/bench_batch.py`) or from bench/run_all.py.
 """
@@ -47,7 +40,6 @@ LEASE_SECONDS = 20
 POLL_SECONDS = 0.5
 DEADLINE_SECONDS = 1200
 POLLER_FLAG = "--poller"
-RATIO_TARGET = 0.35
 
 
 def run() -> list[dict]:
@@ -62,16 +54,11 @@ def run() -> list[dict]:
     ):
         os.environ.update(_provider_environment(url))
         django_on_fresh_sqlite(data_dir)
-        pilot = _pilot()
-        # Forecast first: the copies below are a later run of the same set, with no model
-        # calls of their own, which the forecast would learn from instead.
-        ratio, lines = _forecast_ratio(pilot.pk)
-        measured = _score(_batch_job(pilot))
+        measured = _score(_batch_job(_pilot()))
     print(
         f"{measured['calls']:,} judge calls in {measured['batches']} batches, "
         f"{measured['wall']:.0f} s; poller killed after {measured['killed_at']:,} recorded"
     )
-    print("\n".join(lines))
     return [
         _row("batch job: judge calls lost (10,008 calls, SIGKILL, one expired batch)",
              measured["lost"], 0, "calls"),
@@ -79,8 +66,6 @@ def run() -> list[dict]:
              measured["paid_twice"], 0, "calls"),
         _row("batch job: judge calls accounted twice", measured["accounted_twice"], 0, "calls"),
         _row("batch job: wall time, 10,008 calls", measured["wall"], None, "s"),
-        {"name": "paper forecast: batch + caching as share of list price", "measured": ratio,
-         "target": RATIO_TARGET, "unit": "x", "ok": ratio <= RATIO_TARGET},
     ]  # fmt: skip
 
 
@@ -200,55 +185,6 @@ def poll_forever(job_id: int) -> int:
         job.refresh_from_db(fields=["status"])
         time.sleep(POLL_SECONDS)
     return 0
-
-
-# --- the forecast -----------------------------------------------------------------------------
-
-
-def _forecast_ratio(pilot_id: int) -> tuple[float, list[str]]:
-    from bench.bench_forecast import MODELS, PAPER_CASES
-    from benchmark.models import Run
-    from benchmark.services import forecasts
-    from benchmark.services.runs import AgentChoice
-    from jury.services import forecasts as jury_forecasts
-    from jury.services import juries, scoring
-    from llm.engine.forecast import forecast
-    from llm.engine.providers.catalog import Price
-    from llm.services.prices import catalog_in_force
-    from tests.support.builders import shipped_agent
-
-    pilot = Run.objects.get(pk=pilot_id)
-    job = scoring.scoring_launch(run=pilot, jury=juries.jury_demo_ensure())
-    for score_id in scoring.pending_score_ids(job):
-        scoring.judge_score_execute(score_id)
-    paper_jury = juries.jury_create(name="Paper jury", judges=MODELS["judges"])
-    conversations, _ = forecasts.run_demands(
-        benchmark_set=pilot.benchmark_set, agents=[AgentChoice(MODELS["agent"],
-        shipped_agent("baseline"))], patient_model=MODELS["patient"],
-        roster_model=MODELS["roster"], cases=PAPER_CASES,
-    )  # fmt: skip
-    judges, _ = jury_forecasts.scoring_demands(
-        run=pilot, jury=paper_jury, conversations=PAPER_CASES
-    )
-    enrichment = forecasts.enrichment_demand(
-        pilot.benchmark_set, cases=PAPER_CASES, model=MODELS["enrichment"]
-    )
-    price_of = catalog_in_force().price_for
-
-    def list_price(model: str) -> Price | None:
-        price = price_of(model)
-        return None if price is None else Price(price.input_per_million, price.output_per_million)
-
-    plain = forecast([*conversations, enrichment, *judges], list_price).cost.estimate
-    live = forecast(conversations, price_of).cost.estimate
-    batched = forecast([enrichment, *judges], price_of, batch=True).cost.estimate
-    ratio = (live + batched) / plain
-    return ratio, [
-        f"paper forecast: list price ${plain:,.0f}; conversations live with caching "
-        f"${live:,.0f} + enrichment and judges in batches ${batched:,.0f} = "
-        f"${live + batched:,.0f} ({ratio:.0%} of list; the pilot's offline scripts report no "
-        "prompt-cache reads, so caching saves nothing in this figure)"
-    ]
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ urlpatterns = [
     path("import/", views.import_healthbench, name="import"),
     path("pipelines/", views.pipeline_list, name="pipelines"),
     path("pipelines/new/", views.pipeline_new, name="pipeline_new"),
+    path("pipelines/new/forecast/", views.pipeline_forecast, name="pipeline_forecast"),
     path("pipelines/<int:pk>/", views.pipeline_detail, name="pipeline"),
     path("generations/<int:pk>/", views.generation_detail, name="generation"),
     path("rubrics/<int:pk>/", views.rubric_detail, name="rubric"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from django.db.models import Count, Sum
+from django.utils import timezone
 
 from benchmark.models import (
     BenchmarkSet,
@@ -21,6 +22,7 @@ from benchmark.models import (
     ModelCall,
     Run,
 )
+from benchmark.services import runs
 from benchmark.services.runs import AgentChoice
 from llm.engine.forecast import Forecast, RoleDemand, UnitUsage, forecast
 from llm.services.prices import catalog_in_force
@@ -31,6 +33,49 @@ NO_SOURCE = (
     "No finished run to forecast from: launch a small pilot run first (a few cases, one "
     "repetition), then come back."
 )
+
+
+# A pilot plays the chosen agent configurations with these scripts: free, at once, and their
+# calls report the prompt-cache reads a provider would have given them (llm.engine.prompt_cache).
+PILOT_AGENT_MODEL = "offline/careful"
+PILOT_PATIENT_MODEL = "offline/patient"
+PILOT_CONCURRENCY = 4
+
+
+def pilot_needed(benchmark_set: BenchmarkSet) -> bool:
+    """Whether the set has no run with a finished conversation to forecast from."""
+    finished = Run.objects.filter(
+        benchmark_set=benchmark_set, conversations__status=ConversationStatus.FINISHED
+    )
+    return not finished.exists()
+
+
+def pilot_launch(
+    *, benchmark_set: BenchmarkSet, agents: list[AgentChoice], conversations: int
+) -> Run:
+    """A pilot run of the set's first `conversations` cases (at least one per agent
+    configuration), played by the offline scripts with the chosen agent configurations, for
+    the forecast to learn each role's calls and tokens from. The caller plays it (the CLI, in
+    its own process). The scripts' token counts stand in for the real models': the forecast
+    says which run it learnt from."""
+    if conversations < 1:
+        raise runs.RunError("A pilot needs at least one conversation.")
+    configs = list({choice.agent_config.pk: choice.agent_config for choice in agents}.values())
+    run = runs.run_launch(
+        name=f"Pilot of {benchmark_set.name} ({conversations} offline conversations, "
+        f"{timezone.now():%Y-%m-%d %H:%M})",
+        benchmark_set=benchmark_set,
+        agents=[AgentChoice(PILOT_AGENT_MODEL, config) for config in configs],
+        patient_model=PILOT_PATIENT_MODEL,
+        concurrency=PILOT_CONCURRENCY,
+    )
+    # Launched case by case for every configuration; the cases past the first few are left
+    # out before anything is played, so the pilot stays small whatever the set's size.
+    kept = run.conversations.order_by("pk").values_list("pk", flat=True)[
+        : max(conversations, len(configs))
+    ]
+    run.conversations.exclude(pk__in=list(kept)).delete()
+    return run
 
 
 def forecast_source(benchmark_set: BenchmarkSet | None) -> tuple[Run | None, str]:

@@ -129,6 +129,12 @@ class ChatRequest:
     # tool list are marked always. OpenAI caches repeated prefixes by itself. Never part of
     # the response-cache key: it changes the price of a call, not its answer.
     cache_prefix_chars: int = 0
+    # The call is one turn of a conversation that will be sent again with more turns (the
+    # agent's and the patient's): Anthropic's adapter also marks its latest message, so the
+    # next turn reads everything up to it from the cache instead of paying for it again. Off
+    # for one-off calls (a judge, enrichment), whose tail would be written at 1.25x and never
+    # read. Never part of the response-cache key, like cache_prefix_chars.
+    cache_latest: bool = False
 
 
 # A refusal that came with no words of its own (Claude can stop with stop_reason "refusal" before

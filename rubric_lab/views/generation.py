@@ -15,6 +15,7 @@ from common import live_jobs
 from common.live_jobs import is_running
 from common.query import BadQuery, query_form_check, query_object, query_value
 from jobs.services.starts import job_start
+from llm.engine.forecast import page_context as forecast_page_context
 from llm.engine.providers.client import sends_sampling
 from rubric_lab.engine.knowledge import CorpusError
 from rubric_lab.engine.pipeline import stages_of
@@ -27,10 +28,12 @@ from rubric_lab.models import (
     KnowledgeUpload,
     RubricGeneration,
 )
-from rubric_lab.services import budgets, imports, instance_scoring, knowledge, pipeline
+from rubric_lab.services import budgets, forecasts, imports, instance_scoring, knowledge, pipeline
 
 SEARCH_RESULTS = 8
 LIST_LIMIT = 100
+# What the forecast needs of the launch form: the models, the method and its ablations.
+FORECAST_OPTIONS = ("generator_model", "judge_model", "method", *forecasts.SKIPS.values())
 LAUNCH_OPTIONS = (
     "generator_model",
     "judge_model",
@@ -150,6 +153,28 @@ def pipeline_new(request: HttpRequest) -> HttpResponse:
             job_start(job)
             return redirect("rubric_lab:pipeline", job.pk)
     return render(request, "rubric_lab/pipeline_new.html", {"form": form})
+
+
+@role_required(*STAFF)
+def pipeline_forecast(request: HttpRequest) -> HttpResponse:
+    """The launch page's forecast panel for what the form says now (htmx, on change)."""
+    form = forms.PipelineLaunchForm(request.GET)
+    if not form.is_valid():
+        wanted = ", ".join(
+            str(form[name].label).lower() for name in form.errors if name in form.fields
+        )
+        context = {"waiting": f"Complete the form ({wanted}) to see the forecast."}
+        return render(request, "benchmark/_forecast.html", context)
+    data = form.cleaned_data
+    conversations = data["run"].conversations.scorable()
+    if data["conversation"]:
+        conversations = conversations.filter(public_id=data["conversation"])
+    result = forecasts.generation_forecast(
+        run=data["run"],
+        conversations=min(conversations.count(), data["limit"]),
+        **{name: data[name] for name in FORECAST_OPTIONS},
+    )
+    return render(request, "benchmark/_forecast.html", forecast_page_context(result))
 
 
 def _launch_initial(request: HttpRequest) -> dict:

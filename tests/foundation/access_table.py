@@ -256,6 +256,7 @@ PAGES += [
     Page("rubric_lab:import", STAFF),
     Page("rubric_lab:pipelines", STAFF),
     Page("rubric_lab:pipeline_new", STAFF),
+    Page("rubric_lab:pipeline_forecast", STAFF),
     Page("rubric_lab:pipeline", STAFF, (("pk", "generation_job", "pk"),)),
     Page("rubric_lab:generation", STAFF, (("pk", "generation", "pk"),)),
     Page("rubric_lab:rubric", STAFF, (("pk", "instance_rubric", "pk"),)),

@@ -464,6 +464,8 @@ class _Conversation:
             tools=tools or (),
             hints=hints,
             sample=self.sample,
+            # Each turn re-sends the last one's prompt and a few messages more: cached.
+            cache_latest=True,
         )
         try:
             response = self.clients[role].chat(request)

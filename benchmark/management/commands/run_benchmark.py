@@ -74,7 +74,14 @@ class Command(BaseCommand):
             "--dry-run",
             action="store_true",
             help="print the forecast of calls, tokens and cost per role (from an earlier run) "
-            "and exit without creating anything",
+            "and exit without creating anything (but the pilot --pilot asks for)",
+        )
+        parser.add_argument(
+            "--pilot",
+            type=int,
+            metavar="N",
+            help="with --dry-run: when no run of the set has finished conversations, first play "
+            "a pilot of N of its cases with the offline scripts (free) and forecast from it",
         )
         parser.add_argument(
             "--retry-failed",
@@ -94,6 +101,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
+        if opts["pilot"] is not None and not opts["dry_run"]:
+            raise CommandError("--pilot goes with --dry-run: it plays a pilot to forecast from.")
         if opts["dry_run"]:
             self._forecast(opts)
             return
@@ -139,14 +148,32 @@ class Command(BaseCommand):
         missing = [f"--{name}" for name in ("set", "models") if not opts[name]]
         if missing:
             raise CommandError(f"Give {', '.join(missing)} to forecast a run.")
+        benchmark_set = self._benchmark_set(opts["set"])
+        agents = self._agent_choices(opts["models"], opts["agents"] or ["baseline"])
+        if opts["pilot"] is not None and forecasts.pilot_needed(benchmark_set):
+            self._pilot(benchmark_set, agents, opts["pilot"])
         result = forecasts.run_forecast(
-            benchmark_set=self._benchmark_set(opts["set"]),
-            agents=self._agent_choices(opts["models"], opts["agents"] or ["baseline"]),
+            benchmark_set=benchmark_set,
+            agents=agents,
             patient_model=opts["patient_model"],
             roster_model=opts["roster_model"],
             repetitions=opts["repetitions"],
         )
         self.stdout.write(text_table(result))
+
+    def _pilot(self, benchmark_set: BenchmarkSet, agents, conversations: int) -> None:
+        try:
+            run = forecasts.pilot_launch(
+                benchmark_set=benchmark_set, agents=agents, conversations=conversations
+            )
+        except runs.RunError as error:
+            raise CommandError(str(error)) from None
+        total = run.conversations.count()
+        self.stdout.write(
+            f"No finished run of {benchmark_set.name!r} to forecast from: playing a pilot of "
+            f"{total} conversation{pluralize(total)} with the offline scripts (run {run.pk})."
+        )
+        self._execute_inline(run, total, wait=True)
 
     def _launch_or_resume(self, opts) -> Run:
         missing = [f"--{name}" for name in ("name", "set", "models") if not opts[name]]

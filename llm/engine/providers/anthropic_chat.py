@@ -63,7 +63,9 @@ class AnthropicChatProvider:
             "model": self.model_name,
             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
             "messages": cache_marked_messages(
-                render_messages(request.messages), request.cache_prefix_chars
+                render_messages(request.messages),
+                request.cache_prefix_chars,
+                latest=request.cache_latest,
             ),
         }
         # The stable prefix (tool list, then system prompt) is marked for the prompt cache, so
@@ -147,13 +149,36 @@ def claude_schema(schema: Any) -> Any:
 
 
 # A prompt-cache breakpoint: everything up to and including the block that carries it is
-# cached (5-minute entries). A request may carry up to 4; this adapter sets at most 3.
+# cached (5-minute entries). A request may carry up to 4; this adapter sets at most 4 (tools,
+# system prompt, a stable prefix of the first message, the latest message).
 CACHED = {"cache_control": {"type": "ephemeral"}}
 
 
-def cache_marked_messages(turns: list[dict[str, Any]], prefix_chars: int) -> list[dict[str, Any]]:
+def cache_marked_messages(
+    turns: list[dict[str, Any]], prefix_chars: int, *, latest: bool = False
+) -> list[dict[str, Any]]:
     """`turns` with the first `prefix_chars` characters of the first user message marked as a
-    cache prefix: that text goes as two blocks, the stable one carrying the breakpoint."""
+    cache prefix (that text goes as two blocks, the stable one carrying the breakpoint) and,
+    with `latest`, the last block of the last turn marked too: the next turn of the
+    conversation re-sends all of it, and the API finds that prefix from the new breakpoint."""
+    turns = _prefix_marked(turns, prefix_chars)
+    if latest and turns:
+        *earlier, last = turns
+        content = list(last["content"])
+        if content and _markable(content[-1]):
+            content[-1] = {**content[-1], **CACHED}
+            turns = [*earlier, {**last, "content": content}]
+    return turns
+
+
+def _markable(block: dict[str, Any]) -> bool:
+    """The API refuses a breakpoint on a thinking block or an empty text block."""
+    if block["type"] in THINKING_KINDS:
+        return False
+    return block["type"] != "text" or bool(block["text"])
+
+
+def _prefix_marked(turns: list[dict[str, Any]], prefix_chars: int) -> list[dict[str, Any]]:
     if prefix_chars <= 0 or not turns or turns[0]["role"] != "user":
         return turns
     first, *rest = turns[0]["content"]

@@ -185,3 +185,43 @@ def _raw_usage(llm_server, model):
         json={"model": model, "messages": [{"role": "user", "content": "hi"}]},
     )
     return reply.json()["usage"]
+
+
+def test_a_conversation_turn_marks_its_latest_message_and_the_next_turn_reads_it():
+    model = "anthropic/claude-haiku-4-5"
+    tools = (ToolSpec("lookup", "Looks a record up.", {"type": "object"}),)
+    first_turn = (Message(role="user", content="I need an appointment. " * 10),)
+    second_turn = (
+        *first_turn,
+        Message(role="assistant", content="For when?"),
+        Message(role="user", content="Tomorrow morning."),
+    )
+    long_system = "Follow the clinic's rules. " * 400
+    with running_fake_llm_server(prompt_cache=True) as server:
+        client = _client(server, model)
+        first, second = (
+            client.chat(
+                ChatRequest(model=model, purpose="assistant", system=long_system,
+                            messages=messages, tools=tools, cache_latest=True)
+            )
+            for messages in (first_turn, second_turn)
+        )  # fmt: skip
+        bodies = [request.body for request in server.requests]
+
+    for body in bodies:
+        assert request_problems(body, "anthropic") == []
+        assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+        marks = [body["tools"][-1], *body["system"], *body["messages"][-1]["content"]]
+        assert sum("cache_control" in block for block in marks) == 3
+    # The first turn's mark moved on: only the newest message carries one.
+    assert "cache_control" not in bodies[1]["messages"][0]["content"][-1]
+    # The second turn reads everything the first one wrote, and writes only what is new.
+    assert second.usage.cached_input_tokens == first.usage.cache_write_tokens
+    assert 0 < second.usage.cache_write_tokens < 30
+
+
+def test_a_one_off_call_leaves_its_latest_message_unmarked(make_client, llm_server):
+    make_client("anthropic/claude-haiku-4-5").chat(_request("anthropic/claude-haiku-4-5"))
+
+    content = llm_server.requests[0].body["messages"][-1]["content"]
+    assert all("cache_control" not in block for block in content)
