@@ -460,7 +460,10 @@ def _with_point(figure: Estimate, library_value: float) -> Estimate:
 def _spearman(batch: Batch, data: RubricItems, reasons: _Reasons) -> Estimate:
     paired = data.paired
     values = coefficients.spearman_from_weights(
-        batch.figure_rows[:, paired], data.jury[paired], data.clinician_mean[paired]
+        batch.figure_rows,
+        data.jury[paired],
+        data.clinician_mean[paired],
+        columns=np.flatnonzero(paired),
     )
     if not batch.weighted:
         values[0] = _library_spearman(data) if np.isfinite(values[0]) else np.nan

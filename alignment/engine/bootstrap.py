@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from jury.engine.intervals import interval_note
 
@@ -49,6 +50,16 @@ class Estimate:
 
 def undefined(reason: str, *, n_items: int = 0, n_ratings: int = 0) -> Estimate:
     return Estimate(None, None, None, int(n_items), int(n_ratings), undefined=reason)
+
+
+def one_blas_thread():
+    """A context in which numpy's matrix products run on one thread.
+
+    The resample sums are many products of a few milliseconds each; spread over the cores,
+    the BLAS threads spend more CPU waiting for each other than they save, and on a shared
+    server they take cores from the other requests and workers (issue 34: the report of a
+    3,000-conversation study took a third more CPU with them)."""
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def resample_weights(n_items: int, resamples: int, rng: np.random.Generator) -> np.ndarray:

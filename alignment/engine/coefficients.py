@@ -21,6 +21,7 @@ import warnings
 
 import krippendorff
 import numpy as np
+from scipy import sparse
 
 from alignment.engine.bootstrap import ratio
 
@@ -192,30 +193,35 @@ def _midranks(counts: np.ndarray) -> np.ndarray:
     return np.cumsum(counts, axis=1) - counts + (counts + 1) / 2
 
 
-def _column_sums_by_code(weights: np.ndarray, codes: np.ndarray, width: int) -> np.ndarray:
-    """weights @ one_hot(codes): the columns of each code added up, without the dense
-    one-hot product (a thousand resamples times a thousand items times hundreds of cells)."""
+def _column_sums_by_code(
+    weights: np.ndarray, codes: np.ndarray, width: int, columns: np.ndarray
+) -> np.ndarray:
+    """weights[:, columns] @ one_hot(codes): the columns of each code added up, as a product
+    with a sparse one-hot (one entry per item), so neither the dense one-hot (a thousand
+    resamples times a thousand items times hundreds of cells) nor a copy of the selected
+    weight columns is ever made."""
     weights = np.asarray(weights, dtype=float)
     if len(codes) == 0:
         return np.zeros((weights.shape[0], width))
-    order = np.argsort(codes, kind="stable")
-    ordered = codes[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    sums = np.add.reduceat(weights[:, order], starts, axis=1)
-    out = np.zeros((weights.shape[0], width))
-    out[:, ordered[starts]] = sums
-    return out
+    one_hot = sparse.csc_matrix(
+        (np.ones(len(codes)), (columns, codes)), shape=(weights.shape[1], width)
+    )
+    return np.asarray(weights @ one_hot)
 
 
-def spearman_from_weights(weights: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def spearman_from_weights(
+    weights: np.ndarray, x: np.ndarray, y: np.ndarray, columns: np.ndarray | None = None
+) -> np.ndarray:
     """Spearman's rho of (x, y) in each resample (rows of weights = draw counts per item):
     the Pearson correlation of mid-ranks, exactly what scipy gives the resample written out
     with its repeats. Worked on the table of distinct (x, y) pairs, not on items, since
-    scores and means take few distinct values."""
+    scores and means take few distinct values. columns: the weight column of each (x, y)
+    pair (default: the pairs are the columns, in order)."""
+    columns = np.arange(len(x)) if columns is None else np.asarray(columns)
     x_values, x_codes = np.unique(x, return_inverse=True)
     y_values, y_codes = np.unique(y, return_inverse=True)
     cells, cell_codes = np.unique(x_codes * len(y_values) + y_codes, return_inverse=True)
-    joint = _column_sums_by_code(weights, cell_codes, len(cells))  # (batch, cells): draws
+    joint = _column_sums_by_code(weights, cell_codes, len(cells), columns)  # (batch, cells)
     cell_x, cell_y = cells // len(y_values), cells % len(y_values)
     rank_x = _midranks(joint @ np.eye(len(x_values))[cell_x])[:, cell_x]
     rank_y = _midranks(joint @ np.eye(len(y_values))[cell_y])[:, cell_y]

@@ -30,7 +30,7 @@ from django.db.models.functions import Length
 
 from alignment.engine.frames import ITEM, JUDGE, JURY, RATER, RUBRIC, SCORE
 from alignment.engine.judge_bias import AGENT_MODEL
-from annotation.models import Assignment, AssignmentStatus, Study
+from annotation.models import Assignment, AssignmentStatus, Study, StudyItem
 from benchmark.models import Conversation, TraceEvent
 from jury.models import JudgeScore, RubricResult, ScoreStatus, ScoringJob
 
@@ -110,6 +110,10 @@ class StudyFrames:
     # judges_long unless learned_included.
     learned: frozenset[int] = frozenset()
     learned_included: bool = False
+    # Where the items came from (the study, and the model label filter if any): the reads that
+    # follow select the same conversations by a subquery (see `conversation_scope`).
+    study_id: int | None = None
+    model: str | None = None
 
     @property
     def learned_note(self) -> str:
@@ -140,20 +144,28 @@ def study_frames(
     """The study's counted ratings, its jury means and judge scores, filtered to one model
     label and/or one annotator track when given; the jury side held out from the conversations
     the jury learned from unless `include_learned`."""
-    rows = study.items.values_list(
-        "conversation_id", "conversation__run_agent__label", "conversation__run_agent__model"
+    rows = list(
+        _shown(study.pk, model).values_list(
+            "conversation_id",
+            "conversation__run_agent__label",
+            "conversation__run_agent__model",
+            "conversation__run_id",
+        )
     )
-    items = {item: label for item, label, _ in rows if not model or label == model}
-    agents = {item: agent for item, _, agent in rows if item in items}
-    jobs = _job_of(study, items, job)
+    items = {item: label for item, label, _, _ in rows}
+    agents = {item: agent for item, _, agent, _ in rows}
+    jobs = _job_of(study, {item: run for item, _, _, run in rows}, job)
+    # The study's conversations as a subquery: a list of thousands of ids costs more to bind
+    # (Django prepares each one) than the database spends reading the rows.
+    scope = conversation_scope(study.pk, model)
     rubrics = study_rubrics(study)
     clinicians, excluded, excluded_annotations, raters = _clinicians(
-        study, items, include_synthetic=include_synthetic, track=track
+        study, scope if model else None, include_synthetic=include_synthetic, track=track
     )
     learned = learned_conversations(jobs)
     judged_jobs = jobs if include_learned else {i: j for i, j in jobs.items() if i not in learned}
-    jury = _jury(judged_jobs)
-    judges = _judges(judged_jobs)
+    jury = _jury(judged_jobs, scope)
+    judges = _judges(judged_jobs, scope)
     left_out = learned if not include_learned else frozenset()
     excluded[LEARNED] = int(clinicians[ITEM].isin(left_out).sum())
     rated = clinicians[~clinicians[ITEM].isin(left_out)]
@@ -171,7 +183,19 @@ def study_frames(
         agents=agents,
         learned=learned,
         learned_included=include_learned,
+        study_id=study.pk,
+        model=model,
     )
+
+
+def _shown(study_id: int, model: str | None):
+    items = StudyItem.objects.filter(study_id=study_id)
+    return items.filter(conversation__run_agent__label=model) if model else items
+
+
+def conversation_scope(study_id: int, model: str | None):
+    """The study's conversations (of one model label if given) as a subquery of ids."""
+    return _shown(study_id, model).values("conversation_id")
 
 
 def learned_note(count: int, *, included: bool) -> str:
@@ -197,30 +221,25 @@ def study_rubrics(study: Study) -> list[RubricInfo]:
     return [RubricInfo(v.rubric_id, v.name, v.code, v.kind, v.track, v.version) for v in versions]
 
 
-def _job_of(study: Study, items: dict[int, str], job: ScoringJob | None) -> dict[int, int]:
-    """item -> the scoring job whose jury it is compared with."""
+def _job_of(study: Study, run_of: dict[int, int], job: ScoringJob | None) -> dict[int, int]:
+    """item -> the scoring job whose jury it is compared with (run_of: item -> its run)."""
     if job is not None:
-        return dict.fromkeys(items, job.pk)
-    run_of = dict(
-        study.items.filter(conversation_id__in=items).values_list(
-            "conversation_id", "conversation__run_id"
-        )
-    )
+        return dict.fromkeys(run_of, job.pk)
     first_job_of_run: dict[int, int] = {}
     for job_id, run_id in study.scoring_jobs.order_by("pk").values_list("pk", "run_id"):
         first_job_of_run.setdefault(run_id, job_id)
-    return {
-        item: first_job_of_run[run_of[item]] for item in items if run_of[item] in first_job_of_run
-    }
+    return {item: first_job_of_run[run] for item, run in run_of.items() if run in first_job_of_run}
 
 
-def _clinicians(study: Study, items, *, include_synthetic: bool, track: str | None):
+def _clinicians(study: Study, scope, *, include_synthetic: bool, track: str | None):
+    """scope: the conversations to read (a subquery), None for all of the study's."""
     rows, raters = [], {}
     excluded = dict.fromkeys((INVALIDATED, PRACTICE, SYNTHETIC), 0)
     excluded_annotations = dict(excluded)
-    assignments = Assignment.objects.filter(
-        item__study=study, item__conversation_id__in=list(items), status=AssignmentStatus.SUBMITTED
-    ).values_list(
+    assignments = Assignment.objects.filter(item__study=study, status=AssignmentStatus.SUBMITTED)
+    if scope is not None:
+        assignments = assignments.filter(item__conversation_id__in=scope)
+    assignments = assignments.values_list(
         "item__conversation_id",
         "annotator_id",
         "annotator__username",
@@ -289,11 +308,12 @@ def _exclusion(synthetic: bool, practice: bool, invalid, include_synthetic: bool
     return ""
 
 
-def _jury(jobs: dict[int, int]) -> pd.DataFrame:
+def _jury(jobs: dict[int, int], scope) -> pd.DataFrame:
+    """scope: a subquery of the conversations (at least those of `jobs`)."""
     rows = [
         (item, rubric, mean, passed)
         for item, job_id, rubric, mean, passed in RubricResult.objects.filter(
-            conversation_id__in=list(jobs), job_id__in=set(jobs.values())
+            conversation_id__in=scope, job_id__in=set(jobs.values())
         ).values_list("conversation_id", "job_id", "rubric_id", "mean", "passed")
         if jobs.get(item) == job_id
     ]
@@ -302,9 +322,9 @@ def _jury(jobs: dict[int, int]) -> pd.DataFrame:
     return frame.sort_values([RUBRIC, ITEM])
 
 
-def _judges(jobs: dict[int, int]) -> pd.DataFrame:
+def _judges(jobs: dict[int, int], scope) -> pd.DataFrame:
     scores = JudgeScore.objects.filter(
-        conversation_id__in=list(jobs), job_id__in=set(jobs.values()), status=ScoreStatus.VALID
+        conversation_id__in=scope, job_id__in=set(jobs.values()), status=ScoreStatus.VALID
     ).values_list(
         "conversation_id",
         "job_id",
@@ -346,10 +366,11 @@ def conversation_features(frames: StudyFrames) -> pd.DataFrame:
     assistant messages), tool calls, and the agent's model string - what the judge bias
     diagnostics set the judges' disagreement against."""
     items = list(frames.agents)
-    turns = dict(Conversation.objects.filter(pk__in=items).values_list("pk", "assistant_turns"))
+    scope = items if frames.study_id is None else conversation_scope(frames.study_id, frames.model)
+    turns = dict(Conversation.objects.filter(pk__in=scope).values_list("pk", "assistant_turns"))
     events = {
         row["conversation_id"]: row
-        for row in TraceEvent.objects.filter(conversation_id__in=items)
+        for row in TraceEvent.objects.filter(conversation_id__in=scope)
         .values("conversation_id")
         .annotate(
             characters=Sum(Length("content"), filter=Q(kind__in=DIALOGUE)),

@@ -24,6 +24,7 @@ from alignment.engine.adjudicated import adjudicated_counts, with_adjudicated
 from alignment.engine.agreement import RubricAgreement, agreement_table, rubric_agreement
 from alignment.engine.alt_test import AltTest, alt_test
 from alignment.engine.annotators import OVERALL, PERIOD, AnnotatorPeriod, annotator_quality
+from alignment.engine.bootstrap import one_blas_thread
 from alignment.engine.design import intervals_disjoint
 from alignment.engine.disagreement import rank_disagreements
 from alignment.engine.families import load_families
@@ -190,6 +191,13 @@ def study_report(
 
 def compute_report(
     study: Study, filters: ReportFilters, *, resamples: int = RESAMPLES, seed: int = SEED
+) -> StudyReport:
+    with one_blas_thread():
+        return _compute_report(study, filters, resamples=resamples, seed=seed)
+
+
+def _compute_report(
+    study: Study, filters: ReportFilters, *, resamples: int, seed: int
 ) -> StudyReport:
     frames = study_frames(
         study,

@@ -87,11 +87,16 @@ class RecordingClient:
 
     def _written(self, call: tuple[str, ChatResponse, str]) -> bool:
         try:
-            with transaction.atomic():
-                if self.owner is not None:
-                    _model_call_row(*call, self.owner).save()
-                if self.also is not None:
-                    self.also([call[1]])
+            if self.also is None and not connection.in_atomic_block:
+                # One INSERT commits on its own: a transaction around it only added a BEGIN
+                # and a COMMIT to every agent and patient call (issue 34).
+                _model_call_row(*call, self.owner).save()
+            else:
+                with transaction.atomic():
+                    if self.owner is not None:
+                        _model_call_row(*call, self.owner).save()
+                    if self.also is not None:
+                        self.also([call[1]])
         except (DatabaseFailure, ObjectDoesNotExist) as error:  # written with the outcome
             logger.warning("a %s answer is accounted later: %s", call[0], error)
             return False

@@ -1,6 +1,8 @@
 """study_frames: which annotations count, and every left-out rating counted with its reason."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts.models import Track
@@ -9,6 +11,7 @@ from alignment.services.frames import (
     JURY_INCOMPLETE,
     PRACTICE,
     SYNTHETIC,
+    conversation_features,
     study_frames,
 )
 from annotation.models import Assignment
@@ -98,3 +101,19 @@ def test_judges_long_holds_every_valid_judge_score_with_its_words(annotated_stud
     assert set(judges["judge"]) == {0, 1}
     assert judges["explanation"].str.len().min() > 0
     assert set(judges["rubric_version"]) == {1}
+
+
+def test_the_reads_select_the_studys_conversations_by_a_subquery_in_a_fixed_number_of_queries(
+    annotated_study,
+):
+    # A bound list of every conversation id made each read grow with the study (issue 34).
+    with CaptureQueriesContext(connection) as captured:
+        frames = study_frames(annotated_study)
+        conversation_features(frames)
+    assert len(captured) <= 9
+    item_ids = ", ".join(str(item) for item in sorted(frames.models)[:2])
+    for query in captured:
+        assert item_ids not in query["sql"], query["sql"][:200]
+    tables = ('FROM "jury_rubricresult"', 'FROM "jury_judgescore"')
+    scored = [q["sql"] for q in captured if any(table in q["sql"] for table in tables)]
+    assert scored and all("IN (SELECT" in sql for sql in scored)

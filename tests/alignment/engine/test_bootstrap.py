@@ -19,6 +19,7 @@ from alignment.engine.bootstrap import (
     SAME_IN_EVERY_RESAMPLE,
     Estimate,
     estimate,
+    one_blas_thread,
     resample_weights,
     with_point,
 )
@@ -149,3 +150,21 @@ def test_a_share_and_its_interval_stay_in_zero_to_one_and_a_zero_width_says_why(
         assert figure.note == f"zero width: {expected}"
     else:
         assert figure.note == ""
+
+
+def test_spearman_reads_only_the_weight_columns_it_is_given():
+    rng = np.random.default_rng(5)
+    x = rng.integers(1, 6, 40).astype(float)
+    y = np.round(x + rng.normal(0, 1, 40))
+    weights = rng.integers(0, 3, (6, 100)).astype(float)
+    columns = np.sort(rng.choice(100, 40, replace=False))
+    got = coefficients.spearman_from_weights(weights, x, y, columns=columns)
+    assert got == pytest.approx(coefficients.spearman_from_weights(weights[:, columns], x, y))
+
+
+def test_the_resample_sums_run_on_one_blas_thread():
+    from threadpoolctl import threadpool_info
+
+    with one_blas_thread():
+        blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+        assert blas and all(pool["num_threads"] == 1 for pool in blas)

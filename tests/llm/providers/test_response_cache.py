@@ -188,3 +188,33 @@ def test_thinking_sent_back_joins_the_key_and_leaves_other_keys_as_they_were(use
     # The key of a turn without reasoning is the one it had before reasoning was kept.
     parts = key_parts(without, provider="anthropic", base_url="")
     assert "reasoning_blocks" not in parts["messages"][1]
+
+
+def test_the_key_hashes_the_same_text_as_the_canonical_json_of_its_parts():
+    # cache_key writes each message's JSON once and puts it into the parts' text; every key
+    # stored before must still be found, so the text must be exactly the parts' JSON.
+    from hashlib import sha256
+
+    from llm.engine.chat import ChatRequest
+    from llm.engine.providers.cache import KEY_VERSION, canonical_json
+
+    call = ToolCall(id="c1", name="list_appointments", arguments='{"day": "2026-12-01"}')
+    messages = (
+        Message(role="user", content='Grüße "messages": [] \\ ok'),
+        Message(role="assistant", content="", tool_calls=(call,)),
+        Message(role="tool", content='{"ok": 1}', tool_call_id="c1", tool_name="list_appointments"),
+        Message(role="assistant", content="Done", reasoning_blocks=({"type": "thinking", "x": 1},)),
+    )  # fmt: skip
+    tool = ToolSpec(name="list_appointments", description="d", parameters={"type": "object"})
+    for provider, hints in (("openai", {}), ("offline", {"messages": [], "turn": 2})):
+        for cut in range(len(messages) + 1):
+            request = ChatRequest(
+                model=f"{provider}/m", purpose="agent", system="Be kind.",
+                messages=messages[:cut], tools=(tool,), temperature=0.2, hints=hints,
+                sample="conversation-seed:3",
+            )  # fmt: skip
+            parts = key_parts(request, provider=provider, base_url="http://x")
+            expected = sha256(canonical_json(parts).encode("utf-8")).hexdigest()
+            assert cache_key(request, provider=provider, base_url="http://x") == (
+                f"llm:{KEY_VERSION}:{expected}"
+            )
