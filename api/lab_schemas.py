@@ -16,7 +16,7 @@ from pydantic import Field
 from api.schemas import Cell, Interval
 from jobs.models import JobStatus
 
-BATCH = "Batch APIs where the stage offers them (refused where it does not)"
+BATCH = "The rubric lab's calls are live only: `true` is refused with a 400 naming this field"
 
 
 # --- imports ---------------------------------------------------------------------------------

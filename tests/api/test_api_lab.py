@@ -8,7 +8,6 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from jobs.models import JobStatus
-from rubric_lab.forms.generation import PipelineLaunchForm
 from rubric_lab.models import ExpertCriterion, GenerationJob, InstanceScore, SensitivityStudy
 from rubric_lab.services import coverage, pipeline, refine, sensitivity
 from rubric_lab.services.instance_scoring import instance_score_execute
@@ -160,13 +159,11 @@ def test_a_generation_launch_the_form_refuses_is_a_400_naming_the_field(
     assert not GenerationJob.objects.exists()
 
 
-def test_batch_mode_is_taken_only_where_the_launch_form_offers_it(researcher_client, lab_run):
+def test_batch_mode_is_refused_by_the_lab_whose_calls_are_live_only(researcher_client, lab_run):
     body = {"run": lab_run.pk, "limit": 1, "batch": True}
     response = _post(researcher_client, "/lab/generation-jobs", body)
-    if "batch" in PipelineLaunchForm().fields:
-        assert response.status_code == 201 and GenerationJob.objects.get().batch
-    else:
-        assert _locations(response) == ["body.batch"]
+    assert _locations(response) == ["body.batch"]
+    assert not GenerationJob.objects.exists()
 
 
 def test_a_reply_is_scored_with_an_instance_rubric_criterion_by_criterion(
