@@ -8,7 +8,6 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
 
 from ninja import Schema
 from pydantic import Field
@@ -151,11 +150,29 @@ class InstanceRubricOut(Schema):
     criteria: list[CriterionOut]
 
 
+class CitedFactOut(Schema):
+    """A medical fact of the rubric's reference board, as the facts stage wrote it."""
+
+    id: str
+    text: str
+    evidence_ids: list[str] = Field(default_factory=list)
+    passage_ids: list[str] = Field(default_factory=list)
+    safety: bool = Field(False, description="A red flag, contraindication or resource")
+
+
+class CitedPassageOut(Schema):
+    passage_id: str
+    title: str
+    source: str
+    source_version: str
+    text: str
+
+
 class InstanceRubricDetailOut(InstanceRubricOut):
     generation: int
     job: int
-    facts: list[dict[str, Any]] = Field(description="The medical facts criteria cite")
-    passages: list[dict[str, Any]] = Field(description="The knowledge passages cited")
+    facts: list[CitedFactOut] = Field(description="The medical facts criteria cite")
+    passages: list[CitedPassageOut] = Field(description="The knowledge passages cited")
 
 
 class GenerationOut(Schema):

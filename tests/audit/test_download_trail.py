@@ -36,6 +36,7 @@ DOWNLOADS = {
     "api:lab_coverage_export": "table", "api:lab_generation_rubrics_export": "table",
     "api:lab_refine_export": "table", "api:lab_refinements_export": "table",
     "api:lab_sensitivity_export": "table", "api:lab_sensitivity_pairs_export": "table",
+    "api:report_bundle_download": "report_bundle",
 }  # fmt: skip
 
 

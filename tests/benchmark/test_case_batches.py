@@ -7,6 +7,7 @@ adopted, never sent and paid twice."""
 from unittest import mock
 
 import pytest
+from django.core.cache import caches
 from django.core.management import call_command
 from django.db.models import Count
 
@@ -23,6 +24,13 @@ pytestmark = pytest.mark.django_db
 
 OPENAI = "openai/gpt-4o-mini"
 ANTHROPIC = "anthropic/claude-haiku-4-5"
+
+
+@pytest.fixture(autouse=True)
+def no_cached_answers():
+    """Every test asks its batches afresh: an earlier test of the session that enriched the
+    same samples would otherwise answer them all from the response cache, and no batch go out."""
+    caches["llm"].clear()
 
 
 @pytest.fixture
