@@ -11,11 +11,11 @@ that failed whole) leave the batch once it is recorded, and the job sends them a
 Crash safety: a batch's row is written (SUBMITTING) with its tag before the provider is asked
 (every custom id starts with the tag; OpenAI's batch carries it in its metadata, and its
 uploaded input file's id is stored before the batch is made) and names its batch id once the
-provider answers. A row still SUBMITTING a lease after it was written
-lost its submitter in between (or the submit got no answer: a timeout, a dropped connection,
-a 5xx, after which the provider may still have made the batch): the poller looks for the
-batch among the provider's own (`batch_adopt`) and adopts it, or marks the row LOST when the
-provider made none, and its units go out again. Each move of a row (adopted, lost, ended,
+provider answers. A row still SUBMITTING a lease after it was written lost its submitter in
+between (or the submit got no answer: a timeout, a dropped connection, a 5xx, after which the
+provider may still have made the batch): the poller looks for the batch among the provider's
+own (`batch_adopt`) and adopts it, or marks the row LOST when the provider made none, and its
+units go out again. Each move of a row (adopted, lost, ended,
 recorded, and the submitter's own store of the batch id) is a conditional update from the
 state it was read in, so a submitter that was slow but alive and the poller that took its row
 over never both win, and a batch's end is announced once.
@@ -259,8 +259,7 @@ def batch_adopt(batch: ProviderBatch, client: ModelClient) -> None:
         return
     now = timezone.now()
     if now - batch.submitted_at < timedelta(seconds=settings.CONVERSATION_LEASE_SECONDS):
-        batch.detail = "waiting for its submitter"
-        batch.save(update_fields=["detail"])
+        _moved(batch, BatchState.SUBMITTING, detail="waiting for its submitter")
         return
     found = _batch_search(batch, client)
     if found is not None and found.batch_id:
@@ -275,10 +274,10 @@ def batch_adopt(batch: ProviderBatch, client: ModelClient) -> None:
     elif found is not None and not found.undecided:
         _lost(batch, "its worker stopped before the provider made the batch")
     elif now - batch.submitted_at > ADOPTION_DEADLINE:
-        _lost(batch, f"not found among the provider's batches within {ADOPTION_DEADLINE}")
+        hours = ADOPTION_DEADLINE / timedelta(hours=1)
+        _lost(batch, f"not found among the provider's batches within {hours:g} hours")
     elif found is not None:
-        batch.detail = "looking for it"
-        batch.save(update_fields=["detail"])
+        _moved(batch, BatchState.SUBMITTING, detail="looking for it")
 
 
 def _batch_search(batch: ProviderBatch, client: ModelClient) -> Adoption | None:
@@ -294,8 +293,7 @@ def _batch_search(batch: ProviderBatch, client: ModelClient) -> Adoption | None:
             input_file_id=batch.input_file_id,
         )
     except ProviderError as error:
-        batch.error = failure_text(error)
-        batch.save(update_fields=["error"])
+        _moved(batch, BatchState.SUBMITTING, error=failure_text(error))
         return None
 
 

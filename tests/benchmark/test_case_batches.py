@@ -287,7 +287,7 @@ def test_an_orphan_still_undecided_after_the_deadline_is_lost(distribution, fake
     case_batches.enrichment_batch_poll(benchmark_set)
 
     orphan.refresh_from_db()
-    assert orphan.state == BatchState.LOST and "not found" in orphan.error
+    assert orphan.state == BatchState.LOST and "within 25 hours" in orphan.error
 
 
 @pytest.mark.parametrize("model", [OPENAI, ANTHROPIC])
