@@ -9,7 +9,9 @@ at every open batch and records the answers of those that ended (jobs.services.b
 then sends the pending units that are in no open batch: those the response cache answers at
 once, the rest in new batches, one model at a time. A unit a batch gave no answer (errored,
 expired, cancelled) goes out again: in a later batch, up to BATCH_ATTEMPTS batches, then it
-fails; or live, once, when the job says `batch_resend_live`. A batch answer is validated as
+fails; or live, once, when the job says `batch_resend_live`. A batch the provider refused or
+never made is no attempt (nothing came back to resend live): its units go out in another
+batch, and fail after BATCH_ATTEMPTS such refusals. A batch answer is validated as
 a live one is; an unusable one is not repaired (that would take another batch).
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 from jobs.models import JobStatus, ProviderBatch
@@ -90,11 +93,17 @@ def batch_job_poll(job: BatchJob, work: BatchWork) -> bool:
         job.refresh_from_db(fields=["status"])
         held = batches.poll_lease_extend(work.kind, job.pk, token)
         if held and job.status == JobStatus.RUNNING and not work.limit_reached():
-            live = _pending_send(job, router, work)
+            live = _pending_send(job, router, work, token)
             _live_send(job, work, token, live)
+    except _LeaseLost:
+        pass  # the poller that took the job over sends the rest
     finally:
         batches.poll_lease_release(work.kind, job.pk, token)
     return True
+
+
+class _LeaseLost(Exception):
+    """The poll lease ran out during a long send and another poller took the job over."""
 
 
 def _batch_look(batch: ProviderBatch, router: ModelRouter, work: BatchWork) -> None:
@@ -107,19 +116,24 @@ def _batch_look(batch: ProviderBatch, router: ModelRouter, work: BatchWork) -> N
     batches.batch_poll(batch, client, requests_of=work.requests_of, record=work.record)
 
 
-def _pending_send(job: BatchJob, router: ModelRouter, work: BatchWork) -> list[int]:
+def _pending_send(job: BatchJob, router: ModelRouter, work: BatchWork, token: str) -> list[int]:
     """Send the pending units in new batches; returns those to resend live instead."""
     waiting = batches.units_in_flight(work.kind, job.pk)
     attempts = batches.unit_attempts(work.kind, job.pk)
+    refusals = batches.unit_refusals(work.kind, job.pk)
     by_model: dict[str, list[tuple[int, ChatRequest]]] = defaultdict(list)
+    send = partial(_batch_send, job, work, token)
     live = []
     for unit in work.pending(waiting):
-        sent = attempts[unit.pk]
+        sent, refused = attempts[unit.pk], refusals.get(unit.pk, [])
         if sent and job.batch_resend_live:
             live.append(unit.pk)
             continue
         if sent >= BATCH_ATTEMPTS:
             work.failed(unit.pk, f"no answer after {sent} batches: {unit.last_error or 'none'}")
+            continue
+        if len(refused) >= BATCH_ATTEMPTS:
+            work.failed(unit.pk, f"no batch made in {len(refused)} tries: {refused[-1]}")
             continue
         try:
             client = router.client_for(unit.model)
@@ -135,15 +149,23 @@ def _pending_send(job: BatchJob, router: ModelRouter, work: BatchWork) -> list[i
         queued.append((unit.pk, request))
         # Sent as soon as a batch is full: a large job never holds all its prompts at once.
         if len(queued) == batches.MAX_BATCH_REQUESTS:
-            _batch_send(job, work, client, by_model.pop(unit.model))
+            send(client, by_model.pop(unit.model))
     for model, requests in by_model.items():
-        _batch_send(job, work, router.client_for(model), requests)
+        send(router.client_for(model), requests)
     return live
 
 
 def _batch_send(
-    job: BatchJob, work: BatchWork, client: ModelClient, requests: list[tuple[int, ChatRequest]]
+    job: BatchJob,
+    work: BatchWork,
+    token: str,
+    client: ModelClient,
+    requests: list[tuple[int, ChatRequest]],
 ) -> None:
+    """One batch, under a freshly renewed lease: an upload can be slow, and a poller that
+    lost the lease meanwhile must not send what the one that took the job over sends too."""
+    if not batches.poll_lease_extend(work.kind, job.pk, token):
+        raise _LeaseLost
     batches.batch_submit(kind=work.kind, job_id=job.pk, client=client, requests=requests)
 
 

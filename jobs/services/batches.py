@@ -11,9 +11,14 @@ that failed whole) leave the batch once it is recorded, and the job sends them a
 Crash safety: a batch's row is written (SUBMITTING) with its tag before the provider is asked
 (every custom id starts with the tag; OpenAI's batch carries it in its metadata, and its
 uploaded input file's id is stored before the batch is made) and names its batch id once the
-provider answers. A poller that finds a row still SUBMITTING under its own lease knows its
-submitter died in between: it looks for the batch among the provider's own (`batch_adopt`)
-and adopts it, or marks the row LOST when the provider made none, and its units go out again.
+provider answers. A row still SUBMITTING a lease after it was written lost its submitter in
+between (or the submit got no answer: a timeout, a dropped connection, a 5xx, after which the
+provider may still have made the batch): the poller looks for the batch among the provider's
+own (`batch_adopt`) and adopts it, or marks the row LOST when the provider made none, and its
+units go out again. Each move of a row (adopted, lost, ended,
+recorded, and the submitter's own store of the batch id) is a conditional update from the
+state it was read in, so a submitter that was slow but alive and the poller that took its row
+over never both win, and a batch's end is announced once.
 Results are recorded one transaction each; a poller killed half-way leaves the batch ENDED
 and the next one records the rest, skipping what is recorded.
 """
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from functools import partial
@@ -36,7 +41,7 @@ from jobs.models import BatchPollLease, BatchState, ProviderBatch
 from jobs.services import watch
 from jobs.signals import batch_ended_send
 from llm.engine.chat import ChatRequest, ProviderError
-from llm.engine.providers.batches import BatchResult
+from llm.engine.providers.batches import Adoption, BatchResult
 from llm.engine.providers.client import ModelClient
 from llm.engine.providers.model_strings import parse_model_string
 from llm.engine.providers.redaction import failure_text
@@ -48,6 +53,14 @@ MAX_BATCH_REQUESTS = 5000
 # How far the provider's clock may lag ours: batches made this long before the row are
 # looked at when a lost batch is searched for.
 ADOPTION_SKEW = timedelta(minutes=10)
+# A search still undecided this long after the row was written gives up (the row is LOST and
+# its units go out again): every batch that could be the row's was made within minutes of it,
+# and the providers end a batch within 24 hours, so by then a search that cannot decide never
+# will (a list the key may not read, a provider that keeps a batch running past its window).
+ADOPTION_DEADLINE = timedelta(hours=25)
+# A submit that got no answer may still have made the batch: the row stays SUBMITTING and the
+# search decides. The other faults (a refusal, a rate limit, a bad key) made nothing.
+MAYBE_MADE = frozenset({"timeout", "connection", "server", "malformed"})
 
 RequestsOf = Callable[[ProviderBatch], Mapping[str, ChatRequest]]
 # Records one result of a batch, given the request it answers.
@@ -109,9 +122,21 @@ def units_in_flight(kind: str, job_id: int) -> set[int]:
 
 
 def unit_attempts(kind: str, job_id: int) -> Counter[int]:
-    """How many batches each unit of the job was sent in."""
-    rows = job_batches(kind, job_id).values_list("requests", flat=True)
+    """How many batches the provider accepted (named) with each unit of the job in them: one
+    it refused or never made is no attempt (`unit_refusals`)."""
+    rows = job_batches(kind, job_id).exclude(batch_id="").values_list("requests", flat=True)
     return Counter(pk for requests in rows for pk in requests.values())
+
+
+def unit_refusals(kind: str, job_id: int) -> dict[int, list[str]]:
+    """Why each batch a unit was in came to nothing (LOST: refused by the provider, or never
+    made), oldest first, by unit."""
+    lost = job_batches(kind, job_id).filter(state=BatchState.LOST).order_by("pk")
+    reasons: dict[int, list[str]] = defaultdict(list)
+    for requests, error in lost.values_list("requests", "error"):
+        for pk in requests.values():
+            reasons[pk].append(error)
+    return reasons
 
 
 def answer_key(batch: ProviderBatch, custom_id: str) -> str:
@@ -147,12 +172,20 @@ def batch_submit(
     try:
         batch_id = client.batch_submit(sent, tag=row.tag, uploaded=partial(_file_stored, row))
     except ProviderError as error:
-        # Refused before it was made: nothing was paid, the units go out again later.
-        _lost(row, failure_text(error))
+        if error.kind in MAYBE_MADE:  # it may exist all the same: batch_adopt looks for it
+            _moved(row, BatchState.SUBMITTING, error=failure_text(error), detail="no answer")
+        else:  # refused: nothing was made or paid, the units go out again later
+            _lost(row, failure_text(error))
         return row
-    row.batch_id, row.state = batch_id, BatchState.IN_PROGRESS
-    row.counts = {"processing": len(requests)}
-    row.save(update_fields=["batch_id", "state", "counts"])
+    stored = _moved(
+        row,
+        BatchState.SUBMITTING,
+        batch_id=batch_id,
+        state=BatchState.IN_PROGRESS,
+        counts={"processing": len(requests)},
+    )
+    if not stored:  # another poller took the row over meanwhile (adopted it, or lost it)
+        row.refresh_from_db()
     return row
 
 
@@ -182,13 +215,10 @@ def batch_poll(
     if not status.ended:
         batch.save(update_fields=["counts", "detail", "error"])
         return
-    newly_ended = batch.state != BatchState.ENDED
-    if newly_ended:
-        batch.state, batch.ended_at = BatchState.ENDED, timezone.now()
-    with transaction.atomic():  # the end and its announcement (webhooks) commit together
-        batch.save(update_fields=["counts", "detail", "error", "state", "ended_at"])
-        if newly_ended:
-            batch_ended_send(batch)
+    if batch.state == BatchState.ENDED:  # a poller died recording it: the rest is recorded now
+        batch.save(update_fields=["counts", "detail", "error"])
+    elif not _ended(batch):
+        return  # another poller ended it, and records it
     requests = requests_of(batch)
     try:
         for result in client.batch_results(batch.batch_id, requests):
@@ -197,38 +227,97 @@ def batch_poll(
         batch.error = failure_text(error)  # read again at the next look
         batch.save(update_fields=["error"])
         return
-    batch.state, batch.recorded_at = BatchState.RECORDED, timezone.now()
-    batch.save(update_fields=["state", "recorded_at"])
+    _moved(batch, BatchState.ENDED, state=BatchState.RECORDED, recorded_at=timezone.now())
+
+
+def _ended(batch: ProviderBatch) -> bool:
+    """Mark the batch ENDED and announce it (webhooks), both in one commit; False when
+    another poller got there first: the end is announced once."""
+    with transaction.atomic():
+        ended = _moved(
+            batch,
+            BatchState.IN_PROGRESS,
+            state=BatchState.ENDED,
+            ended_at=timezone.now(),
+            counts=batch.counts,
+            detail=batch.detail,
+            error="",
+        )
+        if ended:
+            batch_ended_send(batch)
+    return ended
 
 
 def batch_adopt(batch: ProviderBatch, client: ModelClient) -> None:
-    """A batch whose submitter died before storing its id: adopt the one the provider made
-    of it (polled from the next look on), or mark it LOST when the provider made none; while
-    the provider cannot tell yet (an Anthropic batch made since is still running), wait."""
+    """A batch whose submitter died (or got no answer) before storing its id: adopt the one
+    the provider made of it (polled from the next look on), or mark it LOST when the provider
+    made none. It waits while the submitter may still be at work (the row is younger than a
+    lease) and while the provider cannot tell yet (an Anthropic batch made around it is still
+    running), up to ADOPTION_DEADLINE."""
     if not batch.tag:  # sent before batches carried tags: nothing to look for
         _lost(batch, "its worker stopped before the provider named the batch")
         return
-    since = batch.submitted_at - ADOPTION_SKEW
-    try:
-        found = client.batch_find(batch.tag, since=since, input_file_id=batch.input_file_id)
-    except ProviderError as error:
-        batch.error = failure_text(error)  # looked for again at the next look
-        batch.save(update_fields=["error"])
+    now = timezone.now()
+    if now - batch.submitted_at < timedelta(seconds=settings.CONVERSATION_LEASE_SECONDS):
+        _moved(batch, BatchState.SUBMITTING, detail="waiting for its submitter")
         return
-    if found.batch_id:
-        batch.batch_id, batch.state, batch.error = found.batch_id, BatchState.IN_PROGRESS, ""
-        batch.detail = "adopted"
-        batch.save(update_fields=["batch_id", "state", "error", "detail"])
-    elif found.undecided:
-        batch.detail = "looking for it"
-        batch.save(update_fields=["detail"])
-    else:
+    found = _batch_search(batch, client)
+    if found is not None and found.batch_id:
+        _moved(
+            batch,
+            BatchState.SUBMITTING,
+            batch_id=found.batch_id,
+            state=BatchState.IN_PROGRESS,
+            error="",
+            detail="adopted",
+        )
+    elif found is not None and not found.undecided:
         _lost(batch, "its worker stopped before the provider made the batch")
+    elif now - batch.submitted_at > ADOPTION_DEADLINE:
+        hours = ADOPTION_DEADLINE / timedelta(hours=1)
+        _lost(batch, f"not found among the provider's batches within {hours:g} hours")
+    elif found is not None:
+        _moved(batch, BatchState.SUBMITTING, detail="looking for it")
+
+
+def _batch_search(batch: ProviderBatch, client: ModelClient) -> Adoption | None:
+    """The provider's batches made while the row's submit could have made one (from a skew
+    before the row to a submit's time and a skew after it); None when the search failed (the
+    fault is stored, and the next look searches again)."""
+    until = batch.submitted_at + timedelta(seconds=client.batch_submit_seconds()) + ADOPTION_SKEW
+    try:
+        return client.batch_find(
+            batch.tag,
+            since=batch.submitted_at - ADOPTION_SKEW,
+            until=until,
+            input_file_id=batch.input_file_id,
+        )
+    except ProviderError as error:
+        _moved(batch, BatchState.SUBMITTING, error=failure_text(error))
+        return None
 
 
 def _lost(batch: ProviderBatch, reason: str) -> None:
-    batch.state, batch.error, batch.recorded_at = BatchState.LOST, reason, timezone.now()
-    batch.save(update_fields=["state", "error", "recorded_at"])
+    """A row whose batch the provider refused or never made (its units go out again), unless
+    another poller moved it meanwhile."""
+    _moved(
+        batch,
+        BatchState.SUBMITTING,
+        state=BatchState.LOST,
+        error=reason,
+        recorded_at=timezone.now(),
+    )
+
+
+def _moved(batch: ProviderBatch, was: str, **fields) -> bool:
+    """Store `fields` on the row only if it is still in state `was` (read before a provider
+    call that may have taken a while, during which another poller may have moved it); True
+    when stored, and then the instance carries them too."""
+    stored = ProviderBatch.objects.filter(pk=batch.pk, state=was).update(**fields)
+    if stored:
+        for name, value in fields.items():
+            setattr(batch, name, value)
+    return bool(stored)
 
 
 def batch_rows(kind: str, job_id: int) -> list[dict]:

@@ -4,17 +4,21 @@ are recorded as the batches end, at the batch price; unanswered requests go out 
 new batch or live; a batch made by a worker that died before storing its id is found and
 adopted, never sent and paid twice."""
 
+from datetime import timedelta
 from unittest import mock
 
 import pytest
+from django.conf import settings
 from django.core.cache import caches
 from django.core.management import call_command
-from django.db.models import Count
+from django.db.models import Count, F
 
 from benchmark.models import BenchmarkSet, EntryStatus, ModelCall
 from benchmark.services import case_batches, cases, conversations
 from jobs.models import BatchPollLease, BatchState, JobStatus, ProviderBatch
-from jobs.services import batch_jobs
+from jobs.services import batch_jobs, batches
+from llm.clients import model_router
+from llm.engine.chat import ProviderError
 from llm.engine.providers.client import ModelClient
 from tests.benchmark.conftest import SET_SIZE
 from tests.fakes.llm_server import running_fake_llm_server
@@ -177,8 +181,14 @@ def killed_once_the_batch_is_made():
     return mock.patch.object(ModelClient, "batch_submit", made_then_killed)
 
 
-def lease_runs_out():
+def time_passes(fake=None, *, seconds=None):
+    """The dead worker's lease runs out (by default): its rows, and the batches the provider
+    made, are that much older."""
+    seconds = settings.CONVERSATION_LEASE_SECONDS + 1 if seconds is None else seconds
     BatchPollLease.objects.update(held_until=None)
+    ProviderBatch.objects.update(submitted_at=F("submitted_at") - timedelta(seconds=seconds))
+    for made in fake.batches.created if fake else ():
+        made.created_at -= seconds
 
 
 @pytest.mark.parametrize("model", [OPENAI, ANTHROPIC])
@@ -190,7 +200,7 @@ def test_a_batch_whose_id_was_never_stored_is_adopted_not_sent_again(distributio
     [orphan] = ProviderBatch.objects.filter(job_id=benchmark_set.pk)
     assert orphan.state == BatchState.SUBMITTING and not orphan.batch_id
     assert bool(orphan.input_file_id) == model.startswith("openai/")
-    lease_runs_out()
+    time_passes(fake)
 
     poll_until_done(benchmark_set)
 
@@ -208,7 +218,7 @@ def test_an_orphan_waits_while_a_running_anthropic_batch_may_be_it(distribution,
     fake.responder = entry_answers(benchmark_set)
     with killed_once_the_batch_is_made(), pytest.raises(SystemExit):
         case_batches.enrichment_batch_poll(benchmark_set)
-    lease_runs_out()
+    time_passes(fake)
 
     case_batches.enrichment_batch_poll(benchmark_set)
 
@@ -225,7 +235,7 @@ def test_an_orphan_the_provider_never_made_is_lost_and_sent_again(distribution):
     benchmark_set = batch_set(distribution, "offline/standard", seed=8)
     with killed_once_the_batch_is_made(), pytest.raises(SystemExit):
         case_batches.enrichment_batch_poll(benchmark_set)
-    lease_runs_out()
+    time_passes()
 
     poll_until_done(benchmark_set)
 
@@ -233,6 +243,158 @@ def test_an_orphan_the_provider_never_made_is_lost_and_sent_again(distribution):
     assert lost.state == BatchState.LOST and sent.state == BatchState.RECORDED
     assert statuses(benchmark_set) == {EntryStatus.READY}
     assert_each_answer_paid_once(benchmark_set)
+
+
+def killed_before_the_batch_is_made():
+    def killed(self, *args, **kwargs):
+        raise SystemExit("killed before the provider was asked")
+
+    return mock.patch.object(ModelClient, "batch_submit", killed)
+
+
+def test_an_orphan_is_left_to_its_submitter_for_a_lease(distribution):
+    benchmark_set = batch_set(distribution, "offline/standard", seed=20)
+    with killed_once_the_batch_is_made(), pytest.raises(SystemExit):
+        case_batches.enrichment_batch_poll(benchmark_set)
+
+    case_batches.enrichment_batch_poll(benchmark_set)  # the lease was let go, but too soon
+
+    [orphan] = ProviderBatch.objects.filter(job_id=benchmark_set.pk)
+    assert orphan.state == BatchState.SUBMITTING and orphan.detail == "waiting for its submitter"
+
+
+def test_a_running_batch_made_after_the_orphans_submit_does_not_hold_it_up(distribution, fake):
+    fake.batches.polls_in_progress = 100  # every batch keeps running
+    benchmark_set = batch_set(distribution, ANTHROPIC, seed=21)
+    with killed_before_the_batch_is_made(), pytest.raises(SystemExit):
+        case_batches.enrichment_batch_poll(benchmark_set)
+    time_passes(seconds=3600)
+    other = batch_set(distribution, ANTHROPIC, seed=22)  # another job's batch, an hour later
+    case_batches.enrichment_batch_poll(other)
+
+    case_batches.enrichment_batch_poll(benchmark_set)
+
+    orphan, resent = ProviderBatch.objects.filter(job_id=benchmark_set.pk).order_by("pk")
+    assert orphan.state == BatchState.LOST
+    assert resent.state == BatchState.IN_PROGRESS and resent.requests.keys()
+    assert len(fake.batches.created) == 2
+
+
+def test_an_orphan_still_undecided_after_the_deadline_is_lost(distribution, fake):
+    fake.batches.polls_in_progress = 100  # the provider never lets its batch end
+    benchmark_set = batch_set(distribution, ANTHROPIC, seed=23)
+    fake.responder = entry_answers(benchmark_set)
+    with killed_once_the_batch_is_made(), pytest.raises(SystemExit):
+        case_batches.enrichment_batch_poll(benchmark_set)
+    time_passes(fake)
+    case_batches.enrichment_batch_poll(benchmark_set)
+    [orphan] = ProviderBatch.objects.filter(job_id=benchmark_set.pk)
+    assert orphan.state == BatchState.SUBMITTING and orphan.detail == "looking for it"
+    time_passes(fake, seconds=int(batches.ADOPTION_DEADLINE.total_seconds()))
+
+    case_batches.enrichment_batch_poll(benchmark_set)
+
+    orphan.refresh_from_db()
+    assert orphan.state == BatchState.LOST and "within 25 hours" in orphan.error
+
+
+@pytest.mark.parametrize("model", [OPENAI, ANTHROPIC])
+def test_a_batch_made_though_its_create_got_no_answer_is_adopted(distribution, fake, model):
+    fake.batches.unanswered_creates = 1
+    benchmark_set = batch_set(distribution, model, seed=24)
+    fake.responder = entry_answers(benchmark_set)
+
+    case_batches.enrichment_batch_poll(benchmark_set)
+
+    [row] = ProviderBatch.objects.filter(job_id=benchmark_set.pk)
+    assert row.state == BatchState.SUBMITTING and "504" in row.error
+    time_passes(fake)
+    poll_until_done(benchmark_set)
+    row.refresh_from_db()
+    assert row.state == BatchState.RECORDED and row.batch_id == fake.batches.created[0].id
+    assert len(fake.batches.created) == 1
+    assert_each_answer_paid_once(benchmark_set)
+
+
+def test_a_submitter_whose_row_was_taken_over_meanwhile_leaves_it(distribution):
+    submit = ModelClient.batch_submit
+
+    def slow_submit(self, requests, *, tag, uploaded=None):
+        batch_id = submit(self, requests, tag=tag, uploaded=uploaded)
+        # Meanwhile another poller found no batch for the row and sent its units again.
+        ProviderBatch.objects.filter(tag=tag).update(state=BatchState.LOST, error="taken over")
+        return batch_id
+
+    benchmark_set = batch_set(distribution, "offline/standard", seed=25)
+    with mock.patch.object(ModelClient, "batch_submit", slow_submit):
+        case_batches.enrichment_batch_poll(benchmark_set)
+
+    [row] = ProviderBatch.objects.filter(job_id=benchmark_set.pk)
+    assert row.state == BatchState.LOST and row.error == "taken over" and not row.batch_id
+
+
+def test_a_poller_that_lost_its_lease_sends_no_batch(distribution):
+    benchmark_set = batch_set(distribution, "offline/standard", seed=26)
+    held_then_lost = mock.patch.object(batches, "poll_lease_extend", side_effect=[True, False])
+
+    with held_then_lost:
+        case_batches.enrichment_batch_poll(benchmark_set)
+
+    assert not ProviderBatch.objects.filter(job_id=benchmark_set.pk).exists()
+    assert statuses(benchmark_set) == {EntryStatus.PENDING}
+
+
+def refused_first(times):
+    submit, refusals = ModelClient.batch_submit, iter(range(times))
+
+    def refusing(self, *args, **kwargs):
+        if next(refusals, None) is not None:
+            raise ProviderError("HTTP 429: too many batches", kind="rate_limit", status=429)
+        return submit(self, *args, **kwargs)
+
+    return mock.patch.object(ModelClient, "batch_submit", refusing)
+
+
+def test_a_refused_batch_is_no_attempt_so_resend_live_waits_for_a_real_one(distribution, fake):
+    benchmark_set = batch_set(distribution, OPENAI, resend_live=True, seed=27)
+    fake.responder = entry_answers(benchmark_set)
+
+    with refused_first(1):
+        poll_until_done(benchmark_set)
+
+    refused, sent = ProviderBatch.objects.filter(job_id=benchmark_set.pk).order_by("pk")
+    assert refused.state == BatchState.LOST and "429" in refused.error
+    assert sent.state == BatchState.RECORDED and len(fake.batches.created) == 1
+    calls = ModelCall.objects.filter(benchmark_set=benchmark_set)
+    assert all(call.cost_usd * 2 == call.list_cost_usd for call in calls)  # none live
+    assert statuses(benchmark_set) == {EntryStatus.READY}
+
+
+def test_a_unit_whose_batch_is_refused_every_time_fails(distribution):
+    benchmark_set = batch_set(distribution, "offline/standard", seed=28)
+
+    with refused_first(100):
+        poll_until_done(benchmark_set)
+
+    entry = benchmark_set.entries.first()
+    assert entry.status == EntryStatus.FAILED
+    assert entry.failure_reason.startswith(f"no batch made in {batch_jobs.BATCH_ATTEMPTS} tries")
+    assert "429" in entry.failure_reason
+
+
+def test_a_batch_end_is_announced_once_by_two_pollers(distribution):
+    benchmark_set = batch_set(distribution, "offline/standard", seed=29)
+    case_batches.enrichment_batch_poll(benchmark_set)  # sent; an offline batch ends at once
+    first, second = (ProviderBatch.objects.get(job_id=benchmark_set.pk) for _ in range(2))
+    client = model_router(True).client_for("offline/standard")
+
+    with mock.patch.object(batches, "batch_ended_send") as announced:
+        for seen in (first, second):  # both read it in progress
+            batches.batch_poll(seen, client, requests_of=lambda _: {}, record=mock.Mock())
+
+    announced.assert_called_once()
+    second.refresh_from_db()
+    assert second.state == BatchState.RECORDED
 
 
 # --- launching -----------------------------------------------------------------------------

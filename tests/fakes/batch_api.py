@@ -15,7 +15,9 @@ progress at its first N looks), `expire_next` (so many of the next batches expir
 `expired_answered` of their requests answered), `errored_custom_ids` (requests answered with a
 server error), `errored_units` (the same, for custom ids ending in "-<unit>", as the site's
 are), `on_created` (called once a batch is made, before the reply goes out),
-`on_results_read` (called as a batch's results are read). `created` lists
+`on_results_read` (called as a batch's results are read), `unanswered_creates` (so many of
+the next batches are made, but their create is answered with a 504, as when a gateway times
+out on a provider that went on to make the batch). `created` lists
 every batch made; each counts its status requests (`looks`).
 """
 
@@ -69,6 +71,7 @@ class FakeBatchApi:
         self.on_results_read: Callable[[], None] | None = None
         # Called once a batch is made, before its reply (a worker-kill test kills it there).
         self.on_created: Callable[[], None] | None = None
+        self.unanswered_creates = 0
         self.created: list[FakeBatch] = []
         self._batches: dict[str, FakeBatch] = {}
         self._files: dict[str, str] = {}
@@ -88,9 +91,14 @@ class FakeBatchApi:
         problems = request_problems(body, dialect) if self._server.check_requests else []
         if problems:
             return _refused(f"Invalid request: {'; '.join(problems)}")
-        if path == OPENAI_BATCHES:
-            return self._openai_create(body)
-        return self._anthropic_create(body)
+        provider = "openai" if path == OPENAI_BATCHES else "anthropic"
+        made = self._openai_create(body) if provider == "openai" else self._anthropic_create(body)
+        with self._lock:
+            unanswered = made[0].status == 200 and self.unanswered_creates > 0
+            self.unanswered_creates -= unanswered
+        if unanswered:
+            return _gateway_timeout(provider)
+        return made
 
     def get(self, path: str, host: str) -> tuple[FakeReply, Any]:
         parts = path.partition("?")[0].strip("/").split("/")
@@ -329,6 +337,12 @@ def _server_error(provider: str) -> dict[str, Any]:
     if provider == "anthropic":
         return {"type": "error", "error": {"type": "api_error", "message": "Internal error"}}
     return {"error": {"message": "The server had an error", "type": "server_error", "code": None}}
+
+
+def _gateway_timeout(provider: str) -> tuple[FakeReply, Any]:
+    from tests.fakes.llm_server import server_error
+
+    return server_error(504), _server_error(provider)
 
 
 def _ok() -> FakeReply:

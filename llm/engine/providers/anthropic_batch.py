@@ -56,10 +56,18 @@ class AnthropicBatchProvider:
             batch = self._client.messages.batches.create(requests=batch_requests)
         return batch.id
 
-    def find(self, tag: str, *, since: datetime, input_file_id: str = "") -> Adoption:
-        """The batch made since `since` whose requests' custom ids start with `tag`. A batch
-        carries no metadata and its requests can be read only once it has ended: while one
-        made since is still running, it may be this one (undecided)."""
+    def find(
+        self,
+        tag: str,
+        *,
+        since: datetime,
+        until: datetime | None = None,
+        input_file_id: str = "",
+    ) -> Adoption:
+        """The batch made between `since` and `until` whose requests' custom ids start with
+        `tag`. A batch carries no metadata and its requests can be read only once it has
+        ended: while one made in that span is still running, it may be this one (undecided).
+        One made after `until` cannot be, so it never holds the search up."""
         if not tag:
             return Adoption()
         undecided = False
@@ -67,6 +75,8 @@ class AnthropicBatchProvider:
             for batch in self._client.messages.batches.list(limit=100):  # newest first
                 if batch.created_at < since:
                     break
+                if until is not None and batch.created_at > until:
+                    continue
                 if batch.processing_status != "ended":
                     undecided = True
                     continue

@@ -13,7 +13,10 @@ as the live adapters map them.
 A caller that may die between the provider accepting a batch and storing its id gives
 `submit` a `tag` (every custom id starts with it) and an `uploaded` callback (told OpenAI's
 input file id before the batch is made); `find` later looks for the batch among the
-provider's own, so it is adopted instead of sent and paid twice.
+provider's own, so it is adopted instead of sent and paid twice. The search looks at the
+batches made between `since` and `until` (when the submit could have made it): an adapter that
+cannot read a running batch's requests (Anthropic) would otherwise wait on every later batch of
+the account; one that matches a batch exactly (OpenAI, by its input file) may ignore `until`.
 """
 
 from __future__ import annotations
@@ -86,7 +89,14 @@ class BatchProvider(Protocol):
         uploaded: Uploaded | None = None,
     ) -> str: ...
 
-    def find(self, tag: str, *, since: datetime, input_file_id: str = "") -> Adoption: ...
+    def find(
+        self,
+        tag: str,
+        *,
+        since: datetime,
+        until: datetime | None = None,
+        input_file_id: str = "",
+    ) -> Adoption: ...
 
     def status(self, batch_id: str) -> BatchStatus: ...
 
@@ -137,7 +147,14 @@ class OfflineBatchProvider:
         custom_ids_check(requests)
         return f"offline_batch_{len(requests)}_{uuid.uuid4().hex[:16]}"
 
-    def find(self, tag: str, *, since: datetime, input_file_id: str = "") -> Adoption:
+    def find(
+        self,
+        tag: str,
+        *,
+        since: datetime,
+        until: datetime | None = None,
+        input_file_id: str = "",
+    ) -> Adoption:
         # Nothing was sent anywhere, nor paid: a batch whose id was lost is simply made again.
         return Adoption()
 

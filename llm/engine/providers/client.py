@@ -74,6 +74,7 @@ class ModelClient:
             raise ProviderError(str(error), kind="config") from None
         self.family = generation.family_of(model_string)
         self._provider = build_provider(self.model, settings, api=self.generation.api)
+        self.timeout_seconds = settings.timeout_seconds
         self._batch_provider: BatchProvider | None = None
         self.base_url: str = getattr(self._provider, "base_url", "")
         catalog = catalog or default_catalog()
@@ -146,8 +147,20 @@ class ModelClient:
         effective = [(custom_id, self.effective(request)) for custom_id, request in requests]
         return self._batches().submit(effective, tag=tag, uploaded=uploaded)
 
-    def batch_find(self, tag: str, *, since: datetime, input_file_id: str = "") -> Adoption:
-        return self._batches().find(tag, since=since, input_file_id=input_file_id)
+    def batch_find(
+        self,
+        tag: str,
+        *,
+        since: datetime,
+        until: datetime | None = None,
+        input_file_id: str = "",
+    ) -> Adoption:
+        return self._batches().find(tag, since=since, until=until, input_file_id=input_file_id)
+
+    def batch_submit_seconds(self) -> float:
+        """How long a `batch_submit` may take: OpenAI's is two calls (the upload, then the
+        create), each allowed the timeout; Anthropic's is one."""
+        return 2 * self.timeout_seconds
 
     def batch_status(self, batch_id: str) -> BatchStatus:
         return self._batches().status(batch_id)

@@ -87,9 +87,17 @@ class OpenAIBatchProvider:
             )
         return batch.id
 
-    def find(self, tag: str, *, since: datetime, input_file_id: str = "") -> Adoption:
+    def find(
+        self,
+        tag: str,
+        *,
+        since: datetime,
+        until: datetime | None = None,
+        input_file_id: str = "",
+    ) -> Adoption:
         """The batch made of `input_file_id` with `tag` in its metadata, if any. Without a
-        file id nothing was made: the batch is made after its file id is stored."""
+        file id nothing was made: the batch is made after its file id is stored. `until` is
+        not needed: the file and the tag name the batch whenever the provider made it."""
         if not input_file_id or not tag:
             return Adoption()
         oldest = since.timestamp()

@@ -239,3 +239,20 @@ def test_an_anthropic_batch_still_running_leaves_the_search_undecided(
 def test_the_offline_scripts_find_nothing_they_cost_nothing():
     provider = OfflineBatchProvider("standard")
     assert provider.find("cj6xa", since=AN_HOUR_AGO) == Adoption()
+
+
+def test_an_anthropic_batch_made_after_the_search_span_does_not_leave_it_undecided(
+    make_client, user_request, llm_server
+):
+    model = "anthropic/claude-haiku-4-5"
+    llm_server.batches.polls_in_progress = 1
+    client = make_client(model)
+    client.batch_submit(tagged(user_request, model, "cj7xother"), tag="cj7xother")  # running
+
+    bounded = client.batch_find(
+        "cj7xa", since=AN_HOUR_AGO, until=AN_HOUR_AGO + timedelta(minutes=20)
+    )
+    unbounded = client.batch_find("cj7xa", since=AN_HOUR_AGO)
+
+    assert bounded == Adoption()
+    assert unbounded.undecided
