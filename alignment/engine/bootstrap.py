@@ -52,14 +52,22 @@ def undefined(reason: str, *, n_items: int = 0, n_ratings: int = 0) -> Estimate:
     return Estimate(None, None, None, int(n_items), int(n_ratings), undefined=reason)
 
 
-def one_blas_thread():
-    """A context in which numpy's matrix products run on one thread.
+def one_blas_thread() -> None:
+    """numpy's matrix products run on one thread from now on, in this whole process.
 
     The resample sums are many products of a few milliseconds each; spread over the cores,
     the BLAS threads spend more CPU waiting for each other than they save, and on a shared
     server they take cores from the other requests and workers (issue 34: the report of a
-    3,000-conversation study took a third more CPU with them)."""
-    return threadpool_limits(limits=1, user_api="blas")
+    3,000-conversation study took a third more CPU with them). The limit is the process's
+    (threadpoolctl), so it is set once and never restored: a limit set and restored around
+    each report would undo another thread's report in a threaded web or worker process."""
+    global _blas_limited
+    if not _blas_limited:
+        threadpool_limits(limits=1, user_api="blas")
+        _blas_limited = True
+
+
+_blas_limited = False
 
 
 def resample_weights(n_items: int, resamples: int, rng: np.random.Generator) -> np.ndarray:

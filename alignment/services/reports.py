@@ -192,8 +192,8 @@ def study_report(
 def compute_report(
     study: Study, filters: ReportFilters, *, resamples: int = RESAMPLES, seed: int = SEED
 ) -> StudyReport:
-    with one_blas_thread():
-        return _compute_report(study, filters, resamples=resamples, seed=seed)
+    one_blas_thread()
+    return _compute_report(study, filters, resamples=resamples, seed=seed)
 
 
 def _compute_report(

@@ -27,6 +27,7 @@ from api.filters import known_query
 from api.forms import form_checked
 from api.pagination import RowsCursorPagination
 from api.problems import Refused, responses
+from common.query import query_choice
 from jury.models import RubricVersion
 
 router = Router(tags=["adjudication"])
@@ -210,8 +211,12 @@ def study_adjudication_list(
 ):
     """The adjudications sent, in the order they were sent, with the senior clinician's score
     and reason once decided; `state` and `rubric` narrow the list."""
-    found = adjudication.study_adjudications(_study(study_id))
+    study = _study(study_id)
+    found = adjudication.study_adjudications(study)
     if filters.rubric:
+        # A rubric the study does not score is a 400 naming it, as every filter's unknown value.
+        rubrics = study.rubric_versions.values_list("rubric_id", flat=True).distinct()
+        query_choice(request.GET, "rubric", rubrics)
         found = found.filter(rubric_id=filters.rubric)
     if filters.state == AdjudicationState.ADJUDICATED:
         found = found.filter(adjudicated_at__isnull=False)

@@ -71,10 +71,15 @@ SAMPLING_KEYS = ("temperature", "top_p")
 
 def lab_form(form_class: type[forms.Form], fields: dict) -> forms.Form:
     """The lab page's form filled from a launch's `fields` (None: the page's default); a
-    field the form does not have (batch mode where a stage offers none) is a 400, never
-    silently dropped."""
-    given = {name: value for name, value in fields.items() if value is not None}
-    unknown = sorted(set(given) - set(form_class().fields))
+    field the form does not have (batch mode, which the lab does not offer) is a 400 when it
+    asks for something, never silently dropped; switched off (false) it asks for nothing."""
+    offered = set(form_class().fields)
+    given = {
+        name: value
+        for name, value in fields.items()
+        if value is not None and (name in offered or value is not False)
+    }
+    unknown = sorted(set(given) - offered)
     if unknown:
         raise Refused(
             f"This launch takes no {', '.join(unknown)}.",

@@ -59,6 +59,10 @@ def test_a_disagreement_is_listed_sent_once_and_decided(
     (done,) = researcher_client.get(listed, {"state": "adjudicated"}).json()["results"]
     assert done["id"] == waiting["id"] and (done["score"], done["adjudicator"]) == (2, "senior-0")
     assert researcher_client.get(listed, {"state": "lost"}).status_code == 400
+    (by_rubric,) = researcher_client.get(listed, {"rubric": RUBRIC}).json()["results"]
+    assert by_rubric["id"] == done["id"]
+    unknown = researcher_client.get(listed, {"rubric": "bedside_manner"})
+    assert unknown.status_code == 400 and "bedside_manner" in unknown.json()["detail"]
     state = researcher_client.get(f"{API}/studies/{study.pk}/adjudication").json()
     (row,) = [c for c in state["candidates"] if c["rubric"] == RUBRIC]
     assert (row["state"], row["adjudication"]) == ("adjudicated", done["id"])

@@ -164,6 +164,8 @@ def test_batch_mode_is_refused_by_the_lab_whose_calls_are_live_only(researcher_c
     response = _post(researcher_client, "/lab/generation-jobs", body)
     assert _locations(response) == ["body.batch"]
     assert not GenerationJob.objects.exists()
+    live = _post(researcher_client, "/lab/generation-jobs", body | {"batch": False})
+    assert live.status_code == 201
 
 
 def test_a_reply_is_scored_with_an_instance_rubric_criterion_by_criterion(

@@ -59,6 +59,11 @@ def test_a_url_that_is_not_http_is_a_400_and_a_read_token_may_not_register(clien
     )  # fmt: skip
     assert response.status_code == 400
     assert "http:// or https://" in response.json()["detail"]
+    response = client.post(
+        f"{API}/webhooks", {"url": "https://example.org:99999/"}, content_type="application/json",
+        **writer(researcher),
+    )  # fmt: skip
+    assert response.status_code == 400 and "port" in response.json()["detail"]
     reader = bearer(token_create(user=researcher, name="r", scope="read", days=7)[1])
     response = client.post(
         f"{API}/webhooks", {"url": "https://example.org"}, content_type="application/json", **reader

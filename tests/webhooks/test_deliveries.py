@@ -211,6 +211,7 @@ def test_a_claimed_delivery_is_sent_once(hook, receiver):
         ("example.org/hook", "http:// or https://"),
         ("https:///nohost", "needs a host"),
         ("https://me:pw@example.org/", "no user name"),
+        ("https://example.org:99999/hook", "port must be a number"),
     ],
 )
 def test_only_http_and_https_urls_with_a_host_are_taken(researcher, url, words):

@@ -32,6 +32,12 @@ def webhook_url_check(url: str) -> str:
         raise ValidationError(
             "Put no user name or password in the URL; the signature proves who sent it."
         )
+    try:
+        parts.port  # noqa: B018 - urllib checks the port only when it is read
+    except ValueError:
+        raise ValidationError(
+            "A webhook URL's port must be a number from 1 to 65535."
+        ) from None
     url_address_check(url)
     return url
 

@@ -148,9 +148,10 @@ def _message_json(message: Message) -> str:
         return canonical_json(message_key(message))
 
 
-# Messages are immutable: the history of a conversation's calls shares them. Enough for the
-# histories of every conversation a worker plays at once.
-@lru_cache(maxsize=4096)
+# Messages are immutable: the history of a conversation's calls shares them. 1,024 covers
+# the histories (tens of messages) of the conversations a worker plays at once, and bounds
+# what it holds: a message and its text, a few kilobytes each, a few megabytes in all.
+@lru_cache(maxsize=1024)
 def _hashable_message_json(message: Message) -> str:
     return canonical_json(message_key(message))
 

@@ -162,9 +162,16 @@ def test_spearman_reads_only_the_weight_columns_it_is_given():
     assert got == pytest.approx(coefficients.spearman_from_weights(weights[:, columns], x, y))
 
 
-def test_the_resample_sums_run_on_one_blas_thread():
+def test_the_resample_sums_run_on_one_blas_thread_for_the_whole_process():
+    """Set from one thread (a report in a threaded server), it holds in every thread after,
+    never undone by another report finishing."""
+    import threading
+
     from threadpoolctl import threadpool_info
 
-    with one_blas_thread():
-        blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
-        assert blas and all(pool["num_threads"] == 1 for pool in blas)
+    reporter = threading.Thread(target=one_blas_thread)
+    reporter.start()
+    reporter.join()
+    one_blas_thread()
+    blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+    assert blas and all(pool["num_threads"] == 1 for pool in blas)
