@@ -22,6 +22,7 @@ from benchmark.models import (
     ModelCall,
     Run,
 )
+from jobs.models import JobStatus
 from benchmark.services import runs
 from benchmark.services.runs import AgentChoice
 from llm.engine.forecast import Forecast, RoleDemand, UnitUsage, forecast
@@ -78,6 +79,22 @@ def pilot_launch(
     return run
 
 
+def pilot_playing(benchmark_set: BenchmarkSet) -> Run | None:
+    """The set's pilot still queued or playing in the workers, if any: a caller asking again
+    before it finished waits for it instead of launching another (the API's dry run)."""
+    return (
+        Run.objects.filter(
+            benchmark_set=benchmark_set,
+            patient_model=PILOT_PATIENT_MODEL,
+            agents__model=PILOT_AGENT_MODEL,
+            status__in=(JobStatus.QUEUED, JobStatus.RUNNING),
+        )
+        .distinct()
+        .order_by("-pk")
+        .first()
+    )
+
+
 def forecast_source(benchmark_set: BenchmarkSet | None) -> tuple[Run | None, str]:
     """The earlier run to learn from and a sentence saying which (and why, when it is not a
     run of the same set)."""
@@ -131,6 +148,31 @@ def run_demands(
         _role_demand(ROSTER, roster_model, played, everyone, source),
     ]
     return demands, note
+
+
+def enrichment_forecast(
+    benchmark_set: BenchmarkSet, *, cases: int, model: str, batch: bool = False
+) -> Forecast:
+    """Enriching `cases` new cases with `model`, learnt from `benchmark_set`'s enrichment
+    calls; with `batch` (a set whose enrichment goes through the batch APIs: the set form's
+    batch box, BenchmarkSet.batch) every call is priced at the model's batch price."""
+    demand = enrichment_demand(benchmark_set, cases=cases, model=model)
+    result = forecast([demand], catalog_in_force().price_for, batch=batch)
+    result.source = f"set {benchmark_set.pk} {benchmark_set.name!r}" + (
+        ", in batches (batch price)" if batch else ""
+    )
+    return result
+
+
+def set_enrichment_forecast(benchmark_set: BenchmarkSet) -> Forecast:
+    """What enriching the set as it was created would cost (its size, model and batch mode),
+    learnt from its own enrichment calls so far."""
+    return enrichment_forecast(
+        benchmark_set,
+        cases=benchmark_set.size,
+        model=benchmark_set.generator_model,
+        batch=benchmark_set.batch,
+    )
 
 
 def enrichment_demand(benchmark_set: BenchmarkSet, *, cases: int, model: str) -> RoleDemand:
