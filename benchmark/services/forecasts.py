@@ -22,9 +22,9 @@ from benchmark.models import (
     ModelCall,
     Run,
 )
-from jobs.models import JobStatus
 from benchmark.services import runs
 from benchmark.services.runs import AgentChoice
+from jobs.models import JobStatus
 from llm.engine.forecast import Forecast, RoleDemand, UnitUsage, forecast
 from llm.services.prices import catalog_in_force
 
