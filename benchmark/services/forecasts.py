@@ -35,6 +35,10 @@ NO_SOURCE = (
     "repetition), then come back."
 )
 
+NO_ENRICHMENT_SOURCE = (
+    "No enriched set to forecast from: generate a small set first (a few cases), then come back."
+)
+
 
 # A pilot plays the chosen agent configurations with these scripts: free, at once, and their
 # calls report the prompt-cache reads a provider would have given them (llm.engine.prompt_cache).
@@ -164,14 +168,33 @@ def enrichment_forecast(
     return result
 
 
-def set_enrichment_forecast(benchmark_set: BenchmarkSet) -> Forecast:
-    """What enriching the set as it was created would cost (its size, model and batch mode),
-    learnt from its own enrichment calls so far."""
-    return enrichment_forecast(
-        benchmark_set,
-        cases=benchmark_set.size,
-        model=benchmark_set.generator_model,
-        batch=benchmark_set.batch,
+def new_set_forecast(*, size: int, model: str, batch: bool = False) -> Forecast:
+    """What enriching a new set of `size` cases with `model` would call and spend (the set
+    form's and `generate_set`'s values; `batch`: at the batch price), learnt from the newest
+    set with enrichment calls."""
+    source, note = enrichment_source(model)
+    if source is None:
+        result = forecast([RoleDemand("enrichment", model, size, [])], catalog_in_force().price_for)
+        result.source = note
+        return result
+    result = enrichment_forecast(source, cases=size, model=model, batch=batch)
+    result.source = note + (", in batches (batch price)" if batch else "")
+    return result
+
+
+def enrichment_source(model: str) -> tuple[BenchmarkSet | None, str]:
+    """The set to learn enrichment from: the newest one enriched with `model`, else the
+    newest one enriched at all (said so: another model may write longer cases)."""
+    enriched = BenchmarkSet.objects.filter(model_calls__purpose="enrichment").distinct()
+    same_model = enriched.filter(generator_model=model).order_by("-pk").first()
+    if same_model is not None:
+        return same_model, f"set {same_model.pk} {same_model.name!r}, enriched with the same model"
+    other = enriched.order_by("-pk").first()
+    if other is None:
+        return None, NO_ENRICHMENT_SOURCE
+    return other, (
+        f"set {other.pk} {other.name!r}, enriched with {other.generator_model}: no set was "
+        "enriched with this model yet, so its calls may be longer or shorter"
     )
 
 

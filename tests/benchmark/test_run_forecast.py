@@ -11,7 +11,6 @@ from benchmark.models import Conversation, ModelCall, Run
 from benchmark.services import forecasts, runs
 from benchmark.services.conversations import conversation_execute
 from benchmark.services.runs import AgentChoice
-from llm.services.prices import catalog_in_force
 from tests.benchmark.conftest import enrich_all, make_set
 
 pytestmark = pytest.mark.django_db
@@ -88,30 +87,6 @@ def test_enrichment_is_forecast_per_case(ready_set):
     per_case = ready_set.model_calls.filter(purpose="enrichment").count() / ready_set.size
     assert demand.units == round(per_case * 300)
     assert len(demand.observed) == ready_set.model_calls.filter(purpose="enrichment").count()
-
-
-def test_enrichment_in_batches_is_forecast_at_the_batch_price(ready_set):
-    model = "openai/gpt-4o-mini"
-    discount = float(catalog_in_force().price_for(model).batch_discount)
-    assert 0 < discount < 1  # the price file gives this model a batch price
-    live = forecasts.enrichment_forecast(ready_set, cases=300, model=model)
-    batched = forecasts.enrichment_forecast(ready_set, cases=300, model=model, batch=True)
-    assert live.calls == batched.calls > 0
-    assert batched.cost.estimate == pytest.approx(live.cost.estimate * (1 - discount))
-    assert batched.cost.high == pytest.approx(live.cost.high * (1 - discount))
-    assert "batch price" in batched.source and "batch" not in live.source
-
-
-def test_a_set_in_batch_mode_is_forecast_at_the_batch_price(ready_set):
-    ready_set.generator_model = "openai/gpt-4o-mini"
-    live = forecasts.set_enrichment_forecast(ready_set)
-    ready_set.batch = True
-    batched = forecasts.set_enrichment_forecast(ready_set)
-    (role,) = batched.roles
-    assert role.role == "enrichment" and role.units == round(
-        ready_set.model_calls.filter(purpose="enrichment").count()
-    )
-    assert 0 < batched.cost.estimate < live.cost.estimate
 
 
 # --- the launch page's panel and the command's --dry-run ------------------------------------
