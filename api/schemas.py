@@ -46,6 +46,21 @@ class RunIn(Schema):
     use_cache: bool | None = None
     cost_limit_usd: Decimal | None = None
     dry_run: bool = Field(False, description="Answer the forecast (200) and create nothing")
+    pilot: int | None = Field(
+        None,
+        description="With dry_run, when the set has no finished run to forecast from: launch "
+        "a pilot of this many of its cases, played by the offline scripts (free), and answer "
+        "202 with its id; ask again once it finished",
+    )
+
+
+class PilotOut(Schema):
+    """A dry run asked with `pilot` for a set with no finished run: the pilot run playing."""
+
+    dry_run: bool = True
+    pilot_run: int = Field(description="The pilot run's id (GET /runs/{id} shows its progress)")
+    conversations: int = Field(description="The pilot's conversations")
+    detail: str
 
 
 class RunResumeIn(Schema):

@@ -23,6 +23,7 @@ from api.schemas import (
     CaseSetOut,
     ConversationOut,
     ForecastOut,
+    PilotOut,
     RunDetailOut,
     RunImportOut,
     RunIn,
@@ -171,17 +172,23 @@ def case_set_detail(request: HttpRequest, set_id: int):
 
 @router.post(
     "/runs",
-    response=responses({201: RunLaunchOut, 200: ForecastOut}, 400),
+    response=responses({201: RunLaunchOut, 200: ForecastOut, 202: PilotOut}, 400),
     url_name="run_launch",
     auth=admins(),
 )
 def run_launch(request: HttpRequest, payload: RunIn):
     """Launch a run with the checks of the launch page (admins only, as there); with
-    dry_run, answer its forecast and create nothing."""
+    dry_run, answer its forecast and create nothing; with dry_run and pilot N, when the set
+    has no finished run, launch an offline pilot of N cases to forecast from (202)."""
+    if payload.pilot is not None and not payload.dry_run:
+        raise Refused("pilot goes with dry_run: it plays a pilot to forecast from.")
     agent_services.agent_configs_ensure_shipped()
-    form = form_checked(forms.RunForm, payload.dict(exclude={"dry_run"}))
+    form = form_checked(forms.RunForm, payload.dict(exclude={"dry_run", "pilot"}))
     if payload.dry_run:
-        return Status(200, as_dict(forecasts.run_forecast(**form.forecast_arguments())))
+        arguments = form.forecast_arguments()
+        if payload.pilot is not None and forecasts.pilot_needed(arguments["benchmark_set"]):
+            return Status(202, _pilot_started(arguments, payload.pilot))
+        return Status(200, as_dict(forecasts.run_forecast(**arguments)))
     try:
         run = runs.run_launch(user=request.user, **form.launch_arguments())
     except runs.RunError as error:
@@ -189,6 +196,31 @@ def run_launch(request: HttpRequest, payload: RunIn):
     job_start(run)
     warnings = [forms.unpriced_warning(model) for model in form.unpriced()]
     return Status(201, run_detail_out(run) | {"warning": held("the run"), "unpriced": warnings})
+
+
+def _pilot_started(arguments: dict, conversations: int) -> dict:
+    """The set's pilot, launched into the workers unless one is playing already (asking
+    again before it finished launches no second pilot)."""
+    benchmark_set = arguments["benchmark_set"]
+    pilot = forecasts.pilot_playing(benchmark_set)
+    if pilot is None:
+        try:
+            pilot = forecasts.pilot_launch(
+                benchmark_set=benchmark_set,
+                agents=arguments["agents"],
+                conversations=conversations,
+            )
+        except runs.RunError as error:
+            raise Refused(str(error)) from None
+        job_start(pilot)
+    total = pilot.conversations.count()
+    return {
+        "pilot_run": pilot.pk,
+        "conversations": total,
+        "detail": f"No finished run of {benchmark_set.name!r} to forecast from: pilot run "
+        f"{pilot.pk} plays {total} conversations with the offline scripts (free). Ask again "
+        f"with dry_run once it finished (GET /runs/{pilot.pk} shows its progress).",
+    }
 
 
 @router.get("/runs", response=responses({200: list[RunOut]}, 400), url_name="runs")

@@ -24,6 +24,7 @@ from benchmark.models import (
 )
 from benchmark.services import runs
 from benchmark.services.runs import AgentChoice
+from jobs.models import JobStatus
 from llm.engine.forecast import Forecast, RoleDemand, UnitUsage, forecast
 from llm.services.prices import catalog_in_force
 
@@ -32,6 +33,10 @@ PATIENT, ROSTER, ASSISTANT = "patient", "roster", "assistant"
 NO_SOURCE = (
     "No finished run to forecast from: launch a small pilot run first (a few cases, one "
     "repetition), then come back."
+)
+
+NO_ENRICHMENT_SOURCE = (
+    "No enriched set to forecast from: generate a small set first (a few cases), then come back."
 )
 
 
@@ -76,6 +81,22 @@ def pilot_launch(
     ]
     run.conversations.exclude(pk__in=list(kept)).delete()
     return run
+
+
+def pilot_playing(benchmark_set: BenchmarkSet) -> Run | None:
+    """The set's pilot still queued or playing in the workers, if any: a caller asking again
+    before it finished waits for it instead of launching another (the API's dry run)."""
+    return (
+        Run.objects.filter(
+            benchmark_set=benchmark_set,
+            patient_model=PILOT_PATIENT_MODEL,
+            agents__model=PILOT_AGENT_MODEL,
+            status__in=(JobStatus.QUEUED, JobStatus.RUNNING),
+        )
+        .distinct()
+        .order_by("-pk")
+        .first()
+    )
 
 
 def forecast_source(benchmark_set: BenchmarkSet | None) -> tuple[Run | None, str]:
@@ -131,6 +152,50 @@ def run_demands(
         _role_demand(ROSTER, roster_model, played, everyone, source),
     ]
     return demands, note
+
+
+def enrichment_forecast(
+    benchmark_set: BenchmarkSet, *, cases: int, model: str, batch: bool = False
+) -> Forecast:
+    """Enriching `cases` new cases with `model`, learnt from `benchmark_set`'s enrichment
+    calls; with `batch` (a set whose enrichment goes through the batch APIs: the set form's
+    batch box, BenchmarkSet.batch) every call is priced at the model's batch price."""
+    demand = enrichment_demand(benchmark_set, cases=cases, model=model)
+    result = forecast([demand], catalog_in_force().price_for, batch=batch)
+    result.source = f"set {benchmark_set.pk} {benchmark_set.name!r}" + (
+        ", in batches (batch price)" if batch else ""
+    )
+    return result
+
+
+def new_set_forecast(*, size: int, model: str, batch: bool = False) -> Forecast:
+    """What enriching a new set of `size` cases with `model` would call and spend (the set
+    form's and `generate_set`'s values; `batch`: at the batch price), learnt from the newest
+    set with enrichment calls."""
+    source, note = enrichment_source(model)
+    if source is None:
+        result = forecast([RoleDemand("enrichment", model, size, [])], catalog_in_force().price_for)
+        result.source = note
+        return result
+    result = enrichment_forecast(source, cases=size, model=model, batch=batch)
+    result.source = note + (", in batches (batch price)" if batch else "")
+    return result
+
+
+def enrichment_source(model: str) -> tuple[BenchmarkSet | None, str]:
+    """The set to learn enrichment from: the newest one enriched with `model`, else the
+    newest one enriched at all (said so: another model may write longer cases)."""
+    enriched = BenchmarkSet.objects.filter(model_calls__purpose="enrichment").distinct()
+    same_model = enriched.filter(generator_model=model).order_by("-pk").first()
+    if same_model is not None:
+        return same_model, f"set {same_model.pk} {same_model.name!r}, enriched with the same model"
+    other = enriched.order_by("-pk").first()
+    if other is None:
+        return None, NO_ENRICHMENT_SOURCE
+    return other, (
+        f"set {other.pk} {other.name!r}, enriched with {other.generator_model}: no set was "
+        "enriched with this model yet, so its calls may be longer or shorter"
+    )
 
 
 def enrichment_demand(benchmark_set: BenchmarkSet, *, cases: int, model: str) -> RoleDemand:

@@ -238,11 +238,19 @@ def page_context(result: Forecast) -> dict:
 
 def total_text(result: Forecast) -> str:
     if result.cost is None:
+        if nothing_observed(result):
+            return "unknown (no earlier calls to forecast from)"
         return "unknown (no role is priced)"
     text = money_text(result.cost)
-    if result.unpriced:
-        text += f" for the priced roles; unknown for {', '.join(result.unpriced)}"
+    unknown = [*result.unpriced, *result.unobserved]
+    if unknown:
+        text += f" for the priced roles; unknown for {', '.join(unknown)}"
     return text
+
+
+def nothing_observed(result: Forecast) -> bool:
+    """Whether no role has an earlier unit: every figure of the forecast is unknown."""
+    return not any(role.figures for role in result.roles)
 
 
 def money_text(interval: Interval) -> str:

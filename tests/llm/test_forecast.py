@@ -103,6 +103,14 @@ def test_a_role_with_no_earlier_calls_is_said_so():
     assert result.unobserved == ["roster"]
     assert result.cost is None
     assert "no earlier calls" in text_table(result)
+    assert "total cost: unknown (no earlier calls to forecast from)" in text_table(result)
+
+
+def test_the_total_names_the_roles_it_leaves_out():
+    observed = [UnitUsage(1, 100, 10), UnitUsage(1, 120, 12)]
+    demands = [RoleDemand("agent", "m", 10, observed), RoleDemand("roster", "m", 10, [])]
+    result = forecast(demands, lambda _: PRICE)
+    assert "for the priced roles; unknown for roster" in text_table(result)
 
 
 def test_the_total_interval_adds_the_roles_ends():

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.engine.distribution import DistributionError
 from benchmark.models import BenchmarkSet, EntryStatus
-from benchmark.services import cases
+from benchmark.services import cases, forecasts
 from jobs.models import JobStatus
 from jobs.services import accounting
 from jobs.services.cli import (
@@ -18,6 +18,7 @@ from jobs.services.cli import (
     wait_until,
 )
 from jobs.services.starts import job_start
+from llm.engine.forecast import text_table
 
 
 class Command(BaseCommand):
@@ -54,10 +55,22 @@ class Command(BaseCommand):
             help="with --batch: call live what a batch left unanswered, not in another batch",
         )
         parser.add_argument("--no-wait", action="store_true", help="return once queued")
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="print the forecast of the enrichment calls, tokens and cost (from the newest "
+            "enriched set; with --batch at the batch price) and exit without creating anything",
+        )
 
     def handle(self, *args, name, size, seed, model, distribution, inline, no_wait, **options):
         if inline and options["batch"]:
             raise CommandError("--inline and --batch exclude each other: batches are polled.")
+        if options["dry_run"]:
+            if options["price"]:
+                raise CommandError("--dry-run sets no price: drop --price.")
+            result = forecasts.new_set_forecast(size=size, model=model, batch=options["batch"])
+            self.stdout.write(text_table(result))
+            return
         price_options(options["price"], command="generate_set")
         try:
             benchmark_set = cases.benchmark_set_create(

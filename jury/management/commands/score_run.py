@@ -16,7 +16,7 @@ from jobs.services.cli import add_price_argument, cost_text, price_options
 from jury.models import Jury, ScoringJob
 from jury.services import forecasts, scoring
 from jury.services.scoring import scoring_start
-from llm.engine.forecast import text_table
+from llm.engine.forecast import Forecast, nothing_observed, text_table
 
 POLL_SECONDS = 0.5
 
@@ -75,6 +75,8 @@ class Command(BaseCommand):
             raise CommandError(f"There is no run {run_id}.")
         if options["dry_run"]:
             result = forecasts.scoring_forecast(run=run, jury=_jury(jury), batch=options["batch"])
+            if nothing_observed(result):
+                self.stdout.write(self.style.WARNING(_nothing_to_forecast_from(result)))
             self.stdout.write(text_table(result))
             return
         price_options(options["price"], command="score_run")
@@ -140,3 +142,14 @@ def _jury(value: str) -> Jury:
             "calibration. Score with the jury or one of its promoted versions."
         )
     return jury
+
+
+def _nothing_to_forecast_from(result: Forecast) -> str:
+    """What a forecast with no earlier score rests on: only each seat's count of scores."""
+    units = result.roles[0].units if result.roles else 0
+    return (
+        "This forecast rests on no earlier calls: no scoring job has an answered score yet, so "
+        f"only the number of scores is known ({units:,} per judge seat: scorable conversations "
+        "x rubrics); calls, tokens and cost are unknown. Score a few conversations first (a "
+        "small pilot run), then ask again."
+    )
