@@ -35,9 +35,7 @@ def webhook_url_check(url: str) -> str:
     try:
         parts.port  # noqa: B018 - urllib checks the port only when it is read
     except ValueError:
-        raise ValidationError(
-            "A webhook URL's port must be a number from 1 to 65535."
-        ) from None
+        raise ValidationError("A webhook URL's port must be a number from 1 to 65535.") from None
     url_address_check(url)
     return url
 
