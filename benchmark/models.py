@@ -318,12 +318,13 @@ class Conversation(ProviderRetries):
     # Refreshed while queued or running; a stale one means a lost task or a crashed worker.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     # The process holding the conversation while it is in flight (blank while it waits in
-    # the task queue): host, pid and the process's start time, which tells a reused pid
-    # apart. Work held by a process that no longer exists on this host is taken back at once
-    # instead of after its lease (jobs.services.processes).
+    # the task queue): host, pid and the process's start (time and kernel ticks), which
+    # tells a reused pid apart. Work held by a process that no longer exists on this host is
+    # taken back at once instead of after its lease (jobs.services.processes).
     holder_host = models.CharField(max_length=255, blank=True)
     holder_pid = models.PositiveIntegerField(null=True, blank=True)
     holder_started_at = models.DateTimeField(null=True, blank=True)
+    holder_start_ticks = models.BigIntegerField(null=True, blank=True)  # see processes.py
 
     objects = ConversationQuerySet.as_manager()
 

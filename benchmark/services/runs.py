@@ -336,12 +336,12 @@ def run_reclaim_abandoned(run: Run) -> list[Reclaimed]:
         run.conversations.filter(status__in=IN_FLIGHT, holder_host=this_host())
         .exclude(holder_pid=None)
         .order_by()  # the default ordering would join entries and agents into the DISTINCT
-        .values_list("holder_pid", "holder_started_at")
+        .values_list("holder_pid", "holder_started_at", "holder_start_ticks")
         .distinct()
     )
     reclaimed = []
-    for pid, started_at in held_here:
-        holder = ProcessIdentity(this_host(), pid, started_at)
+    for pid, started_at, ticks in held_here:
+        holder = ProcessIdentity(this_host(), pid, started_at, ticks)
         if not process_gone(holder):
             continue
         # Matching the holder again: the row may have been taken up since it was read.
@@ -374,12 +374,14 @@ def run_held_elsewhere(run: Run, *, me: ProcessIdentity) -> HeldWork | None:
     rows = list(
         run.conversations.filter(status__in=IN_FLIGHT)
         .exclude(**holder_fields(me))
-        .values_list("holder_host", "holder_pid", "holder_started_at", "heartbeat_at")
+        .values_list(
+            "holder_host", "holder_pid", "holder_started_at", "holder_start_ticks", "heartbeat_at"
+        )
     )
     if not rows:
         return None
     holders = sorted(
-        {ProcessIdentity(h, p, s) for h, p, s, _ in rows if h and p is not None},
+        {ProcessIdentity(h, p, s, t) for h, p, s, t, _ in rows if h and p is not None},
         key=lambda identity: (identity.host, identity.pid),
     )
     beats = [beat for *_, beat in rows if beat is not None]

@@ -1,7 +1,11 @@
 """Which process holds a piece of work, and whether that process still exists.
 
-A process is named by its host, pid and start time: the start time tells a pid the system has
-reused apart from the process that held the work. Whether a process exists can only be asked
+A process is named by its host, pid and start: the start tells a pid the system has reused
+apart from the process that held the work. Where the kernel says when a process started in
+clock ticks since boot (Linux's /proc), those ticks are compared exactly; the start time in
+wall-clock seconds is kept for reading and as the fallback elsewhere, since it is derived from
+the wall clock and moves when the clock is stepped (NTP on a VM), which would make a live
+process look gone. Whether a process exists can only be asked
 on its own host; work held on another host keeps its lease (jobs.services.leases), since
 a missing heartbeat there may mean a slow network or a database restart, not a dead process.
 Host names are assumed to name one machine (as Celery's node names do).
@@ -13,12 +17,14 @@ import os
 import socket
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import psutil
 
 # The start time read back from the system is rounded to clock ticks; a reused pid starts
-# later by far more than this.
+# later by far more than this. Used only where start ticks are not available.
 START_TIME_TOLERANCE_SECONDS = 1.0
+PROC = Path("/proc")
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,7 @@ class ProcessIdentity:
     host: str
     pid: int
     started_at: datetime
+    start_ticks: int | None = None  # clock ticks from boot to the start, where known
 
     def describe(self) -> str:
         where = "this host" if self.host == this_host() else self.host
@@ -42,8 +49,23 @@ def this_host() -> str:
 def this_process() -> ProcessIdentity:
     pid = os.getpid()
     if pid not in _this:
-        _this[pid] = ProcessIdentity(this_host(), pid, _started_at(pid))
+        _this[pid] = ProcessIdentity(this_host(), pid, _started_at(pid), start_ticks(pid))
     return _this[pid]
+
+
+def start_ticks(pid: int) -> int | None:
+    """When the process started, in clock ticks since boot (field 22 of /proc/<pid>/stat), or
+    None where the system does not say. Unlike a wall-clock time it never moves."""
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) is in parentheses and may hold spaces or parentheses itself.
+    fields = stat.rpartition(")")[2].split()
+    try:
+        return int(fields[19])  # field 22 overall: fields 3.. follow the name
+    except (IndexError, ValueError):
+        return None
 
 
 def _started_at(pid: int) -> datetime:
@@ -65,6 +87,10 @@ def process_gone(identity: ProcessIdentity) -> bool:
         return True
     except psutil.Error:  # exists, but not ours to inspect: assume it is the holder
         return False
+    if identity.start_ticks is not None:
+        ticks = start_ticks(identity.pid)
+        if ticks is not None:
+            return ticks != identity.start_ticks
     return abs((started - identity.started_at).total_seconds()) > START_TIME_TOLERANCE_SECONDS
 
 
@@ -72,11 +98,17 @@ def holder_fields(identity: ProcessIdentity | None) -> dict:
     """The `holder_*` columns of a row held by `identity` (None: held by no process, e.g.
     waiting in the task queue)."""
     if identity is None:
-        return {"holder_host": "", "holder_pid": None, "holder_started_at": None}
+        return {
+            "holder_host": "",
+            "holder_pid": None,
+            "holder_started_at": None,
+            "holder_start_ticks": None,
+        }
     return {
         "holder_host": identity.host,
         "holder_pid": identity.pid,
         "holder_started_at": identity.started_at,
+        "holder_start_ticks": identity.start_ticks,
     }
 
 
@@ -84,4 +116,6 @@ def holder_of(row) -> ProcessIdentity | None:
     """The process a row's `holder_*` columns name, if any."""
     if not row.holder_host or row.holder_pid is None or row.holder_started_at is None:
         return None
-    return ProcessIdentity(row.holder_host, row.holder_pid, row.holder_started_at)
+    return ProcessIdentity(
+        row.holder_host, row.holder_pid, row.holder_started_at, row.holder_start_ticks
+    )

@@ -1,9 +1,11 @@
 """Conversations remember the process holding them: a stopped process's work is taken back at
 once on its own host, while a live process's, or another host's, keeps its lease."""
 
+import os
 import signal
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from unittest import mock
 
@@ -20,6 +22,7 @@ from jobs.services.processes import (
     ProcessIdentity,
     holder_fields,
     process_gone,
+    start_ticks,
     this_process,
 )
 from tests.support.builders import enriched_set, launched_run
@@ -60,6 +63,21 @@ def test_a_process_that_ended_is_gone_and_a_live_one_is_not(stopped_process):
 def test_a_reused_pid_is_not_taken_for_the_holder():
     me = this_process()
     assert process_gone(ProcessIdentity(me.host, me.pid, me.started_at - timedelta(hours=1)))
+
+
+@pytest.mark.skipif(start_ticks(os.getpid()) is None, reason="the system gives no start ticks")
+def test_a_wall_clock_step_does_not_make_a_live_process_look_gone(monkeypatch):
+    me = this_process()
+    # After the clock is stepped an hour, the start time derived from it moves by an hour.
+    stepped = psutil.Process.create_time
+    monkeypatch.setattr(psutil.Process, "create_time", lambda self: stepped(self) + 3600)
+    assert not process_gone(me)
+
+
+@pytest.mark.skipif(start_ticks(os.getpid()) is None, reason="the system gives no start ticks")
+def test_a_reused_pid_started_at_other_ticks_is_gone_even_within_a_second():
+    me = this_process()
+    assert process_gone(replace(me, start_ticks=me.start_ticks - 1))
 
 
 def test_a_process_of_another_host_is_never_taken_for_gone(stopped_process):
