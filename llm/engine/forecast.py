@@ -21,13 +21,19 @@ The total's interval adds the roles' ends, as if they moved together (a longer c
 costs more for agent and patient at once): it is wide rather than falsely narrow.
 
 A model without a price has no cost: it is named in `unpriced`, never counted as free.
+
+The earlier units' cache reads were made by other models (often the offline scripts, whose
+simulated cache keeps prefixes of 1,024 tokens or more). A model whose provider caches only
+longer prefixes (its price's `cache_min_tokens`: 4,096 for some small models) would not have
+read what a unit read in calls shorter than that on average, so such a unit counts as
+uncached for it: nothing read, nothing written.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from scipy.stats import t as student_t
@@ -53,6 +59,13 @@ class UnitUsage:
     output_tokens: int = 0
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
+
+    def for_cache_minimum(self, min_tokens: int | None) -> UnitUsage:
+        """This unit as a model caching only prefixes of `min_tokens` or more would have
+        used it (see the module's doc)."""
+        if not min_tokens or self.cached_input_tokens >= min_tokens * max(self.calls, 1):
+            return self
+        return replace(self, cached_input_tokens=0, cache_write_tokens=0)
 
     def usage(self) -> Usage:
         return Usage(
@@ -153,14 +166,15 @@ def _batch_prices(price_of: Callable[[str], Price | None]) -> Callable[[str], Pr
 
 
 def _role_forecast(demand: RoleDemand, price_of) -> RoleForecast:
-    observed = list(demand.observed)
+    price = price_of(demand.model)
+    minimum = price.cache_min_tokens if price is not None else None
+    observed = [unit.for_cache_minimum(minimum) for unit in demand.observed]
     figures, cost = {}, None
     if observed:
         figures = {
             name: sum_interval([getattr(unit, name) for unit in observed], demand.units)
             for name in FIGURES
         }
-        price = price_of(demand.model)
         if price is not None:
             costs = [float(price.cost(unit.usage())) for unit in observed]
             cost = sum_interval(costs, demand.units)

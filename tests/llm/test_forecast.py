@@ -120,3 +120,30 @@ def test_the_total_interval_adds_the_roles_ends():
     one = result.roles[0].cost
     assert result.cost.low == pytest.approx(2 * one.low)
     assert result.cost.high == pytest.approx(2 * one.high)
+
+
+def test_a_model_caching_only_longer_prefixes_is_forecast_without_the_short_reads():
+    # Two judge calls that read a 1,200-token rubric prefix each, and a conversation whose
+    # four calls read 2,000 tokens each on average.
+    judge = UnitUsage(calls=1, input_tokens=5000, cached_input_tokens=1200, cache_write_tokens=50)
+    talk = UnitUsage(calls=4, input_tokens=12000, cached_input_tokens=8000, cache_write_tokens=900)
+    short_prefixes = Price(
+        Decimal("1"), Decimal("5"), Decimal("0.1"), Decimal("1.25"), cache_min_tokens=4096
+    )
+    usual = Price(Decimal("1"), Decimal("5"), Decimal("0.1"), Decimal("1.25"))
+    demands = [
+        RoleDemand("judge", "small", 10, [judge, judge]),
+        RoleDemand("talk", "big", 1, [talk]),
+    ]
+    for_small = forecast(demands, {"small": short_prefixes, "big": usual}.get)
+    for_usual = forecast(demands, {"small": usual, "big": usual}.get)
+
+    judge_small, talk_big = for_small.roles
+    assert judge_small.figures["cached_input_tokens"].estimate == 0
+    assert judge_small.figures["cache_write_tokens"].estimate == 0
+    assert judge_small.cost.estimate == pytest.approx(10 * 5000 / 1e6)  # every token at 1.00
+    assert for_usual.roles[0].figures["cached_input_tokens"].estimate == 12000
+    assert talk_big.figures["cached_input_tokens"].estimate == 8000  # 2,000 a call: kept
+    # The same conversation at a 4,096-token minimum reads too little a call to count.
+    talk_small = forecast([RoleDemand("talk", "small", 1, [talk])], {"small": short_prefixes}.get)
+    assert talk_small.roles[0].figures["cached_input_tokens"].estimate == 0

@@ -28,6 +28,9 @@ _CACHE_PRICE_FIELDS = ("cached_input_per_million", "cache_write_per_million")
 # The share taken off every rate for a call sent through the provider's batch API (0.5: half
 # the price). Optional: left out, a batch call costs what a live one costs.
 _BATCH_FIELD = "batch_discount"
+# The shortest prefix the provider caches for the model, in tokens (a vendor rule like the
+# batch discount, so it rides with the price). Optional: left out, the usual 1,024.
+_CACHE_MINIMUM_FIELD = "cache_min_tokens"
 _LIMIT_FIELDS = ("requests_per_minute", "tokens_per_minute")
 
 
@@ -45,6 +48,7 @@ class Price:
     cached_input_per_million: Decimal | None = None
     cache_write_per_million: Decimal | None = None
     batch_discount: Decimal | None = None
+    cache_min_tokens: int | None = None
 
     @property
     def cached_input_rate(self) -> Decimal:
@@ -77,6 +81,7 @@ class Price:
             self.output_per_million * kept,
             None if self.cached_input_per_million is None else self.cached_input_per_million * kept,
             None if self.cache_write_per_million is None else self.cache_write_per_million * kept,
+            cache_min_tokens=self.cache_min_tokens,
         )
 
     def list_cost(self, usage: Usage) -> Decimal:
@@ -145,12 +150,20 @@ class ModelCatalog:
         entries = dict(self.entries)
         for model, price in prices.items():
             before = self.entry_for(model)
-            # A price set without a batch discount keeps the file's: the discount is the
-            # vendor's rule for batches, not part of the per-token figures staff set.
-            if price.batch_discount is None and before is not None and before.price is not None:
-                price = replace(price, batch_discount=before.price.batch_discount)
+            # A price set without a batch discount or cache minimum keeps the file's: they are
+            # the vendor's rules, not part of the per-token figures staff set.
+            if before is not None and before.price is not None:
+                price = _with_vendor_rules(price, before.price)
             entries[model] = ModelEntry(price, before.limit if before else RateLimit())
         return ModelCatalog(entries)
+
+
+def _with_vendor_rules(price: Price, before: Price) -> Price:
+    return replace(
+        price,
+        batch_discount=_or(price.batch_discount, before.batch_discount),
+        cache_min_tokens=price.cache_min_tokens or before.cache_min_tokens,
+    )
 
 
 def load_catalog(path: Path = PRICES_PATH) -> ModelCatalog:
@@ -176,14 +189,16 @@ def parse_catalog(data: Any) -> ModelCatalog:
 def _entry(key: str, raw: Any) -> ModelEntry:
     if not isinstance(raw, dict):
         raise CatalogError(f"{key}: expected a mapping of fields")
-    known = {*_PRICE_FIELDS, *_CACHE_PRICE_FIELDS, _BATCH_FIELD, *_LIMIT_FIELDS}
+    known = {*_PRICE_FIELDS, *_CACHE_PRICE_FIELDS, _BATCH_FIELD, _CACHE_MINIMUM_FIELD}
+    known |= set(_LIMIT_FIELDS)
     unknown = set(raw) - known
     if unknown:
         raise CatalogError(f"{key}: unknown fields {sorted(unknown)}")
     given = [name for name in _PRICE_FIELDS if name in raw]
     if len(given) == 1:
         raise CatalogError(f"{key}: give both input_per_million and output_per_million")
-    cache_prices = [name for name in (*_CACHE_PRICE_FIELDS, _BATCH_FIELD) if name in raw]
+    vendor_fields = (*_CACHE_PRICE_FIELDS, _BATCH_FIELD, _CACHE_MINIMUM_FIELD)
+    cache_prices = [name for name in vendor_fields if name in raw]
     if cache_prices and not given:
         raise CatalogError(
             f"{key}: {cache_prices[0]} needs input_per_million and output_per_million"
@@ -197,6 +212,9 @@ def _entry(key: str, raw: Any) -> ModelEntry:
         amounts[_BATCH_FIELD] = _amount(key, _BATCH_FIELD, raw[_BATCH_FIELD])
         if amounts[_BATCH_FIELD] > 1:
             raise CatalogError(f"{key}: {_BATCH_FIELD} is a share of the price, from 0 to 1")
+    if _CACHE_MINIMUM_FIELD in raw:
+        minimum = _positive_int(key, _CACHE_MINIMUM_FIELD, raw[_CACHE_MINIMUM_FIELD])
+        amounts[_CACHE_MINIMUM_FIELD] = minimum
     price = Price(**amounts) if given else None
     limits = {name: _positive_int(key, name, raw[name]) for name in _LIMIT_FIELDS if name in raw}
     return ModelEntry(price, RateLimit(**limits))

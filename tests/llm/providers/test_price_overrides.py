@@ -2,8 +2,10 @@
 
 from decimal import Decimal
 
+import pytest
+
 from llm.engine.chat import Usage
-from llm.engine.providers.catalog import Price, parse_catalog
+from llm.engine.providers.catalog import CatalogError, Price, parse_catalog
 
 FILE = {
     "models": {
@@ -39,3 +41,15 @@ def test_the_catalog_names_each_unpriced_model_once_in_the_order_given():
     )
 
     assert unpriced == ["openai-compatible/b", "openai-compatible/a"]
+
+
+def test_the_cache_minimum_is_read_checked_and_kept_under_a_staff_price_and_in_batches():
+    entry = {"input_per_million": 1, "output_per_million": 5, "cache_min_tokens": 4096}
+    catalog = parse_catalog({"models": {"anthropic/small": entry}})
+    assert catalog.price_for("anthropic/small").cache_min_tokens == 4096
+    assert catalog.price_for("anthropic/small").batched().cache_min_tokens == 4096
+    staff = catalog.with_prices({"anthropic/small": Price(Decimal(2), Decimal(6))})
+    assert staff.price_for("anthropic/small").cache_min_tokens == 4096
+    for wrong in (0, 1.5, "many"):
+        with pytest.raises(CatalogError, match="cache_min_tokens"):
+            parse_catalog({"models": {"anthropic/small": {**entry, "cache_min_tokens": wrong}}})
