@@ -17,7 +17,7 @@ from django.core.exceptions import ImproperlyConfigured
 class Corrections:
     rows: Callable  # (job) -> [(study, rows)], the newest target study first
     export: Callable  # (job, format) -> text of one table over every study
-    method: str = ""  # how the figures are made, for the page (intervals, the minimum n)
+    method: Callable[[], str]  # how the figures are made, for the page (intervals, minimum n)
 
 
 _registered: list[Corrections] = []
@@ -32,7 +32,7 @@ def job_corrected(job) -> list:
 
 
 def corrected_method() -> str:
-    return _registered[0].method if _registered else ""
+    return _registered[0].method() if _registered else ""
 
 
 def job_corrected_export(job, fmt: str) -> str:

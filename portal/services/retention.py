@@ -29,7 +29,6 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Role
-from alignment.services.archive import study_tables
 from annotation.models import (
     Adjudication,
     Assignment,
@@ -197,6 +196,10 @@ def _study_purge(plan: StudyPlan, *, actor, forced: bool) -> StudyPurge:
     study = Study.objects.select_for_update().get(pk=plan.study.pk)
     if study.purged_at is not None:
         raise RetentionError(f"{study.name} was purged already.")
+    # Imported here: the tables draw on pandas and the statistics, and the admin site imports
+    # this module in every process at start-up.
+    from alignment.services.archive.export import study_tables
+
     tables = {name: _sha256(text) for name, text in study_tables(study).items()}
     removed = hashlib.sha256()
     _conversation_text_remove(plan.conversations, removed)

@@ -22,17 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import bm25s
 import numpy as np
-from sklearn.decomposition import TruncatedSVD
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.preprocessing import normalize
 
 from rubric_lab.engine.knowledge import Passage
 
-# bm25s sets its own logger to DEBUG when imported (after Django configured logging) and would
-# print a line for every index it builds.
-logging.getLogger("bm25s").setLevel(logging.WARNING)
+# bm25s (with numba) and scikit-learn take about two seconds to import: they are imported by
+# the retrievers that use them, not by every process that imports the rubric lab's tasks.
 
 WORD = re.compile(r"[a-z0-9]+")
 STOPWORDS = frozenset(
@@ -73,6 +68,7 @@ class BM25Retriever:
     def __init__(self, passages: Sequence[Passage], *, k1: float = 1.5, b: float = 0.75):
         if not passages:
             raise ValueError("the knowledge base has no passages to search")
+        bm25s = _bm25s()
         self.passages = list(passages)
         self._index = bm25s.BM25(k1=k1, b=b)
         corpus = [tokenize(passage.searchable_text) or ["_"] for passage in self.passages]
@@ -91,6 +87,9 @@ class EmbeddingRetriever:
     def __init__(self, passages: Sequence[Passage], *, dimensions: int = 96):
         if not passages:
             raise ValueError("the knowledge base has no passages to search")
+        from sklearn.decomposition import TruncatedSVD
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
         self.passages = list(passages)
         self._tfidf = TfidfVectorizer(
             tokenizer=tokenize, lowercase=False, token_pattern=None, sublinear_tf=True
@@ -101,12 +100,12 @@ class EmbeddingRetriever:
             TruncatedSVD(n_components=components, random_state=0) if components >= 2 else None
         )
         dense = self._svd.fit_transform(matrix) if self._svd else matrix.toarray()
-        self._vectors = normalize(dense)
+        self._vectors = _normalised(dense)
 
     def embed(self, text: str) -> np.ndarray:
         vector = self._tfidf.transform([text])
         dense = self._svd.transform(vector) if self._svd else vector.toarray()
-        return normalize(dense)[0]
+        return _normalised(dense)[0]
 
     def search(self, query: str, k: int) -> list[Hit]:
         query_vector = self.embed(query)
@@ -144,3 +143,18 @@ def search_all(retriever: Retriever, queries: Sequence[str], k: int) -> list[dic
             row["score"] = max(row["score"], hit.score)
             row["queries"].append(query)
     return sorted(merged.values(), key=lambda row: -row["score"])
+
+
+def _normalised(rows):
+    from sklearn.preprocessing import normalize
+
+    return normalize(rows)
+
+
+def _bm25s():
+    import bm25s
+
+    # bm25s sets its own logger to DEBUG when imported (after Django configured logging) and
+    # would print a line for every index it builds.
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s

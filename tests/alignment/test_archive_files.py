@@ -221,7 +221,9 @@ def test_a_failed_export_leaves_no_partial_file(
         target.write_bytes(b"half an archive")
         raise OSError("disk full")
 
-    monkeypatch.setattr(jobs, "study_archive_write", broken)
+    from alignment.services.archive import export
+
+    monkeypatch.setattr(export, "study_archive_write", broken)
     job = ArchiveJob.objects.create(kind="export", study=world_study, file_name="x.zip")
     with django_capture_on_commit_callbacks() as after_commit, pytest.raises(OSError):
         archive_job_run(job.pk)  # the worker logs the traceback

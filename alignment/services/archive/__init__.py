@@ -1,14 +1,24 @@
 """The study archive: export a study into one zip, import it into any site
-(alignment.engine.archive is the format; see docs/architecture.md)."""
+(alignment.engine.archive is the format; see docs/architecture.md).
 
-from alignment.engine.archive import ArchiveError
-from alignment.services.archive.export import study_archive_write, study_tables
-from alignment.services.archive.load import ImportedStudy, study_archive_import
+The names below are loaded when first asked for (PEP 562): exporting draws on pandas and the
+agreement statistics, and every process imports this package at start-up (the retention
+service, the archive job's task), so an eager import cost each of them seconds."""
 
-__all__ = [
-    "ArchiveError",
-    "ImportedStudy",
-    "study_archive_import",
-    "study_archive_write",
-    "study_tables",
-]
+from importlib import import_module
+
+_WHERE = {
+    "ArchiveError": "alignment.engine.archive",
+    "study_archive_write": "alignment.services.archive.export",
+    "study_tables": "alignment.services.archive.export",
+    "ImportedStudy": "alignment.services.archive.load",
+    "study_archive_import": "alignment.services.archive.load",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(_WHERE[name]), name)

@@ -34,9 +34,6 @@ from django.utils import timezone
 
 from alignment.engine import archive as fmt
 from alignment.models import ArchiveJob, ArchiveJobKind, ArchiveJobStatus
-from alignment.services.archive.export import archive_file_name, study_archive_write
-from alignment.services.archive.load import archive_limits, study_archive_import
-from alignment.services.bundle import BundleError, bundle_name, report_bundle_zip_write
 from annotation.models import Study
 from audit.services import audit_record
 from jobs.services import watch
@@ -70,7 +67,7 @@ def archive_export_request(study: Study, *, user, with_usernames: bool) -> Archi
         kind=ArchiveJobKind.EXPORT,
         study=study,
         with_usernames=with_usernames,
-        file_name=archive_file_name(study),
+        file_name=_export_module().archive_file_name(study),
         requested_by=user,
     )
     audit_record(
@@ -89,7 +86,7 @@ def report_bundle_request(scoring_jobs: list, *, user, clinician_text: bool) -> 
     job = ArchiveJob.objects.create(
         kind=ArchiveJobKind.BUNDLE,
         clinician_text=clinician_text,
-        file_name=f"{bundle_name(scoring_jobs)}.zip",
+        file_name=f"{_bundle_module().bundle_name(scoring_jobs)}.zip",
         requested_by=user,
     )
     job.scoring_jobs.set(scoring_jobs)
@@ -114,7 +111,7 @@ def archive_import_request(upload, *, user) -> ArchiveJob:
             for chunk in upload.chunks():
                 stored.write(chunk)
         with fmt.open_zip(path) as archive:
-            fmt.check_directory(archive, archive_limits())
+            fmt.check_directory(archive, _load_module().archive_limits())
             fmt.read_manifest(archive)
         job = ArchiveJob.objects.create(
             kind=ArchiveJobKind.IMPORT,
@@ -128,6 +125,26 @@ def archive_import_request(upload, *, user) -> ArchiveJob:
         raise
     _enqueue(job)
     return job
+
+
+# The export, the import and the bundle draw on pandas, scipy and matplotlib: loaded when a job
+# uses them, not when a worker starts (every worker imports this module to register the task).
+def _export_module():
+    from alignment.services.archive import export
+
+    return export
+
+
+def _load_module():
+    from alignment.services.archive import load
+
+    return load
+
+
+def _bundle_module():
+    from alignment.services import bundle
+
+    return bundle
 
 
 def archive_job_run(job_id: int) -> None:
@@ -145,7 +162,7 @@ def archive_job_run(job_id: int) -> None:
             _import(job)
     except _TakenOver:
         return
-    except (fmt.ArchiveError, BundleError) as error:
+    except (fmt.ArchiveError, _bundle_module().BundleError) as error:
         _end(job, ArchiveJobStatus.FAILED, error=str(error))
     except Exception as error:
         # The job must end either way; the worker's log keeps the traceback.
@@ -232,7 +249,7 @@ def _lost(job: ArchiveJob) -> bool:
 def _export(job: ArchiveJob) -> None:
     final = archive_dir() / f"{job.pk}-{job.file_name}"
     partial_file = final.with_name(f"{final.name}.{job.attempts}.part")
-    study_archive_write(
+    _export_module().study_archive_write(
         job.study, partial_file, with_usernames=job.with_usernames, progress=_reporter(job)
     )
     _offer(job, partial_file, final)
@@ -242,7 +259,7 @@ def _bundle(job: ArchiveJob) -> None:
     final = archive_dir() / f"{job.pk}-{job.file_name}"
     partial_file = final.with_name(f"{final.name}.{job.attempts}.part")
     scoring_jobs = list(job.scoring_jobs.select_related("run", "jury").order_by("pk"))
-    report_bundle_zip_write(
+    _bundle_module().report_bundle_zip_write(
         scoring_jobs,
         partial_file,
         include_clinician_text=job.clinician_text,
@@ -271,7 +288,7 @@ def _import(job: ArchiveJob) -> None:
             after={"archive": job.file_name},
         )
 
-    study_archive_import(
+    _load_module().study_archive_import(
         job.file_path, archive_name=job.file_name, progress=_reporter(job), on_saved=finished
     )
 
