@@ -1,10 +1,15 @@
 """The lab's evaluation launches are forecast stage by stage from an earlier study of the same
 kind (rubric_lab.services.study_forecasts), by a dry launch that keeps nothing."""
 
+import io
+
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from benchmark.models import ModelCall
 from jury.services import juries
+from llm.models import ModelPrice
 from rubric_lab.models import (
     AblationStudy,
     CoverageRun,
@@ -60,8 +65,8 @@ def test_a_sensitivity_forecast_matches_what_the_pilot_really_called(pilot, play
     assert {role.units for role in result.roles} == {pilot.pairs.count()}
     # The same launch again: N equals the n observed, so the estimate is the pilot's total.
     assert result.calls == pytest.approx(accounted_calls(pilot.pairs.all()))
-    judged = sum(u["pairwise_judge"]["calls"] for u in
-                 pilot.pairs.values_list("purpose_usage", flat=True) if "pairwise_judge" in u)  # fmt: skip
+    usage = pilot.pairs.values_list("purpose_usage", flat=True)
+    judged = sum(unit.get("pairwise_judge", {}).get("calls", 0) for unit in usage)
     assert roles["stage: pairwise judging"].figures["calls"].estimate == pytest.approx(judged)
     assert result.cost is not None and result.cost.low is not None
 
@@ -157,3 +162,23 @@ def test_an_instance_score_is_forecast_per_criterion(played_run):
         rubric=first, conversation=first.conversation, judge_model="offline/standard"
     )
     assert again.roles[0].units == 0 and "nothing to call" in again.source
+
+
+def test_the_commands_dry_run_prints_the_table_and_creates_nothing(pilot, played_run):
+    out = io.StringIO()
+    call_command(
+        "lab_sensitivity", str(played_run.pk), "--setup", "pairwise", "--judge", "offline/first",
+        "--perturbation", "swap_dose", "--reference-model", "offline/careful", "--dry-run",
+        "--price", "offline/first=1,2", stdout=out,
+    )  # fmt: skip
+
+    text = out.getvalue()
+    assert "stage: pairwise judging" in text and f"sensitivity study {pilot.pk}" in text
+    assert "total cost: $" in text and "--price was not applied" in text
+    assert SensitivityStudy.objects.count() == 1 and not ModelPrice.objects.exists()
+
+
+def test_the_coverage_commands_dry_run_refuses_as_the_launch_does(played_run):
+    job = rubric_job(played_run)
+    with pytest.raises(CommandError, match="expert criteria"):
+        call_command("lab_coverage", str(job.pk), "--judge", "offline/standard", "--dry-run")
