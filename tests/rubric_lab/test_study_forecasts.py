@@ -65,6 +65,8 @@ def test_a_sensitivity_forecast_matches_what_the_pilot_really_called(pilot, play
     assert {role.units for role in result.roles} == {pilot.pairs.count()}
     # The same launch again: N equals the n observed, so the estimate is the pilot's total.
     assert result.calls == pytest.approx(accounted_calls(pilot.pairs.all()))
+    tokens = sum(role.figures["input_tokens"].estimate for role in result.roles)
+    assert tokens == pytest.approx(sum(pilot.pairs.values_list("input_tokens", flat=True)))
     usage = pilot.pairs.values_list("purpose_usage", flat=True)
     judged = sum(unit.get("pairwise_judge", {}).get("calls", 0) for unit in usage)
     assert roles["stage: pairwise judging"].figures["calls"].estimate == pytest.approx(judged)
