@@ -16,6 +16,10 @@ from api.schemas import Cell, Interval
 from jobs.models import JobStatus
 
 BATCH = "The rubric lab's calls are live only: `true` is refused with a 400 naming this field"
+DRY_RUN = (
+    "Answer the forecast of each stage's calls, tokens and cost (200, from an earlier study of "
+    "the same kind) and create nothing; a launch the service would refuse is still a 400"
+)
 
 
 # --- imports ---------------------------------------------------------------------------------
@@ -227,6 +231,7 @@ class SensitivityIn(Schema):
     use_cache: bool | None = None
     cost_limit_usd: Decimal | None = None
     batch: bool | None = Field(None, description=BATCH)
+    dry_run: bool = Field(False, description=DRY_RUN)
 
 
 class SensitivityOut(LabJobOut):
@@ -259,6 +264,7 @@ class CoverageIn(Schema):
     judge_model: str | None = None
     cost_limit_usd: Decimal | None = None
     batch: bool | None = Field(None, description=BATCH)
+    dry_run: bool = Field(False, description=DRY_RUN)
 
 
 class CoverageOut(LabJobOut):
@@ -281,6 +287,7 @@ class RefineIn(Schema):
     max_cases: int | None = None
     cost_limit_usd: Decimal | None = None
     batch: bool | None = Field(None, description=BATCH)
+    dry_run: bool = Field(False, description=DRY_RUN)
 
 
 class RefineOut(LabJobOut):
@@ -307,6 +314,7 @@ class AblationIn(Schema):
     max_cases: int | None = None
     cost_limit_usd: Decimal | None = None
     batch: bool | None = Field(None, description=BATCH)
+    dry_run: bool = Field(False, description=DRY_RUN)
 
 
 class AblationOut(LabJobOut):
@@ -356,6 +364,7 @@ class ResumeIn(Schema):
 class InstanceScoreIn(Schema):
     conversation: uuid.UUID = Field(description="A scorable reply to the rubric's case")
     judge_model: str | None = None
+    dry_run: bool = Field(False, description=DRY_RUN)
 
 
 class DecisionOut(Schema):

@@ -111,9 +111,15 @@ class IntervalOut(Schema):
 
 
 class RoleForecastOut(Schema):
-    role: str = Field(description="agent: <label>, patient, roster, judge <seat>")
+    role: str = Field(
+        description="agent: <label>, patient, roster, judge <seat>; in the rubric lab "
+        "stage: <name> (an ablation's prefixed with its variant) or judge seat <n>"
+    )
     model: str
-    units: int = Field(description="Conversations (judges: conversations x rubrics)")
+    units: int = Field(
+        description="Conversations (judges: conversations x rubrics); in the rubric lab the "
+        "launch's units: near-miss pairs, coverage cases, refinements or a rubric's criteria"
+    )
     observed_units: int = Field(description="Earlier units the role is forecast from")
     basis: str
     calls: IntervalOut | None
@@ -132,7 +138,7 @@ class ForecastOut(Schema):
     cost_usd: IntervalOut | None = Field(description="The priced roles' total")
     unpriced: list[str] = Field(description="Models whose cost is unknown (never counted free)")
     unobserved: list[str] = Field(description="Roles no earlier call shows")
-    source: str = Field(description="The earlier run or scoring job, in words")
+    source: str = Field(description="The earlier run, job or study, in words")
     method: str
 
 

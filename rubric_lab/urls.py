@@ -1,6 +1,7 @@
 from django.urls import path
 
 from rubric_lab.views import evaluation as views_evaluation
+from rubric_lab.views import forecasts as views_forecasts
 from rubric_lab.views import generation as views
 
 app_name = "rubric_lab"
@@ -59,4 +60,19 @@ urlpatterns += [
     # Any lab job paused at its cost limit: kind is pipeline, sensitivity, coverage, refine
     # or ablation.
     path("jobs/<str:kind>/<int:pk>/resume/", views_evaluation.job_resume, name="job_resume"),
+]
+
+# The evaluation launch forms' forecast panels (htmx, as the form changes).
+urlpatterns += [
+    path(
+        "sensitivity/forecast/", views_forecasts.sensitivity_forecast, name="sensitivity_forecast"
+    ),
+    path("coverage/forecast/", views_forecasts.coverage_forecast, name="coverage_forecast"),
+    path("refine/forecast/", views_forecasts.refine_forecast, name="refine_forecast"),
+    path("ablations/forecast/", views_forecasts.ablation_forecast, name="ablation_forecast"),
+    path(
+        "rubrics/<int:pk>/score/forecast/",
+        views_forecasts.rubric_score_forecast,
+        name="rubric_score_forecast",
+    ),
 ]

@@ -36,9 +36,11 @@ from api.lab_schemas import (
 )
 from api.pagination import RowsCursorPagination
 from api.problems import Refused, responses
+from api.schemas import ForecastOut
 from api.tables import table_rows
 from audit.downloads import download_response
 from jobs.services.starts import job_start
+from llm.engine.forecast import as_dict
 from rubric_lab.engine.knowledge import CorpusError
 from rubric_lab.forms import evaluation as evaluation_forms
 from rubric_lab.forms import generation as generation_forms
@@ -58,6 +60,7 @@ from rubric_lab.services import (
     instance_scoring,
     knowledge,
     pipeline,
+    study_forecasts,
 )
 from rubric_lab.services import evaluation_work as work
 from rubric_lab.views.generation import LAUNCH_OPTIONS, SEARCH_RESULTS
@@ -99,6 +102,12 @@ def launched(launch: Callable[[], object], refusal: type[Exception]):
         raise Refused(
             " ".join(messages), [{"location": "body", "message": m} for m in messages]
         ) from None
+
+
+def dry_run_answer(launch: Callable[[], object], refusal: type[Exception]):
+    """A launch asked with dry_run: its forecast (200), with nothing kept; its refusal a 400."""
+    result = launched(lambda: study_forecasts.launch_forecast(launch), refusal)
+    return Status(200, as_dict(result))
 
 
 def stage_fields(stage_sampling: dict[str, dict[str, float]]) -> dict[str, float]:
@@ -539,7 +548,7 @@ def instance_score_out(score: InstanceScore) -> dict:
 
 @router.post(
     "/lab/rubrics/{rubric_id}/scores",
-    response=responses({201: InstanceScoreOut}, 400, 404),
+    response=responses({201: InstanceScoreOut, 200: ForecastOut}, 400, 404),
     url_name="lab_rubric_score",
 )
 def lab_rubric_score(request: HttpRequest, rubric_id: int, payload: InstanceScoreIn):
@@ -549,8 +558,13 @@ def lab_rubric_score(request: HttpRequest, rubric_id: int, payload: InstanceScor
     rubric = get_object_or_404(InstanceRubric.objects.select_related("conversation"), pk=rubric_id)
     conversations = instance_scoring.same_case_conversations(rubric)
     form = form_checked(
-        generation_forms.InstanceScoreForm, payload.dict(), conversations=conversations
+        generation_forms.InstanceScoreForm,
+        payload.dict(exclude={"dry_run"}),
+        conversations=conversations,
     )
+    if payload.dry_run:
+        result = study_forecasts.score_forecast(rubric=rubric, **form.cleaned_data)
+        return Status(200, as_dict(result))
     score = launched(
         lambda: instance_scoring.instance_score_launch(rubric=rubric, **form.cleaned_data),
         instance_scoring.InstanceScoringError,

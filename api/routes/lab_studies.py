@@ -34,6 +34,7 @@ from api.problems import Refused, responses
 from api.routes.lab import (
     costs_out,
     counts_out,
+    dry_run_answer,
     filtered,
     job_fields,
     lab_form,
@@ -43,6 +44,7 @@ from api.routes.lab import (
     table_file,
     units_file,
 )
+from api.schemas import ForecastOut
 from jobs.models import JobStatus
 from jobs.services.cost_limits import CostLimitError
 from jobs.services.starts import job_start
@@ -100,19 +102,23 @@ def _sensitivity(study_id: int) -> SensitivityStudy:
 
 @router.post(
     "/lab/sensitivity-studies",
-    response=responses({201: SensitivityDetailOut}, 400),
+    response=responses({201: SensitivityDetailOut, 200: ForecastOut}, 400),
     url_name="lab_sensitivity_launch",
 )
 def lab_sensitivity_launch(request: HttpRequest, payload: SensitivityIn):
     """Near-miss pairs of a run's references, each scored by the judge setup: does the judge
     prefer the reference to its slightly worse copy? (The sensitivity page's form.)"""
-    fields = payload.dict()
-    fields["jury"] = fields["jury"] or juries.jury_demo_ensure().pk
-    form = lab_form(evaluation_forms.SensitivityLaunchForm, fields)
-    study = launched(
-        lambda: sensitivity.study_launch(user=request.user, **form.cleaned_data),
-        sensitivity.StudyError,
-    )
+
+    def launch() -> SensitivityStudy:
+        # In a dry run, the default jury made here is undone with the rest.
+        fields = payload.dict(exclude={"dry_run"})
+        fields["jury"] = fields["jury"] or juries.jury_demo_ensure().pk
+        form = lab_form(evaluation_forms.SensitivityLaunchForm, fields)
+        return sensitivity.study_launch(user=request.user, **form.cleaned_data)
+
+    if payload.dry_run:
+        return dry_run_answer(launch, sensitivity.StudyError)
+    study = launched(launch, sensitivity.StudyError)
     job_start(study)
     return Status(201, sensitivity_detail_out(study))
 
@@ -217,17 +223,17 @@ def _coverage(run_id: int) -> CoverageRun:
 
 @router.post(
     "/lab/coverage-runs",
-    response=responses({201: CoverageDetailOut}, 400),
+    response=responses({201: CoverageDetailOut, 200: ForecastOut}, 400),
     url_name="lab_coverage_launch",
 )
 def lab_coverage_launch(request: HttpRequest, payload: CoverageIn):
     """How much of the expert criteria each rubric of a generation job covers (recall,
     precision, F1; the coverage page's form). The job's conversations need expert criteria."""
-    form = lab_form(evaluation_forms.CoverageLaunchForm, payload.dict())
-    run = launched(
-        lambda: coverage.coverage_launch(user=request.user, **form.cleaned_data),
-        coverage.CoverageError,
-    )
+    form = lab_form(evaluation_forms.CoverageLaunchForm, payload.dict(exclude={"dry_run"}))
+    launch = lambda: coverage.coverage_launch(user=request.user, **form.cleaned_data)  # noqa: E731
+    if payload.dry_run:
+        return dry_run_answer(launch, coverage.CoverageError)
+    run = launched(launch, coverage.CoverageError)
     job_start(run)
     return Status(201, coverage_detail_out(run))
 
@@ -342,17 +348,18 @@ def _refine(study_id: int) -> RefineStudy:
 
 @router.post(
     "/lab/refine-studies",
-    response=responses({201: RefineDetailOut}, 400),
+    response=responses({201: RefineDetailOut, 200: ForecastOut}, 400),
     url_name="lab_refine_launch",
 )
 def lab_refine_launch(request: HttpRequest, payload: RefineIn):
     """Critique-then-refine of a generation job's conversations: the rubric arm against
     self-critique (and the expert-criteria oracle), scored by an independent judge (the
     refine page's form)."""
-    form = lab_form(evaluation_forms.RefineLaunchForm, payload.dict())
-    study = launched(
-        lambda: refine.refine_launch(user=request.user, **form.cleaned_data), refine.RefineError
-    )
+    form = lab_form(evaluation_forms.RefineLaunchForm, payload.dict(exclude={"dry_run"}))
+    launch = lambda: refine.refine_launch(user=request.user, **form.cleaned_data)  # noqa: E731
+    if payload.dry_run:
+        return dry_run_answer(launch, refine.RefineError)
+    study = launched(launch, refine.RefineError)
     job_start(study)
     return Status(201, refine_detail_out(study))
 
@@ -470,17 +477,17 @@ def ablation_detail_out(study: AblationStudy) -> dict:
 
 @router.post(
     "/lab/ablation-studies",
-    response=responses({201: AblationDetailOut}, 400),
+    response=responses({201: AblationDetailOut, 200: ForecastOut}, 400),
     url_name="lab_ablation_launch",
 )
 def lab_ablation_launch(request: HttpRequest, payload: AblationIn):
     """The full pipeline, each stage left out and the direct baseline on the same
     conversations, each followed by coverage and sensitivity (the ablation page's form)."""
-    form = lab_form(evaluation_forms.AblationLaunchForm, payload.dict())
-    study = launched(
-        lambda: ablations.ablation_launch(user=request.user, **form.cleaned_data),
-        ablations.AblationError,
-    )
+    form = lab_form(evaluation_forms.AblationLaunchForm, payload.dict(exclude={"dry_run"}))
+    launch = lambda: ablations.ablation_launch(user=request.user, **form.cleaned_data)  # noqa: E731
+    if payload.dry_run:
+        return dry_run_answer(launch, ablations.AblationError)
+    study = launched(launch, ablations.AblationError)
     ablations.ablation_start(study)
     return Status(201, ablation_detail_out(study))
 

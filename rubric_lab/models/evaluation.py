@@ -43,6 +43,9 @@ class LeasedWork(models.Model):
     cost_known = models.BooleanField(default=True)
     # Per model called: calls, cached calls, tokens and cost (jobs.services.accounting).
     model_costs = models.JSONField(default=dict, blank=True)
+    # Per purpose (lab stage) of the calls of the attempt that ended the unit: calls and
+    # tokens, what a later launch's forecast learns from. Null: ended before it was kept.
+    purpose_usage = models.JSONField(null=True, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
     lease_token = models.CharField(max_length=32, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -96,12 +96,32 @@ def work_execute(
 
 
 def _record(model, pk: int, token: str, recorder, outcome: dict[str, Any]) -> None:
-    fields = {**outcome, "finished_at": timezone.now(), **lease_release_fields()}
+    fields = {
+        **outcome,
+        "purpose_usage": purpose_usage(recorder.calls),
+        "finished_at": timezone.now(),
+        **lease_release_fields(),
+    }
     with transaction.atomic():
         # The spend of answers not written as they came (cached replays): paid either way.
         accounting.spend_added(model, pk, [(p, r) for p, r, _ in recorder.unwritten])
         # Only the worker holding the lease stores: a duplicate that lost it changes nothing.
         model.objects.filter(pk=pk, lease_token=token, status=PENDING).update(**fields)
+
+
+USAGE_FIGURES = ("input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens")
+
+
+def purpose_usage(calls) -> dict[str, dict[str, int]]:
+    """Per purpose of (purpose, response) calls: how many and their tokens, cache replays
+    included (a new launch pays for them again), as a later forecast reads them."""
+    usage: dict[str, dict[str, int]] = {}
+    for purpose, response in calls:
+        row = usage.setdefault(purpose, dict.fromkeys(("calls", *USAGE_FIGURES), 0))
+        row["calls"] += 1
+        for name in USAGE_FIGURES:
+            row[name] += getattr(response.usage, name)
+    return usage
 
 
 def work_dispatch(

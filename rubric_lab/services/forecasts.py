@@ -48,6 +48,30 @@ def generation_forecast(
     """The forecast of `pipeline.generation_job_launch` over `conversations` conversations of
     `run`: one role per model stage the method runs (less the ablated ones), and the judge's
     scoring of each new rubric when a judge model is given. `skips`: skip_routing etc."""
+    demands, note = generation_demands(
+        run=run,
+        conversations=conversations,
+        generator_model=generator_model,
+        judge_model=judge_model,
+        method=method,
+        **skips,
+    )
+    result = forecast(demands, catalog_in_force().price_for)
+    result.source = note
+    return result
+
+
+def generation_demands(
+    *,
+    run: Run,
+    conversations: int,
+    generator_model: str,
+    judge_model: str = "",
+    method: str = "pipeline",
+    **skips: bool,
+) -> tuple[list[RoleDemand], str]:
+    """generation_forecast's roles before the arithmetic, and which earlier job they come
+    from (an ablation adds those of each of its variants together)."""
     source, note = generation_source(run, method)
     observed = _stage_units(source) if source else {}
     stages = [
@@ -74,9 +98,7 @@ def generation_forecast(
         )
         for role, purpose, model in roles
     ]
-    result = forecast(demands, catalog_in_force().price_for)
-    result.source = note
-    return result
+    return demands, note
 
 
 def generation_source(run: Run, method: str) -> tuple[GenerationJob | None, str]:

@@ -261,12 +261,14 @@ PAGES += [
     Page("rubric_lab:generation", STAFF, (("pk", "generation", "pk"),)),
     Page("rubric_lab:rubric", STAFF, (("pk", "instance_rubric", "pk"),)),
     Page("rubric_lab:rubric_score", STAFF, (("pk", "instance_rubric", "pk"),)),
+    Page("rubric_lab:rubric_score_forecast", STAFF, (("pk", "instance_rubric", "pk"),)),
     Page("rubric_lab:score", STAFF, (("pk", "instance_score", "pk"),)),
 ]
 
 # Rubric lab, evaluation side (sensitivity, near misses, coverage, refine, ablations).
 PAGES += [
     Page("rubric_lab:sensitivity_list", STAFF),
+    Page("rubric_lab:sensitivity_forecast", STAFF),
     Page("rubric_lab:sensitivity", STAFF, (("pk", "sensitivity_study", "pk"),)),
     Page("rubric_lab:sensitivity_retry", STAFF, (("pk", "sensitivity_study", "pk"),)),
     Page(
@@ -277,6 +279,7 @@ PAGES += [
     Page("rubric_lab:near_miss", STAFF, (("pk", "near_miss", "pk"),)),
     Page("rubric_lab:perturbation_preview", STAFF, (("public_id", "conversation", "public_id"),)),
     Page("rubric_lab:coverage_list", STAFF),
+    Page("rubric_lab:coverage_forecast", STAFF),
     Page("rubric_lab:coverage", STAFF, (("pk", "coverage_run", "pk"),)),
     Page(
         "rubric_lab:coverage_export",
@@ -293,6 +296,7 @@ PAGES += [
         ),
     ),
     Page("rubric_lab:refine_list", STAFF),
+    Page("rubric_lab:refine_forecast", STAFF),
     Page("rubric_lab:refine", STAFF, (("pk", "refine_study", "pk"),)),
     Page(
         "rubric_lab:refine_export",
@@ -300,6 +304,7 @@ PAGES += [
         (("pk", "refine_study", "pk"), ("suffix", "export", "suffix")),
     ),
     Page("rubric_lab:ablation_list", STAFF),
+    Page("rubric_lab:ablation_forecast", STAFF),
     Page("rubric_lab:ablation", STAFF, (("pk", "ablation_study", "pk"),)),
     Page(
         "rubric_lab:job_resume",

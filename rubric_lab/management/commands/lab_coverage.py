@@ -10,6 +10,7 @@ from rubric_lab.management.lab_cli import (
     object_or_error,
     play,
 )
+from rubric_lab.management.lab_forecast_cli import add_dry_run_argument, dry_run_print
 from rubric_lab.models import CoverageRun, GenerationJob
 from rubric_lab.services import coverage
 
@@ -35,15 +36,16 @@ class Command(BaseCommand):
         )
         add_play_arguments(parser, concurrency_help="cases at once (default 8)")
         add_cost_arguments(parser)
+        add_dry_run_argument(parser)
 
     def handle(self, *args, generation_job_id: int, **opts) -> None:
         job = object_or_error(GenerationJob, generation_job_id, "generation job")
         other = None
         if opts["compare"] is not None:
             other = object_or_error(CoverageRun, opts["compare"], "coverage run")
-        price_options(opts["price"], command="lab_coverage")
-        try:
-            run = coverage.coverage_launch(
+
+        def launch():
+            return coverage.coverage_launch(
                 generation_job=job,
                 judge_model=opts["judge"],
                 name=opts["name"],
@@ -51,6 +53,13 @@ class Command(BaseCommand):
                 concurrency=opts["concurrency"],
                 cost_limit_usd=opts["cost_limit"],
             )
+
+        try:
+            if opts["dry_run"]:
+                dry_run_print(self, launch, prices_given=bool(opts["price"]))
+                return
+            price_options(opts["price"], command="lab_coverage")
+            run = launch()
         except coverage.CoverageError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(f"Coverage run {run.pk} {run.name!r}: {run.cases.count()} cases.")

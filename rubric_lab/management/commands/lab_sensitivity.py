@@ -13,6 +13,7 @@ from rubric_lab.management.lab_cli import (
     object_or_error,
     play,
 )
+from rubric_lab.management.lab_forecast_cli import add_dry_run_argument, dry_run_print
 from rubric_lab.models import GenerationJob, JudgeSetup
 from rubric_lab.services import sensitivity
 
@@ -51,15 +52,16 @@ class Command(BaseCommand):
         parser.add_argument("--name", default="")
         add_play_arguments(parser, concurrency_help="near-miss pairs at once (default 8)")
         add_cost_arguments(parser)
+        add_dry_run_argument(parser)
 
     def handle(self, *args, run_id: int, **opts) -> None:
         run = object_or_error(Run, run_id, "run")
         job = None
         if opts["generation_job"] is not None:
             job = object_or_error(GenerationJob, opts["generation_job"], "generation job")
-        price_options(opts["price"], command="lab_sensitivity")
-        try:
-            study = sensitivity.study_launch(
+
+        def launch():
+            return sensitivity.study_launch(
                 run=run,
                 setup=opts["setup"],
                 perturber_model=opts["perturber"],
@@ -77,6 +79,13 @@ class Command(BaseCommand):
                 concurrency=opts["concurrency"],
                 cost_limit_usd=opts["cost_limit"],
             )
+
+        try:
+            if opts["dry_run"]:
+                dry_run_print(self, launch, prices_given=bool(opts["price"]))
+                return
+            price_options(opts["price"], command="lab_sensitivity")
+            study = launch()
         except sensitivity.StudyError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(
