@@ -27,6 +27,7 @@ from benchmark.models import (
     Termination,
     TraceEvent,
 )
+from common.inserts import rows_insert
 from jobs.models import JobStatus
 from jobs.services import accounting
 from jobs.services.leases import CONNECTION_LOST, Heartbeat, connection_checked
@@ -216,30 +217,35 @@ def _store(conversation: Conversation, events: list[TraceEvent], calls: list[Mod
     connection_checked()  # minutes may have passed since the connection was last used
     with transaction.atomic():
         ModelCall.objects.bulk_create(calls, ignore_conflicts=True)
-        if not _this_attempt(conversation).select_for_update().exists():
+        # The outcome in one UPDATE guarded by the attempt: it locks the row as it checks
+        # that this attempt still owns it, and writes only the fields the outcome sets.
+        if not _this_attempt(conversation).update(**conversation.outcome):
             logger.warning(
                 "attempt %s of %s was superseded; outcome discarded",
                 conversation.attempts,
                 conversation.public_id,
             )
             return
-        conversation.events.all().delete()
-        TraceEvent.objects.bulk_create(events)
-        conversation.save()
+        if conversation.attempts > 1:  # only an earlier attempt can have left a trace
+            conversation.events.all().delete()
+        rows_insert(events)
 
 
 def _apply(conversation: Conversation, *, recorder, **fields) -> None:
-    """Set the outcome fields and the token/cost totals on the (unsaved) conversation."""
+    """Set the outcome fields and the token/cost totals on the (unsaved) conversation, and
+    keep them as `conversation.outcome` for the UPDATE that stores them."""
     sums = accounting.totals(response for _, response in recorder.calls)
+    fields.update(
+        input_tokens=sums["input_tokens"],
+        output_tokens=sums["output_tokens"],
+        cost_usd=sums["cost_usd"],
+        cost_known=sums["cost_usd"] is not None,
+        finished_at=timezone.now(),
+        **retry_fields(recorder.retries),
+    )
     for name, value in fields.items():
         setattr(conversation, name, value)
-    conversation.input_tokens = sums["input_tokens"]
-    conversation.output_tokens = sums["output_tokens"]
-    conversation.cost_usd = sums["cost_usd"]
-    conversation.cost_known = sums["cost_usd"] is not None
-    for name, count in retry_fields(recorder.retries).items():
-        setattr(conversation, name, count)
-    conversation.finished_at = timezone.now()
+    conversation.outcome = fields
 
 
 def _trace_row(conversation: Conversation, seq: int, event) -> TraceEvent:
