@@ -27,6 +27,7 @@ from benchmark.models import (
     Termination,
     TraceEvent,
 )
+from common.inserts import rows_insert
 from jobs.models import JobStatus
 from jobs.services import accounting
 from jobs.services.leases import CONNECTION_LOST, Heartbeat, connection_checked
@@ -170,7 +171,7 @@ def _save_outcome(conversation, outcome: ConversationOutcome, initial: dict, rec
     reason = outcome.termination_reason
     # Everything is built before the transaction: it holds the database write lock.
     events = [_trace_row(conversation, seq, event) for seq, event in enumerate(outcome.events)]
-    _apply(
+    fields = _apply(
         conversation,
         status=STATUS_FOR.get(reason, ConversationStatus.FINISHED),
         termination_reason=reason,
@@ -184,12 +185,12 @@ def _save_outcome(conversation, outcome: ConversationOutcome, initial: dict, rec
         recorder=recorder,
     )
     calls = accounting.unwritten_rows(recorder)
-    _store(conversation, events, calls)
+    _store(conversation, fields, events, calls)
 
 
 def _save_failure(conversation, termination: str, message: str, recorder) -> None:
     # Clear whatever an earlier attempt stored, so no field describes a different attempt.
-    _apply(
+    fields = _apply(
         conversation,
         status=ConversationStatus.FAILED,
         termination_reason=termination,
@@ -203,43 +204,51 @@ def _save_failure(conversation, termination: str, message: str, recorder) -> Non
         recorder=recorder,
     )
     calls = accounting.unwritten_rows(recorder)
-    _store(conversation, [], calls)
+    _store(conversation, fields, [], calls)
 
 
-def _store(conversation: Conversation, events: list[TraceEvent], calls: list[ModelCall]) -> None:
+def _store(
+    conversation: Conversation, fields: dict, events: list[TraceEvent], calls: list[ModelCall]
+) -> None:
     """Write this attempt's outcome, unless a newer attempt has taken the conversation over.
 
     A superseded attempt (its lease expired and the conversation was handed out again) keeps
     only its model-call accounting: the money was spent, but its trace must not overwrite the
-    attempt that now owns the row. `calls` are those not written as they were answered.
+    attempt that now owns the row. `fields`: the conversation's outcome to set. `calls` are
+    those not written as they were answered.
     """
     connection_checked()  # minutes may have passed since the connection was last used
     with transaction.atomic():
         ModelCall.objects.bulk_create(calls, ignore_conflicts=True)
-        if not _this_attempt(conversation).select_for_update().exists():
+        # The outcome in one UPDATE guarded by the attempt: it locks the row as it checks
+        # that this attempt still owns it, and writes only the fields the outcome sets.
+        if not _this_attempt(conversation).update(**fields):
             logger.warning(
                 "attempt %s of %s was superseded; outcome discarded",
                 conversation.attempts,
                 conversation.public_id,
             )
             return
-        conversation.events.all().delete()
-        TraceEvent.objects.bulk_create(events)
-        conversation.save()
+        if conversation.attempts > 1:  # only an earlier attempt can have left a trace
+            conversation.events.all().delete()
+        rows_insert(events)
 
 
-def _apply(conversation: Conversation, *, recorder, **fields) -> None:
-    """Set the outcome fields and the token/cost totals on the (unsaved) conversation."""
+def _apply(conversation: Conversation, *, recorder, **fields) -> dict:
+    """Set the outcome fields and the token/cost totals on the (unsaved) conversation;
+    returns them, for the UPDATE that stores them."""
     sums = accounting.totals(response for _, response in recorder.calls)
+    fields.update(
+        input_tokens=sums["input_tokens"],
+        output_tokens=sums["output_tokens"],
+        cost_usd=sums["cost_usd"],
+        cost_known=sums["cost_usd"] is not None,
+        finished_at=timezone.now(),
+        **retry_fields(recorder.retries),
+    )
     for name, value in fields.items():
         setattr(conversation, name, value)
-    conversation.input_tokens = sums["input_tokens"]
-    conversation.output_tokens = sums["output_tokens"]
-    conversation.cost_usd = sums["cost_usd"]
-    conversation.cost_known = sums["cost_usd"] is not None
-    for name, count in retry_fields(recorder.retries).items():
-        setattr(conversation, name, count)
-    conversation.finished_at = timezone.now()
+    return fields
 
 
 def _trace_row(conversation: Conversation, seq: int, event) -> TraceEvent:

@@ -19,6 +19,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
+from common.inserts import rows_insert
 from jobs.models import ModelCallRecord
 from jobs.services.retries import retry_fields
 from llm.engine.chat import ChatRequest, ChatResponse, ProviderError
@@ -90,11 +91,11 @@ class RecordingClient:
             if self.also is None and not connection.in_atomic_block:
                 # One INSERT commits on its own: a transaction around it only added a BEGIN
                 # and a COMMIT to every agent and patient call (issue 34).
-                _model_call_row(*call, self.owner).save()
+                rows_insert([_model_call_row(*call, self.owner)])
             else:
                 with transaction.atomic():
                     if self.owner is not None:
-                        _model_call_row(*call, self.owner).save()
+                        rows_insert([_model_call_row(*call, self.owner)])
                     if self.also is not None:
                         self.also([call[1]])
         except (DatabaseFailure, ObjectDoesNotExist) as error:  # written with the outcome

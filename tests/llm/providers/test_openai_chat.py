@@ -178,3 +178,18 @@ def test_the_request_goes_out_as_the_sdk_would_send_it_without_its_per_call_tran
         {name.lower(): value for name, value in r.headers.items()} for r in (sent, sent_by_create)
     ]
     assert headers[0]["authorization"] == headers[1]["authorization"] == "Bearer test-openai-key"
+
+
+def test_a_chat_reply_is_read_as_plain_json_with_missing_fields_as_none():
+    from llm.engine.providers.openai_chat import JsonReply, OpenAIChatProvider, parse_completion
+
+    provider = OpenAIChatProvider(model_name="m", api_key="k", base_url="", timeout_seconds=5)
+    body = {"choices": [{"message": {"content": "<think>hmm</think>Hello"}}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 3}}  # fmt: skip
+    reply = provider.read(json.dumps(body).encode())
+    assert isinstance(reply, JsonReply) and reply.system_fingerprint is None
+    response = parse_completion(reply, model="openai/m", latency_ms=1.0)
+    assert (response.text, response.reasoning, response.finish_reason) == ("Hello", "hmm", "stop")
+    assert (response.usage.input_tokens, response.usage.cached_input_tokens) == (12, 0)
+    with pytest.raises(AttributeError):
+        reply.__deepcopy__  # noqa: B018 - Python's own protocols must not read as a field
