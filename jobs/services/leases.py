@@ -134,8 +134,9 @@ def _free_rows_of_groups(pending: QuerySet, *, now, wanted: int, group_by: str) 
 
 def _groups(rows: list, *, room: int, largest: int) -> list[list[int]]:
     """At most `room` groups of the rows, each of one group value and at most `size` rows,
-    where `size` is what fills `room` groups with the rows found (at most `largest`)."""
-    size = max(1, min(largest, -(-len(rows) // room)))
+    where `size` is the largest that still fills `room` groups with the rows found (at most
+    `largest`): too few rows for the window are sent one by one, side by side."""
+    size = max(1, min(largest, len(rows) // room))
     by_value: dict = {}
     for pk, value in rows:
         by_value.setdefault(value, []).append(pk)
