@@ -110,9 +110,10 @@ def test_a_call_whose_lease_was_taken_over_is_not_stored_but_its_spend_is(
     real = scoring.request_json
 
     def meanwhile_sent_again(recorder, request, *args, **kwargs):
-        if request.sample.endswith("/judge:0") and not JudgeScore.objects.filter(
-            pk=score_id, lease_token="another worker"
-        ).exists():
+        if (
+            request.sample.endswith("/judge:0")
+            and not JudgeScore.objects.filter(pk=score_id, lease_token="another worker").exists()
+        ):
             # While the first judge answers, its lease runs out and the call is sent again.
             JudgeScore.objects.filter(pk=score_id).update(
                 lease_token="another worker", claimed_until=timezone.now() + timedelta(minutes=5)
