@@ -92,11 +92,11 @@ def job_kind(
     JOB_MODELS[kind] = model
 
 
-class HandOff(Protocol):
-    """What a unit that hands its freed place on reports (jury.services.scoring.JudgeRun)."""
+class KnowsItsJob(Protocol):
+    """What a unit that read its job reports (jury.services.scoring.JudgeRun), so the top-up
+    after it needs no query to find the job."""
 
     job_id: int | None
-    next_sent: bool
 
 
 @dataclass(frozen=True)
@@ -119,26 +119,21 @@ def leased_job_tasks(
     execute: Callable[..., Any],
     job_id_of: Callable[[int], int | None],
     dispatch: Callable[..., Any],
-    hands_off: bool = False,
+    reports_job: bool = False,
 ) -> LeasedJobTasks:
     """Declare a kind of job made of leased units and make its tasks. A unit's task (named
     `task_name`, stable across releases so queued messages survive an upgrade) executes it,
     then tops up the job's window, so the queue keeps moving without waiting for the watch.
 
-    `execute(pk, token)` runs one unit; `dispatch(job, send)` sends a job's free units. With
-    `hands_off`, `execute(pk, token, send_next=send)` may pass the unit's freed place straight
-    to the next unit in its own transaction and reports it (HandOff): then no top-up is due."""
+    `execute(pk, token)` runs one unit (or the group of units the message names);
+    `dispatch(job, send)` sends a job's free units. With `reports_job`, what `execute` returns
+    names the unit's job (KnowsItsJob) when it ran."""
 
     @shared_task(name=task_name, acks_late=True)
     def unit_task(pk: int, token: str | None = None) -> None:
-        if hands_off:
-            outcome: HandOff = execute(pk, token, send_next=send)
-            if outcome.next_sent:
-                return  # the window is topped up; the job's watch sends what was lost
-            job_id = outcome.job_id or job_id_of(pk)
-        else:
-            execute(pk, token)
-            job_id = job_id_of(pk)
+        outcome = execute(pk, token)
+        known: KnowsItsJob | None = outcome if reports_job else None
+        job_id = (known and known.job_id) or job_id_of(pk)
         if job_id is not None:
             redispatch(job_id)
 

@@ -1,6 +1,7 @@
 """Celery tasks of the jury: its one kind of job, scoring, declared the way every app declares
-its jobs (jobs.tasks). A judge call's task hands its freed place of the window straight to the
-job's next call (scoring.judge_score_run); the watch sends what was lost.
+its jobs (jobs.tasks). A message carries a group of one conversation's judge calls
+(scoring.judge_score_run); after it the job's window is topped up; the watch sends what was
+lost.
 
 Views, commands and the API start scoring with jury.services.scoring.scoring_start.
 """
@@ -17,6 +18,6 @@ judging = leased_job_tasks(
     execute=scoring.judge_score_run,
     job_id_of=scoring.job_id_of,
     dispatch=scoring_batches.scoring_job_dispatch,
-    hands_off=True,
+    reports_job=True,
 )
 judge_score_task = judging.unit_task

@@ -40,12 +40,28 @@ class RecordingClient:
     outcome has still accounted for the money it spent, and the attempt sent again adds its
     own calls. An answer replayed from the cache (it cost nothing) or one the database could
     not take then is left to the unit's outcome: `unwritten`, saved by `unwritten_save`. Each
-    row carries a key of its own, so none is ever written twice."""
+    row carries a key of its own, so none is ever written twice.
 
-    def __init__(self, inner, *, owner: RowMaker | None = None, also: Also | None = None):
+    With `defer_last` (a unit that makes its calls one after the other on one thread, and
+    stores its outcome right after the last), the newest answer waits: it is written before
+    the next call goes out, or with the outcome, in the outcome's transaction. A judge call
+    then costs one transaction instead of two; only the moment between an answer and its
+    outcome, spent parsing it, separates a kill from the ledger, as before between an answer
+    and its own write."""
+
+    def __init__(
+        self,
+        inner,
+        *,
+        owner: RowMaker | None = None,
+        also: Also | None = None,
+        defer_last: bool = False,
+    ):
         self.inner = inner
         self.owner = owner
         self.also = also
+        self.defer_last = defer_last
+        self._deferred: tuple[str, ChatResponse, str] | None = None
         self.calls: list[tuple[str, ChatResponse]] = []
         self.retries: Counter[str] = Counter()
         self._unwritten: list[tuple[str, ChatResponse, str]] = []
@@ -57,6 +73,7 @@ class RecordingClient:
         self._creator_in_transaction = connection.in_atomic_block
 
     def chat(self, request: ChatRequest) -> ChatResponse:
+        self._deferred_write()
         try:
             response = self.inner.chat(request)
         except ProviderError as error:
@@ -69,6 +86,9 @@ class RecordingClient:
         if self.owner is None and self.also is None:
             return response
         call = (request.purpose, response, secrets.token_hex(16))
+        if self.defer_last and not response.cached:
+            self._deferred = call
+            return response
         if response.cached or not self._writable_here() or not self._written(call):
             with self._lock:
                 self._unwritten.append(call)
@@ -79,9 +99,15 @@ class RecordingClient:
 
     @property
     def unwritten(self) -> list[tuple[str, ChatResponse, str]]:
-        """(purpose, response, key) of the calls not yet written down."""
+        """(purpose, response, key) of the calls not yet written down (the deferred one too)."""
         with self._lock:
-            return list(self._unwritten)
+            return [*self._unwritten, *([self._deferred] if self._deferred else [])]
+
+    def _deferred_write(self) -> None:
+        call, self._deferred = self._deferred, None
+        if call is not None and (not self._writable_here() or not self._written(call)):
+            with self._lock:
+                self._unwritten.append(call)
 
     def _writable_here(self) -> bool:
         return not self._creator_in_transaction or threading.get_ident() == self._creator

@@ -81,60 +81,71 @@ def lease_dispatch(
     return messages
 
 
-def lease_hand_off(
+def lease_dispatch_groups(
     pending: QuerySet,
     *,
+    window: int,
+    group_by: str,
+    largest: int,
     send: Callable[[list[LeasedTask]], None],
     stop: Callable[[], bool] | None = None,
-) -> LeasedTask | None:
-    """Lease the next never-sent row of `pending` and send it once the transaction commits:
-    called inside the transaction that ends a row's lease, so the freed place of the window
-    passes to the next row in one commit. The window keeps its size without the job's row
-    lock or a count (a dispatcher counting under the lock sees both changes or neither), in
-    one statement instead of a dispatch's half dozen. None when there is no such row, or
-    `stop` (the cost limit check) says so: the caller then dispatches the usual way, which
-    also finishes a job with nothing left and sends lost rows (the watch sends those too).
+) -> list[LeasedTask]:
+    """`lease_dispatch` for work whose rows go out in groups, one message per group: the free
+    rows of one `group_by` value (a conversation's judge calls) share a token, and the message
+    names the group's first row and that token; a worker runs a group's rows one after the
+    other. `window` counts groups in flight (one call each), so it keeps its meaning of calls in
+    flight. Groups hold up to `largest` rows, fewer when there are too few free rows to fill
+    the window (a small job, the end of a big one): then more, smaller groups run side by side.
 
-    `pending` should hold only rows of a running job: nothing checks the job's status here."""
-    if stop is not None and stop():
-        return None
-    next_row = pending.filter(claimed_until=None).order_by("claimed_until").values("pk")[:1]
-    if connection.features.has_select_for_update_skip_locked:
-        # Concurrent hand-offs of one job each take a different row instead of waiting.
-        next_row = next_row.select_for_update(skip_locked=True, of=("self",))
-    token = new_token()
-    pk = _update_returning_pk(next_row, claimed_until=timezone.now() + lease(), lease_token=token)
-    if pk is None:
-        return None
-    message = (pk, token)
-    what = f"1 {pending.model._meta.verbose_name}"
-    unsent = pending.model.objects.filter(pk=pk, lease_token=token)
+    One message per group instead of per row: the group's claim, read, heartbeat and the
+    dispatch after it happen once for up to `largest` rows. The caller serialises dispatches
+    of one job (a row lock on the job)."""
+    now = timezone.now()
+    held = pending.filter(claimed_until__gt=now).values("lease_token").distinct().count()
+    room = window - held
+    if room <= 0:
+        return []
+    rows = _free_rows_of_groups(pending, now=now, wanted=room * largest, group_by=group_by)
+    if not rows or (stop is not None and stop()):
+        return []
+    messages = []
+    for group in _groups(rows, room=room, largest=largest):
+        token = new_token()
+        pending.filter(pk__in=group).update(claimed_until=now + lease(), lease_token=token)
+        messages.append((group[0], token))
+    tokens = [token for _, token in messages]
+    unsent = pending.model.objects.filter(lease_token__in=tokens)
+    what = f"{len(messages)} groups of {pending.model._meta.verbose_name_plural}"
     transaction.on_commit(
-        lambda: queue_send(lambda: send([message]), what=what, undo=lambda: _unclaim(unsent))
+        lambda: queue_send(lambda: send(messages), what=what, undo=lambda: _unclaim(unsent))
     )
-    return message
+    return messages
 
 
-def _update_returning_pk(row: QuerySet, **values: Any) -> int | None:
-    """UPDATE the row `row` (a one-row subquery) selects, if still unleased; its key or None.
-    Django's update() cannot say which row it changed: RETURNING (SQLite 3.35+, PostgreSQL)
-    does, so taking the row and learning its key is one statement."""
-    model = row.model
-    quote = connection.ops.quote_name
-    fields = [model._meta.get_field(name) for name in values]
-    assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
-    prepared = [field.get_db_prep_save(values[field.name], connection) for field in fields]
-    subquery, subquery_params = row.query.sql_with_params()
-    table, key = quote(model._meta.db_table), quote(model._meta.pk.column)
-    lease_column = quote(model._meta.get_field("claimed_until").column)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET {assignments} WHERE {key} = ({subquery}) "
-            f"AND {lease_column} IS NULL RETURNING {key}",
-            [*prepared, *subquery_params],
-        )
-        found = cursor.fetchone()
-    return found[0] if found else None
+def _free_rows_of_groups(pending: QuerySet, *, now, wanted: int, group_by: str) -> list:
+    """(pk, group) of up to `wanted` free rows, lost ones first (as `_free_rows`)."""
+    expired = pending.filter(claimed_until__lte=now).order_by("claimed_until")
+    rows = list(expired.values_list("pk", group_by)[:wanted])
+    if len(rows) < wanted:
+        never_sent = pending.filter(claimed_until=None).order_by("claimed_until")
+        rows += never_sent.values_list("pk", group_by)[: wanted - len(rows)]
+    return rows
+
+
+def _groups(rows: list, *, room: int, largest: int) -> list[list[int]]:
+    """At most `room` groups of the rows, each of one group value and at most `size` rows,
+    where `size` is the largest that still fills `room` groups with the rows found (at most
+    `largest`): too few rows for the window are sent one by one, side by side."""
+    size = max(1, min(largest, len(rows) // room))
+    by_value: dict = {}
+    for pk, value in rows:
+        by_value.setdefault(value, []).append(pk)
+    groups = [
+        sorted(pks)[start : start + size]
+        for pks in by_value.values()
+        for start in range(0, len(pks), size)
+    ]
+    return groups[:room]
 
 
 def _free_rows(pending: QuerySet, *, now, room: int) -> list[int]:

@@ -41,9 +41,8 @@ from jobs.services.leases import (
     LeasedTask,
     connection_checked,
     lease_claim,
-    lease_dispatch,
+    lease_dispatch_groups,
     lease_extender,
-    lease_hand_off,
     lease_release_fields,
 )
 from jobs.services.retries import retries_added, retry_fields, retry_summary
@@ -115,6 +114,10 @@ logger = logging.getLogger(__name__)
 JUDGE_REPAIRS = 1
 RETRIED = (ScoreStatus.INVALID, ScoreStatus.ERROR)
 MAX_CONCURRENCY = 1024
+# The most judge calls one message carries: a conversation's rubrics x judges (6 x 3) fit.
+# A group's claim, read, merge and the dispatch after it are paid once for all its calls
+# (issue 34: per-call bookkeeping cost as much CPU as inspect-ai's whole call).
+GROUP_LARGEST = 24
 
 
 class ScoringError(ValueError):
@@ -333,17 +336,21 @@ def scoring_start(job: ScoringJob) -> int:
 
 
 def scoring_dispatch(job: ScoringJob, send: Callable[[list[LeasedTask]], None]) -> list[LeasedTask]:
-    """Keep up to the job's concurrency of judge calls with the workers; calls whose worker
-    died are sent again once their lease runs out (see jobs.services.leases)."""
+    """Keep up to the job's concurrency of judge calls with the workers, as groups of one
+    conversation's calls (one message and one task per group, its calls one after the other:
+    judge_score_run); calls whose worker died are sent again once their lease runs out (see
+    jobs.services.leases)."""
     with transaction.atomic():
         # Every finished call dispatches: lock the job so dispatchers take turns.
         job = ScoringJob.objects.select_for_update().get(pk=job.pk)
         if job.status != JobStatus.RUNNING:
             return []
         pending = job.scores.filter(status=ScoreStatus.PENDING)
-        sent = lease_dispatch(
+        sent = lease_dispatch_groups(
             pending,
             window=job.concurrency,
+            group_by="conversation_id",
+            largest=GROUP_LARGEST,
             send=send,
             stop=lambda: cost_limit_reached(job, spent=lambda: scoring_spent(job)),
         )
@@ -457,9 +464,9 @@ def _chat_request(
 
 
 def judge_score_execute(score_id: int, token: str | None = None) -> bool:
-    """Ask one judge for one score if the row is pending and this message may take it (see
-    jobs.services.leases; token None: run here, unless a worker holds the row); returns
-    whether it ran. Run this way (tests, commands) it finishes the job when it was the last."""
+    """Run the judge calls of a message (see judge_score_run; token None: score `score_id`
+    here, unless a worker holds it); returns whether any ran. Run this way (tests, commands)
+    it finishes the job when it was the last."""
     outcome = judge_score_run(score_id, token)
     job = ScoringJob.objects.filter(pk=outcome.job_id).first() if outcome.ran else None
     if job is not None:
@@ -470,12 +477,11 @@ def judge_score_execute(score_id: int, token: str | None = None) -> bool:
 @dataclass(frozen=True)
 class JudgeRun:
     ran: bool
-    job_id: int | None = None  # the score's job, when the score was read
-    next_sent: bool = False  # the freed place went to the job's next call (`send_next`)
+    job_id: int | None = None  # the scores' job, when they were read
 
 
 # The columns a judge call's outcome writes (see _record); its spend is added as each answer
-# arrives (_spend_added).
+# arrives, the last one's with the outcome (_spend_added, RecordingClient's defer_last).
 RECORDED = (
     "status",
     "prompt_hash",
@@ -500,53 +506,60 @@ UNREAD = tuple(
 )
 
 
-def judge_score_run(
-    score_id: int,
-    token: str | None = None,
-    *,
-    send_next: Callable[[list[LeasedTask]], None] | None = None,
-) -> JudgeRun:
-    """`judge_score_execute` for a worker: with `send_next`, the transaction that stores the
-    outcome also leases the job's next pending call and sends it (leases.lease_hand_off), so
-    a finished call tops the window up in one statement instead of a whole dispatch."""
-    row = JudgeScore.objects.filter(pk=score_id, status=ScoreStatus.PENDING)
-    mine = lease_claim(row, token)
+def judge_score_run(score_id: int, token: str | None = None) -> JudgeRun:
+    """A worker's message: the group of judge calls dispatched with `token` (one
+    conversation's, scoring_dispatch), judged one after the other, then the group's
+    conversations merged. Each call's outcome is stored as it ends, so a worker killed mid-group
+    loses only the call in flight. Token None (tests, commands): score `score_id` alone,
+    unless a worker holds it. Stops early when the job's cost limit is reached."""
+    rows = JudgeScore.objects.filter(status=ScoreStatus.PENDING)
+    mine = lease_claim(rows if token else rows.filter(pk=score_id), token)
     if mine is None:
         return JudgeRun(ran=False)
-    with Heartbeat(lease_extender(row, mine), label=f"judge score {score_id}"):
-        score = (
-            JudgeScore.objects.select_related("job__jury", "rubric_version", "conversation")
+    held = JudgeScore.objects.filter(status=ScoreStatus.PENDING, lease_token=mine)
+    with Heartbeat(lease_extender(held, mine), label=f"judge scores from {score_id}"):
+        scores = list(
+            held.select_related("job__jury", "rubric_version", "conversation")
             .defer(*UNREAD)
             .annotate(newest_price=prices.newest_price_id())
-            .get(pk=score_id)
+            .order_by("pk")
         )
-        next_sent = _judge(score, mine, send_next)
-    return JudgeRun(ran=True, job_id=score.job_id, next_sent=next_sent)
+        merged = {}
+        for done, score in enumerate(scores):
+            if done and _limit_reached(score.job):
+                held.update(**lease_release_fields())  # the rest wait for a higher limit
+                break
+            inputs = judge_inputs(score.conversation)
+            if _judge(score, inputs, mine):
+                merged[score.conversation_id] = (score.conversation, inputs)
+        for conversation, inputs in merged.values():
+            conversation_merge(scores[0].job, conversation, inputs=inputs)
+    return JudgeRun(ran=bool(scores), job_id=scores[0].job_id if scores else None)
 
 
-def _judge(score: JudgeScore, mine: str, send_next) -> bool:
-    inputs = judge_inputs(score.conversation)
+def _limit_reached(job: ScoringJob) -> bool:
+    # Asked between a group's calls only when the job has a limit (a sum over the job).
+    return job.cost_limit_usd is not None and cost_limit_reached(
+        job, spent=lambda: scoring_spent(job)
+    )
+
+
+def _judge(score: JudgeScore, inputs: JudgeInputs, mine: str) -> bool:
+    """One judge call and its repair; returns whether its outcome was stored."""
     overrides = prices.price_overrides_as_of(score.newest_price)
     recorder = accounting.RecordingClient(
         model_router(score.job.use_cache, overrides=overrides),
         owner=partial(ModelCall, run_id=score.job.run_id, conversation_id=score.conversation_id),
         also=partial(_spend_added, score.pk),
+        defer_last=True,
     )
     asked = time.monotonic()
     try:
         request = score_request(score, inputs)
     except MissingExampleError as error:  # deleted after the launch checked it
-        stored, next_sent = _record(
-            score,
-            recorder,
-            mine,
-            send_next,
-            idle=0.0,
-            prompt="",
-            status=ScoreStatus.ERROR,
-            error=str(error),
+        return _record(
+            score, recorder, mine, idle=0.0, prompt="", status=ScoreStatus.ERROR, error=str(error)
         )
-        return next_sent
     try:
         result = request_json(
             recorder,
@@ -576,12 +589,7 @@ def _judge(score: JudgeScore, mine: str, send_next) -> bool:
         }
     prompt = prompt_hash(request.system, request.messages[0].content)
     idle = time.monotonic() - asked
-    stored, next_sent = _record(
-        score, recorder, mine, send_next, idle=idle, prompt=prompt, **outcome
-    )
-    if stored:
-        conversation_merge(score.job, score.conversation, inputs=inputs)
-    return next_sent
+    return _record(score, recorder, mine, idle=idle, prompt=prompt, **outcome)
 
 
 def score_request(score: JudgeScore, inputs: JudgeInputs) -> ChatRequest:
@@ -610,16 +618,16 @@ def _record(
     row: JudgeScore,
     recorder,
     mine: str,
-    send_next,
     *,
     idle: float,
     prompt: str,
     status: str,
     **fields,
-) -> tuple[bool, bool]:
-    """Store this attempt's outcome; returns (stored, next call sent). Tokens, cost and raw
-    answers add up over relaunches; every answer's spend was added as it arrived (a killed
-    attempt's too), those replayed from the cache are added here.
+) -> bool:
+    """Store this attempt's outcome; returns whether it was stored. Tokens, cost and raw
+    answers add up over relaunches; every answer's spend but the last was added as it arrived
+    (a killed attempt's too); the last one's, and those replayed from the cache, are added
+    here, in the same transaction as the outcome.
 
     The row was read after this worker took its lease, so the retry counts start from what it
     held then; the UPDATE lands only while this lease still holds it and it is pending: a
@@ -649,16 +657,9 @@ def _record(
         recorded = {name: getattr(row, name) for name in RECORDED}
         spend = spend_fields(unwritten) if _spend_changes(row, unwritten, responses) else {}
         stored = bool(held.update(**recorded, **spend))
-        next_sent = stored and send_next is not None and _hand_off(row.job, send_next)
-    return stored, next_sent
-
-
-def _hand_off(job: ScoringJob, send: Callable[[list[LeasedTask]], None]) -> bool:
-    pending = JudgeScore.objects.filter(
-        job_id=job.pk, status=ScoreStatus.PENDING, job__status=JobStatus.RUNNING
-    )
-    stop = lambda: cost_limit_reached(job, spent=lambda: scoring_spent(job))  # noqa: E731
-    return lease_hand_off(pending, send=send, stop=stop) is not None
+        if not stored and unwritten:
+            _spend_added(row.pk, unwritten)  # spent either way, whoever holds the row now
+    return stored
 
 
 def attempt_record(response: ChatResponse) -> dict:

@@ -164,16 +164,23 @@ def _answer_store(
         owner = partial(ModelCall, run_id=score.job.run_id, conversation_id=score.conversation_id)
         if not accounting.answer_record(owner, "judge", response, key):
             return  # recorded by an earlier poll
-        JudgeScore.objects.filter(pk=score_id).update(**scoring.spend_fields([response]))
-        JudgeScore.objects.filter(pk=score_id, status=ScoreStatus.PENDING).update(
-            **_outcome(response),
-            attempts=[*score.attempts, scoring.attempt_record(response)],
-            prompt_hash=prompt,
-            cached=response.cached,
-            updated_at=timezone.now(),
-        )
+        # The spend and, while pending (the row is locked: that cannot change meanwhile), the
+        # outcome in one UPDATE (issue 34: a statement less per answer).
+        pending = score.status == ScoreStatus.PENDING
+        outcome = _outcome_fields(score, response, prompt) if pending else {}
+        JudgeScore.objects.filter(pk=score_id).update(**scoring.spend_fields([response]), **outcome)
     if merge_job is not None:
         scoring.conversation_merge(merge_job, score.conversation)
+
+
+def _outcome_fields(score: JudgeScore, response: ChatResponse, prompt: str) -> dict:
+    return {
+        **_outcome(response),
+        "attempts": [*score.attempts, scoring.attempt_record(response)],
+        "prompt_hash": prompt,
+        "cached": response.cached,
+        "updated_at": timezone.now(),
+    }
 
 
 def _outcome(response: ChatResponse) -> dict:

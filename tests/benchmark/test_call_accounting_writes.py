@@ -52,3 +52,24 @@ def test_inside_a_transaction_a_failed_write_leaves_the_transaction_usable(run):
     # The same key again breaks the unique constraint: the answer waits for the outcome.
     recorder._written(("assistant", ChatResponse(text="x"), key))
     assert ModelCall.objects.filter(conversation=conversation).count() == 1
+
+
+@pytest.mark.django_db
+def test_with_defer_last_the_newest_answer_waits_until_the_next_call_or_the_outcome(run):
+    conversation = run.conversations.first()
+    added: list = []
+    recorder = accounting.RecordingClient(
+        Answering(),
+        owner=partial(ModelCall, run=run, conversation=conversation),
+        also=added.extend,
+        defer_last=True,
+    )
+    first = recorder.chat(_request())
+    assert not ModelCall.objects.filter(conversation=conversation).exists()
+    assert [response for _, response, _ in recorder.unwritten] == [first]
+    second = recorder.chat(_request())  # a repair: the first answer is written before it goes
+    assert ModelCall.objects.filter(conversation=conversation).count() == 1
+    assert added == [first]
+    assert [response for _, response, _ in recorder.unwritten] == [second]
+    accounting.unwritten_save(recorder)  # the unit's outcome writes the last one
+    assert ModelCall.objects.filter(conversation=conversation).count() == 2

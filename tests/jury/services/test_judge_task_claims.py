@@ -86,7 +86,8 @@ def test_a_call_lost_with_its_worker_is_sent_again_and_the_lost_message_refused(
     job.concurrency = 1
     job.save()
     [(score_id, lost_token)] = dispatched(job, django_capture_on_commit_callbacks)
-    JudgeScore.objects.filter(pk=score_id).update(
+    # The worker died: its group's lease (every row of the message) runs out.
+    JudgeScore.objects.filter(lease_token=lost_token).update(
         claimed_until=timezone.now() - timedelta(seconds=1)
     )
     [(again_id, token)] = dispatched(job, django_capture_on_commit_callbacks)
