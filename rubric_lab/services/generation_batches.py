@@ -57,9 +57,7 @@ def _work(job: GenerationJob) -> replay_batches.ReplayWork:
         answer_record=_answer_record,
         unit_failed=_failed,
         limit_reached=partial(budgets.limit_reached, job),
-        running=lambda: GenerationJob.objects.filter(
-            pk=job.pk, status=JobStatus.RUNNING
-        ).exists(),
+        running=lambda: GenerationJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).exists(),
     )
 
 

@@ -3,6 +3,8 @@ from the response cache, the calls they miss go out in batches (offline scripts,
 OpenAI and Anthropic SDKs against the fake server), and a generation whose replay ends is
 stored as the live path stores it; every answer is paid once, at the batch price."""
 
+import json
+
 import pytest
 from django.core.cache import caches
 from django.db.models import Count
@@ -11,9 +13,11 @@ from benchmark.models import ModelCall
 from jobs.models import BatchState, JobStatus, ProviderBatch, ReplayRequest, ReplayState
 from jobs.services import replay_batches
 from llm.clients import model_router
+from llm.engine.chat import ChatRequest, Message
 from rubric_lab.models import GenerationStatus, StageStatus
 from rubric_lab.services import generation_batches, pipeline
-from tests.fakes.llm_server import running_fake_llm_server
+from rubric_lab.services.knowledge import retriever_for
+from tests.rubric_lab.stage_server import StageServer, case_marker, scripted_answers
 
 pytestmark = pytest.mark.django_db
 
@@ -60,7 +64,15 @@ def test_an_offline_batch_job_makes_every_rubric_one_call_further_each_look(play
     assert {g.status for g in generations} == {GenerationStatus.FINISHED}
     for generation in generations:
         names = list(generation.stages.values_list("name", flat=True))
-        assert names == ["routing", "retrieval", "evidence", "facts", "intent", "synthesis", "audit"]
+        assert names == [
+            "routing",
+            "retrieval",
+            "evidence",
+            "facts",
+            "intent",
+            "synthesis",
+            "audit",
+        ]
         assert generation.rubric.criteria.exists()
     made = ProviderBatch.objects.filter(job_kind=KIND, job_id=job.pk)
     assert made.count() > 1  # the calls depend on each other: one batch per round
@@ -68,3 +80,126 @@ def test_an_offline_batch_job_makes_every_rubric_one_call_further_each_look(play
     # Both conversations' calls of a round share its batch.
     assert max(len(batch.requests) for batch in made) >= 2
     assert_each_answer_paid_once(job)
+
+
+# --- through the real SDKs, against the fake server's batch endpoints ------------------------
+
+OPENAI = "openai/gpt-4o-mini"
+ANTHROPIC = "anthropic/claude-haiku-4-5"
+
+
+@pytest.fixture
+def stage_server(settings, played_run):
+    """The fake server answering each stage of each case of the run as the offline script."""
+    answers = {}
+    for conversation in played_run.conversations.scorable():
+        case = pipeline.case_of(conversation)
+        answers[case_marker(case)] = scripted_answers(case, retriever_for("bm25"))
+    server = StageServer(answers).start()
+    settings.OPENAI_BASE_URL = server.openai_base_url
+    settings.OPENAI_API_KEY = "sk-test-not-a-real-key"
+    settings.ANTHROPIC_BASE_URL = server.anthropic_base_url
+    settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
+    settings.LLM_MAX_RETRIES = 0
+    model_router.cache_clear()
+    yield server
+    model_router.cache_clear()
+    server.stop()
+
+
+def rubric_calls(job, **filters):
+    return ModelCall.objects.filter(
+        conversation__rubric_generations__job=job, purpose__startswith="rubric", **filters
+    )
+
+
+@pytest.mark.parametrize("model", [OPENAI, ANTHROPIC])
+def test_a_batch_job_makes_its_rubrics_through_each_sdk_at_the_batch_price(
+    played_run, stage_server, model
+):
+    job = poll_until_done(launch(played_run, model))
+
+    generation = job.generations.get()
+    assert generation.status == GenerationStatus.FINISHED, generation.failure_reason
+    assert generation.rubric.criteria.exists()
+    assert {made.provider for made in stage_server.batches.created} == {model.split("/")[0]}
+    paid = rubric_calls(job, cached=False)
+    assert all(call.cost_usd * 2 == call.list_cost_usd for call in paid)  # half the price
+    generation.refresh_from_db()
+    assert generation.cost_usd == sum(call.cost_usd for call in paid) > 0
+    # The stages read the answers back from the cache: shown as cached, their price on the
+    # generation's spend.
+    model_stages = generation.stages.exclude(name="retrieval").exclude(status=StageStatus.SKIPPED)
+    assert set(model_stages.values_list("cached", flat=True)) == {True}
+    assert_each_answer_paid_once(job)
+
+
+def test_requests_an_expired_batch_never_ran_go_out_in_a_new_batch(played_run, stage_server):
+    stage_server.batches.expire_next, stage_server.batches.expired_answered = 1, 0
+    job = poll_until_done(launch(played_run, OPENAI))
+
+    first, second, *_ = ProviderBatch.objects.filter(job_kind=KIND, job_id=job.pk).order_by("pk")
+    assert first.counts["expired"] == len(first.requests)
+    assert set(second.requests.values()) == set(first.requests.values())  # the same requests
+    assert job.generations.get().status == GenerationStatus.FINISHED
+    assert_each_answer_paid_once(job)
+
+
+def test_with_resend_live_the_unanswered_requests_are_called_live(played_run, stage_server):
+    stage_server.batches.expire_next, stage_server.batches.expired_answered = 1, 0
+    job = poll_until_done(launch(played_run, OPENAI, batch_resend_live=True))
+
+    first = ProviderBatch.objects.filter(job_kind=KIND, job_id=job.pk).order_by("pk").first()
+    assert job.generations.get().status == GenerationStatus.FINISHED
+    resent = ReplayRequest.objects.filter(pk__in=first.requests.values())
+    live = rubric_calls(job, cached=False, conversation__isnull=False).order_by("pk")
+    first_calls = live[: resent.count()]
+    assert all(call.cost_usd == call.list_cost_usd for call in first_calls)  # the list price
+    assert ProviderBatch.objects.filter(job_kind=KIND, job_id=job.pk).count() >= 2  # the rest
+
+
+def test_a_request_that_errors_in_every_batch_fails_its_generation(played_run, stage_server):
+    job = launch(played_run, OPENAI)
+    generation_batches.generation_batch_poll(job)  # the first round's request is stored
+    doomed = ReplayRequest.objects.get(job_kind=KIND, job_id=job.pk)
+    stage_server.batches.errored_units = {str(doomed.pk)}
+    ProviderBatch.objects.filter(job_kind=KIND, job_id=job.pk).delete()  # sent again, erroring
+    stage_server.batches.created.clear()
+
+    poll_until_done(job)
+
+    generation = job.generations.get()
+    assert generation.status == GenerationStatus.FAILED
+    assert generation.failure_reason.startswith("no answer after 3 batches")
+    assert generation.failed_stage == "routing"
+    assert len(stage_server.batches.created) == 3
+
+
+# --- launching ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "refusal"),
+    [
+        ({"model": "openai-compatible/local"}, "has no batch API"),
+        ({"judge_model": "offline/standard"}, "leave the judge blank"),
+        ({"use_cache": False}, "keep the cache on"),
+    ],
+)
+def test_a_batch_launch_it_cannot_run_is_refused_with_the_reason(played_run, options, refusal):
+    with pytest.raises(pipeline.PipelineLaunchError, match=refusal):
+        launch(played_run, **options)
+
+
+def test_the_replay_client_stores_a_request_it_can_send_again():
+    request = ChatRequest(
+        model="offline/standard",
+        purpose="rubric_routing",
+        system="plan",
+        messages=(Message(role="user", content="hello"),),
+        hints={"stage": "routing"},
+        json_schema={"type": "object"},
+        sample="s",
+    )
+    stored = json.loads(json.dumps(replay_batches.request_data(request)))
+    assert replay_batches.request_from_data(stored) == request
