@@ -22,6 +22,7 @@ replay writes nothing that a replay from the start does not redo or skip.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -135,10 +136,8 @@ def _replay_round(work: ReplayWork) -> None:
     waiting = set(pending.values_list("unit_id", flat=True))
     for unit_id in list(work.ready(waiting)):
         client = ReplayClient(router)
-        try:
+        with contextlib.suppress(ReplayMiss):  # its misses are stored below
             work.replay(unit_id, client)
-        except ReplayMiss:
-            pass  # its misses are stored below
         ReplayRequest.objects.bulk_create(
             ReplayRequest(
                 job_kind=work.kind,
