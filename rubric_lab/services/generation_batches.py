@@ -48,6 +48,15 @@ def batch_progress(job: GenerationJob) -> list[dict]:
     return batches.batch_rows(KIND, job.pk)
 
 
+def page_context(job: GenerationJob) -> dict:
+    """The job page's batch table and how many of its calls wait for a batch."""
+    return {
+        "batches": batch_progress(job),
+        "batch_poll_seconds": round(batches.poll_seconds()),
+        "replay": replay_batches.waiting_counts(KIND, job.pk),
+    }
+
+
 def _work(job: GenerationJob) -> replay_batches.ReplayWork:
     return replay_batches.ReplayWork(
         kind=KIND,
