@@ -3,9 +3,12 @@ from the response cache, the calls they miss go out in batches (offline scripts,
 OpenAI and Anthropic SDKs against the fake server), and a generation whose replay ends is
 stored as the live path stores it; every answer is paid once, at the batch price."""
 
+import io
 import json
 
 import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
 from django.core.cache import caches
 from django.db.models import Count
 
@@ -14,8 +17,8 @@ from jobs.models import BatchState, JobStatus, ProviderBatch, ReplayRequest, Rep
 from jobs.services import replay_batches
 from llm.clients import model_router
 from llm.engine.chat import ChatRequest, Message
-from rubric_lab.models import GenerationStatus, StageStatus
-from rubric_lab.services import generation_batches, pipeline
+from rubric_lab.models import GenerationJob, GenerationStatus, StageStatus
+from rubric_lab.services import forecasts, generation_batches, pipeline
 from rubric_lab.services.knowledge import retriever_for
 from tests.rubric_lab.stage_server import StageServer, case_marker, scripted_answers
 
@@ -203,3 +206,57 @@ def test_the_replay_client_stores_a_request_it_can_send_again():
     )
     stored = json.loads(json.dumps(replay_batches.request_data(request)))
     assert replay_batches.request_from_data(stored) == request
+
+
+# --- the launch form, the page, the command, the forecast -------------------------------------
+
+
+def test_the_launch_form_starts_a_batch_job_whose_page_shows_its_batches(played_run, admin_client_):
+    form = {
+        "run": played_run.pk, "limit": 1, "generator_model": "offline/standard",
+        "judge_model": "", "retriever": "bm25", "top_k": 4, "audit_rounds": 3,
+        "use_cache": "on", "batch": "on",
+    }  # fmt: skip
+    response = admin_client_.post(reverse("rubric_lab:pipeline_new"), form)
+    job = GenerationJob.objects.get()
+    assert response.status_code == 302 and job.batch and not job.batch_resend_live
+
+    generation_batches.generation_batch_poll(job)  # the watch's first look
+    page = admin_client_.get(reverse("rubric_lab:pipeline", args=[job.pk])).content.decode()
+    [batch] = ProviderBatch.objects.filter(job_kind=KIND, job_id=job.pk)
+    assert "Batches" in page and 'id="job-batches"' in page and batch.batch_id in page
+    assert "Calls waiting for a batch: 1 · answered: 0" in page  # its first call
+
+
+def test_the_command_launches_a_batch_job_and_refuses_inline_batches(played_run):
+    with pytest.raises(CommandError, match="exclude each other"):
+        call_command("lab_generate", str(played_run.pk), "--generator", "offline/standard",
+                     "--batch", "--inline")  # fmt: skip
+    assert not GenerationJob.objects.exists()
+
+    call_command("lab_generate", str(played_run.pk), "--generator", "offline/standard",
+                 "--limit", "1", "--batch", "--resend-live", "--no-wait", stdout=io.StringIO())  # fmt: skip
+
+    job = GenerationJob.objects.get()
+    assert job.batch and job.batch_resend_live and job.generations.count() == 1
+
+
+def test_the_forecast_of_a_batch_job_is_at_the_batch_price(played_run, admin_client_):
+    earlier = launch(played_run, count=2)
+    poll_until_done(earlier)
+    options = {"run": played_run, "conversations": 10, "generator_model": ANTHROPIC}
+
+    listed = forecasts.generation_forecast(**options)
+    batched = forecasts.generation_forecast(**options, batch=True)
+
+    assert batched.cost.estimate == pytest.approx(listed.cost.estimate / 2)
+    assert batched.source.endswith("in batches (batch price)")
+    # The earlier batch job's calls are counted once each (not its batch rows and its replay).
+    [synthesis] = [role for role in listed.roles if role.role == "stage: synthesis"]
+    assert synthesis.figures["calls"].estimate == pytest.approx(10)
+    panel = admin_client_.get(
+        reverse("rubric_lab:pipeline_forecast"),
+        {"run": played_run.pk, "limit": 5, "generator_model": ANTHROPIC, "judge_model": "",
+         "retriever": "bm25", "top_k": 4, "audit_rounds": 3, "batch": "on"},
+    ).content.decode()  # fmt: skip
+    assert "batch price" in panel
