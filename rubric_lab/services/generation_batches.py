@@ -7,21 +7,25 @@ pending generation's live code (pipeline.generation_execute) with a client that 
 the response cache and stops at the first call it cannot answer; those calls go out in
 batches, and the next look replays one call further. A generation whose replay ends is stored
 by the live code, stages, rubric and all. Each batch answer is accounted once, at the batch
-price, on the generation's spend and the conversation's model calls.
+price, on the conversation's model calls and the generation's cost; the replay's cached read
+of it counts its call and tokens.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
+from decimal import Decimal
 from functools import partial
 
+from django.db import transaction
 from django.utils import timezone
 
 from benchmark.models import ModelCall
 from jobs.models import JobStatus
 from jobs.services import accounting, batches, replay_batches
 from jobs.services.leases import LeasedTask, lease_release_fields
-from llm.engine.chat import ChatResponse
+from llm.engine.chat import ChatResponse, Usage
 from rubric_lab.models import GenerationJob, GenerationStatus, RubricGeneration
 from rubric_lab.services import budgets, pipeline
 
@@ -89,7 +93,26 @@ def _answer_record(generation_id: int, purpose: str, response: ChatResponse, key
     conversation = generation.conversation
     owner = partial(ModelCall, run_id=conversation.run_id, conversation=conversation)
     if accounting.answer_record(owner, purpose, response, key):
-        accounting.spend_added(RubricGeneration, generation_id, [(purpose, response)])
+        _price_added(generation_id, response)
+
+
+def _price_added(generation_id: int, response: ChatResponse) -> None:
+    """Add only the answer's price to the generation's spend: its call and tokens are counted
+    when the replay reads it back from the cache (a cached call, free), so they are never
+    counted twice."""
+    with transaction.atomic():
+        row = RubricGeneration.objects.select_for_update().only(*accounting.SPEND)
+        row = row.get(pk=generation_id)
+        known = (not row.model_costs or row.cost_known) and response.cost_usd is not None
+        costs = accounting.model_costs_added(
+            row.model_costs, [("", replace(response, usage=Usage()))]
+        )
+        costs[response.model]["calls"] -= 1
+        RubricGeneration.objects.filter(pk=generation_id).update(
+            cost_usd=(row.cost_usd or Decimal(0)) + response.cost_usd if known else None,
+            cost_known=known,
+            model_costs=costs,
+        )
 
 
 def _failed(generation_id: int, reason: str) -> None:

@@ -7,10 +7,10 @@ import io
 import json
 
 import pytest
-from django.core.management import CommandError, call_command
-from django.urls import reverse
 from django.core.cache import caches
+from django.core.management import CommandError, call_command
 from django.db.models import Count
+from django.urls import reverse
 
 from benchmark.models import ModelCall
 from jobs.models import BatchState, JobStatus, ProviderBatch, ReplayRequest, ReplayState
@@ -130,6 +130,12 @@ def test_a_batch_job_makes_its_rubrics_through_each_sdk_at_the_batch_price(
     assert all(call.cost_usd * 2 == call.list_cost_usd for call in paid)  # half the price
     generation.refresh_from_db()
     assert generation.cost_usd == sum(call.cost_usd for call in paid) > 0
+    # Each call and its tokens counted once (by the replay's read), its price once (the batch's).
+    [costs] = generation.model_costs.values()
+    assert costs["calls"] == costs["cached"] == paid.count()
+    assert (
+        costs["input_tokens"] == sum(call.input_tokens for call in paid) == generation.input_tokens
+    )
     # The stages read the answers back from the cache: shown as cached, their price on the
     # generation's spend.
     model_stages = generation.stages.exclude(name="retrieval").exclude(status=StageStatus.SKIPPED)
@@ -234,8 +240,11 @@ def test_the_command_launches_a_batch_job_and_refuses_inline_batches(played_run)
                      "--batch", "--inline")  # fmt: skip
     assert not GenerationJob.objects.exists()
 
-    call_command("lab_generate", str(played_run.pk), "--generator", "offline/standard",
-                 "--limit", "1", "--batch", "--resend-live", "--no-wait", stdout=io.StringIO())  # fmt: skip
+    options = ["--limit", "1", "--batch", "--resend-live", "--no-wait"]
+    call_command(
+        "lab_generate", str(played_run.pk), "--generator", "offline/standard", *options,
+        stdout=io.StringIO(),
+    )  # fmt: skip
 
     job = GenerationJob.objects.get()
     assert job.batch and job.batch_resend_live and job.generations.count() == 1
