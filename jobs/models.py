@@ -224,8 +224,8 @@ class ReplayState(models.TextChoices):
 
 class ReplayRequest(models.Model):
     """One model call a unit of a job in batch mode by cache replay (jobs.services.
-    replay_batches) reached and the response cache could not answer: the request as it was
-    made, so a batch can send it and its answer can be read back; the unit waits for it."""
+    replay_batches) reached and could not have answered: the request as it was made, so a
+    batch can send it, and its answer once recorded; the unit waits for it."""
 
     job_kind = models.CharField(max_length=50)
     job_id = models.PositiveIntegerField()
@@ -236,6 +236,9 @@ class ReplayRequest(models.Model):
         max_length=20, choices=ReplayState.choices, default=ReplayState.PENDING
     )
     error = RedactedTextField(blank=True)  # why its last batch gave no answer
+    # The answer as recorded (llm response JSON): the replay reads it back from here whatever
+    # the response cache holds, so an answer evicted from the cache is never bought again.
+    answer = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

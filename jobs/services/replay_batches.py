@@ -3,17 +3,20 @@ stages), by "cache replay": one request per unit does not fit them, since a unit
 depends on the answer to its last.
 
 Each look of the job's poll (jobs.services.batch_jobs) replays every pending unit that waits
-for no request: its own live code runs with a client that answers from the response cache
-(`ReplayClient`). At the first call the cache cannot answer, the client notes the request
-(a ReplayRequest row) and stops the unit (`ReplayMiss`). The shared poll sends those rows in
-batches like any other unit; a batch's answers fill the response cache (ModelClient.
-batch_results), so the next look replays the unit one call further. A unit whose replay
-runs to its end is recorded by its live code, exactly as the live path records it.
+for no request: its own live code runs with a client (`ReplayClient`) that answers from what
+the unit's batches answered, then from the response cache when the job reads it. At the
+first call it cannot answer, the client notes the request (a ReplayRequest row) and stops the
+unit (`ReplayMiss`). The shared poll sends those rows in batches like any other unit; each
+answer is stored on its row as it is recorded (and fills the response cache, ModelClient.
+batch_results), so the next look replays the unit one call further. Reading a unit's own
+answers from its rows means an answer the cache lost is never bought again, and a job that
+reads no cache (use_cache off) still moves. A unit whose replay runs to its end is recorded
+by its live code, exactly as the live path records it.
 
 Money: an answer is accounted when its batch result is recorded, at the batch price, keyed by
 batch and request (batches.answer_key), in one transaction with its row's state: once, however
-often a poller dies. The replay reads it back from the cache as a cached (free) call, so the
-live code's own records (a stage's cost) show it as cached; the unit's spend holds its price.
+often a poller dies. The replay reads it back as a cached (free) call, so the live code's own
+records (a stage's cost) show it as cached; the unit's spend holds its price.
 
 A worker killed during a replay leaves the unit's lease to run out (the live code's own
 lease) and the next look replays it again from the start, as the live path's watch does; a
@@ -35,6 +38,7 @@ from jobs.models import ProviderBatch, ReplayRequest, ReplayState
 from jobs.services import batch_jobs, batches
 from llm.clients import ModelRouter, model_router
 from llm.engine.chat import ChatRequest, ChatResponse, Message, ProviderError, ToolCall, ToolSpec
+from llm.engine.providers import cache
 from llm.engine.providers.batches import BatchResult
 from llm.engine.providers.redaction import failure_text
 from llm.services import prices
@@ -47,15 +51,22 @@ class ReplayMiss(BaseException):  # noqa: N818 - a signal, like GeneratorExit, n
 
 
 class ReplayClient:
-    """A chat client that answers from the response cache only; a call the cache cannot
-    answer is noted in `misses` (each thread of a unit may note one) and raises ReplayMiss."""
+    """A chat client that answers only from what the unit's batches answered (`answers`: the
+    request's `request_key` -> the answer's JSON) or else from the response cache (when the
+    job reads it); a call neither answers is noted in `misses` (each thread of a unit may
+    note one) and raises ReplayMiss. Every answer comes back marked cached, free: it was paid
+    when its batch result was recorded."""
 
-    def __init__(self, router: ModelRouter):
+    def __init__(self, router: ModelRouter, answers: Mapping[str, str] | None = None):
         self._router = router
+        self._answers = answers or {}
         self._lock = threading.Lock()
         self.misses: list[ChatRequest] = []
 
     def chat(self, request: ChatRequest) -> ChatResponse:
+        stored = self._answers.get(request_key(request))
+        if stored is not None:
+            return cache.response_from_json(stored)
         answer = self._router.client_for(request.model).cached_answer(request)
         if answer is None:
             with self._lock:
@@ -84,6 +95,7 @@ class ReplayWork:
     unit_failed: Callable[[int, str], None]  # a unit that will get no answer, with the reason
     limit_reached: Callable[[], bool]
     running: Callable[[], bool]  # whether the job still runs (a cancelled job replays nothing)
+    use_cache: bool = True  # the job's: whether a replay may take an answer the cache holds
 
 
 def replay_batch_poll(work: ReplayWork) -> bool:
@@ -95,8 +107,7 @@ def replay_batch_poll(work: ReplayWork) -> bool:
 def _batch_work(work: ReplayWork) -> batch_jobs.BatchWork:
     return batch_jobs.BatchWork(
         kind=work.kind,
-        # A replay reads the answers back from the response cache: it is on for these jobs.
-        router=_router,
+        router=partial(_router, work.use_cache),
         pending=partial(_pending, work),
         requests_of=_requests_of,
         record=partial(_result_record, work),
@@ -108,8 +119,8 @@ def _batch_work(work: ReplayWork) -> batch_jobs.BatchWork:
     )
 
 
-def _router() -> ModelRouter:
-    return model_router(True, overrides=prices.price_overrides())
+def _router(use_cache: bool) -> ModelRouter:
+    return model_router(use_cache, overrides=prices.price_overrides())
 
 
 def job_requests(kind: str, job_id: int):
@@ -131,11 +142,11 @@ def _replay_round(work: ReplayWork) -> None:
     """Replay every ready unit once; store what each missed, for the send that follows."""
     if not work.running() or work.limit_reached():
         return
-    router = _router()
-    pending = job_requests(work.kind, work.job.pk).filter(state=ReplayState.PENDING)
-    waiting = set(pending.values_list("unit_id", flat=True))
+    router = _router(work.use_cache)
+    requests = job_requests(work.kind, work.job.pk)
+    waiting = set(requests.filter(state=ReplayState.PENDING).values_list("unit_id", flat=True))
     for unit_id in list(work.ready(waiting)):
-        client = ReplayClient(router)
+        client = ReplayClient(router, _answers(requests.filter(unit_id=unit_id)))
         with contextlib.suppress(ReplayMiss):  # its misses are stored below
             work.replay(unit_id, client)
         ReplayRequest.objects.bulk_create(
@@ -148,6 +159,14 @@ def _replay_round(work: ReplayWork) -> None:
             )
             for request in client.misses
         )
+
+
+def _answers(rows) -> dict[str, str]:
+    answered = rows.filter(state=ReplayState.ANSWERED).exclude(answer="")
+    return {
+        request_key(request_from_data(data)): answer
+        for data, answer in answered.values_list("request", "answer")
+    }
 
 
 # --- what the shared poll asks -----------------------------------------------------------------
@@ -198,13 +217,14 @@ def _answered(
         work.answer_record(row.unit_id, request.purpose, response, key)
         if row.state == ReplayState.PENDING:
             row.state, row.error = ReplayState.ANSWERED, ""
-            row.save(update_fields=["state", "error"])
+            row.answer = cache.response_to_json(response)
+            row.save(update_fields=["state", "error", "answer"])
 
 
 def _cached_record(unit: batch_jobs.Unit, request: ChatRequest, response: ChatResponse) -> None:
     """The cache answers it now (filled since it was missed): free, and the replay reads it."""
     ReplayRequest.objects.filter(pk=unit.pk, state=ReplayState.PENDING).update(
-        state=ReplayState.ANSWERED, error=""
+        state=ReplayState.ANSWERED, error="", answer=cache.response_to_json(response)
     )
 
 
@@ -227,7 +247,7 @@ def _live(work: ReplayWork, pk: int) -> None:
         return
     request = request_from_data(row.request)
     try:
-        response = _router().chat(request)
+        response = _router(work.use_cache).chat(request)
     except ProviderError as error:
         _failed(work, pk, f"live resend failed: {failure_text(error)}")
         return
@@ -241,6 +261,11 @@ def _live(work: ReplayWork, pk: int) -> None:
 def request_data(request: ChatRequest) -> dict:
     """The request's fields as JSON-safe data (tuples become lists)."""
     return asdict(request)
+
+
+def request_key(request: ChatRequest) -> str:
+    """The request told apart from every other (all its fields), for the unit's answers."""
+    return cache.canonical_json(request_data(request))
 
 
 def request_from_data(data: dict) -> ChatRequest:

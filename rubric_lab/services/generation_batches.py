@@ -71,6 +71,7 @@ def _work(job: GenerationJob) -> replay_batches.ReplayWork:
         unit_failed=_failed,
         limit_reached=partial(budgets.limit_reached, job),
         running=lambda: GenerationJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).exists(),
+        use_cache=job.use_cache,
     )
 
 

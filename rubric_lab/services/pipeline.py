@@ -123,7 +123,7 @@ def generation_job_launch(
     if not 1 <= audit_rounds <= MAX_AUDIT_ROUNDS:
         raise PipelineLaunchError(f"Audit rounds must lie between 1 and {MAX_AUDIT_ROUNDS}.")
     if batch:
-        _check_batch(generator_model, judge_model, use_cache)
+        _check_batch(generator_model, judge_model)
     ablations = [
         flag
         for flag, on in (
@@ -218,9 +218,9 @@ def _check_options(generator: str, judge: str, retriever: str, top_k: int, concu
         raise PipelineLaunchError(f"Concurrency must lie between 1 and {MAX_CONCURRENCY}.")
 
 
-def _check_batch(generator: str, judge: str, use_cache: bool) -> None:
-    """Batch mode needs a model with a batch API, and the response cache: each answer is read
-    back from it when the generation is replayed (jobs.services.replay_batches)."""
+def _check_batch(generator: str, judge: str) -> None:
+    """Batch mode needs a model with a batch API, and no judge: the rubric's own score is
+    called as the generation ends, outside the batches."""
     if not batch_capable(generator):
         raise PipelineLaunchError(
             f"{generator} has no batch API: batch mode takes openai/, anthropic/ or offline/ "
@@ -230,10 +230,6 @@ def _check_batch(generator: str, judge: str, use_cache: bool) -> None:
         raise PipelineLaunchError(
             "Batch mode does not score the rubrics as they are made: leave the judge blank "
             "and score them afterwards."
-        )
-    if not use_cache:
-        raise PipelineLaunchError(
-            "Batch mode reads each answer back from the response cache: keep the cache on."
         )
 
 

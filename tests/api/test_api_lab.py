@@ -177,9 +177,9 @@ def test_a_generation_job_launched_in_batch_mode_lists_its_batches(researcher_cl
 def test_a_batch_launch_the_pipeline_cannot_run_is_a_400_with_the_reason(
     researcher_client, lab_run
 ):
-    body = {"run": lab_run.pk, "limit": 1, "judge_model": "", "batch": True, "use_cache": False}
+    body = {"run": lab_run.pk, "limit": 1, "judge_model": "offline/standard", "batch": True}
     response = _post(researcher_client, "/lab/generation-jobs", body)
-    assert "keep the cache on" in _problem(response)["detail"]
+    assert "leave the judge blank" in _problem(response)["detail"]
     assert not GenerationJob.objects.exists()
 
 

@@ -184,6 +184,29 @@ def test_a_request_that_errors_in_every_batch_fails_its_generation(played_run, s
     assert len(stage_server.batches.created) == 3
 
 
+def test_an_answer_the_cache_lost_is_read_back_from_its_request_never_bought_again(
+    played_run, stage_server
+):
+    job = launch(played_run, OPENAI)
+    for _ in range(4):  # a few rounds answered
+        generation_batches.generation_batch_poll(job)
+    caches["llm"].clear()  # the response cache loses them all
+
+    poll_until_done(job)
+
+    assert job.generations.get().status == GenerationStatus.FINISHED
+    sent = sum(len(made.outcomes) for made in stage_server.batches.created)
+    assert sent == ReplayRequest.objects.filter(job_kind=KIND, job_id=job.pk).count()
+    assert_each_answer_paid_once(job)
+
+
+def test_a_batch_job_that_reads_no_cache_moves_on_its_own_answers(played_run, stage_server):
+    job = poll_until_done(launch(played_run, OPENAI, use_cache=False))
+
+    assert job.generations.get().status == GenerationStatus.FINISHED
+    assert_each_answer_paid_once(job)
+
+
 # --- launching ----------------------------------------------------------------------------------
 
 
@@ -192,7 +215,6 @@ def test_a_request_that_errors_in_every_batch_fails_its_generation(played_run, s
     [
         ({"model": "openai-compatible/local"}, "has no batch API"),
         ({"judge_model": "offline/standard"}, "leave the judge blank"),
-        ({"use_cache": False}, "keep the cache on"),
     ],
 )
 def test_a_batch_launch_it_cannot_run_is_refused_with_the_reason(played_run, options, refusal):
