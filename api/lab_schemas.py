@@ -12,10 +12,17 @@ from decimal import Decimal
 from ninja import Schema
 from pydantic import Field
 
-from api.schemas import Cell, Interval
+from api.schemas import Cell, Interval, ProviderBatchOut
 from jobs.models import JobStatus
 
-BATCH = "The rubric lab's calls are live only: `true` is refused with a 400 naming this field"
+BATCH = (
+    "This study's calls are live only (batch mode is offered on generation jobs): `true` is "
+    "refused with a 400 naming this field"
+)
+GENERATION_BATCH = (
+    "Send the pipeline's calls through the providers' batch APIs (about half the price, each "
+    "round of calls within 24 h; openai/, anthropic/ and offline/ models, no judge, cache on)"
+)
 DRY_RUN = (
     "Answer the forecast of each stage's calls, tokens and cost (200, from an earlier study of "
     "the same kind) and create nothing; a launch the service would refuse is still a 400"
@@ -115,7 +122,10 @@ class GenerationJobIn(Schema):
     )
     use_cache: bool | None = None
     cost_limit_usd: Decimal | None = None
-    batch: bool | None = Field(None, description=BATCH)
+    batch: bool | None = Field(None, description=GENERATION_BATCH)
+    batch_resend_live: bool | None = Field(
+        None, description="Call live what a batch left unanswered, instead of another batch"
+    )
 
 
 class GenerationJobOut(LabJobOut):
@@ -134,6 +144,9 @@ class GenerationJobOut(LabJobOut):
 class GenerationJobDetailOut(GenerationJobOut):
     progress: GenerationProgress
     model_costs: list[ModelCostOut]
+    batch: bool = Field(False, description="The pipeline's calls go through the batch APIs")
+    batch_resend_live: bool = False
+    batches: list[ProviderBatchOut] = Field(default_factory=list)
     warning: str = Field("", description="Set when the queue cannot be reached")
 
 

@@ -214,3 +214,36 @@ class BatchPollLease(models.Model):
 
     def __str__(self) -> str:
         return f"poll of {self.job_kind} {self.job_id}"
+
+
+class ReplayState(models.TextChoices):
+    PENDING = "pending", "Waiting for a batch"
+    ANSWERED = "answered", "Answered"
+    FAILED = "failed", "No answer"
+
+
+class ReplayRequest(models.Model):
+    """One model call a unit of a job in batch mode by cache replay (jobs.services.
+    replay_batches) reached and could not have answered: the request as it was made, so a
+    batch can send it, and its answer once recorded; the unit waits for it."""
+
+    job_kind = models.CharField(max_length=50)
+    job_id = models.PositiveIntegerField()
+    unit_id = models.PositiveIntegerField()  # the unit of the job that made the call
+    model = models.CharField(max_length=200)
+    request = models.JSONField()  # the ChatRequest's fields (replay_batches.request_data)
+    state = models.CharField(
+        max_length=20, choices=ReplayState.choices, default=ReplayState.PENDING
+    )
+    error = RedactedTextField(blank=True)  # why its last batch gave no answer
+    # The answer as recorded (llm response JSON): the replay reads it back from here whatever
+    # the response cache holds, so an answer evicted from the cache is never bought again.
+    answer = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["job_kind", "job_id", "pk"]
+        indexes = [models.Index(fields=["job_kind", "job_id", "state"])]
+
+    def __str__(self) -> str:
+        return f"{self.job_kind} {self.job_id} unit {self.unit_id}: {self.state}"

@@ -56,6 +56,7 @@ from rubric_lab.services import (
     budgets,
     coverage,
     exports,
+    generation_batches,
     imports,
     instance_scoring,
     knowledge,
@@ -74,7 +75,7 @@ SAMPLING_KEYS = ("temperature", "top_p")
 
 def lab_form(form_class: type[forms.Form], fields: dict) -> forms.Form:
     """The lab page's form filled from a launch's `fields` (None: the page's default); a
-    field the form does not have (batch mode, which the lab does not offer) is a 400 when it
+    field the form does not have (batch mode, which only generation jobs offer) is a 400 when it
     asks for something, never silently dropped; switched off (false) it asks for nothing."""
     offered = set(form_class().fields)
     given = {
@@ -373,7 +374,12 @@ def generation_jobs_out(page: list[GenerationJob]) -> list[dict]:
 
 def generation_job_detail_out(job: GenerationJob) -> dict:
     progress = pipeline.job_progress(job) | {"cost": pipeline.generation_total_cost(job)}
-    return generation_job_out(job, progress) | costs_out(job)
+    batch = {
+        "batch": job.batch,
+        "batch_resend_live": job.batch_resend_live,
+        "batches": generation_batches.batch_progress(job) if job.batch else [],
+    }
+    return generation_job_out(job, progress) | costs_out(job) | batch
 
 
 @router.post(

@@ -3,7 +3,12 @@ scoring a conversation with an instance rubric."""
 
 from django import forms
 
-from benchmark.forms import cost_limit_field, model_validator
+from benchmark.forms import (
+    batch_field,
+    batch_resend_live_field,
+    cost_limit_field,
+    model_validator,
+)
 from benchmark.models import Run
 from common.uploads import upload_size_check
 from rubric_lab.engine.pipeline import (
@@ -85,6 +90,8 @@ class PipelineLaunchForm(forms.Form):
     )
     use_cache = forms.BooleanField(required=False, initial=True)
     cost_limit_usd = cost_limit_field()
+    batch = batch_field("The pipeline's calls")
+    batch_resend_live = batch_resend_live_field()
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

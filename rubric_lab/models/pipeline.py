@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import models
 
 from benchmark.models import Conversation, Run
-from jobs.models import Job
+from jobs.models import BatchMode, Job
 from llm.fields import RedactedTextField
 
 
@@ -74,8 +74,10 @@ class GenerationMethod(models.TextChoices):
     DIRECT = "direct", "Direct generation (one model call, the baseline)"
 
 
-class GenerationJob(Job):
-    """One launch of the pipeline over one or more conversations, with pinned options."""
+class GenerationJob(Job, BatchMode):
+    """One launch of the pipeline over one or more conversations, with pinned options; in
+    batch mode its calls go through the providers' batch APIs (rubric_lab.services.
+    generation_batches)."""
 
     name = models.CharField(max_length=200)
     run = models.ForeignKey(

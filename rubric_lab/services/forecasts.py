@@ -43,11 +43,13 @@ def generation_forecast(
     generator_model: str,
     judge_model: str = "",
     method: str = "pipeline",
+    batch: bool = False,
     **skips: bool,
 ) -> Forecast:
     """The forecast of `pipeline.generation_job_launch` over `conversations` conversations of
     `run`: one role per model stage the method runs (less the ablated ones), and the judge's
-    scoring of each new rubric when a judge model is given. `skips`: skip_routing etc."""
+    scoring of each new rubric when a judge model is given. `skips`: skip_routing etc.;
+    `batch`: every call at its model's batch price (a job in batch mode)."""
     demands, note = generation_demands(
         run=run,
         conversations=conversations,
@@ -56,8 +58,8 @@ def generation_forecast(
         method=method,
         **skips,
     )
-    result = forecast(demands, catalog_in_force().price_for)
-    result.source = note
+    result = forecast(demands, catalog_in_force().price_for, batch=batch)
+    result.source = note + (", in batches (batch price)" if batch else "")
     return result
 
 

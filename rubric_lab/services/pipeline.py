@@ -34,6 +34,7 @@ from jobs.services.leases import (
 )
 from llm.clients import model_router
 from llm.engine.chat import ProviderError
+from llm.engine.providers.client import batch_capable
 from llm.engine.providers.model_strings import check_model_string
 from llm.engine.providers.redaction import failure_text
 from rubric_lab.engine.pipeline import (
@@ -99,12 +100,15 @@ def generation_job_launch(
     concurrency: int = 8,
     run: Run | None = None,
     cost_limit_usd: Decimal | None = None,
+    batch: bool = False,
+    batch_resend_live: bool = False,
     user=None,
 ) -> GenerationJob:
     """A running job with one pending generation per scorable conversation.
 
     `sampling` maps a model stage to {"temperature": t, "top_p": p} (None or left out: the
-    provider's default); the direct method's one stage is "direct"."""
+    provider's default); the direct method's one stage is "direct". `batch` sends the calls
+    through the providers' batch APIs (rubric_lab.services.generation_batches)."""
     ids = list(
         Conversation.objects.scorable()
         .filter(pk__in=[c.pk for c in conversations])
@@ -118,6 +122,8 @@ def generation_job_launch(
         raise PipelineLaunchError("Direct generation has no stages to leave out.")
     if not 1 <= audit_rounds <= MAX_AUDIT_ROUNDS:
         raise PipelineLaunchError(f"Audit rounds must lie between 1 and {MAX_AUDIT_ROUNDS}.")
+    if batch:
+        _check_batch(generator_model, judge_model)
     ablations = [
         flag
         for flag, on in (
@@ -145,6 +151,8 @@ def generation_job_launch(
         use_cache=use_cache,
         concurrency=concurrency,
         cost_limit_usd=cost_limit_usd,
+        batch=batch,
+        batch_resend_live=batch and batch_resend_live,
         status=JobStatus.RUNNING,
         created_by=user,
     )
@@ -208,6 +216,21 @@ def _check_options(generator: str, judge: str, retriever: str, top_k: int, concu
         raise PipelineLaunchError(f"Passages per query must lie between 1 and {MAX_TOP_K}.")
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise PipelineLaunchError(f"Concurrency must lie between 1 and {MAX_CONCURRENCY}.")
+
+
+def _check_batch(generator: str, judge: str) -> None:
+    """Batch mode needs a model with a batch API, and no judge: the rubric's own score is
+    called as the generation ends, outside the batches."""
+    if not batch_capable(generator):
+        raise PipelineLaunchError(
+            f"{generator} has no batch API: batch mode takes openai/, anthropic/ or offline/ "
+            "models."
+        )
+    if judge:
+        raise PipelineLaunchError(
+            "Batch mode does not score the rubrics as they are made: leave the judge blank "
+            "and score them afterwards."
+        )
 
 
 def generation_dispatch(

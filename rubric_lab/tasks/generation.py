@@ -10,9 +10,10 @@ from celery import shared_task
 
 from jobs.services import watch
 from jobs.services.leases import LeasedTask
+from jobs.services.starts import start_register
 from jobs.tasks import job_kind, leased_job_tasks
 from rubric_lab.models import GenerationJob, InstanceScore, InstanceScoreStatus
-from rubric_lab.services import instance_scoring, pipeline
+from rubric_lab.services import generation_batches, instance_scoring, pipeline
 
 generations = leased_job_tasks(
     task_name="rubric_lab.generate",
@@ -21,8 +22,21 @@ generations = leased_job_tasks(
     running=pipeline.running_job_ids,
     execute=pipeline.generation_execute,
     job_id_of=pipeline.job_id_of,
-    dispatch=pipeline.generation_dispatch,
+    dispatch=generation_batches.generation_job_dispatch,
 )
+
+
+def generation_job_start(job: GenerationJob) -> None:
+    """A job in batch mode leaves its first look (replaying, uploading its batches) to a
+    worker's watch, not to the view or command that launched it; a live job sends its first
+    window."""
+    if job.batch:
+        watch.watch_now("rubric_generation", job.pk)
+    else:
+        generations.start(job)
+
+
+start_register(GenerationJob, generation_job_start)
 
 # --- instance scores: one leased unit that is its own job, watched until judged --------------
 

@@ -28,12 +28,26 @@ from rubric_lab.models import (
     KnowledgeUpload,
     RubricGeneration,
 )
-from rubric_lab.services import budgets, forecasts, imports, instance_scoring, knowledge, pipeline
+from rubric_lab.services import (
+    budgets,
+    forecasts,
+    generation_batches,
+    imports,
+    instance_scoring,
+    knowledge,
+    pipeline,
+)
 
 SEARCH_RESULTS = 8
 LIST_LIMIT = 100
 # What the forecast needs of the launch form: the models, the method and its ablations.
-FORECAST_OPTIONS = ("generator_model", "judge_model", "method", *forecasts.SKIPS.values())
+FORECAST_OPTIONS = (
+    "generator_model",
+    "judge_model",
+    "method",
+    "batch",
+    *forecasts.SKIPS.values(),
+)
 LAUNCH_OPTIONS = (
     "generator_model",
     "judge_model",
@@ -47,6 +61,8 @@ LAUNCH_OPTIONS = (
     "audit_rounds",
     "use_cache",
     "cost_limit_usd",
+    "batch",
+    "batch_resend_live",
 )
 
 # --- knowledge base ------------------------------------------------------------------------
@@ -198,6 +214,8 @@ def pipeline_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "model_costs": budgets.job_model_costs(job),
         "live": live_jobs.live_region(request, "job-live", polling=is_running(job.status)),
     }
+    if job.batch:
+        context |= generation_batches.page_context(job)
     return live_jobs.live_page(
         request, "rubric_lab/pipeline_detail.html", context, region="job-live"
     )

@@ -9,7 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from jobs.models import JobStatus
 from rubric_lab.models import ExpertCriterion, GenerationJob, InstanceScore, SensitivityStudy
-from rubric_lab.services import coverage, pipeline, refine, sensitivity
+from rubric_lab.services import coverage, generation_batches, pipeline, refine, sensitivity
 from rubric_lab.services.instance_scoring import instance_score_execute
 from tests.jury.services.builders import played_run, world  # noqa: F401 - shared fixtures
 from tests.rubric_lab.healthbench_rows import MULTI_TURN, SINGLE_TURN, jsonl
@@ -159,13 +159,28 @@ def test_a_generation_launch_the_form_refuses_is_a_400_naming_the_field(
     assert not GenerationJob.objects.exists()
 
 
-def test_batch_mode_is_refused_by_the_lab_whose_calls_are_live_only(researcher_client, lab_run):
-    body = {"run": lab_run.pk, "limit": 1, "batch": True}
+def test_a_generation_job_launched_in_batch_mode_lists_its_batches(researcher_client, lab_run):
+    body = {"run": lab_run.pk, "limit": 1, "judge_model": "", "batch": True}
+    body["batch_resend_live"] = True
     response = _post(researcher_client, "/lab/generation-jobs", body)
-    assert _locations(response) == ["body.batch"]
+    assert response.status_code == 201, response.json()
+    job = response.json()
+    assert job["batch"] and job["batch_resend_live"] and job["batches"] == []
+    stored = GenerationJob.objects.get(pk=job["id"])
+    assert stored.batch and stored.batch_resend_live
+    generation_batches.generation_batch_poll(stored)  # the watch's first look
+    shown = researcher_client.get(f"{API}/lab/generation-jobs/{job['id']}").json()
+    [batch] = shown["batches"]
+    assert batch["model"] == "offline/standard" and batch["requests"] == 1
+
+
+def test_a_batch_launch_the_pipeline_cannot_run_is_a_400_with_the_reason(
+    researcher_client, lab_run
+):
+    body = {"run": lab_run.pk, "limit": 1, "judge_model": "offline/standard", "batch": True}
+    response = _post(researcher_client, "/lab/generation-jobs", body)
+    assert "leave the judge blank" in _problem(response)["detail"]
     assert not GenerationJob.objects.exists()
-    live = _post(researcher_client, "/lab/generation-jobs", body | {"batch": False})
-    assert live.status_code == 201
 
 
 def test_a_reply_is_scored_with_an_instance_rubric_criterion_by_criterion(

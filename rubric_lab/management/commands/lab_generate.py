@@ -70,10 +70,23 @@ class Command(BaseCommand):
             help="one stage's sampling over the above, e.g. audit=0.2, or synthesis=0.7,0.9 "
             "(leave a value empty for the provider's default); repeatable",
         )
+        parser.add_argument(
+            "--batch",
+            action="store_true",
+            help="send the pipeline's calls through the providers' batch APIs: about half the "
+            "price, each round of calls within 24 h (openai/, anthropic/ and offline/ models)",
+        )
+        parser.add_argument(
+            "--resend-live",
+            action="store_true",
+            help="with --batch: call live what a batch left unanswered, not in another batch",
+        )
         add_play_arguments(parser, concurrency_help="conversations at once (default 8)")
         add_cost_arguments(parser)
 
     def handle(self, *args, run_id: int, **opts) -> None:
+        if opts["inline"] and opts["batch"]:
+            raise CommandError("--inline and --batch exclude each other: batches are polled.")
         run = object_or_error(Run, run_id, "run")
         conversations = run.conversations.scorable().order_by("pk")
         if opts["conversation"]:
@@ -94,6 +107,8 @@ class Command(BaseCommand):
                 use_cache=not opts["no_cache"],
                 concurrency=opts["concurrency"],
                 cost_limit_usd=opts["cost_limit"],
+                batch=opts["batch"],
+                batch_resend_live=opts["resend_live"],
                 **{f"skip_{stage}": stage in opts["skip"] for stage in ABLATIONS},
             )
         except pipeline.PipelineLaunchError as error:
