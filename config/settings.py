@@ -267,6 +267,10 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_max": 0.5,
 }
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# The embedded queue's worker keeps its countdowns in a timer thread that sleeps up to this
+# long between looks, and a stopping worker waits for that sleep to end: 1 s by default, on
+# every stop. (A Redis worker's timer lives in its event loop, without that thread.)
+CELERY_WORKER_TIMER_PRECISION = 0.1
 # Without this, Celery closes every database connection before and after every task: a new
 # PostgreSQL connection per judge call doubled the database's CPU. Connections now live
 # CONN_MAX_AGE and are health-checked before each task (config/celery.py); Celery still

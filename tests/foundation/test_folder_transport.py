@@ -6,6 +6,8 @@ Racing processes under load and a real worker meeting bad files: tests/workers/t
 import base64
 import json
 import os
+import threading
+import time
 import uuid
 from pathlib import Path
 from queue import Empty
@@ -105,3 +107,29 @@ def test_processed_messages_are_kept_only_when_asked(tmp_path, queue_name):
         for name in os.listdir(queue_dir / "processed")
     ]
     assert [base64.b64decode(message["body"]) for message in kept] == [b'{"kept": true}']
+
+
+def test_a_worker_told_to_stop_ends_its_wait_for_messages_at_the_next_poll(
+    tmp_path, monkeypatch, queue_name
+):
+    # Celery's SIGTERM handler sets the exit code, 0 for a warm shutdown.
+    monkeypatch.setattr("celery.worker.state.should_stop", 0)
+    with connection(tmp_path / "queue") as listening:
+        waiting = listening.SimpleQueue(queue_name)
+        started = time.monotonic()
+        with pytest.raises(waiting.Empty):
+            waiting.get(timeout=10)
+    assert time.monotonic() - started < 5
+
+
+def test_a_process_not_stopping_waits_out_its_timeout_and_takes_a_message_sent_meanwhile(
+    tmp_path, queue_name
+):
+    with connection(tmp_path / "queue") as listening, connection(tmp_path / "queue") as sending:
+        waiting = listening.SimpleQueue(queue_name)
+        started = time.monotonic()
+        with pytest.raises(waiting.Empty):
+            waiting.get(timeout=0.5)
+        assert time.monotonic() - started >= 0.5
+        threading.Timer(0.3, sending.SimpleQueue(queue_name).put, args=[{"n": 1}]).start()
+        assert waiting.get(timeout=10).payload == {"n": 1}

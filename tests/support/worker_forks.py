@@ -54,6 +54,17 @@ PRELOADED = (
     "django.urls",
     "django.template",
     "django.forms",
+    # What the project's modules import besides (python -X importtime after the list above).
+    "sklearn.decomposition",
+    "sklearn.feature_extraction.text",
+    "sklearn.isotonic",
+    "jinja2",
+    "jsonschema",
+    "requests",
+    "markdown_it",
+    "pyarrow.parquet",
+    "kombu.transport.filesystem",
+    "kombu.transport.redis",
     # The figures module (common/figures.py) picks the Agg backend before importing these;
     # the forker does the same.
     "matplotlib.axes",
