@@ -3,8 +3,9 @@ APIs (about half the price, answers within 24 hours) instead of one live call pe
 
 The shared poll (jobs.services.batch_jobs) does the work from the set's watch; this module
 says what a set supplies: its pending entries and the call each makes (the very call the
-live path makes first, benchmark.engine.enrichment.batch_enrichment_request), and how an
-answer is recorded: in one transaction with its accounting row, keyed by batch and request
+live path makes first, benchmark.engine.enrichment.batch_enrichment_request), and how
+answers are recorded: a chunk at a time (batch_jobs.answers_store), each answer in the same
+transaction as its accounting row, keyed by batch and request
 (jobs.services.batches.answer_key), so a poller killed at any point loses nothing and pays
 nothing twice. A batch answer is validated as a live one is; an unusable one is not repaired
 (that would take another batch, a day more): the entry fails with the reason, its answer is

@@ -12,7 +12,9 @@ expired, cancelled) goes out again: in a later batch, up to BATCH_ATTEMPTS batch
 fails; or live, once, when the job says `batch_resend_live`. A batch the provider refused or
 never made is no attempt (nothing came back to resend live): its units go out in another
 batch, and fail after BATCH_ATTEMPTS such refusals. A batch answer is validated as
-a live one is; an unusable one is not repaired (that would take another batch).
+a live one is; an unusable one is not repaired (that would take another batch). An ended
+batch's answers are best recorded a chunk at a time (`record_chunk`: `results_split`, then
+`answers_store`), in a fixed few statements per chunk (issue 34).
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@ half the price, answers within 24 hours) instead of one live call per worker tas
 
 The shared poll (jobs.services.batch_jobs) does the work from the job's watch; this module
 says what a scoring job supplies: its pending judge calls and the call each makes (the very
-call the live path makes first, jury.services.scoring.score_request), and how an answer is
-recorded: in one transaction with its accounting row, keyed by batch and request
+call the live path makes first, jury.services.scoring.score_request), and how answers are
+recorded: a chunk at a time (batch_jobs.answers_store), each answer in the same transaction
+as its accounting row, keyed by batch and request
 (jobs.services.batches.answer_key), in the columns the live path writes. A poller killed at
 any point loses nothing and pays nothing twice. An unusable batch answer is not repaired
 (that would take another batch): the score is invalid. A call resent live takes the live
