@@ -3,8 +3,9 @@ APIs (about half the price, answers within 24 hours) instead of one live call pe
 
 The shared poll (jobs.services.batch_jobs) does the work from the set's watch; this module
 says what a set supplies: its pending entries and the call each makes (the very call the
-live path makes first, benchmark.engine.enrichment.batch_enrichment_request), and how an
-answer is recorded: in one transaction with its accounting row, keyed by batch and request
+live path makes first, benchmark.engine.enrichment.batch_enrichment_request), and how
+answers are recorded: a chunk at a time (batch_jobs.answers_store), each answer in the same
+transaction as its accounting row, keyed by batch and request
 (jobs.services.batches.answer_key), so a poller killed at any point loses nothing and pays
 nothing twice. A batch answer is validated as a live one is; an unusable one is not repaired
 (that would take another batch, a day more): the entry fails with the reason, its answer is
@@ -19,7 +20,6 @@ from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
 from functools import partial
 
-from django.db import transaction
 from django.utils import timezone
 
 from benchmark.engine.enrichment import batch_enrichment_request, entry_from_answer
@@ -61,7 +61,7 @@ def _work(benchmark_set: BenchmarkSet) -> batch_jobs.BatchWork:
         router=lambda: model_router(True),
         pending=partial(_pending, benchmark_set),
         requests_of=_requests_of,
-        record=_result_record,
+        record_chunk=_results_record,
         cached=_cached_record,
         failed=_failed,
         live=cases.entry_enrich,
@@ -115,7 +115,8 @@ def _cached_record(unit: batch_jobs.Unit, request: ChatRequest, response: ChatRe
     # One key per entry and attempt: an entry retried and answered from the cache again is a
     # new (free) call.
     text = f"cache:entry:{unit.pk}:{attempts.first() or 0}"
-    _answer_store(unit.pk, response, request, key=hashlib.sha256(text.encode()).hexdigest()[:32])
+    key = hashlib.sha256(text.encode()).hexdigest()[:32]
+    _answers_store([batch_jobs.Answer(unit.pk, response, request, key)])
 
 
 def _failed(entry_id: int, reason: str) -> None:
@@ -127,37 +128,40 @@ def _failed(entry_id: int, reason: str) -> None:
 # --- recording --------------------------------------------------------------------------------
 
 
-def _result_record(batch: ProviderBatch, result: BatchResult, request: ChatRequest) -> None:
-    entry_id = batch.requests.get(result.custom_id)
-    if entry_id is None:
-        return
-    if result.response is None:
-        # Sent again (in a later batch, or live); the reason stays on the row for the page.
-        BenchmarkEntry.objects.filter(pk=entry_id, status=EntryStatus.PENDING).update(
-            failure_reason=f"batch request {result.error_kind}: {result.error}"[:2000]
-        )
-        return
-    key = batches.answer_key(batch, result.custom_id)
-    _answer_store(entry_id, result.response, request, key=key)
+def _results_record(batch: ProviderBatch, chunk: list[tuple[BatchResult, ChatRequest]]) -> None:
+    answers, unanswered = batch_jobs.results_split(batch, chunk)
+    # Sent again (in a later batch, or live); the reason stays on the row for the page.
+    pending = BenchmarkEntry.objects.filter(status=EntryStatus.PENDING)
+    batch_jobs.unanswered_note(pending, "failure_reason", unanswered)
+    _answers_store(answers)
 
 
-def _answer_store(entry_id: int, response: ChatResponse, request: ChatRequest, *, key: str) -> None:
-    """Record one answer once: its accounting row and the entry's spend whatever the entry's
-    state (the call was paid either way), its outcome only while the entry is pending."""
-    with transaction.atomic():
-        entry = BenchmarkEntry.objects.select_for_update().select_related("benchmark_set")
-        entry = entry.get(pk=entry_id)
-        owner = partial(ModelCall, benchmark_set_id=entry.benchmark_set_id)
-        if not accounting.answer_record(owner, "enrichment", response, key):
-            return  # recorded by an earlier poll
-        entry.cost_usd = _cost_after(entry, response.cost_usd)
-        entry.attempts += 1
-        entry.input_tokens += response.usage.input_tokens
-        entry.output_tokens += response.usage.output_tokens
-        changed = ["attempts", "input_tokens", "output_tokens", "cost_usd", "updated_at"]
-        if entry.status == EntryStatus.PENDING:
-            changed += _outcome(entry, response, request)
-        entry.save(update_fields=changed)
+def _answers_store(answers: list[batch_jobs.Answer]) -> None:
+    """Record answers once each (batch_jobs.answers_store): their accounting rows and the
+    entries' spend whatever the entries' state (the calls were paid either way), their
+    outcome only while pending."""
+    entries = BenchmarkEntry.objects.select_related("benchmark_set")
+    batch_jobs.answers_store(entries, answers, row=_row, apply=_answer_apply)
+
+
+def _row(entry: BenchmarkEntry, answer: batch_jobs.Answer):
+    owner = partial(ModelCall, benchmark_set_id=entry.benchmark_set_id)
+    return accounting.answer_row(owner, "enrichment", answer.response, answer.key)
+
+
+def _answer_apply(entry: BenchmarkEntry, answer: batch_jobs.Answer) -> list[str]:
+    """Set one answer's spend and, while the entry is pending, its outcome on the (locked)
+    entry; returns the fields set."""
+    response = answer.response
+    entry.cost_usd = _cost_after(entry, response.cost_usd)
+    entry.attempts += 1
+    entry.input_tokens += response.usage.input_tokens
+    entry.output_tokens += response.usage.output_tokens
+    entry.updated_at = timezone.now()  # a bulk UPDATE sets no auto_now field itself
+    changed = ["attempts", "input_tokens", "output_tokens", "cost_usd", "updated_at"]
+    if entry.status == EntryStatus.PENDING:
+        changed += _outcome(entry, response, answer.request)
+    return changed
 
 
 def _cost_after(entry: BenchmarkEntry, cost: Decimal | None) -> Decimal | None:

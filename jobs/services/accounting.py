@@ -167,6 +167,28 @@ def answer_record(owner: RowMaker, purpose: str, response: ChatResponse, key: st
     return True
 
 
+def answers_record(rows: list[ModelCallRecord]) -> set[str]:
+    """Write answers' accounting rows (new rows of one model, each under its `answer_key`)
+    in two statements, but those a row has already; returns the keys written. As with
+    `answer_record`: inside the transaction that records the answers' outcomes."""
+    if not rows:
+        return set()
+    model = type(rows[0])
+    keys = [row.answer_key for row in rows]
+    known = set(model.objects.filter(answer_key__in=keys).values_list("answer_key", flat=True))
+    new: dict[str, ModelCallRecord] = {}
+    for row in rows:
+        if row.answer_key not in known:
+            new.setdefault(row.answer_key, row)  # one answer twice in a chunk is paid once
+    rows_insert(list(new.values()))
+    return set(new)
+
+
+def answer_row(owner: RowMaker, purpose: str, response: ChatResponse, key: str) -> ModelCallRecord:
+    """One answer's accounting row under `key`, not saved (see `answers_record`)."""
+    return _model_call_row(purpose, response, key, owner)
+
+
 def _model_call_row(
     purpose: str, response: ChatResponse, key: str, owner: RowMaker
 ) -> ModelCallRecord:

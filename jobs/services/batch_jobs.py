@@ -12,19 +12,24 @@ expired, cancelled) goes out again: in a later batch, up to BATCH_ATTEMPTS batch
 fails; or live, once, when the job says `batch_resend_live`. A batch the provider refused or
 never made is no attempt (nothing came back to resend live): its units go out in another
 batch, and fail after BATCH_ATTEMPTS such refusals. A batch answer is validated as
-a live one is; an unusable one is not repaired (that would take another batch).
+a live one is; an unusable one is not repaired (that would take another batch). An ended
+batch's answers are best recorded a chunk at a time (`record_chunk`: `results_split`, then
+`answers_store`), in a fixed few statements per chunk (issue 34).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
-from jobs.models import JobStatus, ProviderBatch
-from jobs.services import batches
+from django.db import transaction
+from django.db.models import Model, QuerySet
+
+from jobs.models import JobStatus, ModelCallRecord, ProviderBatch
+from jobs.services import accounting, batches
 from llm.clients import ModelRouter
 from llm.engine.chat import ChatRequest, ChatResponse, ProviderError
 from llm.engine.providers.batches import BatchResult
@@ -66,14 +71,16 @@ class BatchWork:
     pending: Callable[[set[int]], Iterable[Unit]]
     # The requests behind a batch's custom ids, built again as they were sent.
     requests_of: Callable[[ProviderBatch], Mapping[str, ChatRequest]]
-    # Record one batch result once (keyed by batches.answer_key); an error result leaves
-    # the unit pending, with the reason for the page.
-    record: Callable[[ProviderBatch, BatchResult, ChatRequest], None]
     cached: Callable[[Unit, ChatRequest, ChatResponse], None]  # an answer from the cache
     failed: Callable[[int, str], None]  # a unit that will get no answer
     live: Callable[[int], None]  # the unit's live path, in this process
     limit_reached: Callable[[], bool]  # the job's cost limit (pauses it)
     recorded: Callable[[], None] = lambda: None  # after the batches are looked at
+    # Record one batch result once (keyed by batches.answer_key); an error result leaves
+    # the unit pending, with the reason for the page. Or, better, `record_chunk`: a chunk of
+    # results at once, in a fixed few statements (`results_split`, `answers_store`).
+    record: Callable[[ProviderBatch, BatchResult, ChatRequest], None] | None = None
+    record_chunk: batches.RecordChunk | None = None
 
 
 def batch_job_poll(job: BatchJob, work: BatchWork) -> bool:
@@ -113,7 +120,13 @@ def _batch_look(batch: ProviderBatch, router: ModelRouter, work: BatchWork) -> N
         batch.error = failure_text(error)
         batch.save(update_fields=["error"])
         return
-    batches.batch_poll(batch, client, requests_of=work.requests_of, record=work.record)
+    batches.batch_poll(
+        batch,
+        client,
+        requests_of=work.requests_of,
+        record=work.record,
+        record_chunk=work.record_chunk,
+    )
 
 
 def _pending_send(job: BatchJob, router: ModelRouter, work: BatchWork, token: str) -> list[int]:
@@ -176,3 +189,79 @@ def _live_send(job: BatchJob, work: BatchWork, token: str, units: list[int]) -> 
         if not batches.poll_lease_extend(work.kind, job.pk, token):
             return
         work.live(pk)
+
+
+# --- recording answers in chunks ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer to record: its unit's primary key, the answer, the request it answers and
+    its accounting key (batches.answer_key, or a cached answer's own)."""
+
+    pk: int
+    response: ChatResponse
+    request: ChatRequest
+    key: str
+
+
+def results_split(
+    batch: ProviderBatch, chunk: list[tuple[BatchResult, ChatRequest]]
+) -> tuple[list[Answer], dict[str, list[int]]]:
+    """A chunk of the batch's results as the answers to record and, by reason, the units that
+    got none (left pending, sent again); a custom id the batch does not name is skipped."""
+    answers: list[Answer] = []
+    unanswered: dict[str, list[int]] = defaultdict(list)
+    for result, request in chunk:
+        pk = batch.requests.get(result.custom_id)
+        if pk is None:
+            continue
+        if result.response is None:
+            unanswered[f"batch request {result.error_kind}: {result.error}"[:2000]].append(pk)
+        else:
+            key = batches.answer_key(batch, result.custom_id)
+            answers.append(Answer(pk, result.response, request, key))
+    return answers, unanswered
+
+
+def unanswered_note(pending: QuerySet, field: str, unanswered: Mapping[str, list[int]]) -> None:
+    """Store on each pending unit why its batch gave it no answer (for the page): one UPDATE
+    per reason, and a chunk's unanswered requests mostly share one."""
+    for reason, pks in unanswered.items():
+        pending.filter(pk__in=pks).update(**{field: reason})
+
+
+def answers_store(
+    units: QuerySet,
+    answers: Sequence[Answer],
+    *,
+    row: Callable[[Model, Answer], ModelCallRecord],
+    apply: Callable[[Model, Answer], list[str]],
+) -> list[Model]:
+    """Record each answer once, all in one transaction and a fixed few statements whatever
+    their number (issue 34): lock the units, write the accounting rows (`row`) of the answers
+    no earlier poll recorded, then `apply` each such answer to its locked unit (its spend
+    always: the call was paid either way; its outcome while it is pending), which returns the
+    fields it set, and UPDATE the units together. A poller killed meanwhile commits nothing,
+    and the next one records the chunk whole. Returns the units changed."""
+    if not answers:
+        return []
+    with transaction.atomic():
+        # In key order, so two pollers (a slow one, the one that took over) never deadlock.
+        query = units.select_for_update(of=("self",)).filter(pk__in={a.pk for a in answers})
+        locked = {unit.pk: unit for unit in query.order_by("pk")}
+        answers = [answer for answer in answers if answer.pk in locked]
+        if not answers:
+            return []
+        new = accounting.answers_record([row(locked[a.pk], a) for a in answers])
+        changed: dict[int, Model] = {}
+        fields: set[str] = set()
+        for answer in answers:
+            if answer.key not in new:
+                continue  # recorded by an earlier poll
+            new.discard(answer.key)  # an answer named twice is applied once
+            fields.update(apply(locked[answer.pk], answer))
+            changed[answer.pk] = locked[answer.pk]
+        if changed:
+            units.model.objects.bulk_update(list(changed.values()), sorted(fields))
+    return list(changed.values())

@@ -19,8 +19,9 @@ units go out again. Each move of a row (adopted, lost, ended,
 recorded, and the submitter's own store of the batch id) is a conditional update from the
 state it was read in, so a submitter that was slow but alive and the poller that took its row
 over never both win, and a batch's end is announced once.
-Results are recorded one transaction each; a poller killed half-way leaves the batch ENDED
-and the next one records the rest, skipping what is recorded.
+Results are recorded in chunks of RECORD_CHUNK, one transaction each (or one at a time, for a
+kind that records them so); a poller killed half-way leaves the batch ENDED and the next one
+records the rest, skipping what is recorded.
 """
 
 from __future__ import annotations
@@ -65,6 +66,11 @@ MAYBE_MADE = frozenset({"timeout", "connection", "server", "malformed"})
 RequestsOf = Callable[[ProviderBatch], Mapping[str, ChatRequest]]
 # Records one result of a batch, given the request it answers.
 Record = Callable[[ProviderBatch, BatchResult, ChatRequest], None]
+# Records a chunk of a batch's results, each with the request it answers, in one transaction.
+RecordChunk = Callable[[ProviderBatch, list[tuple[BatchResult, ChatRequest]]], None]
+# Results recorded together: a few statements a chunk rather than a few an answer (issue 34),
+# and a chunk's rows and their UPDATE stay a modest statement.
+RECORD_CHUNK = 200
 
 
 # --- who polls ------------------------------------------------------------------------------
@@ -198,10 +204,16 @@ def _file_stored(row: ProviderBatch, file_id: str) -> None:
 
 
 def batch_poll(
-    batch: ProviderBatch, client: ModelClient, *, requests_of: RequestsOf, record: Record
+    batch: ProviderBatch,
+    client: ModelClient,
+    *,
+    requests_of: RequestsOf,
+    record: Record | None = None,
+    record_chunk: RecordChunk | None = None,
 ) -> None:
     """Look at one open batch: store its state and counts; once it has ended, record every
-    result (`record`, one at a time) and mark it recorded. Called under the job's poll lease."""
+    result (`record_chunk`, RECORD_CHUNK at a time, when the kind has one; else `record`, one
+    at a time) and mark it recorded. Called under the job's poll lease."""
     if batch.state == BatchState.SUBMITTING:
         batch_adopt(batch, client)
         return
@@ -220,14 +232,31 @@ def batch_poll(
     elif not _ended(batch):
         return  # another poller ended it, and records it
     requests = requests_of(batch)
+    if record_chunk is None:
+        if record is None:
+            raise TypeError("a batch poll needs `record` or `record_chunk`")
+        record_chunk = partial(_one_by_one, record)
     try:
+        chunk: list[tuple[BatchResult, ChatRequest]] = []
         for result in client.batch_results(batch.batch_id, requests):
-            record(batch, result, requests[result.custom_id])
+            chunk.append((result, requests[result.custom_id]))
+            if len(chunk) == RECORD_CHUNK:
+                record_chunk(batch, chunk)
+                chunk = []
+        if chunk:
+            record_chunk(batch, chunk)
     except ProviderError as error:
         batch.error = failure_text(error)  # read again at the next look
         batch.save(update_fields=["error"])
         return
     _moved(batch, BatchState.ENDED, state=BatchState.RECORDED, recorded_at=timezone.now())
+
+
+def _one_by_one(
+    record: Record, batch: ProviderBatch, chunk: list[tuple[BatchResult, ChatRequest]]
+) -> None:
+    for result, request in chunk:
+        record(batch, result, request)
 
 
 def _ended(batch: ProviderBatch) -> bool:

@@ -3,8 +3,9 @@ half the price, answers within 24 hours) instead of one live call per worker tas
 
 The shared poll (jobs.services.batch_jobs) does the work from the job's watch; this module
 says what a scoring job supplies: its pending judge calls and the call each makes (the very
-call the live path makes first, jury.services.scoring.score_request), and how an answer is
-recorded: in one transaction with its accounting row, keyed by batch and request
+call the live path makes first, jury.services.scoring.score_request), and how answers are
+recorded: a chunk at a time (batch_jobs.answers_store), each answer in the same transaction
+as its accounting row, keyed by batch and request
 (jobs.services.batches.answer_key), in the columns the live path writes. A poller killed at
 any point loses nothing and pays nothing twice. An unusable batch answer is not repaired
 (that would take another batch): the score is invalid. A call resent live takes the live
@@ -17,7 +18,6 @@ import hashlib
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 
-from django.db import transaction
 from django.utils import timezone
 
 from benchmark.models import ModelCall
@@ -60,7 +60,7 @@ def _work(job: ScoringJob) -> batch_jobs.BatchWork:
         router=lambda: model_router(job.use_cache, overrides=prices.price_overrides()),
         pending=partial(_pending, job),
         requests_of=partial(_requests_of, job),
-        record=_result_record,
+        record_chunk=partial(_results_record, job),
         cached=partial(_cached_record, job),
         failed=_failed,
         live=scoring.judge_score_execute,
@@ -123,7 +123,9 @@ def _cached_record(
     # One key per score and attempt: a relaunched score answered from the cache again is a
     # new call.
     key = hashlib.sha256(f"cache:{unit.pk}:{len(attempts or [])}".encode()).hexdigest()[:32]
-    _answer_store(unit.pk, response, key=key, prompt=_prompt(request), merge_job=job)
+    stored = _answers_store(job, [batch_jobs.Answer(unit.pk, response, request, key)])
+    for score in stored:
+        scoring.conversation_merge(job, score.conversation)
 
 
 def _failed(score_id: int, error: str) -> None:
@@ -135,42 +137,70 @@ def _failed(score_id: int, error: str) -> None:
 # --- recording --------------------------------------------------------------------------------
 
 
-def _result_record(batch: ProviderBatch, result: BatchResult, request: ChatRequest) -> None:
-    score_id = batch.requests.get(result.custom_id)
-    if score_id is None:
-        return
-    if result.response is None:
-        # Sent again in a later batch; the reason stays on the row for the page.
-        JudgeScore.objects.filter(pk=score_id, status=ScoreStatus.PENDING).update(
-            error=f"batch request {result.error_kind}: {result.error}"[:2000]
-        )
-        return
-    key = batches.answer_key(batch, result.custom_id)
-    _answer_store(score_id, result.response, key=key, prompt=_prompt(request))
-
-
-def _answer_store(
-    score_id: int,
-    response: ChatResponse,
-    *,
-    key: str,
-    prompt: str,
-    merge_job: ScoringJob | None = None,
+def _results_record(
+    job: ScoringJob, batch: ProviderBatch, chunk: list[tuple[BatchResult, ChatRequest]]
 ) -> None:
-    """Record one answer once: its accounting row and the score's spend whatever the score's
-    state (the call was paid either way), its outcome only while the score is pending."""
-    with transaction.atomic():
-        score = JudgeScore.objects.select_for_update().select_related("job").get(pk=score_id)
-        owner = partial(ModelCall, run_id=score.job.run_id, conversation_id=score.conversation_id)
-        if not accounting.answer_record(owner, "judge", response, key):
-            return  # recorded by an earlier poll
-        # The spend and, while pending (the row is locked: that cannot change meanwhile), the
-        # outcome in one UPDATE (issue 34: a statement less per answer).
-        pending = score.status == ScoreStatus.PENDING
-        outcome = _outcome_fields(score, response, prompt) if pending else {}
-        JudgeScore.objects.filter(pk=score_id).update(**scoring.spend_fields([response]), **outcome)
-    if merge_job is not None:
-        scoring.conversation_merge(merge_job, score.conversation)
+    answers, unanswered = batch_jobs.results_split(batch, chunk)
+    # Sent again in a later batch; the reason stays on the row for the page.
+    pending = JudgeScore.objects.filter(status=ScoreStatus.PENDING)
+    batch_jobs.unanswered_note(pending, "error", unanswered)
+    _answers_store(job, answers)
+
+
+def _answers_store(job: ScoringJob, answers: list[batch_jobs.Answer]) -> list[JudgeScore]:
+    """Record answers once each (batch_jobs.answers_store): their accounting rows and the
+    scores' spend whatever the scores' state (the calls were paid either way), their outcome
+    only while pending. Returns the scores changed."""
+    run_id = job.run_id
+
+    def row(score: JudgeScore, answer: batch_jobs.Answer):
+        owner = partial(ModelCall, run_id=run_id, conversation_id=score.conversation_id)
+        return accounting.answer_row(owner, "judge", answer.response, answer.key)
+
+    return batch_jobs.answers_store(
+        JudgeScore.objects.filter(job=job), answers, row=row, apply=_answer_apply
+    )
+
+
+def _answer_apply(score: JudgeScore, answer: batch_jobs.Answer) -> list[str]:
+    """Set one answer's spend and, while the score is pending (it is locked: that cannot
+    change meanwhile), its outcome on the score; returns the fields set."""
+    spent = _spend_set(score, answer.response)
+    if score.status != ScoreStatus.PENDING:
+        return spent
+    outcome = _outcome_fields(score, answer.response, _prompt(answer.request))
+    for name, value in outcome.items():
+        setattr(score, name, value)
+    return [*spent, *outcome]
+
+
+def _spend_set(score: JudgeScore, response: ChatResponse) -> list[str]:
+    """Add one answer to the score's sums, as scoring.spend_fields does in SQL: an unknown
+    price anywhere makes the cost unknown, and the first answer starts it."""
+    usage = response.usage
+    first = score.calls == 0
+    for name in ("cost_usd", "list_cost_usd"):
+        old, new = getattr(score, name), getattr(response, name)
+        setattr(score, name, new if first else (None if old is None or new is None else old + new))
+    score.calls += 1
+    score.cached_calls += int(response.cached)
+    score.input_tokens += usage.input_tokens
+    score.output_tokens += usage.output_tokens
+    score.cached_input_tokens += usage.cached_input_tokens
+    score.cache_write_tokens += usage.cache_write_tokens
+    return list(SPEND)
+
+
+SPEND = (
+    "calls",
+    "cached_calls",
+    "input_tokens",
+    "output_tokens",
+    "cached_input_tokens",
+    "cache_write_tokens",
+    "cost_usd",
+    "list_cost_usd",
+)
 
 
 def _outcome_fields(score: JudgeScore, response: ChatResponse, prompt: str) -> dict:

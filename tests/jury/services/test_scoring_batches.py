@@ -9,15 +9,18 @@ from unittest import mock
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.db.models import Count
+from django.test.utils import CaptureQueriesContext
 
 from benchmark.models import ModelCall
 from benchmark.services import conversations
 from jobs import tasks as job_tasks
 from jobs.models import BatchState, JobStatus, ProviderBatch
-from jobs.services import batch_jobs
+from jobs.services import accounting, batch_jobs, batches
 from jury.models import ScoreStatus, ScoringJob
 from jury.services import juries, scoring, scoring_batches
+from llm.clients import model_router
 from tests.fakes.llm_server import FakeReply, running_fake_llm_server
 
 pytestmark = pytest.mark.django_db
@@ -176,17 +179,18 @@ def test_a_request_that_errors_in_every_batch_ends_as_an_error(played_run, fake)
 def test_a_poller_killed_while_recording_loses_nothing_and_pays_nothing_twice(played_run, fake):
     job = batch_job(played_run, ["openai/gpt-4o-mini"])
     scoring_batches.scoring_batch_poll(job)  # sends the batch
-    recorded = scoring_batches._answer_store
-    seen = []
+    recorded = scoring_batches._answers_store
+    chunks = []
 
-    def killed_after_five(*args, **kwargs):
-        if len(seen) == 5:
+    def killed_after_one_chunk(job, answers):
+        if chunks:
             raise SystemExit("killed")
-        seen.append(args[0])
-        return recorded(*args, **kwargs)
+        chunks.append(answers)
+        return recorded(job, answers)
 
     with (
-        mock.patch.object(scoring_batches, "_answer_store", killed_after_five),
+        mock.patch.object(batches, "RECORD_CHUNK", 5),
+        mock.patch.object(scoring_batches, "_answers_store", killed_after_one_chunk),
         pytest.raises(SystemExit),
     ):
         scoring_batches.scoring_batch_poll(job)
@@ -200,6 +204,58 @@ def test_a_poller_killed_while_recording_loses_nothing_and_pays_nothing_twice(pl
     assert_each_answer_paid_once(job)
     keys = ModelCall.objects.values("answer_key").annotate(n=Count("id")).filter(n__gt=1)
     assert not keys.exists()
+
+
+def test_a_poller_killed_inside_a_chunk_commits_none_of_it(played_run, fake):
+    job = batch_job(played_run, ["openai/gpt-4o-mini"])
+    scoring_batches.scoring_batch_poll(job)  # sends the batch
+    written = accounting.answers_record
+
+    def killed_after_the_accounting_rows(rows):
+        written(rows)
+        raise SystemExit("killed")
+
+    with (
+        mock.patch.object(accounting, "answers_record", killed_after_the_accounting_rows),
+        pytest.raises(SystemExit),
+    ):
+        scoring_batches.scoring_batch_poll(job)
+    assert not ModelCall.objects.filter(purpose="judge").exists()
+    assert not job.scores.exclude(status=ScoreStatus.PENDING).exists()
+    scoring_batches.batches.BatchPollLease.objects.update(held_until=None)
+    poll_until_done(job)
+
+    assert not job.scores.exclude(status=ScoreStatus.VALID).exists()
+    assert_each_answer_paid_once(job)
+    assert ModelCall.objects.filter(purpose="judge").count() == job.scores.count()
+
+
+def test_recording_takes_a_fixed_few_statements_per_chunk_whatever_its_size(played_run, fake):
+    """Issue 34: an ended batch's answers are recorded a chunk at a time (a lock, a key check,
+    one INSERT of the accounting rows, one UPDATE of the scores), not statement by answer."""
+    job = batch_job(played_run, ["openai/gpt-4o-mini"])
+    scoring_batches.scoring_batch_poll(job)  # sends the batch
+    scores = job.scores.count()
+    assert scores >= 8
+    batch = ProviderBatch.objects.get(job_id=job.pk)
+    requests = scoring_batches._requests_of(job, batch)
+    client = model_router(False).client_for(batch.model)
+    results = [
+        (result, requests[result.custom_id])
+        for result in client.batch_results(batch.batch_id, requests)
+    ]
+    statements = []
+    for size in (2, 4, scores):
+        with CaptureQueriesContext(connection) as captured:
+            scoring_batches._results_record(job, batch, results[:size])
+        statements.append(len(captured))
+        results = results[size:]
+        if not results:
+            break
+
+    assert statements[0] == statements[1] <= 8
+    assert not job.scores.exclude(status=ScoreStatus.VALID).exists()
+    assert_each_answer_paid_once(job)
 
 
 def test_a_rescore_is_answered_from_the_cache_the_batch_filled(played_run, fake, settings):
