@@ -61,7 +61,14 @@ from rubric_lab.models import (
     RefineStudy,
     SensitivityStudy,
 )
-from rubric_lab.services import ablations, budgets, coverage, refine, sensitivity
+from rubric_lab.services import (
+    ablations,
+    budgets,
+    coverage,
+    refine,
+    sensitivity,
+    study_batches,
+)
 from rubric_lab.services import evaluation_work as work
 
 router = Router(tags=["rubric lab"])
@@ -93,7 +100,12 @@ def sensitivity_list_out(page: list[SensitivityStudy]) -> list[dict]:
 
 def sensitivity_detail_out(study: SensitivityStudy) -> dict:
     progress = progress_out(sensitivity.study_progress(study))
-    return sensitivity_out(study, progress) | costs_out(study)
+    batch = {
+        "batch": study.batch,
+        "batch_resend_live": study.batch_resend_live,
+        "batches": study_batches.batch_progress(sensitivity.BATCHES, study) if study.batch else [],
+    }
+    return sensitivity_out(study, progress) | costs_out(study) | batch
 
 
 def _sensitivity(study_id: int) -> SensitivityStudy:

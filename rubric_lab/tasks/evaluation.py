@@ -4,10 +4,11 @@
 Near-miss pairs, coverage cases and refinements are leased units (one task each), sent a
 window at a time and re-sent by their job's watch when a worker dies; an ablation's watch
 advances its chain (rubrics -> coverage and sensitivity) as each variant's rubrics finish.
+A sensitivity study in batch mode sends no unit: its watch is its batch poll.
 """
 
 from jobs.services import watch
-from jobs.services.starts import job_start
+from jobs.services.starts import job_start, start_register
 from jobs.tasks import job_kind, leased_job_tasks
 from rubric_lab.models import AblationStudy, CoverageRun, RefineStudy, SensitivityStudy
 from rubric_lab.services import ablations, coverage, refine, sensitivity
@@ -21,6 +22,19 @@ near_misses = leased_job_tasks(
     job_id_of=sensitivity.study_id_of,
     dispatch=sensitivity.study_dispatch,
 )
+
+
+def sensitivity_start(study: SensitivityStudy) -> None:
+    """A study in batch mode leaves its first look (replaying, uploading its batches) to a
+    worker's watch, not to the view or command that launched it; a live study sends its
+    first window."""
+    if study.batch:
+        watch.watch_now("sensitivity", study.pk)
+    else:
+        near_misses.start(study)
+
+
+start_register(SensitivityStudy, sensitivity_start)
 
 coverage_cases = leased_job_tasks(
     task_name="rubric_lab.coverage_case",
