@@ -23,6 +23,10 @@ SENSITIVITY_BATCH = (
     "Send the editor's and the judges' calls through the providers' batch APIs (about half the "
     "price, each round of calls within 24 h; openai/, anthropic/ and offline/ models)"
 )
+COVERAGE_BATCH = (
+    "Send the judge's calls through the providers' batch APIs (about half the price, each "
+    "round of calls within 24 h; openai/, anthropic/ and offline/ models)"
+)
 RESEND_LIVE = "Call live what a batch left unanswered, instead of another batch"
 GENERATION_BATCH = (
     "Send the pipeline's calls through the providers' batch APIs (about half the price, each "
@@ -271,10 +275,14 @@ class LabJobDetail(Schema):
     warning: str = Field("", description="Set when the queue cannot be reached")
 
 
-class SensitivityDetailOut(LabJobDetail, SensitivityOut):
+class BatchModeOut(Schema):
     batch: bool = Field(False, description="The study's calls go through the batch APIs")
     batch_resend_live: bool = False
     batches: list[ProviderBatchOut] = Field(default_factory=list)
+
+
+class SensitivityDetailOut(LabJobDetail, SensitivityOut, BatchModeOut):
+    pass
 
 
 class CoverageIn(Schema):
@@ -282,7 +290,8 @@ class CoverageIn(Schema):
     name: str | None = None
     judge_model: str | None = None
     cost_limit_usd: Decimal | None = None
-    batch: bool | None = Field(None, description=BATCH)
+    batch: bool | None = Field(None, description=COVERAGE_BATCH)
+    batch_resend_live: bool | None = Field(None, description=RESEND_LIVE)
     dry_run: bool = Field(False, description=DRY_RUN)
 
 
@@ -292,7 +301,7 @@ class CoverageOut(LabJobOut):
     progress: WorkCounts
 
 
-class CoverageDetailOut(LabJobDetail, CoverageOut):
+class CoverageDetailOut(LabJobDetail, CoverageOut, BatchModeOut):
     pass
 
 

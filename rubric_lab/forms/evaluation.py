@@ -146,6 +146,8 @@ class CoverageLaunchForm(forms.Form):
     )
     judge_model = model_field("coverage_entail", "offline/standard")
     cost_limit_usd = cost_limit_field()
+    batch = batch_field("The judge's calls")
+    batch_resend_live = batch_resend_live_field()
 
 
 class RefineLaunchForm(forms.Form):

@@ -229,8 +229,9 @@ class ExpertCriterion(models.Model):
         return self.text[:60]
 
 
-class CoverageRun(EvaluationJob):
-    """CIA of every instance rubric of a generation job whose case has expert criteria."""
+class CoverageRun(EvaluationJob, BatchMode):
+    """CIA of every instance rubric of a generation job whose case has expert criteria; in
+    batch mode its judge's calls go through the providers' batch APIs (study_batches)."""
 
     generation_job = models.ForeignKey(
         GenerationJob, on_delete=models.CASCADE, related_name="coverage_runs"

@@ -212,6 +212,8 @@ def coverage_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "model_costs": budgets.job_model_costs(run),
         "kind": "coverage",
     }
+    if run.batch:
+        context |= study_batches.page_context(coverage.BATCHES, run)
     if not live_jobs.is_poll(request):
         others = CoverageRun.objects.exclude(pk=pk).select_related("generation_job")
         other = query_object(request.GET, "compare", others)

@@ -314,7 +314,6 @@ def test_a_sensitivity_batch_launch_naming_a_live_only_model_is_a_400(researcher
 @pytest.mark.parametrize(
     ("path", "body"),
     [
-        ("/lab/coverage-runs", {"generation_job": 1}),
         ("/lab/refine-studies", {"generation_job": 1}),
         ("/lab/ablation-studies", {"run": 1}),
     ],
@@ -327,6 +326,25 @@ def test_studies_without_batch_mode_refuse_batch_with_a_400_naming_it(
 
 
 # --- coverage and refinement -------------------------------------------------------------------
+
+
+def test_a_coverage_run_launched_in_batch_mode_lists_its_batches(researcher_client, lab_run):
+    job = _generated(researcher_client, lab_run, reference_model=None)
+    generation = GenerationJob.objects.get(pk=job["id"]).generations.get()
+    criteria = [{"case": generation.conversation.entry.index, "criterion": "Calls 911"}]
+    coverage.expert_criteria_upload(
+        benchmark_set=lab_run.benchmark_set, filename="gold.json", content=json.dumps(criteria)
+    )
+    body = {"generation_job": job["id"], "batch": True, "batch_resend_live": True}
+    response = _post(researcher_client, "/lab/coverage-runs", body)
+    assert response.status_code == 201, response.content
+    launched = response.json()
+    assert launched["batch"] and launched["batch_resend_live"] and launched["batches"] == []
+    run = coverage.CoverageRun.objects.get(pk=launched["id"])
+    study_batches.batch_poll(coverage.BATCHES, run)  # the watch's first look
+    shown = researcher_client.get(f"{API}/lab/coverage-runs/{run.pk}").json()
+    [batch] = shown["batches"]
+    assert batch["requests"] == 1  # the decomposition of its one case
 
 
 def test_coverage_and_refinement_run_on_a_generation_job(researcher_client, lab_run):

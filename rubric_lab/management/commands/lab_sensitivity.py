@@ -8,8 +8,10 @@ from jobs.services.cli import price_options
 from jury.models import Jury
 from rubric_lab.engine import perturb
 from rubric_lab.management.lab_cli import (
+    add_batch_arguments,
     add_cost_arguments,
     add_play_arguments,
+    inline_batch_refuse,
     object_or_error,
     play,
 )
@@ -50,25 +52,13 @@ class Command(BaseCommand):
         parser.add_argument("--min-type-references", type=int, default=5)
         parser.add_argument("--min-type-share", type=float, default=0.25)
         parser.add_argument("--name", default="")
-        parser.add_argument(
-            "--batch",
-            action="store_true",
-            help="send the editor's and the judges' calls through the providers' batch APIs: "
-            "about half the price, each round of calls within 24 h (openai/, anthropic/ and "
-            "offline/ models)",
-        )
-        parser.add_argument(
-            "--resend-live",
-            action="store_true",
-            help="with --batch: call live what a batch left unanswered, not in another batch",
-        )
+        add_batch_arguments(parser, "the editor's and the judges' calls")
         add_play_arguments(parser, concurrency_help="near-miss pairs at once (default 8)")
         add_cost_arguments(parser)
         add_dry_run_argument(parser)
 
     def handle(self, *args, run_id: int, **opts) -> None:
-        if opts["inline"] and opts["batch"]:
-            raise CommandError("--inline and --batch exclude each other: batches are polled.")
+        inline_batch_refuse(opts)
         run = object_or_error(Run, run_id, "run")
         job = None
         if opts["generation_job"] is not None:
