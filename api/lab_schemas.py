@@ -16,9 +16,18 @@ from api.schemas import Cell, Interval, ProviderBatchOut
 from jobs.models import JobStatus
 
 BATCH = (
-    "This study's calls are live only (batch mode is offered on generation jobs): `true` is "
-    "refused with a 400 naming this field"
+    "This study's calls are live only (batch mode is offered on generation jobs and "
+    "sensitivity studies): `true` is refused with a 400 naming this field"
 )
+SENSITIVITY_BATCH = (
+    "Send the editor's and the judges' calls through the providers' batch APIs (about half the "
+    "price, each round of calls within 24 h; openai/, anthropic/ and offline/ models)"
+)
+COVERAGE_BATCH = (
+    "Send the judge's calls through the providers' batch APIs (about half the price, each "
+    "round of calls within 24 h; openai/, anthropic/ and offline/ models)"
+)
+RESEND_LIVE = "Call live what a batch left unanswered, instead of another batch"
 GENERATION_BATCH = (
     "Send the pipeline's calls through the providers' batch APIs (about half the price, each "
     "round of calls within 24 h; openai/, anthropic/ and offline/ models, no judge, cache on)"
@@ -123,9 +132,7 @@ class GenerationJobIn(Schema):
     use_cache: bool | None = None
     cost_limit_usd: Decimal | None = None
     batch: bool | None = Field(None, description=GENERATION_BATCH)
-    batch_resend_live: bool | None = Field(
-        None, description="Call live what a batch left unanswered, instead of another batch"
-    )
+    batch_resend_live: bool | None = Field(None, description=RESEND_LIVE)
 
 
 class GenerationJobOut(LabJobOut):
@@ -243,7 +250,8 @@ class SensitivityIn(Schema):
     min_type_share: float | None = None
     use_cache: bool | None = None
     cost_limit_usd: Decimal | None = None
-    batch: bool | None = Field(None, description=BATCH)
+    batch: bool | None = Field(None, description=SENSITIVITY_BATCH)
+    batch_resend_live: bool | None = Field(None, description=RESEND_LIVE)
     dry_run: bool = Field(False, description=DRY_RUN)
 
 
@@ -267,7 +275,13 @@ class LabJobDetail(Schema):
     warning: str = Field("", description="Set when the queue cannot be reached")
 
 
-class SensitivityDetailOut(LabJobDetail, SensitivityOut):
+class BatchModeOut(Schema):
+    batch: bool = Field(False, description="The study's calls go through the batch APIs")
+    batch_resend_live: bool = False
+    batches: list[ProviderBatchOut] = Field(default_factory=list)
+
+
+class SensitivityDetailOut(LabJobDetail, SensitivityOut, BatchModeOut):
     pass
 
 
@@ -276,7 +290,8 @@ class CoverageIn(Schema):
     name: str | None = None
     judge_model: str | None = None
     cost_limit_usd: Decimal | None = None
-    batch: bool | None = Field(None, description=BATCH)
+    batch: bool | None = Field(None, description=COVERAGE_BATCH)
+    batch_resend_live: bool | None = Field(None, description=RESEND_LIVE)
     dry_run: bool = Field(False, description=DRY_RUN)
 
 
@@ -286,7 +301,7 @@ class CoverageOut(LabJobOut):
     progress: WorkCounts
 
 
-class CoverageDetailOut(LabJobDetail, CoverageOut):
+class CoverageDetailOut(LabJobDetail, CoverageOut, BatchModeOut):
     pass
 
 

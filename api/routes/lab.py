@@ -75,7 +75,7 @@ SAMPLING_KEYS = ("temperature", "top_p")
 
 def lab_form(form_class: type[forms.Form], fields: dict) -> forms.Form:
     """The lab page's form filled from a launch's `fields` (None: the page's default); a
-    field the form does not have (batch mode, which only generation jobs offer) is a 400 when it
+    field the form does not have (batch mode, on a study that does not offer it) is a 400 when it
     asks for something, never silently dropped; switched off (false) it asks for nothing."""
     offered = set(form_class().fields)
     given = {

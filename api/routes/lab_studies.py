@@ -61,10 +61,26 @@ from rubric_lab.models import (
     RefineStudy,
     SensitivityStudy,
 )
-from rubric_lab.services import ablations, budgets, coverage, refine, sensitivity
+from rubric_lab.services import (
+    ablations,
+    budgets,
+    coverage,
+    refine,
+    sensitivity,
+    study_batches,
+)
 from rubric_lab.services import evaluation_work as work
 
 router = Router(tags=["rubric lab"])
+
+
+def batch_out(kind: study_batches.StudyBatchKind, job) -> dict:
+    """A study's batch mode and, in it, its provider batches (BatchModeOut)."""
+    return {
+        "batch": job.batch,
+        "batch_resend_live": job.batch_resend_live,
+        "batches": study_batches.batch_progress(kind, job) if job.batch else [],
+    }
 
 
 # --- near-miss sensitivity ------------------------------------------------------------------------
@@ -93,7 +109,9 @@ def sensitivity_list_out(page: list[SensitivityStudy]) -> list[dict]:
 
 def sensitivity_detail_out(study: SensitivityStudy) -> dict:
     progress = progress_out(sensitivity.study_progress(study))
-    return sensitivity_out(study, progress) | costs_out(study)
+    return (
+        sensitivity_out(study, progress) | costs_out(study) | batch_out(sensitivity.BATCHES, study)
+    )
 
 
 def _sensitivity(study_id: int) -> SensitivityStudy:
@@ -214,7 +232,8 @@ def coverage_list_out(page: list[CoverageRun]) -> list[dict]:
 
 
 def coverage_detail_out(run: CoverageRun) -> dict:
-    return coverage_out(run, progress_out(work.progress(run.cases.all()))) | costs_out(run)
+    progress = progress_out(work.progress(run.cases.all()))
+    return coverage_out(run, progress) | costs_out(run) | batch_out(coverage.BATCHES, run)
 
 
 def _coverage(run_id: int) -> CoverageRun:

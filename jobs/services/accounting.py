@@ -11,6 +11,7 @@ import secrets
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from decimal import Decimal
 
 from django.core.exceptions import ObjectDoesNotExist
@@ -22,7 +23,7 @@ from django.db.models.functions import Coalesce
 from common.inserts import rows_insert
 from jobs.models import ModelCallRecord
 from jobs.services.retries import retry_fields
-from llm.engine.chat import ChatRequest, ChatResponse, ProviderError
+from llm.engine.chat import ChatRequest, ChatResponse, ProviderError, Usage
 from llm.engine.structured import forget_answer
 
 logger = logging.getLogger(__name__)
@@ -232,6 +233,22 @@ def spend_added(model, pk: int, calls: list[tuple[str, ChatResponse]]) -> None:
             cost_known=known,
             model_costs=model_costs_added(row.model_costs, calls),
         )
+
+
+def price_added(model, pk: int, response: ChatResponse) -> None:
+    """Add only the answer's price to row `pk`'s running spend (a batch answer in cache
+    replay, jobs.services.replay_batches): its call and tokens are counted when the replay
+    reads it back from the cache (a cached call, free), so they are never counted twice.
+    Call it inside the transaction that records the answer."""
+    row = model.objects.select_for_update().only("pk", *SPEND).get(pk=pk)
+    known = (not row.model_costs or row.cost_known) and response.cost_usd is not None
+    costs = model_costs_added(row.model_costs, [("", replace(response, usage=Usage()))])
+    costs[response.model]["calls"] -= 1
+    model.objects.filter(pk=pk).update(
+        cost_usd=(row.cost_usd or Decimal(0)) + response.cost_usd if known else None,
+        cost_known=known,
+        model_costs=costs,
+    )
 
 
 def spend_ledger(model, pk: int) -> Also:

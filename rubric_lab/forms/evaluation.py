@@ -3,7 +3,12 @@ error beside it, and what the researcher typed kept when the form comes back."""
 
 from django import forms
 
-from benchmark.forms import cost_limit_field, model_validator
+from benchmark.forms import (
+    batch_field,
+    batch_resend_live_field,
+    cost_limit_field,
+    model_validator,
+)
 from benchmark.models import BenchmarkSet, Run
 from common.uploads import upload_size_check, uploaded_text
 from jury.services.juries import offered_juries
@@ -79,6 +84,8 @@ class SensitivityLaunchForm(forms.Form):
     )
     use_cache = forms.BooleanField(required=False, initial=True, label="Use the response cache")
     cost_limit_usd = cost_limit_field()
+    batch = batch_field("The editor's and the judges' calls")
+    batch_resend_live = batch_resend_live_field()
 
     def clean_min_type_references(self):
         return _or_initial(self, "min_type_references")
@@ -139,6 +146,8 @@ class CoverageLaunchForm(forms.Form):
     )
     judge_model = model_field("coverage_entail", "offline/standard")
     cost_limit_usd = cost_limit_field()
+    batch = batch_field("The judge's calls")
+    batch_resend_live = batch_resend_live_field()
 
 
 class RefineLaunchForm(forms.Form):

@@ -154,3 +154,23 @@ def object_or_error(model: type[models.Model], pk: int, label: str):
     if found is None:
         raise CommandError(f"There is no {label} {pk}.")
     return found
+
+
+def add_batch_arguments(parser, calls: str) -> None:
+    """--batch and --resend-live, as every lab command with batch mode takes them."""
+    parser.add_argument(
+        "--batch",
+        action="store_true",
+        help=f"send {calls} through the providers' batch APIs: about half the price, each "
+        "round of calls within 24 h (openai/, anthropic/ and offline/ models)",
+    )
+    parser.add_argument(
+        "--resend-live",
+        action="store_true",
+        help="with --batch: call live what a batch left unanswered, not in another batch",
+    )
+
+
+def inline_batch_refuse(opts: dict) -> None:
+    if opts["inline"] and opts["batch"]:
+        raise CommandError("--inline and --batch exclude each other: batches are polled.")

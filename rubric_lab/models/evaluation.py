@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import models
 
 from benchmark.models import BenchmarkEntry, BenchmarkSet, Conversation, Run
-from jobs.models import Job, JobStatus
+from jobs.models import BatchMode, Job, JobStatus
 from llm.fields import RedactedTextField
 from rubric_lab.models.pipeline import GenerationJob, InstanceRubric
 
@@ -43,6 +43,10 @@ class LeasedWork(models.Model):
     cost_known = models.BooleanField(default=True)
     # Per model called: calls, cached calls, tokens and cost (jobs.services.accounting).
     model_costs = models.JSONField(default=dict, blank=True)
+    # Batch mode: the keys of the batch answers already priced on this unit, so an answer
+    # recorded twice (a poller that died mid-way) is paid once (rubric_lab.services.
+    # study_batches).
+    paid_answer_keys = models.JSONField(default=list, blank=True)
     # Per purpose (lab stage) of the calls of the attempt that ended the unit: calls and
     # tokens, what a later launch's forecast learns from. Null: ended before it was kept.
     purpose_usage = models.JSONField(null=True, blank=True)
@@ -81,8 +85,9 @@ class JudgeSetup(models.TextChoices):
     PAIRWISE = "pairwise", "Pairwise, no rubric (both orders)"
 
 
-class SensitivityStudy(EvaluationJob):
-    """References from a run scored against near-miss copies by one judge setup."""
+class SensitivityStudy(EvaluationJob, BatchMode):
+    """References from a run scored against near-miss copies by one judge setup; in batch
+    mode its calls go through the providers' batch APIs (rubric_lab.services.study_batches)."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="sensitivity_studies")
     setup = models.CharField(max_length=20, choices=JudgeSetup.choices)
@@ -224,8 +229,9 @@ class ExpertCriterion(models.Model):
         return self.text[:60]
 
 
-class CoverageRun(EvaluationJob):
-    """CIA of every instance rubric of a generation job whose case has expert criteria."""
+class CoverageRun(EvaluationJob, BatchMode):
+    """CIA of every instance rubric of a generation job whose case has expert criteria; in
+    batch mode its judge's calls go through the providers' batch APIs (study_batches)."""
 
     generation_job = models.ForeignKey(
         GenerationJob, on_delete=models.CASCADE, related_name="coverage_runs"

@@ -48,7 +48,7 @@ from rubric_lab.models import (
     InstanceRubric,
     WorkStatus,
 )
-from rubric_lab.services import budgets, exports
+from rubric_lab.services import budgets, exports, study_batches
 from rubric_lab.services import evaluation_work as work
 
 MAX_CRITERION_CHARS = 2000
@@ -227,12 +227,18 @@ def coverage_launch(
     use_cache: bool = True,
     concurrency: int = 8,
     cost_limit_usd: Decimal | None = None,
+    batch: bool = False,
+    batch_resend_live: bool = False,
     user=None,
 ) -> CoverageRun:
+    """A running coverage run with one pending case per rubric with expert criteria; `batch`
+    sends the judge's calls through the providers' batch APIs (study_batches)."""
     try:
         check_model_string(judge_model, purpose="coverage_entail")
     except ProviderError as error:
         raise CoverageError(str(error)) from None
+    if batch:
+        study_batches.models_check([judge_model], CoverageError)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise CoverageError(f"Concurrency must lie between 1 and {MAX_CONCURRENCY}.")
     rubrics = list(
@@ -252,6 +258,8 @@ def coverage_launch(
         use_cache=use_cache,
         concurrency=concurrency,
         cost_limit_usd=cost_limit_usd,
+        batch=batch,
+        batch_resend_live=batch and batch_resend_live,
         created_by=user,
     )
     if refusal := budgets.launch_refusal(run):
@@ -266,6 +274,10 @@ def _cases(run: CoverageRun):
 
 
 def coverage_dispatch(run: CoverageRun, send: Callable[[list[LeasedTask]], None]):
+    """The dispatch of every run: a batch run's poll, or the live window."""
+    if run.batch:
+        study_batches.batch_poll(BATCHES, run)
+        return []
     return work.work_dispatch(CoverageRun, run, _cases, send)
 
 
@@ -277,14 +289,32 @@ def running_coverage_ids() -> list[int]:
     return work.running_ids(CoverageRun)
 
 
-def coverage_case_execute(case_id: int, token: str | None = None) -> bool:
+def coverage_case_execute(case_id: int, token: str | None = None, *, client=None) -> bool:
+    """Run one pending case if this message may take it; `client` replaces the provider
+    router (a batch run's replay)."""
     ran = work.work_execute(
-        CoverageCase, case_id, token, _perform, use_cache=lambda row: row.coverage_run.use_cache
+        CoverageCase,
+        case_id,
+        token,
+        _perform,
+        use_cache=lambda row: row.coverage_run.use_cache,
+        client=client,
     )
     run = CoverageRun.objects.filter(pk=coverage_run_id_of(case_id)).first()
     if run is not None:
         work.job_finish_if_done(CoverageRun, run, _cases)
     return ran
+
+
+# A case's judge decomposes the expert criteria, then decides what the rubric entails.
+BATCHES = study_batches.StudyBatchKind(
+    kind="coverage",
+    job_model=CoverageRun,
+    unit_model=CoverageCase,
+    units_of=_cases,
+    execute=coverage_case_execute,
+    stage_of=lambda purpose: purpose.removeprefix("coverage_"),
+)
 
 
 def _perform(row: CoverageCase, client) -> dict:

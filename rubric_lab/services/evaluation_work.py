@@ -67,16 +67,18 @@ def work_execute(
     perform: Callable[[Any, Any], dict[str, Any]],
     *,
     use_cache: Callable[[Any], bool],
+    client=None,
 ) -> bool:
     """Claim pending row `pk` of `model` with the message's token, perform it and store the
-    outcome; returns whether it ran here."""
+    outcome; returns whether it ran here. `client` replaces the provider router (a batch
+    job's replay, whose ReplayMiss passes through and stores nothing)."""
     rows = model.objects.filter(pk=pk, status=PENDING)
     mine = lease_claim(rows, token)
     if mine is None:
         return False
     row = model.objects.get(pk=pk)
     recorder = accounting.RecordingClient(
-        model_router(use_cache(row)), also=accounting.spend_ledger(model, pk)
+        client or model_router(use_cache(row)), also=accounting.spend_ledger(model, pk)
     )
     with Heartbeat(lease_extender(rows, mine), label=f"{model.__name__} {pk}"):
         try:

@@ -14,18 +14,15 @@ of it counts its call and tokens.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
-from decimal import Decimal
 from functools import partial
 
-from django.db import transaction
 from django.utils import timezone
 
 from benchmark.models import ModelCall
 from jobs.models import JobStatus
 from jobs.services import accounting, batches, replay_batches
 from jobs.services.leases import LeasedTask, lease_release_fields
-from llm.engine.chat import ChatResponse, Usage
+from llm.engine.chat import ChatResponse
 from rubric_lab.models import GenerationJob, GenerationStatus, RubricGeneration
 from rubric_lab.services import budgets, pipeline
 
@@ -94,26 +91,7 @@ def _answer_record(generation_id: int, purpose: str, response: ChatResponse, key
     conversation = generation.conversation
     owner = partial(ModelCall, run_id=conversation.run_id, conversation=conversation)
     if accounting.answer_record(owner, purpose, response, key):
-        _price_added(generation_id, response)
-
-
-def _price_added(generation_id: int, response: ChatResponse) -> None:
-    """Add only the answer's price to the generation's spend: its call and tokens are counted
-    when the replay reads it back from the cache (a cached call, free), so they are never
-    counted twice."""
-    with transaction.atomic():
-        row = RubricGeneration.objects.select_for_update().only(*accounting.SPEND)
-        row = row.get(pk=generation_id)
-        known = (not row.model_costs or row.cost_known) and response.cost_usd is not None
-        costs = accounting.model_costs_added(
-            row.model_costs, [("", replace(response, usage=Usage()))]
-        )
-        costs[response.model]["calls"] -= 1
-        RubricGeneration.objects.filter(pk=generation_id).update(
-            cost_usd=(row.cost_usd or Decimal(0)) + response.cost_usd if known else None,
-            cost_known=known,
-            model_costs=costs,
-        )
+        accounting.price_added(RubricGeneration, generation_id, response)
 
 
 def _failed(generation_id: int, reason: str) -> None:

@@ -6,6 +6,8 @@ the copy (rubric_lab.services.perturbations) and scores both traces with the stu
 the reference's calls carry the same sample for every type, so with the cache on a reference
 is judged once. A type that does not apply to a reference is recorded as such, not as a
 failure; a model edit or a judge answer that stays unusable fails the pair with its reason.
+In batch mode the pairs are replayed from their batch answers (rubric_lab.services.
+study_batches) instead of being sent to the workers.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from rubric_lab.models import (
     NearMissStatus,
     SensitivityStudy,
 )
-from rubric_lab.services import budgets, exports, trace_judging
+from rubric_lab.services import budgets, exports, study_batches, trace_judging
 from rubric_lab.services import evaluation_work as work
 from rubric_lab.services.perturbations import near_miss_make
 
@@ -69,9 +71,12 @@ def study_launch(
     use_cache: bool = True,
     concurrency: int = DEFAULT_CONCURRENCY,
     cost_limit_usd: Decimal | None = None,
+    batch: bool = False,
+    batch_resend_live: bool = False,
     user=None,
 ) -> SensitivityStudy:
-    """A running study with one pending near-miss pair per (reference, perturbation type)."""
+    """A running study with one pending near-miss pair per (reference, perturbation type).
+    `batch` sends its calls through the providers' batch APIs (study_batches)."""
     kinds = list(perturbations or perturb.REGISTRY)
     study_options_check(
         setup=setup,
@@ -88,6 +93,9 @@ def study_launch(
         raise StudyError(
             "A type's minimum references must be at least 1 and its share between 0 and 1."
         )
+    if batch:
+        judges = list(jury.judges) if setup == JudgeSetup.GENERIC and jury else [judge_model]
+        study_batches.models_check([perturber_model, *judges], StudyError)
     references = reference_conversations(
         run, reference_model=reference_model, generation_job=generation_job, limit=max_cases
     )
@@ -110,6 +118,8 @@ def study_launch(
         use_cache=use_cache,
         concurrency=concurrency,
         cost_limit_usd=cost_limit_usd,
+        batch=batch,
+        batch_resend_live=batch and batch_resend_live,
         created_by=user,
     )
     if refusal := budgets.launch_refusal(study):
@@ -187,6 +197,10 @@ def _pairs(study: SensitivityStudy):
 
 
 def study_dispatch(study: SensitivityStudy, send: Callable[[list[LeasedTask]], None]):
+    """The dispatch of every study: a batch study's poll, or the live window."""
+    if study.batch:
+        study_batches.batch_poll(BATCHES, study)
+        return []
     return work.work_dispatch(SensitivityStudy, study, _pairs, send)
 
 
@@ -198,14 +212,32 @@ def running_study_ids() -> list[int]:
     return work.running_ids(SensitivityStudy)
 
 
-def near_miss_execute(pair_id: int, token: str | None = None) -> bool:
+def near_miss_execute(pair_id: int, token: str | None = None, *, client=None) -> bool:
+    """Run one pending pair if this message may take it; `client` replaces the provider
+    router (a batch study's replay)."""
     ran = work.work_execute(
-        NearMiss, pair_id, token, _perform, use_cache=lambda pair: pair.study.use_cache
+        NearMiss,
+        pair_id,
+        token,
+        _perform,
+        use_cache=lambda pair: pair.study.use_cache,
+        client=client,
     )
     study = SensitivityStudy.objects.filter(pk=study_id_of(pair_id)).first()
     if study is not None:
         work.job_finish_if_done(SensitivityStudy, study, _pairs)
     return ran
+
+
+# The editor's calls fail a pair at its perturb stage; every other call is the judge's.
+BATCHES = study_batches.StudyBatchKind(
+    kind="sensitivity",
+    job_model=SensitivityStudy,
+    unit_model=NearMiss,
+    units_of=_pairs,
+    execute=near_miss_execute,
+    stage_of=lambda purpose: "perturb" if purpose == "perturb" else "score",
+)
 
 
 def _perform(pair: NearMiss, client) -> dict:

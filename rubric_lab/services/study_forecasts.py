@@ -90,8 +90,9 @@ def job_forecast(job: models.Model) -> Forecast:
         AblationStudy: _ablation_demands,
     }
     demands, note = builders[type(job)](job)
-    result = forecast(demands, catalog_in_force().price_for)
-    result.source = note
+    batch = getattr(job, "batch", False)  # the kinds with batch mode: every call at its price
+    result = forecast(demands, catalog_in_force().price_for, batch=batch)
+    result.source = note + (", in batches (batch price)" if batch else "")
     return result
 
 

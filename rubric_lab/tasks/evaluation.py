@@ -4,10 +4,11 @@
 Near-miss pairs, coverage cases and refinements are leased units (one task each), sent a
 window at a time and re-sent by their job's watch when a worker dies; an ablation's watch
 advances its chain (rubrics -> coverage and sensitivity) as each variant's rubrics finish.
+A sensitivity study or coverage run in batch mode sends no unit: its watch is its batch poll.
 """
 
 from jobs.services import watch
-from jobs.services.starts import job_start
+from jobs.services.starts import job_start, start_register
 from jobs.tasks import job_kind, leased_job_tasks
 from rubric_lab.models import AblationStudy, CoverageRun, RefineStudy, SensitivityStudy
 from rubric_lab.services import ablations, coverage, refine, sensitivity
@@ -31,6 +32,24 @@ coverage_cases = leased_job_tasks(
     job_id_of=coverage.coverage_run_id_of,
     dispatch=coverage.coverage_dispatch,
 )
+
+
+def study_start(kind: str, live_start):
+    """The start of a kind of study with batch mode: a study in batch mode leaves its first
+    look (replaying, uploading its batches) to a worker's watch, not to the view or command
+    that launched it; a live study sends its first window."""
+
+    def start(study) -> None:
+        if study.batch:
+            watch.watch_now(kind, study.pk)
+        else:
+            live_start(study)
+
+    return start
+
+
+start_register(SensitivityStudy, study_start("sensitivity", near_misses.start))
+start_register(CoverageRun, study_start("coverage", coverage_cases.start))
 
 refinements = leased_job_tasks(
     task_name="rubric_lab.refinement",

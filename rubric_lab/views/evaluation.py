@@ -30,7 +30,15 @@ from rubric_lab.models import (
     RefineStudy,
     SensitivityStudy,
 )
-from rubric_lab.services import ablations, budgets, coverage, exports, refine, sensitivity
+from rubric_lab.services import (
+    ablations,
+    budgets,
+    coverage,
+    exports,
+    refine,
+    sensitivity,
+    study_batches,
+)
 from rubric_lab.services import evaluation_work as work
 from rubric_lab.services.perturbations import perturbation_preview
 
@@ -86,6 +94,8 @@ def sensitivity_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "model_costs": budgets.job_model_costs(study),
         "kind": "sensitivity",
     }
+    if study.batch:
+        context |= study_batches.page_context(sensitivity.BATCHES, study)
     if not live_jobs.is_poll(request):
         results = sensitivity.study_results(study)
         context.update(
@@ -202,6 +212,8 @@ def coverage_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "model_costs": budgets.job_model_costs(run),
         "kind": "coverage",
     }
+    if run.batch:
+        context |= study_batches.page_context(coverage.BATCHES, run)
     if not live_jobs.is_poll(request):
         others = CoverageRun.objects.exclude(pk=pk).select_related("generation_job")
         other = query_object(request.GET, "compare", others)

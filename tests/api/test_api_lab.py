@@ -9,7 +9,14 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from jobs.models import JobStatus
 from rubric_lab.models import ExpertCriterion, GenerationJob, InstanceScore, SensitivityStudy
-from rubric_lab.services import coverage, generation_batches, pipeline, refine, sensitivity
+from rubric_lab.services import (
+    coverage,
+    generation_batches,
+    pipeline,
+    refine,
+    sensitivity,
+    study_batches,
+)
 from rubric_lab.services.instance_scoring import instance_score_execute
 from tests.jury.services.builders import played_run, world  # noqa: F401 - shared fixtures
 from tests.rubric_lab.healthbench_rows import MULTI_TURN, SINGLE_TURN, jsonl
@@ -281,7 +288,63 @@ def test_a_study_the_service_refuses_is_a_400_with_its_reason(researcher_client,
     assert "offline/nobody" in body["detail"]
 
 
+def test_a_sensitivity_study_launched_in_batch_mode_lists_its_batches(researcher_client, lab_run):
+    body = {"run": lab_run.pk, "setup": "pairwise", "judge_model": "offline/standard",
+            "reference_model": "offline/careful", "perturbations": ["claim_without_tool_call"],
+            "max_cases": 1, "batch": True, "batch_resend_live": True}  # fmt: skip
+    response = _post(researcher_client, "/lab/sensitivity-studies", body)
+    assert response.status_code == 201, response.json()
+    launched = response.json()
+    assert launched["batch"] and launched["batch_resend_live"] and launched["batches"] == []
+    study = SensitivityStudy.objects.get(pk=launched["id"])
+    study_batches.batch_poll(sensitivity.BATCHES, study)  # the watch's first look
+    shown = researcher_client.get(f"{API}/lab/sensitivity-studies/{study.pk}").json()
+    [batch] = shown["batches"]
+    assert batch["model"] == "offline/standard" and batch["requests"] == 1
+
+
+def test_a_sensitivity_batch_launch_naming_a_live_only_model_is_a_400(researcher_client, lab_run):
+    body = {"run": lab_run.pk, "setup": "pairwise", "judge_model": "openai-compatible/local",
+            "batch": True}  # fmt: skip
+    response = _post(researcher_client, "/lab/sensitivity-studies", body)
+    assert "has no batch API" in _problem(response)["detail"]
+    assert not SensitivityStudy.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/lab/refine-studies", {"generation_job": 1}),
+        ("/lab/ablation-studies", {"run": 1}),
+    ],
+)
+def test_studies_without_batch_mode_refuse_batch_with_a_400_naming_it(
+    researcher_client, path, body
+):
+    response = _post(researcher_client, path, body | {"batch": True})
+    assert _locations(response) == ["body.batch"]
+
+
 # --- coverage and refinement -------------------------------------------------------------------
+
+
+def test_a_coverage_run_launched_in_batch_mode_lists_its_batches(researcher_client, lab_run):
+    job = _generated(researcher_client, lab_run, reference_model=None)
+    generation = GenerationJob.objects.get(pk=job["id"]).generations.get()
+    criteria = [{"case": generation.conversation.entry.index, "criterion": "Calls 911"}]
+    coverage.expert_criteria_upload(
+        benchmark_set=lab_run.benchmark_set, filename="gold.json", content=json.dumps(criteria)
+    )
+    body = {"generation_job": job["id"], "batch": True, "batch_resend_live": True}
+    response = _post(researcher_client, "/lab/coverage-runs", body)
+    assert response.status_code == 201, response.content
+    launched = response.json()
+    assert launched["batch"] and launched["batch_resend_live"] and launched["batches"] == []
+    run = coverage.CoverageRun.objects.get(pk=launched["id"])
+    study_batches.batch_poll(coverage.BATCHES, run)  # the watch's first look
+    shown = researcher_client.get(f"{API}/lab/coverage-runs/{run.pk}").json()
+    [batch] = shown["batches"]
+    assert batch["requests"] == 1  # the decomposition of its one case
 
 
 def test_coverage_and_refinement_run_on_a_generation_job(researcher_client, lab_run):

@@ -5,8 +5,10 @@ from django.core.management.base import BaseCommand, CommandError
 
 from jobs.services.cli import price_options
 from rubric_lab.management.lab_cli import (
+    add_batch_arguments,
     add_cost_arguments,
     add_play_arguments,
+    inline_batch_refuse,
     object_or_error,
     play,
 )
@@ -34,11 +36,13 @@ class Command(BaseCommand):
             metavar="COVERAGE_RUN_ID",
             help="once done, compare recall with this coverage run on the same expert criteria",
         )
+        add_batch_arguments(parser, "the judge's calls")
         add_play_arguments(parser, concurrency_help="cases at once (default 8)")
         add_cost_arguments(parser)
         add_dry_run_argument(parser)
 
     def handle(self, *args, generation_job_id: int, **opts) -> None:
+        inline_batch_refuse(opts)
         job = object_or_error(GenerationJob, generation_job_id, "generation job")
         other = None
         if opts["compare"] is not None:
@@ -52,6 +56,8 @@ class Command(BaseCommand):
                 use_cache=not opts["no_cache"],
                 concurrency=opts["concurrency"],
                 cost_limit_usd=opts["cost_limit"],
+                batch=opts["batch"],
+                batch_resend_live=opts["resend_live"],
             )
 
         try:

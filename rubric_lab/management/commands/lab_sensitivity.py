@@ -8,8 +8,10 @@ from jobs.services.cli import price_options
 from jury.models import Jury
 from rubric_lab.engine import perturb
 from rubric_lab.management.lab_cli import (
+    add_batch_arguments,
     add_cost_arguments,
     add_play_arguments,
+    inline_batch_refuse,
     object_or_error,
     play,
 )
@@ -50,11 +52,13 @@ class Command(BaseCommand):
         parser.add_argument("--min-type-references", type=int, default=5)
         parser.add_argument("--min-type-share", type=float, default=0.25)
         parser.add_argument("--name", default="")
+        add_batch_arguments(parser, "the editor's and the judges' calls")
         add_play_arguments(parser, concurrency_help="near-miss pairs at once (default 8)")
         add_cost_arguments(parser)
         add_dry_run_argument(parser)
 
     def handle(self, *args, run_id: int, **opts) -> None:
+        inline_batch_refuse(opts)
         run = object_or_error(Run, run_id, "run")
         job = None
         if opts["generation_job"] is not None:
@@ -78,6 +82,8 @@ class Command(BaseCommand):
                 use_cache=not opts["no_cache"],
                 concurrency=opts["concurrency"],
                 cost_limit_usd=opts["cost_limit"],
+                batch=opts["batch"],
+                batch_resend_live=opts["resend_live"],
             )
 
         try:
