@@ -6,6 +6,7 @@ the claim, its rows, the cancel check, the outcome in one guarded UPDATE and its
 multi-row INSERT - however many turns it plays."""
 
 import pytest
+from django.core.cache import caches
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -17,6 +18,13 @@ pytestmark = pytest.mark.django_db
 # The claim, the conversation with its run, agent and case, the price list, the cancel check,
 # the outcome and the trace (6 today), never a number that grows with the turns.
 FIXED_STATEMENTS = 8
+
+
+@pytest.fixture(autouse=True)
+def no_cached_answers():
+    """Every call asks the model: an earlier test's answers in the response cache would be
+    accounted without an INSERT of their own as they arrive."""
+    caches["llm"].clear()
 
 
 def _statements(run) -> tuple[list[str], int]:
