@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -105,6 +106,47 @@ def start_worker(environment: dict, concurrency: int = 2):
 
 
 stop_worker = worker_stop
+
+
+def fake_provider_env(data_dir: Path, transport: str | None, *, lease_seconds: int, **extra):
+    """A worker's environment for a test against the fake server: this test's database, a
+    short conversation lease, Redis when `transport` names it, and `extra` (base URLs, keys)."""
+    return worker_env(
+        data_dir,
+        DATABASE_URL=test_database_url(),
+        CONVERSATION_LEASE_SECONDS=str(lease_seconds),
+        **({"REDIS_URL": transport} if transport else {}),
+        **extra,
+    )
+
+
+def killed_then_finished(
+    environment: dict, *, send, arm, finished, when: str, between=None, timeout: float = 180
+):
+    """Start a worker, `send()` it work and SIGKILL it the first time the hook installed by
+    `arm(kill)` calls `kill`; then (after `between()`, checks on what the kill left) start a
+    second worker and wait until `finished()`. Both workers run one task at a time."""
+    first = start_worker(environment, concurrency=1)
+    killed = []
+
+    def kill():
+        if not killed:
+            stop_worker(first, signal.SIGKILL)
+            killed.append(True)
+
+    arm(kill)
+    try:
+        send()
+        wait_for(lambda: bool(killed), timeout=timeout, what=f"the worker killed {when}")
+    finally:
+        stop_worker(first, signal.SIGKILL)
+    if between is not None:
+        between()
+    second = start_worker(environment, concurrency=1)
+    try:
+        wait_for(finished, timeout=timeout, what="the work to finish after the kill")
+    finally:
+        stop_worker(second)
 
 
 def client_app(transport: dict) -> Celery:

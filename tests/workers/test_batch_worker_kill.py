@@ -6,8 +6,6 @@ SIGKILLs it the first time a batch's results are read, after the batch ended and
 answer was recorded. The second worker takes the job's poll lease once it runs out and
 records the same batch: every score valid, one batch made, one accounting row per score."""
 
-import signal
-
 import pytest
 
 from benchmark.models import ModelCall
@@ -17,14 +15,7 @@ from jury.models import ScoreStatus, ScoringJob
 from jury.services import juries, scoring
 from tests.fakes.llm_server import running_fake_llm_server
 from tests.support.builders import enriched_set, launched_run, played
-from tests.support.workers import (
-    client_app,
-    start_worker,
-    stop_worker,
-    test_database_url,
-    wait_for,
-    worker_env,
-)
+from tests.support.workers import client_app, fake_provider_env, killed_then_finished
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 LEASE_SECONDS = 4
@@ -37,38 +28,18 @@ def test_a_batch_job_killed_while_reading_results_loses_and_repays_nothing(tmp_p
     jury = juries.jury_create(name="batch judges", judges=[JUDGE])
     job = scoring.scoring_launch(run=run, jury=jury, use_cache=False, batch=True)
     with running_fake_llm_server(default_text=JUDGE_ANSWER) as server:
-        extra = {
-            "DATABASE_URL": test_database_url(),
-            "CONVERSATION_LEASE_SECONDS": str(LEASE_SECONDS),
-            "OPENAI_BASE_URL": server.openai_base_url,
-            "OPENAI_API_KEY": "sk-test-not-a-real-key",
-            **({"REDIS_URL": transport} if transport else {}),
-        }
-        environment = worker_env(tmp_path, **extra)
+        environment = fake_provider_env(
+            tmp_path, transport, lease_seconds=LEASE_SECONDS,
+            OPENAI_BASE_URL=server.openai_base_url, OPENAI_API_KEY="sk-test-not-a-real-key",
+        )  # fmt: skip
         app = client_app(env.celery_transport(transport, tmp_path / "queue"))
-        first = start_worker(environment, concurrency=1)
-        killed = []
-
-        def kill_once():
-            if not killed:
-                stop_worker(first, signal.SIGKILL)
-                killed.append(True)
-
-        server.batches.on_results_read = kill_once
-        try:
-            app.send_task("jobs.watch", args=["scoring", job.pk])
-            wait_for(lambda: bool(killed), timeout=90, what="the worker killed reading results")
-        finally:
-            stop_worker(first, signal.SIGKILL)
-        second = start_worker(environment, concurrency=1)
-        try:
-            wait_for(
-                lambda: ScoringJob.objects.get(pk=job.pk).status == JobStatus.FINISHED,
-                timeout=180,
-                what="the job to finish after the kill",
-            )
-        finally:
-            stop_worker(second)
+        killed_then_finished(
+            environment,
+            send=lambda: app.send_task("jobs.watch", args=["scoring", job.pk]),
+            arm=lambda kill: setattr(server.batches, "on_results_read", kill),
+            finished=lambda: ScoringJob.objects.get(pk=job.pk).status == JobStatus.FINISHED,
+            when="reading results",
+        )
         made = len(server.batches.created)
 
     assert job.scores.filter(status=ScoreStatus.VALID).count() == job.scores.count()

@@ -4,8 +4,6 @@ its id. A fresh worker's watch finds the batch among the provider's own (by the 
 and the tag in its metadata), adopts it and records its answers: one batch made, every entry
 ready, one accounting row per entry."""
 
-import signal
-
 import pytest
 
 from benchmark.models import BenchmarkSet, EntryStatus, ModelCall
@@ -14,14 +12,7 @@ from config import env
 from jobs.models import BatchState, JobStatus, ProviderBatch
 from tests.fakes.llm_server import running_fake_llm_server
 from tests.support.builders import entry_answers
-from tests.support.workers import (
-    client_app,
-    start_worker,
-    stop_worker,
-    test_database_url,
-    wait_for,
-    worker_env,
-)
+from tests.support.workers import client_app, fake_provider_env, killed_then_finished
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 LEASE_SECONDS = 4
@@ -37,41 +28,31 @@ def test_a_batch_made_as_its_worker_died_is_adopted_and_paid_once(tmp_path, tran
     )  # fmt: skip
     with running_fake_llm_server() as server:
         server.responder = entry_answers(benchmark_set)
-        environment = worker_env(
-            tmp_path,
-            DATABASE_URL=test_database_url(),
-            CONVERSATION_LEASE_SECONDS=str(LEASE_SECONDS),
-            OPENAI_BASE_URL=server.openai_base_url,
-            OPENAI_API_KEY="sk-test-not-a-real-key",
-        )
+        environment = fake_provider_env(
+            tmp_path, transport, lease_seconds=LEASE_SECONDS,
+            OPENAI_BASE_URL=server.openai_base_url, OPENAI_API_KEY="sk-test-not-a-real-key",
+        )  # fmt: skip
         app = client_app(env.celery_transport(transport, tmp_path / "queue"))
-        first = start_worker(environment, concurrency=1)
-        killed = []
+        orphans = []
 
-        def kill_once():
-            if not killed:
-                stop_worker(first, signal.SIGKILL)
-                killed.append(True)
+        def the_orphan_is_left_submitting():
+            orphans[:] = ProviderBatch.objects.filter(job_kind="set", job_id=benchmark_set.pk)
+            [orphan] = orphans
+            assert orphan.state == BatchState.SUBMITTING and orphan.input_file_id
 
-        server.batches.on_created = kill_once
-        try:
-            app.send_task("jobs.watch", args=["set", benchmark_set.pk])
-            wait_for(lambda: bool(killed), timeout=90, what="the worker killed making the batch")
-        finally:
-            stop_worker(first, signal.SIGKILL)
-        [orphan] = ProviderBatch.objects.filter(job_kind="set", job_id=benchmark_set.pk)
-        assert orphan.state == BatchState.SUBMITTING and orphan.input_file_id
-        second = start_worker(environment, concurrency=1)
-        try:
-            wait_for(
-                lambda: BenchmarkSet.objects.get(pk=benchmark_set.pk).status == JobStatus.FINISHED,
-                timeout=180,
-                what="the set to finish after the kill",
-            )
-        finally:
-            stop_worker(second)
+        killed_then_finished(
+            environment,
+            send=lambda: app.send_task("jobs.watch", args=["set", benchmark_set.pk]),
+            arm=lambda kill: setattr(server.batches, "on_created", kill),
+            between=the_orphan_is_left_submitting,
+            finished=lambda: (
+                BenchmarkSet.objects.get(pk=benchmark_set.pk).status == JobStatus.FINISHED
+            ),
+            when="making the batch",
+        )
         made = [batch.id for batch in server.batches.created]
 
+    [orphan] = orphans
     orphan.refresh_from_db()
     assert made == [orphan.batch_id] and orphan.state == BatchState.RECORDED
     assert ProviderBatch.objects.filter(job_id=benchmark_set.pk).count() == 1

@@ -8,8 +8,6 @@ worker the second time a batch's results are read (a round in, before any of tha
 answers is recorded). The second worker takes the job's poll lease once it runs out and
 carries on: every rubric made, every batch made once, every answer paid once."""
 
-import signal
-
 import pytest
 from django.db.models import Count
 
@@ -21,14 +19,7 @@ from rubric_lab.services import generation_batches, pipeline
 from rubric_lab.services.knowledge import retriever_for
 from tests.rubric_lab.stage_server import StageServer, case_marker, scripted_answers
 from tests.support.builders import enriched_set, launched_run, played
-from tests.support.workers import (
-    client_app,
-    start_worker,
-    stop_worker,
-    test_database_url,
-    wait_for,
-    worker_env,
-)
+from tests.support.workers import client_app, fake_provider_env, killed_then_finished
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 LEASE_SECONDS = 4
@@ -50,39 +41,29 @@ def test_a_batch_generation_job_killed_reading_results_loses_and_repays_nothing(
     )
     server = StageServer(answers).start()
     try:
-        extra = {
-            "DATABASE_URL": test_database_url(),
-            "CONVERSATION_LEASE_SECONDS": str(LEASE_SECONDS),
-            "OPENAI_BASE_URL": server.openai_base_url,
-            "OPENAI_API_KEY": "sk-test-not-a-real-key",
-            **({"REDIS_URL": transport} if transport else {}),
-        }
-        environment = worker_env(tmp_path, **extra)
+        environment = fake_provider_env(
+            tmp_path, transport, lease_seconds=LEASE_SECONDS,
+            OPENAI_BASE_URL=server.openai_base_url, OPENAI_API_KEY="sk-test-not-a-real-key",
+        )  # fmt: skip
         app = client_app(env.celery_transport(transport, tmp_path / "queue"))
-        first = start_worker(environment, concurrency=1)
-        reads, killed = [], []
+        reads = []
 
-        def kill_at_the_second_read():
-            reads.append(True)
-            if len(reads) == 2 and not killed:
-                stop_worker(first, signal.SIGKILL)
-                killed.append(True)
+        def at_the_second_read(kill):
+            def read():
+                reads.append(True)
+                if len(reads) == 2:
+                    kill()
 
-        server.batches.on_results_read = kill_at_the_second_read
-        try:
-            app.send_task("jobs.watch", args=[KIND, job.pk])
-            wait_for(lambda: bool(killed), timeout=120, what="the worker killed reading results")
-        finally:
-            stop_worker(first, signal.SIGKILL)
-        second = start_worker(environment, concurrency=1)
-        try:
-            wait_for(
-                lambda: GenerationJob.objects.get(pk=job.pk).status == JobStatus.FINISHED,
-                timeout=240,
-                what="the job to finish after the kill",
-            )
-        finally:
-            stop_worker(second)
+            server.batches.on_results_read = read
+
+        killed_then_finished(
+            environment,
+            send=lambda: app.send_task("jobs.watch", args=[KIND, job.pk]),
+            arm=at_the_second_read,
+            finished=lambda: GenerationJob.objects.get(pk=job.pk).status == JobStatus.FINISHED,
+            when="reading results",
+            timeout=240,
+        )
         made = len(server.batches.created)
     finally:
         server.stop()
