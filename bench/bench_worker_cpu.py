@@ -22,7 +22,7 @@ Then inspect-ai (INSPECT_VERSION, installed with pip into a throwaway venv: `pyt
 prompts - the ones the jury sent, rendered again - against the same fake server with as many
 connections as the jury had calls in flight: `generate()` and a scorer that reads the JSON
 score. Its CPU is its process's during `eval()`. Targets (issue 34): conversation CPU at most
-8 ms per model call; live judge-call CPU at most 0.6x inspect-ai's, batch judge-call CPU at
+4 ms per model call; live judge-call CPU at most 0.6x inspect-ai's, batch judge-call CPU at
 most 0.3x (or at most 11 and 5.5 ms where the venv cannot be built).
 
 Run: .venv/bin/python bench/bench_worker_cpu.py   (about 5 minutes, more the first time the
@@ -51,7 +51,7 @@ WORKERS = int(os.environ.get("CPU_WORKERS") or 3)
 THREADS = int(os.environ.get("CPU_THREADS") or 24)
 INSPECT_VERSION = "0.3.285"
 INSPECT_SAMPLES = 1_440
-CONVERSATION_TARGET_MS = 8.0
+CONVERSATION_TARGET_MS = 4.0  # issue 34 (issue 21 asked for 8)
 JUDGE_TARGET_MS = 11.0  # where inspect-ai cannot be installed
 RATIO_TARGET = 0.6
 BATCH_JUDGE_TARGET_MS = 5.5
