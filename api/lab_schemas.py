@@ -15,10 +15,6 @@ from pydantic import Field
 from api.schemas import Cell, Interval, ProviderBatchOut
 from jobs.models import JobStatus
 
-BATCH = (
-    "This study's calls are live only (batch mode is offered on generation jobs and "
-    "sensitivity studies): `true` is refused with a 400 naming this field"
-)
 SENSITIVITY_BATCH = (
     "Send the editor's and the judges' calls through the providers' batch APIs (about half the "
     "price, each round of calls within 24 h; openai/, anthropic/ and offline/ models)"
@@ -26,6 +22,16 @@ SENSITIVITY_BATCH = (
 COVERAGE_BATCH = (
     "Send the judge's calls through the providers' batch APIs (about half the price, each "
     "round of calls within 24 h; openai/, anthropic/ and offline/ models)"
+)
+REFINE_BATCH = (
+    "Send the evaluator's, the editor's and the judges' calls through the providers' batch APIs "
+    "(about half the price, each round of calls within 24 h; openai/, anthropic/ and offline/ "
+    "models)"
+)
+ABLATION_BATCH = (
+    "Launch every job of the ablation (rubric generations, coverage runs, sensitivity studies) "
+    "in batch mode: about half the price, each round of calls within 24 h; the generator, judge "
+    "and editor must be openai/, anthropic/ or offline/ models"
 )
 RESEND_LIVE = "Call live what a batch left unanswered, instead of another batch"
 GENERATION_BATCH = (
@@ -314,7 +320,8 @@ class RefineIn(Schema):
     criteria_judge_model: str | None = Field(None, description="Blank: no expert scoring")
     max_cases: int | None = None
     cost_limit_usd: Decimal | None = None
-    batch: bool | None = Field(None, description=BATCH)
+    batch: bool | None = Field(None, description=REFINE_BATCH)
+    batch_resend_live: bool | None = Field(None, description=RESEND_LIVE)
     dry_run: bool = Field(False, description=DRY_RUN)
 
 
@@ -328,7 +335,7 @@ class RefineOut(LabJobOut):
     progress: WorkCounts
 
 
-class RefineDetailOut(LabJobDetail, RefineOut):
+class RefineDetailOut(LabJobDetail, RefineOut, BatchModeOut):
     pass
 
 
@@ -341,7 +348,8 @@ class AblationIn(Schema):
     perturber_model: str | None = None
     max_cases: int | None = None
     cost_limit_usd: Decimal | None = None
-    batch: bool | None = Field(None, description=BATCH)
+    batch: bool | None = Field(None, description=ABLATION_BATCH)
+    batch_resend_live: bool | None = Field(None, description=RESEND_LIVE)
     dry_run: bool = Field(False, description=DRY_RUN)
 
 
@@ -352,6 +360,8 @@ class AblationOut(LabJobOut):
     perturber_model: str
     reference_model: str
     max_cases: int
+    batch: bool = Field(False, description="Every job of the ablation runs in batch mode")
+    batch_resend_live: bool = False
 
 
 class VersusFullOut(Schema):

@@ -358,7 +358,7 @@ def refine_list_out(page: list[RefineStudy]) -> list[dict]:
 
 def refine_detail_out(study: RefineStudy) -> dict:
     progress = progress_out(work.progress(study.refinements.all()))
-    return refine_out(study, progress) | costs_out(study)
+    return refine_out(study, progress) | costs_out(study) | batch_out(refine.BATCHES, study)
 
 
 def _refine(study_id: int) -> RefineStudy:
@@ -448,6 +448,8 @@ def ablation_out(study: AblationStudy) -> dict:
         "perturber_model": study.perturber_model,
         "reference_model": study.reference_model,
         "max_cases": study.max_cases,
+        "batch": study.batch,
+        "batch_resend_live": study.batch_resend_live,
     }
 
 

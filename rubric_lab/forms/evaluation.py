@@ -169,6 +169,8 @@ class RefineLaunchForm(forms.Form):
         min_value=1, max_value=refine.MAX_CASES, initial=20, label="Cases (max)"
     )
     cost_limit_usd = cost_limit_field()
+    batch = batch_field("The evaluator's, editor's and judges' calls")
+    batch_resend_live = batch_resend_live_field()
 
 
 class AblationLaunchForm(forms.Form):
@@ -192,3 +194,5 @@ class AblationLaunchForm(forms.Form):
         min_value=1, max_value=sensitivity.MAX_CASES, initial=10, label="Conversations (max)"
     )
     cost_limit_usd = cost_limit_field()
+    batch = batch_field("Every call of its rubric generations, coverage runs and sensitivity studies")
+    batch_resend_live = batch_resend_live_field()

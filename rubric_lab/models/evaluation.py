@@ -275,11 +275,12 @@ class CoverageCase(LeasedWork):
 # --- critique-then-refine -------------------------------------------------------------------
 
 
-class RefineStudy(EvaluationJob):
+class RefineStudy(EvaluationJob, BatchMode):
     """Rubric-guided critique between two controls - self-critique (no rubric, the lower one)
     and critique with the expert criteria (the oracle, the upper one) - judged independently
     with the six case-agnostic rubrics and, where the conversation has them, against the
-    expert criteria."""
+    expert criteria; in batch mode its calls go through the providers' batch APIs
+    (rubric_lab.services.study_batches)."""
 
     generation_job = models.ForeignKey(
         GenerationJob, on_delete=models.CASCADE, related_name="refine_studies"
@@ -337,9 +338,10 @@ class Refinement(LeasedWork):
 # --- ablations ------------------------------------------------------------------------------
 
 
-class AblationStudy(EvaluationJob):
+class AblationStudy(EvaluationJob, BatchMode):
     """The pipeline in full, without each of four stages, and the direct-generation baseline on
-    the same conversations, then coverage and sensitivity of each variant side by side."""
+    the same conversations, then coverage and sensitivity of each variant side by side; in
+    batch mode every job it launches (rubrics, coverage, sensitivity) is a batch one."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="ablation_studies")
     generator_model = models.CharField(max_length=200)

@@ -6,7 +6,10 @@ by side, each variant's coverage tested against the full pipeline's with McNemar
 constraints both runs judged.
 
 The chain advances from the ablation's watch (`ablation_advance`), so it needs no button and
-survives a worker restart like every other job.
+survives a worker restart like every other job. A batch ablation launches every part of the
+chain in batch mode (with its choice to resend failures live): the rubric generations, then
+each variant's coverage run and sensitivity study, so its models are checked for a batch API
+at launch, not when the watch reaches them.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from rubric_lab.models import (
     InstanceRubric,
     JudgeSetup,
 )
-from rubric_lab.services import budgets, coverage, sensitivity
+from rubric_lab.services import budgets, coverage, sensitivity, study_batches
 from rubric_lab.services.pipeline import PipelineLaunchError, generation_job_launch
 
 FLAGS = {
@@ -63,6 +66,8 @@ def ablation_launch(
     name: str = "",
     use_cache: bool = True,
     cost_limit_usd: Decimal | None = None,
+    batch: bool = False,
+    batch_resend_live: bool = False,
     user=None,
 ) -> AblationStudy:
     """The study and its generation jobs (one per variant) on the same conversations."""
@@ -83,6 +88,8 @@ def ablation_launch(
         check_model_string(judge_model, purpose="coverage_entail")
     except (sensitivity.StudyError, ProviderError) as error:
         raise AblationError(str(error)) from None
+    if batch:
+        study_batches.models_check([generator_model, judge_model, perturber_model], AblationError)
     study = AblationStudy(
         name=name.strip() or f"Ablations on {run.name}",
         run=run,
@@ -93,6 +100,8 @@ def ablation_launch(
         max_cases=max_cases,
         use_cache=use_cache,
         cost_limit_usd=cost_limit_usd,
+        batch=batch,
+        batch_resend_live=batch and batch_resend_live,
         created_by=user,
     )
     if refusal := budgets.launch_refusal(study):
@@ -107,12 +116,18 @@ def ablation_launch(
                 name=f"{study.name}: {variant.label}",
                 use_cache=use_cache,
                 user=user,
+                **_mode(study),
                 **flags,
             )
         except PipelineLaunchError as error:
             raise AblationError(str(error)) from None
         AblationArm.objects.create(study=study, variant=variant, generation_job=job)
     return study
+
+
+def _mode(study: AblationStudy) -> dict:
+    """The batch mode every job of the ablation is launched with."""
+    return {"batch": study.batch, "batch_resend_live": study.batch_resend_live}
 
 
 def ablation_start(study: AblationStudy) -> None:
@@ -160,6 +175,7 @@ def _follow_up(study, arm, start_sensitivity, start_coverage) -> None:
             use_cache=study.use_cache,
             name=f"{study.name}: {arm.get_variant_display()}",
             user=study.created_by,
+            **_mode(study),
         )
         arm.sensitivity_study = study_row
         if _has_expert_criteria(arm.generation_job):
@@ -168,6 +184,7 @@ def _follow_up(study, arm, start_sensitivity, start_coverage) -> None:
                 judge_model=study.judge_model,
                 use_cache=study.use_cache,
                 user=study.created_by,
+                **_mode(study),
             )
         arm.save()
     start_sensitivity(arm.sensitivity_study)

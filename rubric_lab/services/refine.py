@@ -5,7 +5,10 @@ criteria (the oracle, the upper control) - and an independent judge (the six cas
 rubrics, a judge model of its own) scores the original and each refined copy. With a criteria
 judge set, the original and each refined copy are also scored against the expert criteria (one
 call per criterion, normalised, overall and per axis): the source's independent criteria.
-Edits breaking the editor's rules are rejected and listed."""
+Edits breaking the editor's rules are rejected and listed.
+
+In batch mode the refinements are replayed from their batch answers (rubric_lab.services.
+study_batches) instead of being sent to the workers."""
 
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ from rubric_lab.models import (
     RefineStudy,
     WorkStatus,
 )
-from rubric_lab.services import budgets, coverage, exports, trace_judging
+from rubric_lab.services import budgets, coverage, exports, study_batches, trace_judging
 from rubric_lab.services import evaluation_work as work
 from rubric_lab.services.instance_scoring import JudgedCriterion
 
@@ -64,8 +67,12 @@ def refine_launch(
     use_cache: bool = True,
     concurrency: int = 8,
     cost_limit_usd: Decimal | None = None,
+    batch: bool = False,
+    batch_resend_live: bool = False,
     user=None,
 ) -> RefineStudy:
+    """A running refine study with one pending refinement per rubric and arm; `batch` sends
+    its calls through the providers' batch APIs (study_batches)."""
     try:
         check_model_string(evaluator_model, purpose="refine_critique")
         check_model_string(editor_model, purpose="refine_edit")
@@ -74,6 +81,9 @@ def refine_launch(
             check_model_string(criteria_judge_model, purpose="rubric_judge")
     except ProviderError as error:
         raise RefineError(str(error)) from None
+    if batch:
+        called = [evaluator_model, editor_model, judge_model, criteria_judge_model]
+        study_batches.models_check(called, RefineError)
     if not 1 <= max_cases <= MAX_CASES:
         raise RefineError(f"Cases must number between 1 and {MAX_CASES}.")
     rubrics = list(
@@ -92,6 +102,8 @@ def refine_launch(
         use_cache=use_cache,
         concurrency=concurrency,
         cost_limit_usd=cost_limit_usd,
+        batch=batch,
+        batch_resend_live=batch and batch_resend_live,
         created_by=user,
     )
     if refusal := budgets.launch_refusal(study):
@@ -113,6 +125,10 @@ def _rows(study: RefineStudy):
 
 
 def refine_dispatch(study: RefineStudy, send: Callable[[list[LeasedTask]], None]):
+    """The dispatch of every study: a batch study's poll, or the live window."""
+    if study.batch:
+        study_batches.batch_poll(BATCHES, study)
+        return []
     return work.work_dispatch(RefineStudy, study, _rows, send)
 
 
@@ -124,12 +140,30 @@ def running_refine_ids() -> list[int]:
     return work.running_ids(RefineStudy)
 
 
-def refinement_execute(pk: int, token: str | None = None) -> bool:
-    ran = work.work_execute(Refinement, pk, token, _perform, use_cache=lambda r: r.study.use_cache)
+def refinement_execute(pk: int, token: str | None = None, *, client=None) -> bool:
+    """Run one pending refinement if this message may take it; `client` replaces the provider
+    router (a batch study's replay)."""
+    ran = work.work_execute(
+        Refinement, pk, token, _perform, use_cache=lambda r: r.study.use_cache, client=client
+    )
     study = RefineStudy.objects.filter(pk=refine_study_id_of(pk)).first()
     if study is not None:
         work.job_finish_if_done(RefineStudy, study, _rows)
     return ran
+
+
+# A refinement's stages by the purpose of their calls: the critique, the edit, then the judges
+# (the independent judge's six rubrics and the expert criteria's judge).
+STAGES = {"refine_critique": "critique", "refine_edit": "edit"}
+
+BATCHES = study_batches.StudyBatchKind(
+    kind="refine",
+    job_model=RefineStudy,
+    unit_model=Refinement,
+    units_of=_rows,
+    execute=refinement_execute,
+    stage_of=lambda purpose: STAGES.get(purpose, "judge"),
+)
 
 
 def independent_jury(study: RefineStudy) -> Jury:

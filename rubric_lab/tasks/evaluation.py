@@ -4,7 +4,8 @@
 Near-miss pairs, coverage cases and refinements are leased units (one task each), sent a
 window at a time and re-sent by their job's watch when a worker dies; an ablation's watch
 advances its chain (rubrics -> coverage and sensitivity) as each variant's rubrics finish.
-A sensitivity study or coverage run in batch mode sends no unit: its watch is its batch poll.
+A sensitivity study, coverage run or refine study in batch mode sends no unit: its watch is its
+batch poll. A batch ablation launches every part of its chain in batch mode.
 """
 
 from jobs.services import watch
@@ -60,6 +61,7 @@ refinements = leased_job_tasks(
     job_id_of=refine.refine_study_id_of,
     dispatch=refine.refine_dispatch,
 )
+start_register(RefineStudy, study_start("refine", refinements.start))
 
 
 def ablation_redispatch(study_id: int) -> bool:

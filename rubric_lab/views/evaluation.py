@@ -278,6 +278,8 @@ def refine_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "model_costs": budgets.job_model_costs(study),
         "kind": "refine",
     }
+    if study.batch:
+        context |= study_batches.page_context(refine.BATCHES, study)
     if not live_jobs.is_poll(request):
         context.update(
             results=refine.refine_results(study),
