@@ -194,5 +194,7 @@ class AblationLaunchForm(forms.Form):
         min_value=1, max_value=sensitivity.MAX_CASES, initial=10, label="Conversations (max)"
     )
     cost_limit_usd = cost_limit_field()
-    batch = batch_field("Every call of its rubric generations, coverage runs and sensitivity studies")
+    batch = batch_field(
+        "The calls of its rubric generations, coverage runs and sensitivity studies"
+    )
     batch_resend_live = batch_resend_live_field()
