@@ -311,18 +311,26 @@ def test_a_sensitivity_batch_launch_naming_a_live_only_model_is_a_400(researcher
     assert not SensitivityStudy.objects.exists()
 
 
-@pytest.mark.parametrize(
-    ("path", "body"),
-    [
-        ("/lab/refine-studies", {"generation_job": 1}),
-        ("/lab/ablation-studies", {"run": 1}),
-    ],
-)
-def test_studies_without_batch_mode_refuse_batch_with_a_400_naming_it(
-    researcher_client, path, body
-):
-    response = _post(researcher_client, path, body | {"batch": True})
-    assert _locations(response) == ["body.batch"]
+def test_a_refine_study_launched_in_batch_mode_lists_its_batches(researcher_client, lab_run):
+    job = _generated(researcher_client, lab_run, reference_model=None)
+    body = {"generation_job": job["id"], "max_cases": 1, "batch": True, "batch_resend_live": True}
+    response = _post(researcher_client, "/lab/refine-studies", body)
+    assert response.status_code == 201, response.content
+    launched = response.json()
+    assert launched["batch"] and launched["batch_resend_live"] and launched["batches"] == []
+    study = refine.RefineStudy.objects.get(pk=launched["id"])
+    study_batches.batch_poll(refine.BATCHES, study)  # the watch's first look
+    shown = researcher_client.get(f"{API}/lab/refine-studies/{study.pk}").json()
+    [batch] = shown["batches"]
+    assert batch["requests"] == 2  # the critiques of its rubric arm and its self-critique arm
+
+
+def test_a_refine_batch_launch_naming_a_live_only_model_is_a_400(researcher_client, lab_run):
+    job = _generated(researcher_client, lab_run, reference_model=None)
+    body = {"generation_job": job["id"], "editor_model": "openai-compatible/local", "batch": True}
+    response = _post(researcher_client, "/lab/refine-studies", body)
+    assert "openai-compatible/local has no batch API" in _problem(response)["detail"]
+    assert not refine.RefineStudy.objects.exists()
 
 
 # --- coverage and refinement -------------------------------------------------------------------
@@ -404,7 +412,19 @@ def test_an_ablation_study_is_launched_with_a_variant_each(researcher_client, la
     listed = researcher_client.get(API + "/lab/ablation-studies", {"status": "running"}).json()
     assert [row["id"] for row in listed["results"]] == [study["id"]]
     detail = researcher_client.get(f"{API}/lab/ablation-studies/{study['id']}").json()
-    assert detail["arms"] == study["arms"]
+    assert detail["arms"] == study["arms"] and not detail["batch"]
+
+
+def test_a_batch_ablation_launches_its_rubric_generations_in_batch_mode(researcher_client, lab_run):
+    body = {"run": lab_run.pk, "reference_model": "offline/careful", "max_cases": 1,
+            "batch": True, "batch_resend_live": True}  # fmt: skip
+    response = _post(researcher_client, "/lab/ablation-studies", body)
+    assert response.status_code == 201, response.content
+    study = response.json()
+    assert study["batch"] and study["batch_resend_live"]
+    jobs = GenerationJob.objects.filter(pk__in=[arm["generation_job"] for arm in study["arms"]])
+    assert jobs.count() == 6
+    assert {(job.batch, job.batch_resend_live) for job in jobs} == {(True, True)}
 
 
 def test_only_a_paused_lab_job_resumes(researcher_client, lab_run):
