@@ -10,8 +10,10 @@ from django.core.cache import caches
 from django.urls import reverse
 
 from jobs.models import BatchState, JobStatus, ProviderBatch, ReplayRequest, ReplayState
+from llm.clients import model_router
 from rubric_lab.models import RefineArm, RefineStudy, WorkStatus
 from rubric_lab.services import coverage, pipeline, refine, study_batches, study_forecasts
+from tests.fakes.llm_server import running_fake_llm_server
 
 pytestmark = pytest.mark.django_db
 
@@ -105,6 +107,69 @@ def test_a_refinement_names_the_stage_of_each_purpose():
         "judge",
         "judge",
     ]
+
+
+# --- through the real SDKs, against the fake server's batch endpoints ------------------------
+
+OPENAI = "openai/gpt-4o-mini"
+NOTHING_TO_CHANGE = json.dumps({"actions": []})
+
+
+@pytest.fixture
+def evaluator_server(settings):
+    """An evaluator that finds nothing to change, live or in a batch."""
+    with running_fake_llm_server(default_text=NOTHING_TO_CHANGE) as server:
+        settings.OPENAI_BASE_URL = server.openai_base_url
+        settings.OPENAI_API_KEY = "sk-test-not-a-real-key"
+        settings.ANTHROPIC_BASE_URL = server.anthropic_base_url
+        settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
+        settings.LLM_MAX_RETRIES = 0
+        model_router.cache_clear()
+        yield server
+        model_router.cache_clear()
+
+
+@pytest.mark.parametrize("model", [OPENAI, ANTHROPIC])
+def test_a_batch_study_critiques_through_each_sdk_at_half_the_live_price(
+    rubric_job, evaluator_server, model
+):
+    options = {"evaluator_model": model, "criteria_judge_model": "", "use_cache": False}
+    batched = poll_until_done(launch(rubric_job, **options))
+    live = launch(rubric_job, **options, batch=False)
+    for pk in live.refinements.values_list("pk", flat=True):
+        refine.refinement_execute(pk)
+
+    assert {made.provider for made in evaluator_server.batches.created} == {model.split("/")[0]}
+    assert outcomes(batched) == outcomes(live)
+    pairs = zip(batched.refinements.order_by("arm"), live.refinements.order_by("arm"), strict=True)
+    for in_batch, called_live in pairs:
+        assert in_batch.status == WorkStatus.DONE and in_batch.plan == [] == in_batch.edits
+        assert in_batch.cost_usd * 2 == called_live.cost_usd > 0  # the critique's batch price
+        assert in_batch.model_costs[model]["calls"] == in_batch.model_costs[model]["cached"] == 1
+
+
+def test_a_critique_that_errors_in_every_batch_fails_its_refinement_at_its_stage(
+    rubric_job, evaluator_server
+):
+    study = launch(rubric_job, evaluator_model=OPENAI, criteria_judge_model="")
+    study_batches.batch_poll(refine.BATCHES, study)  # the critiques' requests are stored
+    requests = ReplayRequest.objects.filter(job_kind=KIND, job_id=study.pk)
+    evaluator_server.batches.errored_units = {
+        str(pk) for pk in requests.values_list("pk", flat=True)
+    }
+    ProviderBatch.objects.filter(job_kind=KIND, job_id=study.pk).delete()  # sent again, erroring
+    evaluator_server.batches.created.clear()
+
+    poll_until_done(study)
+
+    for row in study.refinements.all():
+        assert row.status == WorkStatus.FAILED and row.failure_stage == "critique"
+        assert row.failure_reason.startswith("no answer after 3 batches")
+    assert study.status == JobStatus.FAILED
+    assert len(evaluator_server.batches.created) == 3
+
+
+# --- launching ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
