@@ -402,6 +402,10 @@ class ResumeIn(Schema):
 class InstanceScoreIn(Schema):
     conversation: uuid.UUID = Field(description="A scorable reply to the rubric's case")
     judge_model: str | None = None
+    batch: bool = Field(
+        False, description="Not offered: a score is judged live; true is refused with a 400"
+    )
+    batch_resend_live: bool = Field(False, description="Not offered, as `batch`")
     dry_run: bool = Field(False, description=DRY_RUN)
 
 

@@ -134,6 +134,16 @@ class PipelineLaunchForm(forms.Form):
         }
 
 
+# A score is one leased task with no study around it (no cost limit, no units to replay), so
+# the batch glue has nothing to drive: it is judged live, and asking for a batch is refused
+# rather than silently ignored (the API takes the same `batch` names as every other launch).
+SCORE_BATCH_REFUSAL = (
+    "A rubric's score has no batch mode: its criteria are judged live (a few calls, answered "
+    "in seconds). Score many replies in batch mode with a sensitivity study or a coverage run."
+)
+TRUE_VALUES = (True, "on", "true", "True", "1")
+
+
 class InstanceScoreForm(forms.Form):
     conversation = forms.ModelChoiceField(queryset=None, to_field_name="public_id")
     judge_model = forms.CharField(
@@ -146,6 +156,15 @@ class InstanceScoreForm(forms.Form):
         self.fields["conversation"].label_from_instance = lambda c: (
             f"{c.public_id} ({c.run.name}, case {c.entry.index})"
         )
+
+    def clean(self):
+        asked = [name for name in ("batch", "batch_resend_live") if self._asked(name)]
+        if asked:
+            raise forms.ValidationError(SCORE_BATCH_REFUSAL, code="no_batch_mode")
+        return super().clean()
+
+    def _asked(self, name: str) -> bool:
+        return self.is_bound and self.data.get(name) in TRUE_VALUES
 
 
 class HealthBenchImportForm(forms.Form):
