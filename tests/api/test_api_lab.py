@@ -181,6 +181,17 @@ def test_a_generation_job_launched_in_batch_mode_lists_its_batches(researcher_cl
     assert batch["model"] == "offline/standard" and batch["requests"] == 1
 
 
+def test_a_batch_launch_naming_no_judge_scores_nothing_instead_of_the_pages_default_judge(
+    researcher_client, lab_run
+):
+    body = {"run": lab_run.pk, "limit": 1, "batch": True}
+    response = _post(researcher_client, "/lab/generation-jobs", body)
+    assert response.status_code == 201, response.json()
+    assert response.json()["judge_model"] == ""
+    live = _post(researcher_client, "/lab/generation-jobs", {"run": lab_run.pk, "limit": 1})
+    assert live.json()["judge_model"] == "offline/standard"  # a live launch keeps the default
+
+
 def test_a_batch_launch_the_pipeline_cannot_run_is_a_400_with_the_reason(
     researcher_client, lab_run
 ):
