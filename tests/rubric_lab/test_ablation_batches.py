@@ -18,6 +18,7 @@ from rubric_lab.services import (
     study_batches,
     study_forecasts,
 )
+from tests.rubric_lab.batch_polls import polled_until_done
 
 pytestmark = pytest.mark.django_db
 
@@ -41,12 +42,7 @@ def launch(run, **options):
 
 
 def poll_until_done(poll, job, *, polls=30):
-    for _ in range(polls):
-        poll(job)
-        job.refresh_from_db()
-        if job.status != JobStatus.RUNNING:
-            return job
-    raise AssertionError(f"{job} still runs after {polls} polls")
+    return polled_until_done(poll, job, polls=polls)
 
 
 def test_a_batch_ablation_runs_its_whole_chain_in_batches(played_run):

@@ -13,6 +13,7 @@ from django.urls import reverse
 from jobs.models import BatchState, JobStatus, ProviderBatch, ReplayRequest, ReplayState
 from rubric_lab.models import CoverageRun, WorkStatus
 from rubric_lab.services import coverage, pipeline, study_batches, study_forecasts
+from tests.rubric_lab.batch_polls import polled_until_done
 
 pytestmark = pytest.mark.django_db
 
@@ -52,12 +53,9 @@ def launch(job, **options):
 
 
 def poll_until_done(run, *, polls=20):
-    for _ in range(polls):
-        study_batches.batch_poll(coverage.BATCHES, run)
-        run.refresh_from_db()
-        if run.status != JobStatus.RUNNING:
-            return run
-    raise AssertionError(f"the run still runs after {polls} polls")
+    return polled_until_done(
+        lambda it: study_batches.batch_poll(coverage.BATCHES, it), run, polls=polls
+    )
 
 
 def outcomes(run) -> list[tuple]:

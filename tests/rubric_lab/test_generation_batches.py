@@ -20,6 +20,7 @@ from llm.engine.chat import ChatRequest, Message
 from rubric_lab.models import GenerationJob, GenerationStatus, StageStatus
 from rubric_lab.services import forecasts, generation_batches, pipeline
 from rubric_lab.services.knowledge import retriever_for
+from tests.rubric_lab.batch_polls import polled_until_done
 from tests.rubric_lab.stage_server import StageServer, case_marker, scripted_answers
 
 pytestmark = pytest.mark.django_db
@@ -41,12 +42,9 @@ def launch(run, model="offline/standard", count=1, **options):
 
 
 def poll_until_done(job, *, polls=40):
-    for _ in range(polls):
-        generation_batches.generation_batch_poll(job)
-        job.refresh_from_db()
-        if job.status != JobStatus.RUNNING:
-            return job
-    raise AssertionError(f"the job still runs after {polls} polls")
+    return polled_until_done(
+        lambda it: generation_batches.generation_batch_poll(it), job, polls=polls
+    )
 
 
 def assert_each_answer_paid_once(job):

@@ -14,6 +14,7 @@ from llm.clients import model_router
 from rubric_lab.models import RefineArm, RefineStudy, WorkStatus
 from rubric_lab.services import coverage, pipeline, refine, study_batches, study_forecasts
 from tests.fakes.llm_server import running_fake_llm_server
+from tests.rubric_lab.batch_polls import polled_until_done
 
 pytestmark = pytest.mark.django_db
 
@@ -59,12 +60,9 @@ def launch(job, **options):
 
 
 def poll_until_done(study, *, polls=30):
-    for _ in range(polls):
-        study_batches.batch_poll(refine.BATCHES, study)
-        study.refresh_from_db()
-        if study.status != JobStatus.RUNNING:
-            return study
-    raise AssertionError(f"the study still runs after {polls} polls")
+    return polled_until_done(
+        lambda it: study_batches.batch_poll(refine.BATCHES, it), study, polls=polls
+    )
 
 
 def outcomes(study) -> list[tuple]:

@@ -20,6 +20,7 @@ from llm.clients import model_router
 from rubric_lab.models import JudgeSetup, NearMissStatus, SensitivityStudy
 from rubric_lab.services import sensitivity, study_batches, study_forecasts
 from tests.fakes.llm_server import running_fake_llm_server
+from tests.rubric_lab.batch_polls import polled_until_done
 
 pytestmark = pytest.mark.django_db
 
@@ -43,12 +44,9 @@ def launch(run, **options):
 
 
 def poll_until_done(study, *, polls=30):
-    for _ in range(polls):
-        study_batches.batch_poll(sensitivity.BATCHES, study)
-        study.refresh_from_db()
-        if study.status != JobStatus.RUNNING:
-            return study
-    raise AssertionError(f"the study still runs after {polls} polls")
+    return polled_until_done(
+        lambda it: study_batches.batch_poll(sensitivity.BATCHES, it), study, polls=polls
+    )
 
 
 def requests_of(study):
