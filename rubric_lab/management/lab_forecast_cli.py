@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
+from jobs.services.cli import price_options
 from llm.engine.forecast import nothing_observed, text_table
 from rubric_lab.services import study_forecasts
 
@@ -39,3 +40,18 @@ def dry_run_print(
             "--price was not applied (a dry run stores nothing): the costs are at the prices "
             "in force; set prices on the Prices page to forecast with them."
         )
+
+
+def launched_or_forecast(
+    command: BaseCommand, launch: Callable[[], object], opts: dict, *, name: str, refused
+):
+    """`launch()` after applying the --price options, or with --dry-run its forecast printed
+    and None; a refusal (an exception of the class `refused`) is a CommandError."""
+    try:
+        if opts["dry_run"]:
+            dry_run_print(command, launch, prices_given=bool(opts["price"]))
+            return None
+        price_options(opts["price"], command=name)
+        return launch()
+    except refused as error:
+        raise CommandError(str(error)) from None

@@ -1,9 +1,8 @@
 """Measure coverage (CIA) of expert criteria by a generation job's rubrics:
 `manage.py lab_coverage GENERATION_JOB_ID --judge MODEL [--compare COVERAGE_RUN_ID]`."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from jobs.services.cli import price_options
 from rubric_lab.management.lab_cli import (
     add_batch_arguments,
     add_cost_arguments,
@@ -12,7 +11,7 @@ from rubric_lab.management.lab_cli import (
     object_or_error,
     play,
 )
-from rubric_lab.management.lab_forecast_cli import add_dry_run_argument, dry_run_print
+from rubric_lab.management.lab_forecast_cli import add_dry_run_argument, launched_or_forecast
 from rubric_lab.models import CoverageRun, GenerationJob
 from rubric_lab.services import coverage
 
@@ -60,14 +59,11 @@ class Command(BaseCommand):
                 batch_resend_live=opts["resend_live"],
             )
 
-        try:
-            if opts["dry_run"]:
-                dry_run_print(self, launch, prices_given=bool(opts["price"]))
-                return
-            price_options(opts["price"], command="lab_coverage")
-            run = launch()
-        except coverage.CoverageError as error:
-            raise CommandError(str(error)) from None
+        run = launched_or_forecast(
+            self, launch, opts, name="lab_coverage", refused=coverage.CoverageError
+        )
+        if run is None:
+            return
         self.stdout.write(f"Coverage run {run.pk} {run.name!r}: {run.cases.count()} cases.")
         play(self, run, "coverage", inline=opts["inline"], wait=not opts["no_wait"])
         overall = coverage.coverage_results(run)["overall"]

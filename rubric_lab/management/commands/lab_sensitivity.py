@@ -4,7 +4,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.models import Run
-from jobs.services.cli import price_options
 from jury.models import Jury
 from rubric_lab.engine import perturb
 from rubric_lab.management.lab_cli import (
@@ -15,7 +14,7 @@ from rubric_lab.management.lab_cli import (
     object_or_error,
     play,
 )
-from rubric_lab.management.lab_forecast_cli import add_dry_run_argument, dry_run_print
+from rubric_lab.management.lab_forecast_cli import add_dry_run_argument, launched_or_forecast
 from rubric_lab.models import GenerationJob, JudgeSetup
 from rubric_lab.services import sensitivity
 
@@ -86,14 +85,11 @@ class Command(BaseCommand):
                 batch_resend_live=opts["resend_live"],
             )
 
-        try:
-            if opts["dry_run"]:
-                dry_run_print(self, launch, prices_given=bool(opts["price"]))
-                return
-            price_options(opts["price"], command="lab_sensitivity")
-            study = launch()
-        except sensitivity.StudyError as error:
-            raise CommandError(str(error)) from None
+        study = launched_or_forecast(
+            self, launch, opts, name="lab_sensitivity", refused=sensitivity.StudyError
+        )
+        if study is None:
+            return
         self.stdout.write(
             f"Sensitivity study {study.pk} {study.name!r}: {study.pairs.count()} near-miss pairs."
         )
