@@ -10,6 +10,8 @@ import zlib
 
 from django.db import models
 
+from benchmark.engine.sandbox.state import EncodedJSON
+
 COMPRESSION_LEVEL = 3
 
 
@@ -23,7 +25,10 @@ class CompressedJSONField(models.BinaryField):
     def get_db_prep_value(self, value, connection, prepared=False):
         if value is None:
             return None
-        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        if isinstance(value, EncodedJSON):  # a sandbox snapshot, encoded as this would
+            text = str(value)
+        else:
+            text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
         packed = zlib.compress(text.encode("utf-8"), COMPRESSION_LEVEL)
         return super().get_db_prep_value(packed, connection, prepared)
 

@@ -391,8 +391,6 @@ def lab_generation_launch(request: HttpRequest, payload: GenerationJobIn):
     """Build an instance rubric for each of a run's scorable conversations (the launch
     page's form: the pipeline or the direct baseline, ablations, sampling per stage)."""
     fields = payload.dict(exclude={"stage_sampling"}) | stage_fields(payload.stage_sampling)
-    if payload.batch and payload.judge_model is None:
-        fields["judge_model"] = ""  # batch mode scores nothing: the page's default judge is not
     form = lab_form(generation_forms.PipelineLaunchForm, fields)
     data = form.cleaned_data
     options = {name: data[name] for name in LAUNCH_OPTIONS}

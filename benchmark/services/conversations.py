@@ -19,6 +19,7 @@ from benchmark.engine.agents.agent_config import parse_agent_config
 from benchmark.engine.agents.loop import CaseInput, ConversationOutcome, run_conversation
 from benchmark.engine.sandbox import Sandbox
 from benchmark.engine.sandbox.roster import generate_roster
+from benchmark.engine.sandbox.state import EncodedJSON
 from benchmark.models import (
     Conversation,
     ConversationStatus,
@@ -89,7 +90,9 @@ def conversation_execute(conversation_id: int) -> bool:
     return True
 
 
-def _play(conversation: Conversation, client) -> tuple[ConversationOutcome | None, dict | None]:
+def _play(
+    conversation: Conversation, client
+) -> tuple[ConversationOutcome | None, EncodedJSON | None]:
     run, entry = conversation.run, conversation.entry
     clock = conversation.clock
     try:
@@ -105,7 +108,7 @@ def _play(conversation: Conversation, client) -> tuple[ConversationOutcome | Non
             Termination.INFRASTRUCTURE, f"roster generation: {failure.reason}"
         ) from failure
     sandbox = Sandbox.build(profile=entry.profile, roster=roster, seed=conversation.seed, now=clock)
-    initial = sandbox.to_json()
+    initial = sandbox.snapshot()
     outcome = run_conversation(
         case=CaseInput(profile=entry.profile, story=entry.story, seed=entry.seed),
         sandbox=sandbox,
@@ -166,7 +169,9 @@ def _this_attempt(conversation: Conversation):
     )
 
 
-def _save_outcome(conversation, outcome: ConversationOutcome, initial: dict, recorder) -> None:
+def _save_outcome(
+    conversation, outcome: ConversationOutcome, initial: EncodedJSON, recorder
+) -> None:
     sandbox = outcome.sandbox
     reason = outcome.termination_reason
     # Everything is built before the transaction: it holds the database write lock.
@@ -177,7 +182,7 @@ def _save_outcome(conversation, outcome: ConversationOutcome, initial: dict, rec
         termination_reason=reason,
         error=outcome.error,
         sandbox_initial=initial,
-        sandbox_final=sandbox.to_json(),
+        sandbox_final=sandbox.snapshot(),
         final_state_hash=sandbox.state_hash(),
         write_actions=list(sandbox.write_actions),
         assistant_turns=outcome.assistant_turns,

@@ -90,7 +90,10 @@ class PipelineLaunchForm(forms.Form):
     )
     use_cache = forms.BooleanField(required=False, initial=True)
     cost_limit_usd = cost_limit_field()
-    batch = batch_field("The pipeline's calls")
+    batch = batch_field(
+        "The pipeline's calls (no rubric is scored as it is made: the judge is left blank unless "
+        "you name one, which batch mode refuses)"
+    )
     batch_resend_live = batch_resend_live_field()
 
     def __init__(self, *args, **kwargs):
@@ -106,6 +109,15 @@ class PipelineLaunchForm(forms.Form):
 
     def clean_method(self) -> str:
         return self.cleaned_data["method"] or GenerationMethod.PIPELINE  # blank: the default
+
+    def clean(self):
+        data = super().clean()
+        # The default judge scores each rubric as its generation ends, outside the batches:
+        # ticking Batch with the judge as the page offered it means no judge, while a judge
+        # the researcher chose is kept and refused by the launch with its reason.
+        if data.get("batch") and "judge_model" not in self.changed_data:
+            data["judge_model"] = ""
+        return data
 
     def clean_audit_rounds(self) -> int:
         rounds = self.cleaned_data["audit_rounds"]

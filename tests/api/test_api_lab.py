@@ -195,7 +195,7 @@ def test_a_batch_launch_naming_no_judge_scores_nothing_instead_of_the_pages_defa
 def test_a_batch_launch_the_pipeline_cannot_run_is_a_400_with_the_reason(
     researcher_client, lab_run
 ):
-    body = {"run": lab_run.pk, "limit": 1, "judge_model": "offline/standard", "batch": True}
+    body = {"run": lab_run.pk, "limit": 1, "judge_model": "offline/flaky", "batch": True}
     response = _post(researcher_client, "/lab/generation-jobs", body)
     assert "leave the judge blank" in _problem(response)["detail"]
     assert not GenerationJob.objects.exists()

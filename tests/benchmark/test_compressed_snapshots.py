@@ -27,3 +27,17 @@ def test_a_stored_snapshot_reads_back_as_the_same_state_and_is_small(run):
 def test_a_missing_snapshot_stays_missing(run):
     conversation = run.conversations.first()
     assert Conversation.objects.get(pk=conversation.pk).sandbox_initial is None
+
+
+def test_a_snapshot_is_stored_as_its_state_would_be_and_later_calls_do_not_change_it():
+    from benchmark.engine.sandbox.examples import EXAMPLE_NOW, EXAMPLE_PROFILE, EXAMPLE_ROSTER
+    from benchmark.fields import CompressedJSONField
+
+    sandbox = Sandbox.build(EXAMPLE_PROFILE, EXAMPLE_ROSTER, 7, EXAMPLE_NOW)
+    field = CompressedJSONField()
+    snapshot, state = sandbox.snapshot(), sandbox.to_json()
+    assert field.get_db_prep_value(snapshot, connection) == field.get_db_prep_value(
+        state, connection
+    )
+    sandbox.messages.append({"body": "written after the snapshot"})
+    assert field.to_python(field.get_db_prep_value(snapshot, connection)) == state

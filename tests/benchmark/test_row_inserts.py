@@ -37,12 +37,36 @@ def test_an_accounting_row_gets_its_defaults_and_creation_time(run):
     assert row.created_at is not None and row.conversation == conversation
 
 
-def test_many_rows_are_split_at_the_databases_parameter_limit(run, monkeypatch):
+def test_awkward_values_read_back_as_the_orms_own(run):
+    # On PostgreSQL several rows go in one COPY, whose text format escapes tabs, newlines,
+    # backslashes and the null marker: each must come back as the ORM's INSERT stored it.
+    ours, theirs = run.conversations.order_by("pk")[:2]
+    awkward = ["tab\there", "line\nbreak\r", "back\\slash", "\\N", "", 'l\'œil "q" 🙂']
+
+    def rows(conversation):
+        last = _event(conversation, len(awkward), kind="patient", arguments=None, ok=None)
+        return [
+            _event(conversation, seq, kind="tool_call", content=text, ok=seq % 2 == 0,
+                   arguments={"text": text, "n": [seq, None]}, cost_usd=Decimal("0.000001"))
+            for seq, text in enumerate(awkward)
+        ] + [last]  # fmt: skip
+
+    inserts.rows_insert(rows(ours))
+    TraceEvent.objects.bulk_create(rows(theirs))
+    assert list(ours.events.order_by("seq").values_list(*COMPARED)) == list(
+        theirs.events.order_by("seq").values_list(*COMPARED)
+    )
+
+
+def test_many_rows_are_one_statement_on_postgresql_and_split_at_the_limit_elsewhere(
+    run, monkeypatch
+):
     conversation = run.conversations.first()
     monkeypatch.setattr(connection.ops, "bulk_batch_size", lambda fields, objs: 2)
     with CaptureQueriesContext(connection) as captured:
         inserts.rows_insert([_event(conversation, seq, kind="patient") for seq in range(5)])
-    assert len(captured) == 3
+    statements = [query["sql"].split()[0] for query in captured]
+    assert statements == (["COPY"] if connection.vendor == "postgresql" else ["INSERT"] * 3)
     assert list(conversation.events.values_list("seq", flat=True)) == [0, 1, 2, 3, 4]
 
 

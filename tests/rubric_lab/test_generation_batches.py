@@ -254,6 +254,24 @@ def test_the_launch_form_starts_a_batch_job_whose_page_shows_its_batches(played_
     assert "Calls waiting for a batch: 1 · answered: 0" in page  # its first call
 
 
+def test_ticking_batch_with_the_offered_judge_launches_without_one_and_a_chosen_judge_is_refused(
+    played_run, admin_client_
+):
+    form = {
+        "run": played_run.pk, "limit": 1, "generator_model": "offline/standard",
+        "judge_model": "offline/standard", "retriever": "bm25", "top_k": 4, "audit_rounds": 3,
+        "use_cache": "on", "batch": "on",
+    }  # fmt: skip
+    chosen = {"judge_model": "offline/flaky"}
+    refused = admin_client_.post(reverse("rubric_lab:pipeline_new"), form | chosen)
+    assert "leave the judge blank" in refused.content.decode()
+    assert not GenerationJob.objects.exists()
+
+    response = admin_client_.post(reverse("rubric_lab:pipeline_new"), form)  # the page's default
+    job = GenerationJob.objects.get()
+    assert response.status_code == 302 and job.batch and job.judge_model == ""
+
+
 def test_the_command_launches_a_batch_job_and_refuses_inline_batches(played_run):
     with pytest.raises(CommandError, match="exclude each other"):
         call_command("lab_generate", str(played_run.pk), "--generator", "offline/standard",

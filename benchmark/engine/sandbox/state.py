@@ -106,6 +106,13 @@ class SandboxState:
         """A deep copy of the state: later tool calls cannot change what the caller holds."""
         return json_copy(self._live_state())
 
+    def snapshot(self) -> EncodedJSON:
+        """The state as compact JSON text, for storing: like to_json, a copy later tool calls
+        cannot change, but encoded once (a conversation stores two ~50 KB states)."""
+        return EncodedJSON(
+            json.dumps(self._live_state(), separators=(",", ":"), ensure_ascii=False)
+        )
+
     def state_hash(self) -> str:
         # Serialised straight from the live state: hashing needs no copy.
         canonical = json.dumps(
@@ -143,6 +150,11 @@ class SandboxState:
     @property
     def pcp(self) -> dict[str, Any] | None:
         return self.providers_by_id.get(self.pcp_id) if self.pcp_id else None
+
+
+class EncodedJSON(str):
+    """A JSON document already encoded: a field that stores JSON writes these characters
+    instead of encoding the value again (benchmark.fields.CompressedJSONField)."""
 
 
 def json_copy(value: Any) -> Any:
