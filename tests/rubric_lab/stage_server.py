@@ -66,19 +66,19 @@ class StageServer(FakeLLMServer):
 
     def _next_reply(self, request: RecordedRequest) -> FakeReply:
         super()._next_reply(request)
-        sent = " ".join(_strings(request.body))
+        sent = " ".join(body_strings(request.body))
         stage = next(name for name, opening in OPENINGS.items() if opening in sent)
         case = next(marker for marker in self.answers if marker in sent)
         return answer(self.answers[case][stage], delay_seconds=self.delay_seconds)
 
 
-def _strings(value: Any) -> Iterator[str]:
+def body_strings(value: Any) -> Iterator[str]:
     """Every text in a request body, whatever the wire format nests it in."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, Mapping):
         for item in value.values():
-            yield from _strings(item)
+            yield from body_strings(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _strings(item)
+            yield from body_strings(item)

@@ -1,6 +1,7 @@
 """Coverage runs in batch mode (cache replay, rubric_lab.services.study_batches): each case's
-decomposition, then its entailment, goes out in a batch; a case whose replay ends is stored as
-the live path stores it, each answer paid once at the batch price."""
+decomposition, then its entailment, goes out in a batch (offline scripts, and the real OpenAI
+and Anthropic SDKs against the fake server); a case whose replay ends is stored as the live
+path stores it, each answer paid once at the batch price."""
 
 import io
 import json
@@ -11,13 +12,17 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from jobs.models import BatchState, JobStatus, ProviderBatch, ReplayRequest, ReplayState
+from llm.clients import model_router
 from rubric_lab.models import CoverageRun, WorkStatus
 from rubric_lab.services import coverage, pipeline, study_batches, study_forecasts
+from tests.fakes.llm_server import running_fake_llm_server
 from tests.rubric_lab.batch_polls import polled_until_done
+from tests.rubric_lab.coverage_server import coverage_reply
 
 pytestmark = pytest.mark.django_db
 
 KIND = coverage.BATCHES.kind
+OPENAI = "openai/gpt-4o-mini"
 ANTHROPIC = "anthropic/claude-haiku-4-5"
 
 
@@ -82,6 +87,51 @@ def test_a_batch_run_covers_its_cases_as_the_live_run_does(rubric_job):
     for case in batched.cases.all():
         [costs] = case.model_costs.values()
         assert costs["calls"] == costs["cached"] == 2  # each read back once by the replay
+
+
+# --- through the real SDKs, against the fake server's batch endpoints ------------------------
+
+
+@pytest.fixture
+def judge_server(settings):
+    """A judge answering each decomposition and entailment as the offline script would, live
+    or in a batch (tests/rubric_lab/coverage_server.py)."""
+    with running_fake_llm_server(responder=coverage_reply) as server:
+        settings.OPENAI_BASE_URL = server.openai_base_url
+        settings.OPENAI_API_KEY = "sk-test-not-a-real-key"
+        settings.ANTHROPIC_BASE_URL = server.anthropic_base_url
+        settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
+        settings.LLM_MAX_RETRIES = 0
+        model_router.cache_clear()
+        yield server
+        model_router.cache_clear()
+
+
+@pytest.mark.parametrize("model", [OPENAI, ANTHROPIC])
+def test_a_batch_run_judges_through_each_sdk_at_half_the_live_price(
+    rubric_job, judge_server, model
+):
+    batched = poll_until_done(launch(rubric_job, judge_model=model, use_cache=False))
+    live = launch(rubric_job, judge_model=model, batch=False, use_cache=False)
+    for case_id in live.cases.values_list("pk", flat=True):
+        coverage.coverage_case_execute(case_id)
+    live.refresh_from_db()
+
+    assert batched.status == live.status == JobStatus.FINISHED
+    made = judge_server.batches.created
+    assert len(made) == 2 and {batch.provider for batch in made} == {model.split("/")[0]}
+    assert outcomes(batched) == outcomes(live)
+    cases = zip(batched.cases.order_by("rubric_id"), live.cases.order_by("rubric_id"), strict=True)
+    for in_batch, called_live in cases:
+        assert in_batch.status == WorkStatus.DONE, in_batch.failure_reason
+        assert 0 < in_batch.entailed < in_batch.constraint_count  # not "book a dental cleaning"
+        assert in_batch.judgements == called_live.judgements
+        assert in_batch.cost_usd * 2 == called_live.cost_usd > 0  # the batch price
+        # Each call and its tokens counted once (by the replay's read), its price once.
+        [(judge, costs)] = in_batch.model_costs.items()
+        assert judge == model and costs["calls"] == costs["cached"] == 2
+        assert in_batch.input_tokens == called_live.input_tokens > 0
+        assert in_batch.output_tokens == called_live.output_tokens > 0
 
 
 def test_a_batch_launch_with_a_judge_without_a_batch_api_is_refused(rubric_job):
