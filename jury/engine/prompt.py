@@ -184,6 +184,26 @@ def _stable_prefix(rubric: Rubric, template: JudgeTemplate) -> int:
     return len(Template(head).safe_substitute(_rubric_text(rubric)))
 
 
+def case_user_prefix(
+    rubric: Rubric, conversation: ConversationText, template: JudgeTemplate | None = None
+) -> int:
+    """How many characters at the start of the user part are the same for every conversation
+    of one case scored on `rubric`: the rubric's text, then the patient's profile and the
+    scenario, up to the trace (every agent that played the case shares them). 0 when the
+    template has no trace."""
+    template = template or load_judge_template()
+    raw = template.user.template
+    found = [position for form in ("$trace", "${trace}") if (position := raw.find(form)) >= 0]
+    if not found:
+        return 0
+    values = {
+        **_rubric_text(rubric),
+        "profile": conversation.profile,
+        "scenario": conversation.scenario,
+    }
+    return len(Template(raw[: min(found)]).safe_substitute(values))
+
+
 def prompt_hash(system: str, user: str) -> str:
     # JSON keeps the boundary between the two parts unambiguous.
     payload = json.dumps([system, user], ensure_ascii=False)

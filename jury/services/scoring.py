@@ -65,13 +65,15 @@ from jury.engine.parse import (
 )
 from jury.engine.prompt import (
     JUDGE_TEMPLATE_PATH,
+    ConversationText,
     JudgeTemplate,
     PromptTemplateError,
+    case_user_prefix,
     load_judge_template,
     normalise_template_text,
     parse_judge_template,
     prompt_hash,
-    render_judge_prompt,
+    render_conversation,
     render_judge_prompt_for,
     stable_user_prefix,
 )
@@ -417,8 +419,10 @@ def judge_request_for_trace(
 ) -> ChatRequest:
     """The judge call for any trace, stored or not (the rubric lab scores perturbed copies)."""
     inputs = {"profile": profile, "scenario": scenario, "events": events}
-    system, user = render_judge_prompt(rubric, template=template, **inputs)
-    return _chat_request(rubric, judge_model, system, user, inputs, sample, template)
+    conversation = render_conversation(**inputs)
+    system, user = render_judge_prompt_for(rubric, conversation=conversation, template=template)
+    prompt = JudgePrompt(system, user, conversation)
+    return _chat_request(rubric, judge_model, prompt, inputs, sample, template)
 
 
 def _judge_request_from(
@@ -439,24 +443,37 @@ def _judge_request_from(
         block = render_examples_block(rubric.name, [example.shown for example in examples])
         system = with_examples(system, block)
         hints["examples"] = [example.hint for example in examples]
-    return _chat_request(rubric, judge_model, system, user, hints, sample, template)
+    prompt = JudgePrompt(system, user, inputs.text)
+    return _chat_request(rubric, judge_model, prompt, hints, sample, template)
+
+
+@dataclass(frozen=True)
+class JudgePrompt:
+    """One judge call's rendered parts, and the conversation's text they were rendered from."""
+
+    system: str
+    user: str
+    conversation: ConversationText
 
 
 def _chat_request(
-    rubric, judge_model: str, system: str, user: str, hints: dict, sample: str, template
+    rubric, judge_model: str, prompt: JudgePrompt, hints: dict, sample: str, template
 ) -> ChatRequest:
     """The call itself. The instructions (and any examples) are the system part and the rubric
-    opens the user part, both the same for every conversation of the rubric; the conversation
-    comes last, so providers can cache the rest (Anthropic: breakpoints after the system part
-    and after the rubric, `cache_prefix_chars`; OpenAI caches a repeated prefix by itself)."""
+    opens the user part, both the same for every conversation of the rubric; then the case
+    (the patient's profile and the scenario), the same for every agent that played it; the
+    trace comes last. So providers can cache the rest (Anthropic: breakpoints after the
+    system part, after the rubric, `cache_prefix_chars`, and after the case,
+    `cache_case_chars`; OpenAI caches a repeated prefix by itself)."""
     return ChatRequest(
         model=judge_model,
         purpose="judge",
-        system=system,
-        messages=(Message(role="user", content=user),),
+        system=prompt.system,
+        messages=(Message(role="user", content=prompt.user),),
         hints={"rubric": rubric.id, **hints},
         sample=sample,
         cache_prefix_chars=stable_user_prefix(rubric, template),
+        cache_case_chars=case_user_prefix(rubric, prompt.conversation, template),
     )
 
 

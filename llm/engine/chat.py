@@ -129,6 +129,12 @@ class ChatRequest:
     # tool list are marked always. OpenAI caches repeated prefixes by itself. Never part of
     # the response-cache key: it changes the price of a call, not its answer.
     cache_prefix_chars: int = 0
+    # How many leading characters of the first user message are the same for every call about
+    # the same case (a judge's rubric, then the patient's profile and scenario, before the
+    # trace): the conversations of every agent a case was played with share them, so
+    # Anthropic's adapter marks a second breakpoint there (OpenAI again caches by itself).
+    # 0, or not past cache_prefix_chars, marks nothing more. Never part of the cache key.
+    cache_case_chars: int = 0
     # The call is one turn of a conversation that will be sent again with more turns (the
     # agent's and the patient's): Anthropic's adapter also marks its latest message, so the
     # next turn reads everything up to it from the cache instead of paying for it again. Off

@@ -30,6 +30,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from llm.engine.chat import ChatRequest
 
 CHARS_PER_TOKEN = 4
 MIN_TOKENS = 1024
@@ -41,6 +45,22 @@ LOOKBACK_BLOCKS = 20
 # pressure as well), so a long offline run keeps its memory bounded.
 SWEEP_EVERY = 10_000
 MAX_ENTRIES = 400_000
+
+
+# Anthropic takes at most this many cache breakpoints in one request.
+MAX_BREAKPOINTS = 4
+
+
+def marked_prefixes(request: ChatRequest) -> tuple[int, ...]:
+    """The first message's stable prefixes (characters) a cache breakpoint goes after,
+    shortest first: the rubric's (`cache_prefix_chars`), then the case's
+    (`cache_case_chars`), within the breakpoints the tools, the system prompt and the latest
+    message leave."""
+    taken = bool(request.tools) + bool(request.system) + request.cache_latest
+    prefixes = [request.cache_prefix_chars]
+    if request.cache_case_chars > request.cache_prefix_chars:
+        prefixes.append(request.cache_case_chars)
+    return tuple(chars for chars in prefixes if chars > 0)[: max(MAX_BREAKPOINTS - taken, 0)]
 
 
 @dataclass(frozen=True)

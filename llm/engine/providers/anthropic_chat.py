@@ -18,6 +18,7 @@ from llm.engine.chat import (
     Usage,
 )
 from llm.engine.generation import DEFAULT_MAX_TOKENS  # the messages API requires one
+from llm.engine.prompt_cache import marked_prefixes
 from llm.engine.providers.errors import provider_faults
 
 # Anthropic's SDK 2.x speaks an API version that refuses every sampling parameter (temperature,
@@ -64,7 +65,7 @@ class AnthropicChatProvider:
             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
             "messages": cache_marked_messages(
                 render_messages(request.messages),
-                request.cache_prefix_chars,
+                marked_prefixes(request),
                 latest=request.cache_latest,
             ),
         }
@@ -149,19 +150,20 @@ def claude_schema(schema: Any) -> Any:
 
 
 # A prompt-cache breakpoint: everything up to and including the block that carries it is
-# cached (5-minute entries). A request may carry up to 4; this adapter sets at most 4 (tools,
-# system prompt, a stable prefix of the first message, the latest message).
+# cached (5-minute entries). A request may carry up to 4 (prompt_cache.MAX_BREAKPOINTS); this
+# adapter sets them on the tools, the system prompt, the stable prefixes of the first message
+# (the rubric's, the case's: prompt_cache.marked_prefixes) and the latest message.
 CACHED = {"cache_control": {"type": "ephemeral"}}
 
 
 def cache_marked_messages(
-    turns: list[dict[str, Any]], prefix_chars: int, *, latest: bool = False
+    turns: list[dict[str, Any]], prefixes: tuple[int, ...], *, latest: bool = False
 ) -> list[dict[str, Any]]:
-    """`turns` with the first `prefix_chars` characters of the first user message marked as a
-    cache prefix (that text goes as two blocks, the stable one carrying the breakpoint) and,
+    """`turns` with the first `prefixes` characters of the first user message marked as cache
+    prefixes (that text goes as several blocks, each stable one carrying a breakpoint) and,
     with `latest`, the last block of the last turn marked too: the next turn of the
     conversation re-sends all of it, and the API finds that prefix from the new breakpoint."""
-    turns = _prefix_marked(turns, prefix_chars)
+    turns = _prefix_marked(turns, prefixes)
     if latest and turns:
         *earlier, last = turns
         content = list(last["content"])
@@ -178,16 +180,21 @@ def _markable(block: dict[str, Any]) -> bool:
     return block["type"] != "text" or bool(block["text"])
 
 
-def _prefix_marked(turns: list[dict[str, Any]], prefix_chars: int) -> list[dict[str, Any]]:
-    if prefix_chars <= 0 or not turns or turns[0]["role"] != "user":
+def _prefix_marked(turns: list[dict[str, Any]], prefixes: tuple[int, ...]) -> list[dict[str, Any]]:
+    if not prefixes or not turns or turns[0]["role"] != "user":
         return turns
     first, *rest = turns[0]["content"]
     if first["type"] != "text":
         return turns
-    stable, varying = first["text"][:prefix_chars], first["text"][prefix_chars:]
-    blocks = [{"type": "text", "text": stable, **CACHED}]
-    if varying:
-        blocks.append({"type": "text", "text": varying})
+    text, blocks, start = first["text"], [], 0
+    for cut in sorted({min(chars, len(text)) for chars in prefixes}):
+        if cut > start:
+            blocks.append({"type": "text", "text": text[start:cut], **CACHED})
+            start = cut
+    if start < len(text):
+        blocks.append({"type": "text", "text": text[start:]})
+    if not blocks:  # an empty text: the API refuses a breakpoint on it
+        return turns
     return [{"role": "user", "content": [*blocks, *rest]}, *turns[1:]]
 
 

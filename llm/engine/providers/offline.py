@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from llm.engine.chat import ChatRequest, ChatResponse, Message, ProviderError, Usage
-from llm.engine.prompt_cache import Block, PromptCache
+from llm.engine.prompt_cache import Block, PromptCache, marked_prefixes
 
 # purpose -> "module:function", each taking (request, behaviour) -> ChatResponse. The app that
 # owns a role registers its scripts when it is ready (scripts_register): this layer, below
@@ -94,18 +94,27 @@ def prompt_blocks(request: ChatRequest) -> list[Block]:
         blocks[-1] = Block(blocks[-1].text, breakpoint=True)
     if request.system:
         blocks.append(Block(request.system, breakpoint=True))
+    prefixes = marked_prefixes(request)
     for index, message in enumerate(request.messages):
         head = f"{message.role}:"
         text = head + _message_text(message)
-        first_user = index == 0 and message.role == "user" and request.cache_prefix_chars > 0
-        stable = len(head) + request.cache_prefix_chars if first_user else 0
-        if 0 < stable < len(text):
-            blocks += [Block(text[:stable], breakpoint=True), Block(text[stable:])]
-        else:
-            blocks.append(Block(text, breakpoint=stable > 0))
+        first_user = index == 0 and message.role == "user" and prefixes
+        blocks += _split_at(text, [len(head) + chars for chars in prefixes] if first_user else [])
     if request.cache_latest and request.messages:
         blocks[-1] = Block(blocks[-1].text, breakpoint=True)
     return blocks
+
+
+def _split_at(text: str, cuts: list[int]) -> list[Block]:
+    """`text` cut at each of `cuts`, every piece before a cut a breakpoint."""
+    pieces, start = [], 0
+    for cut in sorted({min(cut, len(text)) for cut in cuts}):
+        if cut > start:
+            pieces.append(Block(text[start:cut], breakpoint=True))
+            start = cut
+    if start < len(text):
+        pieces.append(Block(text[start:]))
+    return pieces
 
 
 def _message_text(message: Message) -> str:

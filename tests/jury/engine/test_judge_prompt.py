@@ -198,3 +198,22 @@ def test_the_rubric_opens_the_user_part_and_is_marked_stable_for_prompt_caching(
     assert first[1][:prefix] == second[1][:prefix]
     assert first[1][prefix:].startswith('{\n  "a": 1') and second[1][prefix:].startswith('{\n  "b"')
     assert "Critical failures" in first[1][:prefix] and '"a": 1' not in first[1][:prefix]
+
+
+def test_the_case_opens_the_user_part_after_the_rubric_and_before_the_trace():
+    from jury.engine.prompt import case_user_prefix, stable_user_prefix
+
+    rubric = load_rubrics()["clinical_safety"]
+    case = {"profile": {"a": 1}, "scenario": {"story": "one"}}
+    agents = [
+        render_conversation(**case, events=[{"event_id": "e1", "turn": 1, "kind": kind,
+                                             "content": text}])
+        for kind, text in (("patient_message", "Hi"), ("assistant_message", "Booked."))
+    ]  # fmt: skip
+    prompts = [render_judge_prompt_for(rubric, conversation=text)[1] for text in agents]
+    case_prefix = case_user_prefix(rubric, agents[0])
+
+    assert case_prefix == case_user_prefix(rubric, agents[1]) > stable_user_prefix(rubric)
+    assert prompts[0][:case_prefix] == prompts[1][:case_prefix]  # every agent of the case
+    assert '"a": 1' in prompts[0][:case_prefix] and "Story: one" in prompts[0][:case_prefix]
+    assert prompts[0][case_prefix:].startswith("#e1 [turn 1] Patient: Hi")

@@ -1,6 +1,7 @@
 """Prompt caching through the real SDKs against the local fake: cached tokens are read from
 each provider's usage, billed at their own prices, and Anthropic's stable prefix is marked."""
 
+from dataclasses import replace
 from decimal import Decimal
 
 import httpx
@@ -225,3 +226,62 @@ def test_a_one_off_call_leaves_its_latest_message_unmarked(make_client, llm_serv
 
     content = llm_server.requests[0].body["messages"][-1]["content"]
     assert all("cache_control" not in block for block in content)
+
+
+def test_a_judge_call_marks_the_rubric_and_the_case_before_the_trace(make_client, llm_server):
+    rubric, case = "RUBRIC: be kind.\n", "PROFILE: Ana, 54.\n"
+    request = replace(
+        _request("anthropic/claude-opus-4-8", rubric + case + "TRACE: hello"),
+        cache_prefix_chars=len(rubric),
+        cache_case_chars=len(rubric + case),
+    )
+
+    make_client("anthropic/claude-opus-4-8").chat(request)
+
+    body = llm_server.requests[0].body
+    assert request_problems(body, "anthropic") == []
+    assert body["messages"][0]["content"] == [
+        {"type": "text", "text": rubric, **EPHEMERAL},
+        {"type": "text", "text": case, **EPHEMERAL},
+        {"type": "text", "text": "TRACE: hello"},
+    ]
+
+
+def test_the_case_prefix_gives_way_when_four_breakpoints_are_taken(make_client, llm_server):
+    # Tools, system prompt and the latest message take three: only the rubric's is left.
+    request = _request(
+        "anthropic/claude-opus-4-8",
+        "RUBRIC.CASE.TRACE",
+        tools=(ToolSpec("get_profile", "Reads the profile.", {"type": "object"}),),
+        cache_prefix_chars=len("RUBRIC."),
+        cache_case_chars=len("RUBRIC.CASE."),
+        cache_latest=True,
+    )
+
+    make_client("anthropic/claude-opus-4-8").chat(request)
+
+    body = llm_server.requests[0].body
+    marks = str(body).count("cache_control")
+    assert marks == 4 and request_problems(body, "anthropic") == []
+    assert [block["text"] for block in body["messages"][0]["content"]] == ["RUBRIC.", "CASE.TRACE"]
+
+
+def test_a_case_played_by_another_agent_reads_the_case_prefix_from_the_simulated_cache():
+    rubric, case = "Score it kindly. " * 200, "The patient's record. " * 200  # ~850 and ~1,100
+    with running_fake_llm_server(prompt_cache=True) as server:
+        client = _client(server, "anthropic/claude-opus-4-8")
+        usages = [
+            client.chat(
+                replace(
+                    _request("anthropic/claude-opus-4-8", rubric + case + trace),
+                    cache_prefix_chars=len(rubric),
+                    cache_case_chars=len(rubric + case),
+                )
+            ).usage
+            for trace in ("first agent's trace", "second agent's trace")
+        ]
+
+    written, read = usages
+    assert written.cached_input_tokens == 0 and written.cache_write_tokens > 0
+    # The second agent's call reads the system prompt, the rubric and the case.
+    assert read.cached_input_tokens >= len(rubric + case) // 4
