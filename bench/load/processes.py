@@ -238,6 +238,9 @@ def gunicorn_start(
         "--worker-class", "gthread", "--workers", str(workers), "--threads", str(threads),
         "--timeout", "120", "--graceful-timeout", "5", "--error-logfile", "-",
         "--no-control-socket",  # its default lives in $HOME, shared by every instance
+        # As production starts it (deploy/entrypoint.sh): the code imported once, before the
+        # processes fork, instead of by each of them at once on a busy machine.
+        "--preload",
     ]  # fmt: skip
     server = _start(command, log=log, env=env)
     try:
