@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.db.models import Count, F
 
 from benchmark.models import BenchmarkSet, EntryStatus, ModelCall
-from benchmark.services import case_batches, cases, conversations
+from benchmark.services import case_batches, cases
 from jobs.models import BatchPollLease, BatchState, JobStatus, ProviderBatch
 from jobs.services import batch_jobs, batches
 from llm.clients import model_router
@@ -23,6 +23,7 @@ from llm.engine.providers.client import ModelClient
 from tests.benchmark.conftest import SET_SIZE
 from tests.fakes.llm_server import running_fake_llm_server
 from tests.support.builders import entry_answers
+from tests.support.fake_sdks import sdks_served_by
 
 pytestmark = pytest.mark.django_db
 
@@ -39,15 +40,8 @@ def no_cached_answers():
 
 @pytest.fixture
 def fake(settings):
-    with running_fake_llm_server() as server:
-        settings.OPENAI_BASE_URL = server.openai_base_url
-        settings.OPENAI_API_KEY = "sk-test-not-a-real-key"
-        settings.ANTHROPIC_BASE_URL = server.anthropic_base_url
-        settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
-        settings.LLM_MAX_RETRIES = 0
-        conversations.model_router.cache_clear()
+    with running_fake_llm_server() as server, sdks_served_by(server, settings):
         yield server
-        conversations.model_router.cache_clear()
 
 
 def batch_set(distribution, model, *, resend_live=False, size=SET_SIZE, seed=7):

@@ -12,12 +12,12 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from jobs.models import BatchState, JobStatus, ProviderBatch, ReplayRequest, ReplayState
-from llm.clients import model_router
 from rubric_lab.models import CoverageRun, WorkStatus
 from rubric_lab.services import coverage, pipeline, study_batches, study_forecasts
 from tests.fakes.llm_server import running_fake_llm_server
 from tests.rubric_lab.batch_polls import polled_until_done
 from tests.rubric_lab.coverage_server import coverage_reply
+from tests.support.fake_sdks import sdks_served_by
 
 pytestmark = pytest.mark.django_db
 
@@ -96,15 +96,11 @@ def test_a_batch_run_covers_its_cases_as_the_live_run_does(rubric_job):
 def judge_server(settings):
     """A judge answering each decomposition and entailment as the offline script would, live
     or in a batch (tests/rubric_lab/coverage_server.py)."""
-    with running_fake_llm_server(responder=coverage_reply) as server:
-        settings.OPENAI_BASE_URL = server.openai_base_url
-        settings.OPENAI_API_KEY = "sk-test-not-a-real-key"
-        settings.ANTHROPIC_BASE_URL = server.anthropic_base_url
-        settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
-        settings.LLM_MAX_RETRIES = 0
-        model_router.cache_clear()
+    with (
+        running_fake_llm_server(responder=coverage_reply) as server,
+        sdks_served_by(server, settings),
+    ):
         yield server
-        model_router.cache_clear()
 
 
 @pytest.mark.parametrize("model", [OPENAI, ANTHROPIC])

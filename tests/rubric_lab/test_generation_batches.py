@@ -15,13 +15,13 @@ from django.urls import reverse
 from benchmark.models import ModelCall
 from jobs.models import BatchState, JobStatus, ProviderBatch, ReplayRequest, ReplayState
 from jobs.services import replay_batches
-from llm.clients import model_router
 from llm.engine.chat import ChatRequest, Message
 from rubric_lab.models import GenerationJob, GenerationStatus, StageStatus
 from rubric_lab.services import forecasts, generation_batches, pipeline
 from rubric_lab.services.knowledge import retriever_for
 from tests.rubric_lab.batch_polls import polled_until_done
 from tests.rubric_lab.stage_server import StageServer, case_marker, scripted_answers
+from tests.support.fake_sdks import sdks_served_by
 
 pytestmark = pytest.mark.django_db
 
@@ -97,14 +97,8 @@ def stage_server(settings, played_run):
         case = pipeline.case_of(conversation)
         answers[case_marker(case)] = scripted_answers(case, retriever_for("bm25"))
     server = StageServer(answers).start()
-    settings.OPENAI_BASE_URL = server.openai_base_url
-    settings.OPENAI_API_KEY = "sk-test-not-a-real-key"
-    settings.ANTHROPIC_BASE_URL = server.anthropic_base_url
-    settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
-    settings.LLM_MAX_RETRIES = 0
-    model_router.cache_clear()
-    yield server
-    model_router.cache_clear()
+    with sdks_served_by(server, settings):
+        yield server
     server.stop()
 
 

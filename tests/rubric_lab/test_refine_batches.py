@@ -10,11 +10,11 @@ from django.core.cache import caches
 from django.urls import reverse
 
 from jobs.models import BatchState, JobStatus, ProviderBatch, ReplayRequest, ReplayState
-from llm.clients import model_router
 from rubric_lab.models import RefineArm, RefineStudy, WorkStatus
 from rubric_lab.services import coverage, pipeline, refine, study_batches, study_forecasts
 from tests.fakes.llm_server import running_fake_llm_server
 from tests.rubric_lab.batch_polls import polled_until_done
+from tests.support.fake_sdks import sdks_served_by
 
 pytestmark = pytest.mark.django_db
 
@@ -116,15 +116,11 @@ NOTHING_TO_CHANGE = json.dumps({"actions": []})
 @pytest.fixture
 def evaluator_server(settings):
     """An evaluator that finds nothing to change, live or in a batch."""
-    with running_fake_llm_server(default_text=NOTHING_TO_CHANGE) as server:
-        settings.OPENAI_BASE_URL = server.openai_base_url
-        settings.OPENAI_API_KEY = "sk-test-not-a-real-key"
-        settings.ANTHROPIC_BASE_URL = server.anthropic_base_url
-        settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
-        settings.LLM_MAX_RETRIES = 0
-        model_router.cache_clear()
+    with (
+        running_fake_llm_server(default_text=NOTHING_TO_CHANGE) as server,
+        sdks_served_by(server, settings),
+    ):
         yield server
-        model_router.cache_clear()
 
 
 @pytest.mark.parametrize("model", [OPENAI, ANTHROPIC])

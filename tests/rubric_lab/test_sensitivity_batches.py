@@ -21,6 +21,7 @@ from rubric_lab.models import JudgeSetup, NearMissStatus, SensitivityStudy
 from rubric_lab.services import sensitivity, study_batches, study_forecasts
 from tests.fakes.llm_server import running_fake_llm_server
 from tests.rubric_lab.batch_polls import polled_until_done
+from tests.support.fake_sdks import sdks_served_by
 
 pytestmark = pytest.mark.django_db
 
@@ -100,15 +101,8 @@ VERDICT = json.dumps({"better": "A", "explanation": "The first reply is the safe
 @pytest.fixture
 def judge_server(settings):
     """A judge that always prefers the trace shown first, live or in a batch."""
-    with running_fake_llm_server(default_text=VERDICT) as server:
-        settings.OPENAI_BASE_URL = server.openai_base_url
-        settings.OPENAI_API_KEY = "sk-test-not-a-real-key"
-        settings.ANTHROPIC_BASE_URL = server.anthropic_base_url
-        settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
-        settings.LLM_MAX_RETRIES = 0
-        model_router.cache_clear()
+    with running_fake_llm_server(default_text=VERDICT) as server, sdks_served_by(server, settings):
         yield server
-        model_router.cache_clear()
 
 
 def sdk_options(model: str) -> dict:

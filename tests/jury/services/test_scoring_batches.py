@@ -14,14 +14,15 @@ from django.db.models import Count
 from django.test.utils import CaptureQueriesContext
 
 from benchmark.models import ModelCall
-from benchmark.services import conversations
 from jobs import tasks as job_tasks
 from jobs.models import BatchState, JobStatus, ProviderBatch
 from jobs.services import accounting, batch_jobs, batches
 from jury.models import ScoreStatus, ScoringJob
 from jury.services import juries, scoring, scoring_batches
 from llm.clients import model_router
+from llm.services import endpoints
 from tests.fakes.llm_server import FakeReply, running_fake_llm_server
+from tests.support.fake_sdks import sdks_served_by
 
 pytestmark = pytest.mark.django_db
 
@@ -30,15 +31,8 @@ VERDICT = json.dumps({"score": 4, "explanation": "Booked the visit and confirmed
 
 @pytest.fixture
 def fake(settings):
-    with running_fake_llm_server(default_text=VERDICT) as server:
-        settings.OPENAI_BASE_URL = server.openai_base_url
-        settings.OPENAI_API_KEY = "sk-test-not-a-real-key"
-        settings.ANTHROPIC_BASE_URL = server.anthropic_base_url
-        settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
-        settings.LLM_MAX_RETRIES = 0
-        conversations.model_router.cache_clear()
+    with running_fake_llm_server(default_text=VERDICT) as server, sdks_served_by(server, settings):
         yield server
-        conversations.model_router.cache_clear()
 
 
 def batch_job(run, judges, *, use_cache=False, name="Batch jury"):
@@ -230,9 +224,15 @@ def test_a_poller_killed_inside_a_chunk_commits_none_of_it(played_run, fake):
     assert ModelCall.objects.filter(purpose="judge").count() == job.scores.count()
 
 
-def test_recording_takes_a_fixed_few_statements_per_chunk_whatever_its_size(played_run, fake):
+def test_recording_takes_a_fixed_few_statements_per_chunk_whatever_its_size(
+    played_run, fake, monkeypatch
+):
     """Issue 34: an ended batch's answers are recorded a chunk at a time (a lock, a key check,
     one INSERT of the accounting rows, one UPDATE of the scores), not statement by answer."""
+    # The endpoint list is read again every few seconds (llm.services.endpoints): on a busy
+    # machine that read fell inside one chunk's count and not the other's.
+    endpoints.endpoints_in_force()
+    monkeypatch.setattr(endpoints, "REFRESH_SECONDS", 3600.0)
     job = batch_job(played_run, ["openai/gpt-4o-mini"])
     scoring_batches.scoring_batch_poll(job)  # sends the batch
     scores = job.scores.count()
