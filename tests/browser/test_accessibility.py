@@ -1,13 +1,13 @@
 """axe-core (axe-playwright-python's bundled copy, injected through Playwright's evaluate, which
 the site's script policy does not govern) over every page an annotator works in - login, home,
 queue, the review screen open, submitted, after a calibration round's reveal and showing a
-conflict - the researcher's study pages, the run page's controls, a scoring job's pages and the
-two import pages with a refused upload, in the light theme and in the dark one: no serious or
-critical violation (colour contrast among them). The review screen again at the sizes the
-clinicians work at (1366x768 and a 768x1024 tablet at the largest text, 1920x1080), open, with
-the keys help, with a conflict and while the server does not answer. The rules the issue found
-broken (a page without a level-one heading, empty table headers) are asserted gone at any
-impact."""
+conflict - the researcher's study pages, the run page's controls, a scoring job's pages, the
+rubric lab's launch forms and the two import pages with a refused upload, in the light theme
+and in the dark one: no serious or critical violation (colour contrast among them). The review
+screen again at the sizes the clinicians work at (1366x768 and a 768x1024 tablet at the
+largest text, 1920x1080), open, with the keys help, with a conflict and while the server does
+not answer. The rules the issue found broken (a page without a level-one heading, empty table
+headers) are asserted gone at any impact."""
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
@@ -222,8 +222,15 @@ def test_no_serious_accessibility_violation_on_run_and_jury_pages_and_refused_im
         ("API tokens", "api_tokens", None),
         ("two factors", "mfa_index", None),
         ("authenticator set-up", "mfa_activate_totp", None),
+        # The rubric lab's launch forms, with their Batch boxes and forecast panels.
+        ("rubric generation launch", "rubric_lab:pipeline_new", None),
+        ("sensitivity studies", "rubric_lab:sensitivity_list", None),
+        ("coverage runs", "rubric_lab:coverage_list", None),
+        ("refine studies", "rubric_lab:refine_list", None),
+        ("ablations", "rubric_lab:ablation_list", None),
     ):
-        page.goto(url + reverse(url_name, args=[key] if key else None))
+        response = page.goto(url + reverse(url_name, args=[key] if key else None))
+        assert response.ok, name  # an error page would pass axe too
         found[name] = themed_violations(page, theme)
     for name, (url_name, content) in REFUSED_UPLOADS.items():
         page.goto(url + reverse(url_name))
