@@ -174,14 +174,20 @@ def stable_user_prefix(rubric: Rubric, template: JudgeTemplate | None = None) ->
 @lru_cache(maxsize=64)
 def _stable_prefix(rubric: Rubric, template: JudgeTemplate) -> int:
     raw = template.user.template
+    start = _first_placeholder(raw, CONVERSATION_PLACEHOLDERS)
+    head = raw if start is None else raw[:start]
+    return len(Template(head).safe_substitute(_rubric_text(rubric)))
+
+
+def _first_placeholder(raw: str, names: tuple[str, ...]) -> int | None:
+    """Where the first of `names` ($name or ${name}) stands in the template text, if any."""
     starts = [
         position
-        for name in CONVERSATION_PLACEHOLDERS
+        for name in names
         for form in (f"${name}", f"${{{name}}}")
         if (position := raw.find(form)) >= 0
     ]
-    head = raw[: min(starts)] if starts else raw
-    return len(Template(head).safe_substitute(_rubric_text(rubric)))
+    return min(starts) if starts else None
 
 
 def case_user_prefix(
@@ -193,15 +199,15 @@ def case_user_prefix(
     template has no trace."""
     template = template or load_judge_template()
     raw = template.user.template
-    found = [position for form in ("$trace", "${trace}") if (position := raw.find(form)) >= 0]
-    if not found:
+    start = _first_placeholder(raw, ("trace",))
+    if start is None:
         return 0
     values = {
         **_rubric_text(rubric),
         "profile": conversation.profile,
         "scenario": conversation.scenario,
     }
-    return len(Template(raw[: min(found)]).safe_substitute(values))
+    return len(Template(raw[:start]).safe_substitute(values))
 
 
 def prompt_hash(system: str, user: str) -> str:

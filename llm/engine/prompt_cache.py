@@ -63,6 +63,20 @@ def marked_prefixes(request: ChatRequest) -> tuple[int, ...]:
     return tuple(chars for chars in prefixes if chars > 0)[: max(MAX_BREAKPOINTS - taken, 0)]
 
 
+def prefix_pieces(text: str, cuts: Iterable[int]) -> list[tuple[str, bool]]:
+    """`text` cut after each of `cuts` characters: its non-empty pieces in order, each with
+    whether a cache breakpoint ends it (every piece before a cut). Anthropic's adapter sends
+    them as blocks; the offline provider simulates the same blocks."""
+    pieces, start = [], 0
+    for cut in sorted({min(cut, len(text)) for cut in cuts}):
+        if cut > start:
+            pieces.append((text[start:cut], True))
+            start = cut
+    if start < len(text):
+        pieces.append((text[start:], False))
+    return pieces
+
+
 @dataclass(frozen=True)
 class Block:
     text: str

@@ -18,7 +18,7 @@ from llm.engine.chat import (
     Usage,
 )
 from llm.engine.generation import DEFAULT_MAX_TOKENS  # the messages API requires one
-from llm.engine.prompt_cache import marked_prefixes
+from llm.engine.prompt_cache import marked_prefixes, prefix_pieces
 from llm.engine.providers.errors import provider_faults
 
 # Anthropic's SDK 2.x speaks an API version that refuses every sampling parameter (temperature,
@@ -186,13 +186,10 @@ def _prefix_marked(turns: list[dict[str, Any]], prefixes: tuple[int, ...]) -> li
     first, *rest = turns[0]["content"]
     if first["type"] != "text":
         return turns
-    text, blocks, start = first["text"], [], 0
-    for cut in sorted({min(chars, len(text)) for chars in prefixes}):
-        if cut > start:
-            blocks.append({"type": "text", "text": text[start:cut], **CACHED})
-            start = cut
-    if start < len(text):
-        blocks.append({"type": "text", "text": text[start:]})
+    blocks = [
+        {"type": "text", "text": piece, **(CACHED if marked else {})}
+        for piece, marked in prefix_pieces(first["text"], prefixes)
+    ]
     if not blocks:  # an empty text: the API refuses a breakpoint on it
         return turns
     return [{"role": "user", "content": [*blocks, *rest]}, *turns[1:]]

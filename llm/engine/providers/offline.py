@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from llm.engine.chat import ChatRequest, ChatResponse, Message, ProviderError, Usage
-from llm.engine.prompt_cache import Block, PromptCache, marked_prefixes
+from llm.engine.prompt_cache import Block, PromptCache, marked_prefixes, prefix_pieces
 
 # purpose -> "module:function", each taking (request, behaviour) -> ChatResponse. The app that
 # owns a role registers its scripts when it is ready (scripts_register): this layer, below
@@ -106,15 +106,7 @@ def prompt_blocks(request: ChatRequest) -> list[Block]:
 
 
 def _split_at(text: str, cuts: list[int]) -> list[Block]:
-    """`text` cut at each of `cuts`, every piece before a cut a breakpoint."""
-    pieces, start = [], 0
-    for cut in sorted({min(cut, len(text)) for cut in cuts}):
-        if cut > start:
-            pieces.append(Block(text[start:cut], breakpoint=True))
-            start = cut
-    if start < len(text):
-        pieces.append(Block(text[start:]))
-    return pieces
+    return [Block(piece, breakpoint=marked) for piece, marked in prefix_pieces(text, cuts)]
 
 
 def _message_text(message: Message) -> str:
