@@ -19,10 +19,12 @@ bash scripts/bootstrap.sh dev
 docs_site=$(mktemp -d)
 trap 'rm -rf "$docs_site"' EXIT
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$docs_site"
-# TEST_WORKERS=auto (or a number) spreads the tests over pytest-xdist workers, one per core;
-# each keeps its own DATA_DIR (tests/support/parallel.py) and test database. The default is one
-# process: on the two-vCPU machines CI uses, two workers each ran at half speed (the same tests
-# took 36 s in one process and 38 s in two, with twice the CPU time), so only machines with
-# real cores to spare gain from it.
+# The tests are spread over pytest-xdist workers, one per core up to four (TEST_WORKERS=N sets
+# the number, 0 runs them in this one process); each worker keeps its own DATA_DIR
+# (tests/support/parallel.py) and test database. On a two-core machine two workers finish the
+# suite in a little over half the time of one: most of a test's time is one Python process's
+# CPU, so one process left the second core mostly idle.
 # --durations: the slowest tests close the output, so a slow run says where its time went.
-.venv/bin/python -m pytest -n "${TEST_WORKERS:-0}" --dist worksteal --durations=25 "$@"
+cores=$(nproc 2>/dev/null || echo 1)
+.venv/bin/python -m pytest -n "${TEST_WORKERS:-$(( cores < 4 ? cores : 4 ))}" --dist worksteal \
+  --durations=25 "$@"

@@ -5,7 +5,10 @@ import os
 import pytest
 
 from accounts.models import Role, Track, User
+from tests.support import fast_flush
 from tests.support.legs import leg_select
+
+fast_flush.install()
 
 PASSWORD = "correct-horse-battery-staple"
 
@@ -24,6 +27,14 @@ def private_webhook_addresses():
 
     os.environ["WEBHOOK_ALLOW_PRIVATE_ADDRESSES"] = "1"
     settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, and the rows its migrations made, which the fast flush
+    between transactional tests keeps (tests/support/fast_flush.py)."""
+    with django_db_blocker.unblock():
+        fast_flush.remember_kept_rows()
 
 
 def make_user(username: str, role: str, track: str = "") -> User:

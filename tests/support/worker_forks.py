@@ -135,9 +135,15 @@ class Forker:
         return ForkedProcess(self, answer["pid"])
 
     def close(self) -> None:
+        """Ends the forker: it exits once its input closes, after its imports, which take
+        more than 10 s on a busy machine when the session ends as soon as it began."""
         if self.process.poll() is None:
             self.process.stdin.close()
-            self.process.wait(timeout=10)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
 
 
 _forker: Forker | None = None
