@@ -25,6 +25,8 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$docs_site"
 # suite in a little over half the time of one: most of a test's time is one Python process's
 # CPU, so one process left the second core mostly idle.
 # --durations: the slowest tests close the output, so a slow run says where its time went.
+# One core: the tests run in this process (-n 0), with no worker to start.
 cores=$(nproc 2>/dev/null || echo 1)
-.venv/bin/python -m pytest -n "${TEST_WORKERS:-$(( cores < 4 ? cores : 4 ))}" --dist worksteal \
+workers=$(( cores < 2 ? 0 : (cores < 4 ? cores : 4) ))
+.venv/bin/python -m pytest -n "${TEST_WORKERS:-$workers}" --dist worksteal \
   --durations=25 "$@"

@@ -5,6 +5,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection
+from django.test import TransactionTestCase
 from django.utils import timezone
 
 from accounts.models import Role
@@ -35,13 +36,23 @@ def test_every_row_goes_and_the_rows_migrations_made_stay(transactional_db):
 
 
 def test_a_test_that_adds_a_permission_is_named_at_teardown(transactional_db):
-    fast_flush.check_kept_tables_unchanged(connection)
+    assert fast_flush.changed_kept_tables(connection) == []
     extra = Permission.objects.create(
         name="Can hold", codename="hold", content_type=ContentType.objects.first()
     )
     try:
-        with pytest.raises(AssertionError, match="auth_permission"):
-            fast_flush.check_kept_tables_unchanged(connection)
+        assert fast_flush.changed_kept_tables(connection) == ["auth_permission"]
     finally:
         extra.delete()
-    fast_flush.check_kept_tables_unchanged(connection)
+    assert fast_flush.changed_kept_tables(connection) == []
+
+
+def test_a_teardown_after_such_a_test_puts_the_rows_back_and_fails(transactional_db):
+    Permission.objects.create(
+        name="Can hold", codename="hold", content_type=ContentType.objects.first()
+    )
+    case = TransactionTestCase(methodName="__init__")
+    with pytest.raises(AssertionError, match=r"\(auth_permission\)"):
+        case._fixture_teardown()
+    assert fast_flush.changed_kept_tables(connection) == []
+    assert not Permission.objects.filter(codename="hold").exists()

@@ -9,8 +9,9 @@ does not matter to the foreign keys (Django declares them deferrable on both dat
 
 Kept: the rows post_migrate would write back (content types, permissions) and the migration
 history, which flush keeps too. No test changes those tables: their row counts are read once
-the test database is made (`remember_kept_rows`), and a teardown that finds other counts fails
-and says so, so a later test never meets a test's leftovers there.
+the test database is made (`remember_kept_rows`). A teardown that finds other counts runs
+Django's own flush, which writes them back, and fails naming the tables, so only the test at
+fault fails. A test with `available_apps` or `serialized_rollback` gets Django's flush.
 """
 
 from __future__ import annotations
@@ -34,12 +35,14 @@ def tables_with_rows(connection) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def kept_rows(connection) -> tuple[int, ...]:
+def kept_rows(connection) -> dict[str, int]:
     quote = connection.ops.quote_name
-    counts = " UNION ALL ".join(f"SELECT COUNT(*) FROM {quote(name)}" for name in KEPT_TABLES)
+    counts = " UNION ALL ".join(
+        f"SELECT '{name}', COUNT(*) FROM {quote(name)}" for name in KEPT_TABLES
+    )
     with connection.cursor() as cursor:
         cursor.execute(counts)
-        return tuple(row[0] for row in cursor.fetchall())
+        return dict(cursor.fetchall())
 
 
 def empty_database(connection) -> None:
@@ -50,7 +53,7 @@ def empty_database(connection) -> None:
             cursor.execute(f"DELETE FROM {connection.ops.quote_name(name)}")
 
 
-_counts_after_migrate: dict[str, tuple[int, ...]] = {}
+_counts_after_migrate: dict[str, dict[str, int]] = {}
 
 
 def remember_kept_rows() -> None:
@@ -58,21 +61,30 @@ def remember_kept_rows() -> None:
         _counts_after_migrate[connection.alias] = kept_rows(connection)
 
 
-def check_kept_tables_unchanged(connection) -> None:
+def changed_kept_tables(connection) -> list[str]:
     counts = kept_rows(connection)
     expected = _counts_after_migrate.get(connection.alias, counts)
-    if counts != expected:
-        raise AssertionError(
-            f"a test changed the rows migrations keep ({', '.join(KEPT_TABLES)}): "
-            f"{expected} rows became {counts}; such a test needs Django's own flush"
-        )
+    return [name for name in KEPT_TABLES if counts[name] != expected[name]]
+
+
+_django_teardown = TransactionTestCase._fixture_teardown
 
 
 def _fixture_teardown(self) -> None:
+    if self.available_apps is not None or self.serialized_rollback:
+        return _django_teardown(self)  # what only Django's flush knows how to do
     for alias in self._databases_names(include_mirrors=False):
         connection = connections[alias]
         empty_database(connection)
-        check_kept_tables_unchanged(connection)
+        changed = changed_kept_tables(connection)
+        if changed:
+            # Django's flush writes the content types and permissions back, so the tests
+            # after this one start as they should and only this one fails.
+            _django_teardown(self)
+            raise AssertionError(
+                f"this test changed the rows migrations make ({', '.join(changed)}), which "
+                "the fast flush keeps; Django's flush was run after it instead"
+            )
 
 
 def install() -> None:
