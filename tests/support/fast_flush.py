@@ -1,6 +1,6 @@
 """Empties the database after a transactional test by deleting only the rows tests wrote.
 
-Django's TransactionTestCase ends each test with `flush`: it empties all ~90 tables (TRUNCATE
+Django's TransactionTestCase ends each test with `flush`: it empties all ~85 tables (TRUNCATE
 on PostgreSQL) and then sends post_migrate, which writes every content type and permission
 back. That took 0.53 s a test on PostgreSQL and 0.12 s on SQLite on a two-vCPU machine, for
 every test with a real worker, a live server or a browser. Here the tables that hold rows are
