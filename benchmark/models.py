@@ -343,6 +343,32 @@ class Conversation(ProviderRetries):
         return str(self.public_id)
 
 
+class CaseRoster(models.Model):
+    """The provider roster of one case and repetition of a run (one `seed`), written once and
+    met by every agent's conversation of it: each agent faces the same offices and doctors,
+    and the roster writer is paid once per case, not once per agent.
+
+    A conversation that finds no roster claims the row and writes it; the others wait for
+    it. A claim is held while its conversation is running the same attempt: a claimer that
+    failed, was cancelled or lost its worker (the run's watch puts it back to pending) leaves
+    the claim to the next conversation that needs the roster (benchmark.services.rosters)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="case_rosters")
+    seed = models.BigIntegerField()
+    roster = models.JSONField(null=True, blank=True)
+    claimed_by = models.ForeignKey(
+        "Conversation", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    claimed_attempt = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "seed"], name="unique_case_roster")]
+
+    def __str__(self) -> str:
+        return f"roster of run {self.run_id}, seed {self.seed}"
+
+
 class TraceEvent(models.Model):
     """One event of a trace. (conversation, event_id) is stable so feedback can point at it."""
 

@@ -18,7 +18,6 @@ from django.utils import timezone
 from benchmark.engine.agents.agent_config import parse_agent_config
 from benchmark.engine.agents.loop import CaseInput, ConversationOutcome, run_conversation
 from benchmark.engine.sandbox import Sandbox
-from benchmark.engine.sandbox.roster import generate_roster
 from benchmark.engine.sandbox.state import EncodedJSON
 from benchmark.models import (
     Conversation,
@@ -28,6 +27,7 @@ from benchmark.models import (
     Termination,
     TraceEvent,
 )
+from benchmark.services.rosters import RosterWaitCancelled, case_roster
 from common.inserts import rows_insert
 from jobs.models import JobStatus
 from jobs.services import accounting
@@ -95,10 +95,11 @@ def _play(
 ) -> tuple[ConversationOutcome | None, EncodedJSON | None]:
     run, entry = conversation.run, conversation.entry
     clock = conversation.clock
+    should_stop = _cancel_watch(run)
     try:
-        roster, _ = generate_roster(
-            client, entry.profile, model=run.roster_model, seed=conversation.seed
-        )
+        roster = case_roster(conversation, client, should_stop=should_stop)
+    except RosterWaitCancelled as cancelled:
+        raise _SetupFailed(Termination.CANCELLED, str(cancelled)) from cancelled
     except ProviderError as error:
         raise _SetupFailed(
             Termination.PROVIDER_ERROR, f"roster generation: {failure_text(error)}"
@@ -119,7 +120,7 @@ def _play(
         agent=_agent_config(conversation.run_agent.agent_config.yaml_text),
         now=clock,
         max_turns=run.max_turns,
-        should_stop=_cancel_watch(run),
+        should_stop=should_stop,
         sample=f"conversation-seed:{conversation.seed}",
     )
     return outcome, initial
@@ -197,7 +198,7 @@ def _save_failure(conversation, termination: str, message: str, recorder) -> Non
     # Clear whatever an earlier attempt stored, so no field describes a different attempt.
     fields = _apply(
         conversation,
-        status=ConversationStatus.FAILED,
+        status=STATUS_FOR.get(termination, ConversationStatus.FAILED),  # cancelled stays so
         termination_reason=termination,
         error=message,
         sandbox_initial=None,

@@ -147,9 +147,15 @@ def run_demands(
     demands = [_agent_demand(choice, per_agent, units, source) for choice in agents]
     everyone = [usage for _, _, usage in units.values()]
     played = per_agent * len(agents)
+    # A case's roster is written once per repetition and met by every agent (services.rosters),
+    # so it is learnt from the conversations that wrote one. (Before rosters were shared every
+    # conversation wrote its own, so an older run's conversations each count.)
+    writers = [usage for usage in everyone if ROSTER in usage]
     demands += [
         _role_demand(PATIENT, patient_model, played, everyone, source),
-        _role_demand(ROSTER, roster_model, played, everyone, source),
+        _role_demand(
+            ROSTER, roster_model, per_agent, writers, source, basis="each case's writer"
+        ),
     ]
     return demands, note
 

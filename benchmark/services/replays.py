@@ -1,7 +1,7 @@
 """Replaying chosen conversations of a run in a new run: the same cases, agents, repetitions,
-seeds, clock and configuration, and nothing else (the fidelity review's "re-run flagged
-conversations"). The response cache is off for the replay: an answer replayed from it would
-repeat the very conversation being replaced."""
+seeds, clock, configuration and case rosters (the same practice to book into), and nothing
+else (the fidelity review's "re-run flagged conversations"). The response cache is off for
+the replay: an answer replayed from it would repeat the very conversation being replaced."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import audit_record
-from benchmark.models import Conversation, Run, RunAgent
+from benchmark.models import CaseRoster, Conversation, Run, RunAgent
 from benchmark.services.runs import RunError, patient_prompt_version
 from jobs.models import JobStatus
 
@@ -63,6 +63,10 @@ def run_replay(
             seed=c.seed,
         )
         for c in sorted(chosen, key=lambda c: c.pk)
+    )
+    written = run.case_rosters.filter(seed__in={c.seed for c in chosen}, roster__isnull=False)
+    CaseRoster.objects.bulk_create(
+        CaseRoster(run=replay, seed=row.seed, roster=row.roster) for row in written
     )
     audit_record(
         actor=user,

@@ -5,6 +5,7 @@ import pytest
 from benchmark.engine.sandbox import Sandbox
 from benchmark.engine.sandbox.roster import generate_roster
 from benchmark.models import (
+    CaseRoster,
     Conversation,
     ConversationStatus,
     ModelCall,
@@ -157,6 +158,9 @@ def test_an_unexpected_exception_ends_as_an_infrastructure_error(run, monkeypatc
 def test_a_retried_failure_replaces_the_earlier_attempt(run, monkeypatch):
     conversation = played(first_of(run))
     Conversation.objects.filter(pk=conversation.pk).update(status=ConversationStatus.PENDING)
+    # The retry must write the case's roster again (it fails there): a retry that finds it
+    # written plays on the same one (test_case_rosters).
+    CaseRoster.objects.filter(run=run).delete()
     use_router(monkeypatch, provider_down("roster"))
     failed = played(conversation)
     assert failed.events.count() == 0

@@ -130,3 +130,7 @@ def test_flagged_conversations_are_replayed_with_their_case_and_seed(finished_re
     replayed = sorted(replay.conversations.values_list("entry_id", "seed", "repetition"))
     assert replayed == originals and not replay.use_cache
     assert replay.config_hash == finished_review.run.config_hash
+    # Each replayed case meets the roster it met, with no roster call.
+    rosters = {r.seed: r.roster for r in finished_review.run.case_rosters.all()}
+    copied = {r.seed: r.roster for r in replay.case_rosters.all()}
+    assert copied and copied == {seed: rosters[seed] for _, seed, _ in originals}

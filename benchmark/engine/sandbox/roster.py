@@ -1,7 +1,8 @@
 """The provider roster: its schema, the prompt that asks a model for one, and the call.
 
 A roster is {"offices": [...], "providers": [...]}; see validate_roster for every rule. It is
-generated once per conversation (one LLM call) and then turned into a Sandbox.
+generated once per case and repetition of a run (one LLM call, shared by every agent's
+conversation of it: benchmark.services.rosters) and turned into each conversation's Sandbox.
 """
 
 from __future__ import annotations
