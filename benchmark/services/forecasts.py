@@ -153,9 +153,7 @@ def run_demands(
     writers = [usage for usage in everyone if ROSTER in usage]
     demands += [
         _role_demand(PATIENT, patient_model, played, everyone, source),
-        _role_demand(
-            ROSTER, roster_model, per_agent, writers, source, basis="each case's writer"
-        ),
+        _role_demand(ROSTER, roster_model, per_agent, writers, source, basis="each case's writer"),
     ]
     return demands, note
 
