@@ -239,6 +239,9 @@ class ReplayRequest(models.Model):
     # The answer as recorded (llm response JSON): the replay reads it back from here whatever
     # the response cache holds, so an answer evicted from the cache is never bought again.
     answer = models.TextField(blank=True)
+    # The accounting key the answer was paid under (blank for one the cache gave): the unit's
+    # replay reads the answer back under it, so no second accounting row is written for it.
+    answer_key = models.CharField(max_length=32, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -90,6 +90,11 @@ class ModelRouter:
         self._lock = threading.Lock()
 
     def client_for(self, model_string: str) -> ModelClient:
+        # Read without the lock once built: every model call of every thread passes here, and
+        # a dict read is atomic; the lock only keeps two threads from building one client.
+        client = self._clients.get(model_string)
+        if client is not None:
+            return client
         with self._lock:
             if model_string not in self._clients:
                 self._clients[model_string] = build_client(model_string, **self._options)

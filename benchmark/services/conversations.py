@@ -177,14 +177,15 @@ def _save_outcome(
     reason = outcome.termination_reason
     # Everything is built before the transaction: it holds the database write lock.
     events = [_trace_row(conversation, seq, event) for seq, event in enumerate(outcome.events)]
+    final, final_hash = sandbox.snapshot_and_hash()
     fields = _apply(
         conversation,
         status=STATUS_FOR.get(reason, ConversationStatus.FINISHED),
         termination_reason=reason,
         error=outcome.error,
         sandbox_initial=initial,
-        sandbox_final=sandbox.snapshot(),
-        final_state_hash=sandbox.state_hash(),
+        sandbox_final=final,
+        final_state_hash=final_hash,
         write_actions=list(sandbox.write_actions),
         assistant_turns=outcome.assistant_turns,
         usage=_json_usage(outcome.usage),

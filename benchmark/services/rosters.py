@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 # takes a few seconds to write), then at most every few seconds.
 FIRST_POLL_SECONDS = 0.2
 LAST_POLL_SECONDS = 2.0
+CLAIMER_FIELDS = ("claimed_by__status", "claimed_by__attempts", "claimed_by__heartbeat_at")
 
 
 class RosterWaitCancelled(Exception):
@@ -43,9 +44,12 @@ def case_roster(
     written now through `client` (raising what generate_roster raises), or, while another
     conversation writes it, that one once it is written."""
     rows = CaseRoster.objects.filter(run_id=conversation.run_id, seed=conversation.seed)
+    # The claimer's liveness only: its whole row would bring its two sandbox snapshots, to be
+    # decompressed and parsed by every conversation of the case.
+    looks = rows.select_related("claimed_by").only("roster", "claimed_attempt", *CLAIMER_FIELDS)
     pause = FIRST_POLL_SECONDS
     while True:
-        row = rows.select_related("claimed_by").first() or _created(conversation)
+        row = looks.first() or _created(conversation)
         if row is None:
             continue  # another conversation made the row a moment ago: read it
         if row.roster is not None:

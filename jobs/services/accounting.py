@@ -41,7 +41,9 @@ class RecordingClient:
     outcome has still accounted for the money it spent, and the attempt sent again adds its
     own calls. An answer replayed from the cache (it cost nothing) or one the database could
     not take then is left to the unit's outcome: `unwritten`, saved by `unwritten_save`. Each
-    row carries a key of its own, so none is ever written twice.
+    row carries a key of its own, so none is ever written twice; a batch answer a replay reads
+    back keeps the key it was paid under (ChatResponse.accounted_as), so its paid row stands
+    for it.
 
     With `defer_last` (a unit that makes its calls one after the other on one thread, and
     stores its outcome right after the last), the newest answer waits: it is written before
@@ -86,7 +88,7 @@ class RecordingClient:
             self.retries.update(response.retries)
         if self.owner is None and self.also is None:
             return response
-        call = (request.purpose, response, secrets.token_hex(16))
+        call = (request.purpose, response, response.accounted_as or secrets.token_hex(16))
         if self.defer_last and not response.cached:
             self._deferred = call
             return response

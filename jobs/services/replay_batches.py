@@ -15,8 +15,9 @@ by its live code, exactly as the live path records it.
 
 Money: an answer is accounted when its batch result is recorded, at the batch price, keyed by
 batch and request (batches.answer_key), in one transaction with its row's state: once, however
-often a poller dies. The replay reads it back as a cached (free) call, so the live code's own
-records (a stage's cost) show it as cached; the unit's spend holds its price.
+often a poller dies. The replay reads it back as a cached (free) call under that same key
+(ChatResponse.accounted_as), so the live code's own records (a stage's cost) show it as cached,
+the unit's spend holds its price, and the paid accounting row is the call's only one.
 
 A worker killed during a replay leaves the unit's lease to run out (the live code's own
 lease) and the next look replays it again from the start, as the live path's watch does; a
@@ -29,7 +30,7 @@ import contextlib
 import hashlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 
 from django.db import transaction
@@ -52,12 +53,12 @@ class ReplayMiss(BaseException):  # noqa: N818 - a signal, like GeneratorExit, n
 
 class ReplayClient:
     """A chat client that answers only from what the unit's batches answered (`answers`: the
-    request's `request_key` -> the answer's JSON) or else from the response cache (when the
-    job reads it); a call neither answers is noted in `misses` (each thread of a unit may
-    note one) and raises ReplayMiss. Every answer comes back marked cached, free: it was paid
-    when its batch result was recorded."""
+    request's `request_key` -> the answer's JSON and the key it was paid under) or else from
+    the response cache (when the job reads it); a call neither answers is noted in `misses`
+    (each thread of a unit may note one) and raises ReplayMiss. Every answer comes back
+    marked cached, free: it was paid when its batch result was recorded."""
 
-    def __init__(self, router: ModelRouter, answers: Mapping[str, str] | None = None):
+    def __init__(self, router: ModelRouter, answers: Mapping[str, tuple[str, str]] | None = None):
         self._router = router
         self._answers = answers or {}
         self._lock = threading.Lock()
@@ -66,7 +67,8 @@ class ReplayClient:
     def chat(self, request: ChatRequest) -> ChatResponse:
         stored = self._answers.get(request_key(request))
         if stored is not None:
-            return cache.response_from_json(stored)
+            answer, paid_key = stored
+            return replace(cache.response_from_json(answer), accounted_as=paid_key)
         answer = self._router.client_for(request.model).cached_answer(request)
         if answer is None:
             with self._lock:
@@ -161,11 +163,11 @@ def _replay_round(work: ReplayWork) -> None:
         )
 
 
-def _answers(rows) -> dict[str, str]:
+def _answers(rows) -> dict[str, tuple[str, str]]:
     answered = rows.filter(state=ReplayState.ANSWERED).exclude(answer="")
     return {
-        request_key(request_from_data(data)): answer
-        for data, answer in answered.values_list("request", "answer")
+        request_key(request_from_data(data)): (answer, key)
+        for data, answer, key in answered.values_list("request", "answer", "answer_key")
     }
 
 
@@ -216,9 +218,9 @@ def _answered(
             return
         work.answer_record(row.unit_id, request.purpose, response, key)
         if row.state == ReplayState.PENDING:
-            row.state, row.error = ReplayState.ANSWERED, ""
+            row.state, row.error, row.answer_key = ReplayState.ANSWERED, "", key
             row.answer = cache.response_to_json(response)
-            row.save(update_fields=["state", "error", "answer"])
+            row.save(update_fields=["state", "error", "answer", "answer_key"])
 
 
 def _cached_record(unit: batch_jobs.Unit, request: ChatRequest, response: ChatResponse) -> None:

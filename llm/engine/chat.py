@@ -201,6 +201,10 @@ class ChatResponse:
     # same seed promises the same answer only while the fingerprint stays the same.
     seed: int | None = None
     fingerprint: str = ""
+    # The accounting key this answer was already paid under ("" for most): a batch answer read
+    # back by a replay of its unit's live code (jobs.services.replay_batches), whose
+    # accounting row then is the paid one instead of a second, free row.
+    accounted_as: str = ""
 
     @property
     def refusal_words(self) -> str:

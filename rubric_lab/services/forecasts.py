@@ -123,7 +123,12 @@ def _stage_units(job: GenerationJob) -> dict[int, dict[str, UnitUsage]]:
     purpose used (a stage it never called is absent: it counts as zero)."""
     generations = job.generations.filter(status=GenerationStatus.FINISHED)[:MAX_UNITS]
     windows = [
-        (g.conversation_id, g.started_at, g.finished_at or timezone.now(), _stage_purposes())
+        (
+            g.conversation_id,
+            _window_start(job, g),
+            g.finished_at or timezone.now(),
+            _stage_purposes(),
+        )
         for g in generations
         if g.started_at
     ]
@@ -143,6 +148,13 @@ def _stage_units(job: GenerationJob) -> dict[int, dict[str, UnitUsage]]:
     for conversation, *_ in windows:
         units.setdefault(conversation, {})
     return dict(units)
+
+
+def _window_start(job: GenerationJob, generation):
+    """Where a generation's calls begin: when it started, or for a job in batch mode when the
+    job was made, since its answers are accounted as their batches end, before the replay that
+    runs the generation to its end starts (and sets started_at)."""
+    return job.created_at if job.batch else generation.started_at
 
 
 def _of_purpose(observed: dict[int, dict[str, UnitUsage]], purpose: str) -> list[UnitUsage]:

@@ -55,6 +55,12 @@ def assert_each_answer_paid_once(job):
     assert calls.exists() and not keys.filter(n__gt=1).exists()
     answered = ReplayRequest.objects.filter(job_kind=KIND, job_id=job.pk)
     assert calls.count() == answered.filter(state=ReplayState.ANSWERED).count()
+    # The replay reads each answer back under the key it was paid under: the paid row is the
+    # call's only accounting row, with no second, free one beside it.
+    every_row = ModelCall.objects.filter(
+        conversation__rubric_generations__job=job, purpose__startswith="rubric"
+    )
+    assert every_row.count() == calls.count()
 
 
 def test_an_offline_batch_job_makes_every_rubric_one_call_further_each_look(played_run):

@@ -53,7 +53,10 @@ def _open_times(rng: random.Random) -> list[str]:
 
 
 def _slot_type(draw: float) -> str:
-    return next(slot_type for threshold, slot_type in _TYPE_THRESHOLDS if draw < threshold)
+    for threshold, slot_type in _TYPE_THRESHOLDS:
+        if draw < threshold:
+            return slot_type
+    return _TYPE_THRESHOLDS[-1][1]  # draw is below 1.0: never reached
 
 
 def _slot(provider: dict[str, Any], iso_day: str, time: str, slot_type: str) -> dict[str, Any]:

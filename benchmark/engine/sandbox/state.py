@@ -107,18 +107,22 @@ class SandboxState:
         return json_copy(self._live_state())
 
     def snapshot(self) -> EncodedJSON:
-        """The state as compact JSON text, for storing: like to_json, a copy later tool calls
-        cannot change, but encoded once (a conversation stores two ~50 KB states)."""
+        """The state as compact canonical JSON text (keys sorted), for storing: like to_json,
+        a copy later tool calls cannot change, but encoded once (a conversation stores two
+        ~50 KB states)."""
         return EncodedJSON(
-            json.dumps(self._live_state(), separators=(",", ":"), ensure_ascii=False)
+            json.dumps(
+                self._live_state(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+            )
         )
 
     def state_hash(self) -> str:
-        # Serialised straight from the live state: hashing needs no copy.
-        canonical = json.dumps(
-            self._live_state(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        )
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        return self.snapshot_and_hash()[1]
+
+    def snapshot_and_hash(self) -> tuple[EncodedJSON, str]:
+        """The snapshot and its hash from one encoding: the hash is the canonical text's."""
+        snapshot = self.snapshot()
+        return snapshot, hashlib.sha256(snapshot.encode("utf-8")).hexdigest()
 
     def _live_state(self) -> dict[str, Any]:
         """The state as a JSON-shaped dict that shares (not copies) the mutable parts."""
