@@ -23,8 +23,8 @@ prompts - the ones the jury sent, rendered again - against the same fake server 
 connections as the jury had calls in flight: `generate()` and a scorer that reads the JSON
 score. Its CPU is its process's during `eval()`. Targets (issue 34): conversation CPU at most
 4 ms per model call in the reference machine's terms (REFERENCE_INSPECT_MS; in plain
-milliseconds where inspect-ai cannot be run); live judge-call CPU at most 0.6x inspect-ai's, batch judge-call CPU at
-most 0.3x (or at most 11 and 5.5 ms where the venv cannot be built).
+milliseconds where inspect-ai cannot be run); live judge-call CPU at most 0.6x inspect-ai's,
+batch judge-call CPU at most 0.3x (or at most 11 and 5.5 ms where the venv cannot be built).
 
 Run: .venv/bin/python bench/bench_worker_cpu.py   (about 5 minutes, more the first time the
 venv is built)
@@ -228,9 +228,8 @@ def rows(figures: dict) -> list[dict]:
     )
     if playing.statements is not None:
         calls = figures["model_calls"]
-        print(
-            f"PostgreSQL statements per agent or patient call: {playing.statement_count / calls:.1f}"
-        )
+        per_call = playing.statement_count / calls
+        print(f"PostgreSQL statements per agent or patient call: {per_call:.1f}")
         for count, statement in playing.statements[:12]:
             print(f"  {count / calls:6.2f}  {' '.join(statement.split())[:110]}")
     if scoring.statements is not None:
