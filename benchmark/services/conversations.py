@@ -142,7 +142,8 @@ class _SetupFailed(Exception):
 
 def _cancel_watch(run: Run):
     """should_stop for the loop: asks the database at most every CANCEL_CHECK_SECONDS."""
-    state = {"checked": 0.0, "stop": False}
+    # The claim found the run running a moment ago: the first look is due a period later.
+    state = {"checked": time.monotonic(), "stop": False}
 
     def should_stop() -> bool:
         now = time.monotonic()
