@@ -147,15 +147,37 @@ def run_demands(
     demands = [_agent_demand(choice, per_agent, units, source) for choice in agents]
     everyone = [usage for _, _, usage in units.values()]
     played = per_agent * len(agents)
-    # A case's roster is written once per repetition and met by every agent (services.rosters),
-    # so it is learnt from the conversations that wrote one. (Before rosters were shared every
-    # conversation wrote its own, so an older run's conversations each count.)
-    writers = [usage for usage in everyone if ROSTER in usage]
+    writers, roster_source = _roster_writers(source, everyone)
     demands += [
         _role_demand(PATIENT, patient_model, played, everyone, source),
-        _role_demand(ROSTER, roster_model, per_agent, writers, source, basis="each case's writer"),
+        _role_demand(
+            ROSTER, roster_model, per_agent, writers, roster_source, basis="each case's writer"
+        ),
     ]
     return demands, note
+
+
+def _roster_writers(
+    source: Run | None, everyone: list[dict[str, UnitUsage]]
+) -> tuple[list[dict[str, UnitUsage]], Run | None]:
+    """The conversations that wrote their case's roster, and their run. A case's roster is
+    written once per repetition and met by every agent (services.rosters); before rosters were
+    shared each conversation wrote its own, so an older run's conversations each count. A
+    run that wrote none (a replay, which reuses its cases' rosters) gives way to the newest
+    run of its set that did."""
+    writers = [usage for usage in everyone if ROSTER in usage]
+    if writers or source is None:
+        return writers, source
+    earlier = (
+        Run.objects.filter(benchmark_set=source.benchmark_set, model_calls__purpose=ROSTER)
+        .exclude(pk=source.pk)
+        .order_by("-pk")
+        .first()
+    )
+    if earlier is None:
+        return [], source
+    units = _conversation_units(earlier).values()
+    return [usage for _, _, usage in units if ROSTER in usage], earlier
 
 
 def enrichment_forecast(

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
 from django.utils import timezone
 
 from benchmark.engine.sandbox.roster import generate_roster
@@ -49,12 +48,12 @@ def case_roster(
     looks = rows.select_related("claimed_by").only("roster", "claimed_attempt", *CLAIMER_FIELDS)
     pause = FIRST_POLL_SECONDS
     while True:
-        row = looks.first() or _created(conversation)
-        if row is None:
-            continue  # another conversation made the row a moment ago: read it
+        row = looks.first() or _created(conversation) or looks.first()
+        if row is None:  # made by another and gone at once: the run was deleted under it
+            raise RuntimeError("the case's roster row disappeared as it was made")
         if row.roster is not None:
             return row.roster
-        if _mine(row, conversation) or (not _held(row) and _taken_over(rows, conversation)):
+        if _mine(row, conversation) or (not _held(row) and _taken_over(row, conversation)):
             return _write(row, conversation, client)
         if should_stop():
             raise RosterWaitCancelled("the run was cancelled while waiting for the case's roster")
@@ -75,8 +74,8 @@ def _mine(row: CaseRoster, conversation: Conversation) -> bool:
 
 
 def _held(row: CaseRoster) -> bool:
-    """Whether the row's claimer is still at it (as read with the row; _claim_held is the same
-    test in the database, where taking the claim over checks it again)."""
+    """Whether the row's claimer, as read with the row, is still at it: running the attempt
+    that claimed, and reporting."""
     claimer = row.claimed_by
     return (
         claimer is not None
@@ -84,14 +83,6 @@ def _held(row: CaseRoster) -> bool:
         and claimer.attempts == row.claimed_attempt
         and claimer.heartbeat_at is not None
         and claimer.heartbeat_at >= timezone.now() - lease()
-    )
-
-
-def _claim_held() -> Q:
-    return Q(
-        claimed_by__status=ConversationStatus.RUNNING,
-        claimed_by__attempts=F("claimed_attempt"),
-        claimed_by__heartbeat_at__gte=timezone.now() - lease(),
     )
 
 
@@ -106,11 +97,17 @@ def _created(conversation: Conversation) -> CaseRoster | None:
         return None
 
 
-def _taken_over(rows, conversation: Conversation) -> bool:
-    """Whether `conversation` took over the case's claim, which lapsed (and nobody else took
-    it over or wrote the roster first)."""
-    lapsed = rows.filter(roster__isnull=True).exclude(_claim_held())
-    return bool(lapsed.update(**_claim_of(conversation)))
+def _taken_over(row: CaseRoster, conversation: Conversation) -> bool:
+    """Whether `conversation` took over the lapsed claim it read on `row`: only while the row
+    still holds that very claim and no roster (compared column by column, with no join, so
+    that of two conversations taking it at once on PostgreSQL the second finds it changed)."""
+    unchanged = CaseRoster.objects.filter(
+        pk=row.pk,
+        roster__isnull=True,
+        claimed_by_id=row.claimed_by_id,
+        claimed_attempt=row.claimed_attempt,
+    )
+    return bool(unchanged.update(**_claim_of(conversation)))
 
 
 def _write(row: CaseRoster, conversation: Conversation, client) -> dict[str, Any]:
@@ -122,9 +119,8 @@ def _write(row: CaseRoster, conversation: Conversation, client) -> dict[str, Any
     except BaseException:
         # Let the next conversation of the case try at once instead of waiting for this
         # one's status to change.
-        CaseRoster.objects.filter(pk=row.pk, roster__isnull=True, claimed_by=conversation).update(
-            claimed_by=None
-        )
+        mine = CaseRoster.objects.filter(pk=row.pk, roster__isnull=True, **_claim_of(conversation))
+        mine.update(claimed_by=None)
         raise
     # Whoever writes first wins: had this claim lapsed and another conversation written the
     # roster meanwhile, every conversation of the case still meets that one.

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Sum
 
 from benchmark.models import ModelCall
+from benchmark.services.forecasts import ASSISTANT, PATIENT, ROSTER
 from jobs.models import JobStatus
 from jury.engine import decision
 from jury.engine.variance import COMPONENT_NAMES, COMPONENTS
@@ -136,20 +137,18 @@ def run_costs(report: Report) -> tuple[dict[str, decision.Costs], list[str]]:
 
 
 def _conversation_costs(report: Report, priced) -> dict[str, float]:
-    """Mean cost of one conversation per model; calls of the run outside any conversation
-    (rosters) are spread over all its conversations."""
+    """Mean cost of one conversation per model: its agent's and patient's calls, and the
+    rosters spread over all the run's conversations (each case's roster is written by one of
+    its conversations, whichever came first, and met by every agent's)."""
     calls = ModelCall.objects.filter(run=report.job.run)
-    per_agent = _tokens(
-        calls.filter(conversation__isnull=False).values_list(
-            "conversation__run_agent__label", "model"
-        )
-    )
+    played_calls = calls.filter(conversation__isnull=False, purpose__in=(PATIENT, ASSISTANT))
+    per_agent = _tokens(played_calls.values_list("conversation__run_agent__label", "model"))
     totals: dict[str, float] = {}
     for label, model, input_tokens, output_tokens in per_agent:
         totals[label] = totals.get(label, 0.0) + priced(model, input_tokens, output_tokens)
     counts = report.job.run.conversations.values("run_agent__label").annotate(n=Count("id"))
     conversations = {row["run_agent__label"]: row["n"] for row in counts}
-    shared = _tokens(calls.filter(conversation__isnull=True).values_list("model"))
+    shared = _tokens(calls.filter(purpose=ROSTER).values_list("model"))
     played = max(sum(conversations.values()), 1)
     spread = sum(priced(model, i, o) for model, i, o in shared) / played
     return {label: totals.get(label, 0.0) / n + spread for label, n in conversations.items() if n}

@@ -20,10 +20,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from benchmark.models import ModelCall, Run
+from jobs.models import ReplayRequest
 from llm.engine.forecast import Forecast, RoleDemand, UnitUsage, forecast
 from llm.services.prices import catalog_in_force
 from rubric_lab.engine.pipeline import DIRECT_STAGES, MODEL_STAGES, PURPOSES, stages_of
 from rubric_lab.models import GenerationJob, GenerationStatus, InstanceScore
+from rubric_lab.services.generation_batches import KIND as GENERATION_KIND
 from rubric_lab.services.instance_scoring import JUDGE_PURPOSE
 
 NO_SOURCE = (
@@ -123,12 +125,7 @@ def _stage_units(job: GenerationJob) -> dict[int, dict[str, UnitUsage]]:
     purpose used (a stage it never called is absent: it counts as zero)."""
     generations = job.generations.filter(status=GenerationStatus.FINISHED)[:MAX_UNITS]
     windows = [
-        (
-            g.conversation_id,
-            _window_start(job, g),
-            g.finished_at or timezone.now(),
-            _stage_purposes(),
-        )
+        (g.conversation_id, g.started_at, g.finished_at or timezone.now(), _stage_purposes())
         for g in generations
         if g.started_at
     ]
@@ -141,20 +138,13 @@ def _stage_units(job: GenerationJob) -> dict[int, dict[str, UnitUsage]]:
         if job.judge_model
     ]
     units: dict[int, dict[str, UnitUsage]] = defaultdict(dict)
-    for row in _calls_in(windows):
+    for row in _calls_in(windows, _batch_answer_keys(job, generations)):
         units[row["conversation_id"]][row["purpose"]] = _added(
             units[row["conversation_id"]].get(row["purpose"]), row
         )
     for conversation, *_ in windows:
         units.setdefault(conversation, {})
     return dict(units)
-
-
-def _window_start(job: GenerationJob, generation):
-    """Where a generation's calls begin: when it started, or for a job in batch mode when the
-    job was made, since its answers are accounted as their batches end, before the replay that
-    runs the generation to its end starts (and sets started_at)."""
-    return job.created_at if job.batch else generation.started_at
 
 
 def _of_purpose(observed: dict[int, dict[str, UnitUsage]], purpose: str) -> list[UnitUsage]:
@@ -165,10 +155,24 @@ def _stage_purposes() -> list[str]:
     return [PURPOSES[stage] for stage in (*MODEL_STAGES, *DIRECT_STAGES)]
 
 
-def _calls_in(windows: list[tuple]) -> Iterable[dict]:
+def _batch_answer_keys(job: GenerationJob, generations) -> list[str]:
+    """The accounting keys of the answers a batch job's generations were paid for. They are
+    accounted as their batches end, before the replay that runs a generation to its end (and
+    sets its started_at), which reads them back under the same keys and writes no row of its
+    own for them (jobs.services.replay_batches); answers recorded before the keys were kept
+    left that replay's own rows, inside the window, instead."""
+    if not job.batch:
+        return []
+    answered = ReplayRequest.objects.filter(
+        job_kind=GENERATION_KIND, job_id=job.pk, unit_id__in=[g.pk for g in generations]
+    )
+    return list(answered.exclude(answer_key="").values_list("answer_key", flat=True))
+
+
+def _calls_in(windows: list[tuple], answer_keys: list[str]) -> Iterable[dict]:
     if not windows:
         return []
-    match = Q()
+    match = Q(answer_key__in=answer_keys) if answer_keys else Q()
     for conversation, started, ended, purposes in windows:
         match |= Q(
             conversation_id=conversation,

@@ -15,6 +15,7 @@ from benchmark.services.forecasts import run_demands
 from benchmark.services.inline import run_execute_inline
 from benchmark.services.runs import AgentChoice
 from jobs.models import JobStatus
+from llm.engine.chat import ProviderError
 from tests.benchmark.conftest import FakeRouter, launch, provider_down, use_router
 
 pytestmark = pytest.mark.django_db
@@ -43,10 +44,10 @@ def initial_roster(conversation: Conversation) -> tuple:
     return tuple(sorted(provider["name"] for provider in providers))
 
 
-def holding(conversation: Conversation, **fields) -> CaseRoster:
-    """`conversation` running and holding its case's roster claim (fields: what to change)."""
+def holding(conversation: Conversation) -> CaseRoster:
+    """`conversation` running and holding its case's roster claim."""
     Conversation.objects.filter(pk=conversation.pk).update(
-        status=ConversationStatus.RUNNING, attempts=1, heartbeat_at=timezone.now(), **fields
+        status=ConversationStatus.RUNNING, attempts=1, heartbeat_at=timezone.now()
     )
     return CaseRoster.objects.create(
         run=conversation.run, seed=conversation.seed, claimed_by=conversation, claimed_attempt=1
@@ -190,3 +191,59 @@ def test_the_forecast_counts_one_roster_per_case_and_repetition(run, baseline):
     assert by_role["patient"].units == cases * 3 * 2
     # Learnt from the conversation of each case that wrote its roster, not from every one.
     assert len(by_role["roster"].observed) == cases
+
+
+def test_of_two_conversations_taking_over_one_lapsed_claim_only_the_first_gets_it(run):
+    mine, claimer = case_of(run, run.conversations.order_by("pk").first())[:2]
+    third = run.conversations.exclude(seed=mine.seed).first()  # any other conversation
+    holding(claimer)
+    Conversation.objects.filter(pk=claimer.pk).update(status=ConversationStatus.FAILED)
+    for conversation in (mine, third):
+        Conversation.objects.filter(pk=conversation.pk).update(attempts=1)
+        conversation.refresh_from_db()
+    looks = CaseRoster.objects.filter(run=run, seed=mine.seed).select_related("claimed_by")
+    seen_by_mine, seen_by_third = looks.get(), looks.get()  # both read the lapsed claim
+    assert not rosters._held(seen_by_mine) and not rosters._held(seen_by_third)
+    assert rosters._taken_over(seen_by_mine, mine)
+    assert not rosters._taken_over(seen_by_third, third)  # the row changed since it looked
+    assert looks.get().claimed_by_id == mine.pk
+
+
+def test_a_superseded_attempt_that_fails_leaves_the_newer_attempts_claim(run):
+    mine = run.conversations.order_by("pk").first()
+    row = holding(mine)
+    Conversation.objects.filter(pk=mine.pk).update(attempts=2)  # handed out again
+    CaseRoster.objects.filter(pk=row.pk).update(claimed_attempt=2)  # and it claimed anew
+    mine.refresh_from_db()
+    mine.attempts = 1  # the old attempt, still running somewhere
+    with pytest.raises(ProviderError, match="503"):
+        rosters._write(row, mine, provider_down("roster"))
+    row.refresh_from_db()
+    assert (row.claimed_by_id, row.claimed_attempt) == (mine.pk, 2)
+
+
+def test_a_replay_plays_its_cases_rosters_and_the_forecast_learns_rosters_past_it(run, baseline):
+    from benchmark.services.replays import run_replay
+
+    for conversation in run.conversations.all():
+        played(conversation)
+    run.status = JobStatus.FINISHED
+    run.save(update_fields=["status"])
+    replay = run_replay(run, conversations=list(run.conversations.order_by("pk")[:2]))
+    for conversation in replay.conversations.all():
+        assert played(conversation).status == ConversationStatus.FINISHED
+        original = run.conversations.get(
+            seed=conversation.seed, run_agent__label=conversation.run_agent.label
+        )
+        assert initial_roster(conversation) == initial_roster(original)
+    assert roster_calls(replay) == 0
+    replay.status = JobStatus.FINISHED
+    replay.save(update_fields=["status"])
+
+    agents = [AgentChoice("offline/careful", baseline)]
+    demands, note = run_demands(
+        benchmark_set=run.benchmark_set, agents=agents, patient_model="offline/patient"
+    )
+    assert f"run {replay.pk}" in note  # the newest finished run, which wrote no roster
+    roster = next(demand for demand in demands if demand.role == "roster")
+    assert roster.observed and f"run {run.pk}" in roster.basis

@@ -62,7 +62,10 @@ def world(django_db_setup, django_db_blocker):
 
 @pytest.fixture(scope="module")
 def world_job(world, django_db_blocker):
-    """The played run scored once by the offline demo jury, committed for the module."""
+    """The played run scored once by the offline demo jury, committed for the module: asked
+    of the models, whatever the module's earlier tests scored (in their own transactions) and
+    left in the response cache, which depends on the order pytest-xdist gives the tests."""
+    caches["llm"].clear()
     with django_db_blocker.unblock():
         return scored(Run.objects.get(pk=world), juries.jury_demo_ensure()).pk
 

@@ -71,17 +71,26 @@ def test_the_report_page_shows_the_shares_the_figure_and_the_downloads(
 
 
 def test_the_plan_prices_conversations_and_judges_from_the_earlier_runs_tokens(repeated_job):
-    for model in (*MODELS, *juries.DEMO_JUDGES):
+    run = repeated_job.run
+    for model in (*MODELS, run.patient_model, run.roster_model, *juries.DEMO_JUDGES):
         price_set(model=model, input_per_million=Decimal(2), output_per_million=Decimal(8))
     report = Report(repeated_job)
 
     costs, unpriced = planning.run_costs(report)
 
-    calls = ModelCall.objects.filter(run=repeated_job.run)
-    spent = sum(2 * call.input_tokens + 8 * call.output_tokens for call in calls) / 1e6
-    conversations = repeated_job.run.conversations.count()
-    per_conversation = sum(costs[label].conversation for label in costs) / len(costs)
-    assert per_conversation == pytest.approx(spent / conversations, rel=0.2)
+    def cost(calls) -> float:
+        return sum(2 * call.input_tokens + 8 * call.output_tokens for call in calls) / 1e6
+
+    calls = ModelCall.objects.filter(run=run)
+    conversations = run.conversations.count()
+    # Each agent pays its own agent and patient calls; the rosters (each written by whichever
+    # conversation of its case came first) are spread over every conversation.
+    rosters = cost(calls.filter(purpose="roster")) / conversations
+    assert rosters > 0
+    for agent in run.agents.all():
+        played = calls.filter(conversation__run_agent=agent, purpose__in=("patient", "assistant"))
+        mine = cost(played) / run.conversations.filter(run_agent=agent).count()
+        assert costs[agent.label].conversation == pytest.approx(mine + rosters)
     scores = JudgeScore.objects.filter(job=repeated_job)
     judged = sum(2 * s.input_tokens + 8 * s.output_tokens for s in scores) / 1e6
     assert next(iter(costs.values())).judge == pytest.approx(judged / conversations / 2)
