@@ -23,13 +23,11 @@ from benchmark.models import (
     Run,
 )
 from benchmark.services import runs
-from benchmark.services.runs import AgentChoice
+from benchmark.services.runs import ASSISTANT, PATIENT, ROSTER, AgentChoice
 from jobs.models import JobStatus
 from llm.engine.forecast import Forecast, RoleDemand, UnitUsage, forecast
 from llm.services.prices import catalog_in_force
 
-# The run's roles as the accounting names them (purpose) and as the forecast shows them.
-PATIENT, ROSTER, ASSISTANT = "patient", "roster", "assistant"
 NO_SOURCE = (
     "No finished run to forecast from: launch a small pilot run first (a few cases, one "
     "repetition), then come back."

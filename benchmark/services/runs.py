@@ -60,7 +60,9 @@ logger = logging.getLogger(__name__)
 
 IN_FLIGHT = (ConversationStatus.QUEUED, ConversationStatus.RUNNING)
 RETRYABLE_TERMINATIONS = (Termination.PROVIDER_ERROR, Termination.INFRASTRUCTURE)
-RUN_PURPOSES = ("roster", "patient", "assistant")  # the calls a run's conversations make
+# The calls a run's conversations make, as the accounting names them (their `purpose`).
+ROSTER, PATIENT, ASSISTANT = "roster", "patient", "assistant"
+RUN_PURPOSES = (ROSTER, PATIENT, ASSISTANT)
 
 
 class RunError(ValueError):

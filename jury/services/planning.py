@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Sum
 
 from benchmark.models import ModelCall
-from benchmark.services.forecasts import ASSISTANT, PATIENT, ROSTER
+from benchmark.services.runs import ASSISTANT, PATIENT, ROSTER
 from jobs.models import JobStatus
 from jury.engine import decision
 from jury.engine.variance import COMPONENT_NAMES, COMPONENTS

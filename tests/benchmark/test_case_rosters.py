@@ -134,7 +134,6 @@ def played_roster(run, conversation) -> dict:
 def test_a_run_cancelled_while_waiting_for_the_roster_cancels_the_conversation(run, monkeypatch):
     mine, claimer = case_of(run, run.conversations.order_by("pk").first())[:2]
     holding(claimer)
-    monkeypatch.setattr(rosters, "LAST_POLL_SECONDS", 0.01)
     cancelled = {}
 
     def researcher_cancels(seconds):
