@@ -17,6 +17,7 @@ cd "$(dirname "$0")/.."
 STATE="${CONTAINER_SMOKE_DIR:-/var/tmp/carejury-container-smoke}"
 PORT="${CONTAINER_SMOKE_PORT:-18000}"
 ADMIN=smoke-admin
+PROJECT=carejury-smoke
 mkdir -p "$STATE"
 chmod 700 "$STATE"
 # One smoke test at a time per folder: a second would stop the first one's daemon.
@@ -63,7 +64,7 @@ fi
 dockerd_pid=$!
 
 compose() {
-  docker-compose --project-name carejury-smoke --file deploy/compose.yaml \
+  docker-compose --project-name "$PROJECT" --file deploy/compose.yaml \
     --env-file "$STATE/smoke.env" "$@"
 }
 finish() {
@@ -86,6 +87,18 @@ finish() {
 trap finish EXIT
 for _ in $(seq 1 120); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
 docker info >/dev/null || { cat "$STATE/dockerd.log"; exit 1; }
+
+step "remove what an interrupted smoke test left"
+# A smoke test killed before its clean-up (its session ended, its machine stopped) leaves its
+# containers and volumes in the daemon's data. The PostgreSQL volume keeps the password of that
+# run, so this run's fresh password would be refused: remove them, found by the project's label.
+containers=$(docker container ls --quiet --all --filter label=com.docker.compose.project=$PROJECT)
+[ -z "$containers" ] || docker container rm --force --volumes $containers >/dev/null
+volumes=$(docker volume ls --quiet --filter label=com.docker.compose.project=$PROJECT)
+[ -z "$volumes" ] || docker volume rm --force $volumes >/dev/null
+networks=$(docker network ls --quiet --filter label=com.docker.compose.project=$PROJECT)
+[ -z "$networks" ] || docker network rm $networks >/dev/null
+echo "removed: $(echo $containers | wc -w) containers, $(echo $volumes | wc -w) volumes, $(echo $networks | wc -w) networks"
 
 step "base image from Debian's packages"
 base_image=$(bash scripts/container_base.sh)
