@@ -179,6 +179,10 @@ class ProviderBatch(models.Model):
     detail = models.CharField(max_length=50, blank=True)
     counts = models.JSONField(default=dict)  # succeeded, errored, expired, cancelled, processing
     requests = models.JSONField(default=dict)  # custom id -> the unit's primary key
+    # Custom id -> what reading its answer needs of the request (BatchReceipt.to_data), kept
+    # when the batch is sent so the requests are not built again to read the answers. Empty
+    # for a batch sent before receipts were kept: its requests are built again.
+    receipts = models.JSONField(default=dict)
     # Every custom id starts with the tag (the row's id and a random part), and OpenAI's batch
     # carries it in its metadata: a batch made by a worker that died before storing its id is
     # found among the provider's batches by it (jobs.services.batches.batch_adopt).

@@ -30,7 +30,7 @@ from jobs.services import accounting, batch_jobs, batches
 from jobs.services.leases import LeasedTask
 from llm.clients import model_router
 from llm.engine.chat import ChatRequest, ChatResponse
-from llm.engine.providers.batches import BatchResult
+from llm.engine.providers.batches import BatchReceipt, BatchResult
 from llm.engine.structured import InvalidOutput
 
 KIND = "set"  # the job kind benchmark.tasks declares
@@ -99,7 +99,8 @@ def _request(entry: BenchmarkEntry) -> ChatRequest:
 
 
 def _requests_of(batch: ProviderBatch) -> Mapping[str, ChatRequest]:
-    """The requests behind a batch's custom ids, built again as they were sent."""
+    """The requests behind a batch's custom ids, built again as they were sent (only for the
+    offline scripts, and batches sent before receipts were kept: BatchReceipt)."""
     entries = BenchmarkEntry.objects.select_related("benchmark_set").in_bulk(
         list(batch.requests.values())
     )
@@ -110,13 +111,13 @@ def _requests_of(batch: ProviderBatch) -> Mapping[str, ChatRequest]:
     }
 
 
-def _cached_record(unit: batch_jobs.Unit, request: ChatRequest, response: ChatResponse) -> None:
+def _cached_record(unit: batch_jobs.Unit, receipt: BatchReceipt, response: ChatResponse) -> None:
     attempts = BenchmarkEntry.objects.filter(pk=unit.pk).values_list("attempts", flat=True)
     # One key per entry and attempt: an entry retried and answered from the cache again is a
     # new (free) call.
     text = f"cache:entry:{unit.pk}:{attempts.first() or 0}"
     key = hashlib.sha256(text.encode()).hexdigest()[:32]
-    _answers_store([batch_jobs.Answer(unit.pk, response, request, key)])
+    _answers_store([batch_jobs.Answer(unit.pk, response, receipt, key)])
 
 
 def _failed(entry_id: int, reason: str) -> None:
@@ -128,7 +129,7 @@ def _failed(entry_id: int, reason: str) -> None:
 # --- recording --------------------------------------------------------------------------------
 
 
-def _results_record(batch: ProviderBatch, chunk: list[tuple[BatchResult, ChatRequest]]) -> None:
+def _results_record(batch: ProviderBatch, chunk: list[tuple[BatchResult, BatchReceipt]]) -> None:
     answers, unanswered = batch_jobs.results_split(batch, chunk)
     # Sent again (in a later batch, or live); the reason stays on the row for the page.
     pending = BenchmarkEntry.objects.filter(status=EntryStatus.PENDING)
@@ -160,7 +161,7 @@ def _answer_apply(entry: BenchmarkEntry, answer: batch_jobs.Answer) -> list[str]
     entry.updated_at = timezone.now()  # a bulk UPDATE sets no auto_now field itself
     changed = ["attempts", "input_tokens", "output_tokens", "cost_usd", "updated_at"]
     if entry.status == EntryStatus.PENDING:
-        changed += _outcome(entry, response, answer.request)
+        changed += _outcome(entry, response, answer.receipt)
     return changed
 
 
@@ -174,7 +175,7 @@ def _cost_after(entry: BenchmarkEntry, cost: Decimal | None) -> Decimal | None:
     return entry.cost_usd + cost
 
 
-def _outcome(entry: BenchmarkEntry, response: ChatResponse, request: ChatRequest) -> list[str]:
+def _outcome(entry: BenchmarkEntry, response: ChatResponse, receipt: BatchReceipt) -> list[str]:
     """Set the entry's outcome for one answer, judged as the live path judges each answer;
     returns the fields it set."""
     entry.raw_responses = [*entry.raw_responses, response.text]
@@ -182,7 +183,7 @@ def _outcome(entry: BenchmarkEntry, response: ChatResponse, request: ChatRequest
         data = entry_from_answer(response, entry.seed, today=entry.benchmark_set.created_at.date())
     except InvalidOutput as error:
         # Never replayed from the cache: a retry of the entry asks the model afresh.
-        model_router(True).forget(request)
+        model_router(True).client_for(entry.generator_model).receipt_forget(receipt)
         entry.status, entry.failure_reason = EntryStatus.FAILED, f"invalid (batch): {error}"
         return ["raw_responses", "status", "failure_reason"]
     entry.status, entry.failure_reason = EntryStatus.READY, ""

@@ -32,7 +32,7 @@ from jobs.models import JobStatus, ModelCallRecord, ProviderBatch
 from jobs.services import accounting, batches
 from llm.clients import ModelRouter
 from llm.engine.chat import ChatRequest, ChatResponse, ProviderError
-from llm.engine.providers.batches import BatchResult
+from llm.engine.providers.batches import BatchReceipt, BatchResult
 from llm.engine.providers.client import ModelClient
 from llm.engine.providers.redaction import failure_text
 
@@ -69,9 +69,10 @@ class BatchWork:
     router: Callable[[], ModelRouter]  # the job's, with its cache flag and prices
     # The pending units, in an order that keeps a unit's neighbours together, less `skip`.
     pending: Callable[[set[int]], Iterable[Unit]]
-    # The requests behind a batch's custom ids, built again as they were sent.
+    # The requests behind a batch's custom ids, built again as they were sent (for the
+    # offline scripts, which answer from them, and batches sent before receipts were kept).
     requests_of: Callable[[ProviderBatch], Mapping[str, ChatRequest]]
-    cached: Callable[[Unit, ChatRequest, ChatResponse], None]  # an answer from the cache
+    cached: Callable[[Unit, BatchReceipt, ChatResponse], None]  # an answer from the cache
     failed: Callable[[int, str], None]  # a unit that will get no answer
     live: Callable[[int], None]  # the unit's live path, in this process
     limit_reached: Callable[[], bool]  # the job's cost limit (pauses it)
@@ -79,8 +80,10 @@ class BatchWork:
     # Record one batch result once (keyed by batches.answer_key); an error result leaves
     # the unit pending, with the reason for the page. Or, better, `record_chunk`: a chunk of
     # results at once, in a fixed few statements (`results_split`, `answers_store`).
-    record: Callable[[ProviderBatch, BatchResult, ChatRequest], None] | None = None
+    record: batches.Record | None = None
     record_chunk: batches.RecordChunk | None = None
+    # What the kind keeps of a request to record its answer (BatchReceipt.note).
+    note: batches.Note = lambda request: ""
 
 
 def batch_job_poll(job: BatchJob, work: BatchWork) -> bool:
@@ -126,6 +129,7 @@ def _batch_look(batch: ProviderBatch, router: ModelRouter, work: BatchWork) -> N
         requests_of=work.requests_of,
         record=work.record,
         record_chunk=work.record_chunk,
+        note=work.note,
     )
 
 
@@ -134,7 +138,7 @@ def _pending_send(job: BatchJob, router: ModelRouter, work: BatchWork, token: st
     waiting = batches.units_in_flight(work.kind, job.pk)
     attempts = batches.unit_attempts(work.kind, job.pk)
     refusals = batches.unit_refusals(work.kind, job.pk)
-    by_model: dict[str, list[tuple[int, ChatRequest]]] = defaultdict(list)
+    by_model: dict[str, list[tuple[int, ChatRequest, BatchReceipt]]] = defaultdict(list)
     send = partial(_batch_send, job, work, token)
     live = []
     for unit in work.pending(waiting):
@@ -154,12 +158,13 @@ def _pending_send(job: BatchJob, router: ModelRouter, work: BatchWork, token: st
             work.failed(unit.pk, failure_text(error))
             continue
         request = unit.request()
-        answer = client.cached_answer(request)
+        receipt = client.batch_receipt(request, work.note(request))
+        answer = client.receipt_answer(receipt)
         if answer is not None:
-            work.cached(unit, request, answer)
+            work.cached(unit, receipt, answer)
             continue
         queued = by_model[unit.model]
-        queued.append((unit.pk, request))
+        queued.append((unit.pk, request, receipt))
         # Sent as soon as a batch is full: a large job never holds all its prompts at once.
         if len(queued) == batches.MAX_BATCH_REQUESTS:
             send(client, by_model.pop(unit.model))
@@ -173,13 +178,19 @@ def _batch_send(
     work: BatchWork,
     token: str,
     client: ModelClient,
-    requests: list[tuple[int, ChatRequest]],
+    queued: list[tuple[int, ChatRequest, BatchReceipt]],
 ) -> None:
     """One batch, under a freshly renewed lease: an upload can be slow, and a poller that
     lost the lease meanwhile must not send what the one that took the job over sends too."""
     if not batches.poll_lease_extend(work.kind, job.pk, token):
         raise _LeaseLost
-    batches.batch_submit(kind=work.kind, job_id=job.pk, client=client, requests=requests)
+    batches.batch_submit(
+        kind=work.kind,
+        job_id=job.pk,
+        client=client,
+        requests=[(pk, request) for pk, request, _ in queued],
+        receipts=[receipt for _, _, receipt in queued],
+    )
 
 
 def _live_send(job: BatchJob, work: BatchWork, token: str, units: list[int]) -> None:
@@ -196,23 +207,23 @@ def _live_send(job: BatchJob, work: BatchWork, token: str, units: list[int]) -> 
 
 @dataclass(frozen=True)
 class Answer:
-    """One answer to record: its unit's primary key, the answer, the request it answers and
-    its accounting key (batches.answer_key, or a cached answer's own)."""
+    """One answer to record: its unit's primary key, the answer, the receipt of the request
+    it answers and its accounting key (batches.answer_key, or a cached answer's own)."""
 
     pk: int
     response: ChatResponse
-    request: ChatRequest
+    receipt: BatchReceipt
     key: str
 
 
 def results_split(
-    batch: ProviderBatch, chunk: list[tuple[BatchResult, ChatRequest]]
+    batch: ProviderBatch, chunk: list[tuple[BatchResult, BatchReceipt]]
 ) -> tuple[list[Answer], dict[str, list[int]]]:
     """A chunk of the batch's results as the answers to record and, by reason, the units that
     got none (left pending, sent again); a custom id the batch does not name is skipped."""
     answers: list[Answer] = []
     unanswered: dict[str, list[int]] = defaultdict(list)
-    for result, request in chunk:
+    for result, receipt in chunk:
         pk = batch.requests.get(result.custom_id)
         if pk is None:
             continue
@@ -220,7 +231,7 @@ def results_split(
             unanswered[f"batch request {result.error_kind}: {result.error}"[:2000]].append(pk)
         else:
             key = batches.answer_key(batch, result.custom_id)
-            answers.append(Answer(pk, result.response, request, key))
+            answers.append(Answer(pk, result.response, receipt, key))
     return answers, unanswered
 
 

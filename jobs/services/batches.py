@@ -42,7 +42,7 @@ from jobs.models import BatchPollLease, BatchState, ProviderBatch
 from jobs.services import watch
 from jobs.signals import batch_ended_send
 from llm.engine.chat import ChatRequest, ProviderError
-from llm.engine.providers.batches import Adoption, BatchResult
+from llm.engine.providers.batches import Adoption, BatchReceipt, BatchResult
 from llm.engine.providers.client import ModelClient
 from llm.engine.providers.model_strings import parse_model_string
 from llm.engine.providers.redaction import failure_text
@@ -64,10 +64,12 @@ ADOPTION_DEADLINE = timedelta(hours=25)
 MAYBE_MADE = frozenset({"timeout", "connection", "server", "malformed"})
 
 RequestsOf = Callable[[ProviderBatch], Mapping[str, ChatRequest]]
-# Records one result of a batch, given the request it answers.
-Record = Callable[[ProviderBatch, BatchResult, ChatRequest], None]
-# Records a chunk of a batch's results, each with the request it answers, in one transaction.
-RecordChunk = Callable[[ProviderBatch, list[tuple[BatchResult, ChatRequest]]], None]
+# Records one result of a batch, given the receipt of the request it answers.
+Record = Callable[[ProviderBatch, BatchResult, BatchReceipt], None]
+# Records a chunk of a batch's results, each with its request's receipt, in one transaction.
+RecordChunk = Callable[[ProviderBatch, list[tuple[BatchResult, BatchReceipt]]], None]
+# What a kind keeps of a request to record its answer (BatchReceipt.note).
+Note = Callable[[ChatRequest], str]
 # Results recorded together: a few statements a chunk rather than a few an answer (issue 34),
 # and a chunk's rows and their UPDATE stay a modest statement.
 RECORD_CHUNK = 200
@@ -108,7 +110,8 @@ def poll_lease_release(kind: str, job_id: int, token: str) -> None:
 
 
 def job_batches(kind: str, job_id: int) -> QuerySet[ProviderBatch]:
-    return ProviderBatch.objects.filter(job_kind=kind, job_id=job_id)
+    # The receipts (thousands a batch) are read only to record its answers.
+    return ProviderBatch.objects.filter(job_kind=kind, job_id=job_id).defer("receipts")
 
 
 def poll_seconds() -> float:
@@ -160,9 +163,11 @@ def batch_submit(
     job_id: int,
     client: ModelClient,
     requests: Sequence[tuple[int, ChatRequest]],
+    receipts: Sequence[BatchReceipt] | None = None,
 ) -> ProviderBatch:
-    """Send (unit pk, request) pairs of one model as one batch, recorded first: each custom id
-    is the row's tag and the unit's pk."""
+    """Send (unit pk, request) pairs of one model as one batch, recorded first with each
+    request's receipt (`receipts`, in the same order; made here when not given): each custom
+    id is the row's tag and the unit's pk."""
     row = ProviderBatch.objects.create(
         job_kind=kind,
         job_id=job_id,
@@ -173,8 +178,13 @@ def batch_submit(
     # shares the provider account.
     row.tag = f"cj{row.pk}x{secrets.token_hex(4)}"
     sent = [(f"{row.tag}-{pk}", request) for pk, request in requests]
+    if receipts is None:
+        receipts = [client.batch_receipt(request) for _, request in requests]
     row.requests = {custom_id: pk for (custom_id, _), (pk, _) in zip(sent, requests, strict=True)}
-    row.save(update_fields=["tag", "requests"])
+    row.receipts = {
+        custom_id: receipt.to_data() for (custom_id, _), receipt in zip(sent, receipts, strict=True)
+    }
+    row.save(update_fields=["tag", "requests", "receipts"])
     try:
         batch_id = client.batch_submit(sent, tag=row.tag, uploaded=partial(_file_stored, row))
     except ProviderError as error:
@@ -210,10 +220,14 @@ def batch_poll(
     requests_of: RequestsOf,
     record: Record | None = None,
     record_chunk: RecordChunk | None = None,
+    note: Note = lambda request: "",
 ) -> None:
     """Look at one open batch: store its state and counts; once it has ended, record every
     result (`record_chunk`, RECORD_CHUNK at a time, when the kind has one; else `record`, one
-    at a time) and mark it recorded. Called under the job's poll lease."""
+    at a time), each with its request's receipt, and mark it recorded. The requests are built
+    again (`requests_of`) only for a provider that reads them (the offline scripts) or a
+    batch sent before receipts were kept (whose receipts are then made with `note`). Called
+    under the job's poll lease."""
     if batch.state == BatchState.SUBMITTING:
         batch_adopt(batch, client)
         return
@@ -231,15 +245,16 @@ def batch_poll(
         batch.save(update_fields=["counts", "detail", "error"])
     elif not _ended(batch):
         return  # another poller ended it, and records it
-    requests = requests_of(batch)
+    requests = AwaitedRequests(batch.requests, partial(requests_of, batch))
+    receipts = _receipts(batch, requests, client, note)
     if record_chunk is None:
         if record is None:
             raise TypeError("a batch poll needs `record` or `record_chunk`")
         record_chunk = partial(_one_by_one, record)
     try:
-        chunk: list[tuple[BatchResult, ChatRequest]] = []
-        for result in client.batch_results(batch.batch_id, requests):
-            chunk.append((result, requests[result.custom_id]))
+        chunk: list[tuple[BatchResult, BatchReceipt]] = []
+        for result in client.batch_results(batch.batch_id, requests, receipts):
+            chunk.append((result, receipts[result.custom_id]))
             if len(chunk) == RECORD_CHUNK:
                 record_chunk(batch, chunk)
                 chunk = []
@@ -252,11 +267,52 @@ def batch_poll(
     _moved(batch, BatchState.ENDED, state=BatchState.RECORDED, recorded_at=timezone.now())
 
 
+class AwaitedRequests(Mapping[str, ChatRequest]):
+    """A batch's requests by custom id, built (`build`) only when one is read: the providers'
+    batch APIs only ask which custom ids are awaited, and building a job's prompts again
+    (a judge's transcript, rendered) would cost as much as sending them did."""
+
+    def __init__(self, custom_ids: Mapping[str, int], build: Callable[[], Mapping]):
+        self._custom_ids = custom_ids
+        self._build = build
+        self._built: Mapping[str, ChatRequest] | None = None
+
+    def __contains__(self, custom_id: object) -> bool:
+        return custom_id in self._custom_ids
+
+    def __getitem__(self, custom_id: str) -> ChatRequest:
+        return self._requests()[custom_id]
+
+    def __iter__(self):
+        return iter(self._requests())
+
+    def __len__(self) -> int:
+        return len(self._requests())
+
+    def _requests(self) -> Mapping[str, ChatRequest]:
+        if self._built is None:
+            self._built = self._build()
+        return self._built
+
+
+def _receipts(
+    batch: ProviderBatch, requests: Mapping[str, ChatRequest], client: ModelClient, note: Note
+) -> dict[str, BatchReceipt]:
+    """The receipts kept when the batch was sent, or (sent before they were kept) made now."""
+    kept = batch.receipts
+    if kept:
+        return {custom_id: BatchReceipt.from_data(data) for custom_id, data in kept.items()}
+    return {
+        custom_id: client.batch_receipt(request, note(request))
+        for custom_id, request in requests.items()
+    }
+
+
 def _one_by_one(
-    record: Record, batch: ProviderBatch, chunk: list[tuple[BatchResult, ChatRequest]]
+    record: Record, batch: ProviderBatch, chunk: list[tuple[BatchResult, BatchReceipt]]
 ) -> None:
-    for result, request in chunk:
-        record(batch, result, request)
+    for result, receipt in chunk:
+        record(batch, result, receipt)
 
 
 def _ended(batch: ProviderBatch) -> bool:

@@ -40,7 +40,7 @@ from jobs.services import batch_jobs, batches
 from llm.clients import ModelRouter, model_router
 from llm.engine.chat import ChatRequest, ChatResponse, Message, ProviderError, ToolCall, ToolSpec
 from llm.engine.providers import cache
-from llm.engine.providers.batches import BatchResult
+from llm.engine.providers.batches import BatchReceipt, BatchResult
 from llm.engine.providers.redaction import failure_text
 from llm.services import prices
 
@@ -113,6 +113,7 @@ def _batch_work(work: ReplayWork) -> batch_jobs.BatchWork:
         pending=partial(_pending, work),
         requests_of=_requests_of,
         record=partial(_result_record, work),
+        note=_purpose,
         cached=_cached_record,
         failed=partial(_failed, work),
         live=partial(_live, work),
@@ -194,8 +195,13 @@ def _requests_of(batch: ProviderBatch) -> Mapping[str, ChatRequest]:
     }
 
 
+def _purpose(request: ChatRequest) -> str:
+    """What a replay keeps of a request to record its answer (BatchReceipt.note)."""
+    return request.purpose
+
+
 def _result_record(
-    work: ReplayWork, batch: ProviderBatch, result: BatchResult, request: ChatRequest
+    work: ReplayWork, batch: ProviderBatch, result: BatchResult, receipt: BatchReceipt
 ) -> None:
     pk = batch.requests.get(result.custom_id)
     if pk is None:
@@ -204,26 +210,25 @@ def _result_record(
         error = f"batch request {result.error_kind}: {result.error}"[:2000]
         ReplayRequest.objects.filter(pk=pk, state=ReplayState.PENDING).update(error=error)
         return
-    _answered(work, pk, request, result.response, key=batches.answer_key(batch, result.custom_id))
+    key = batches.answer_key(batch, result.custom_id)
+    _answered(work, pk, receipt.note, result.response, key=key)
 
 
-def _answered(
-    work: ReplayWork, pk: int, request: ChatRequest, response: ChatResponse, *, key: str
-) -> None:
+def _answered(work: ReplayWork, pk: int, purpose: str, response: ChatResponse, *, key: str) -> None:
     """Account for one answer once (whatever the row's state: it was paid either way) and
     mark its request answered, in one transaction."""
     with transaction.atomic():
         row = ReplayRequest.objects.select_for_update().filter(pk=pk).first()
         if row is None:
             return
-        work.answer_record(row.unit_id, request.purpose, response, key)
+        work.answer_record(row.unit_id, purpose, response, key)
         if row.state == ReplayState.PENDING:
             row.state, row.error, row.answer_key = ReplayState.ANSWERED, "", key
             row.answer = cache.response_to_json(response)
             row.save(update_fields=["state", "error", "answer", "answer_key"])
 
 
-def _cached_record(unit: batch_jobs.Unit, request: ChatRequest, response: ChatResponse) -> None:
+def _cached_record(unit: batch_jobs.Unit, receipt: BatchReceipt, response: ChatResponse) -> None:
     """The cache answers it now (filled since it was missed): free, and the replay reads it."""
     ReplayRequest.objects.filter(pk=unit.pk, state=ReplayState.PENDING).update(
         state=ReplayState.ANSWERED, error="", answer=cache.response_to_json(response)
@@ -254,7 +259,7 @@ def _live(work: ReplayWork, pk: int) -> None:
         _failed(work, pk, f"live resend failed: {failure_text(error)}")
         return
     key = hashlib.sha256(f"live:{work.kind}:{pk}".encode()).hexdigest()[:32]
-    _answered(work, pk, request, response, key=key)
+    _answered(work, pk, request.purpose, response, key=key)
 
 
 # --- a request as stored ------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from jury.services import scoring
 from jury.services.judge_inputs import judge_inputs
 from llm.clients import model_router
 from llm.engine.chat import ChatRequest, ChatResponse
-from llm.engine.providers.batches import BatchResult
+from llm.engine.providers.batches import BatchReceipt, BatchResult
 from llm.engine.structured import InvalidOutput, extract_json_object, json_request
 from llm.services import prices
 
@@ -61,6 +61,7 @@ def _work(job: ScoringJob) -> batch_jobs.BatchWork:
         pending=partial(_pending, job),
         requests_of=partial(_requests_of, job),
         record_chunk=partial(_results_record, job),
+        note=_prompt,
         cached=partial(_cached_record, job),
         failed=_failed,
         live=scoring.judge_score_execute,
@@ -106,7 +107,8 @@ def _request(score: JudgeScore, inputs_of: dict) -> ChatRequest:
 
 
 def _requests_of(job: ScoringJob, batch: ProviderBatch) -> Mapping[str, ChatRequest]:
-    """The requests behind a batch's custom ids, built again as they were sent."""
+    """The requests behind a batch's custom ids, built again as they were sent (only for the
+    offline scripts, and batches sent before receipts were kept: BatchReceipt)."""
     scores = {score.pk: score for score in _scores(job).filter(pk__in=batch.requests.values())}
     inputs_of: dict = {}
     return {
@@ -117,13 +119,13 @@ def _requests_of(job: ScoringJob, batch: ProviderBatch) -> Mapping[str, ChatRequ
 
 
 def _cached_record(
-    job: ScoringJob, unit: batch_jobs.Unit, request: ChatRequest, response: ChatResponse
+    job: ScoringJob, unit: batch_jobs.Unit, receipt: BatchReceipt, response: ChatResponse
 ) -> None:
     attempts = JudgeScore.objects.filter(pk=unit.pk).values_list("attempts", flat=True).first()
     # One key per score and attempt: a relaunched score answered from the cache again is a
     # new call.
     key = hashlib.sha256(f"cache:{unit.pk}:{len(attempts or [])}".encode()).hexdigest()[:32]
-    stored = _answers_store(job, [batch_jobs.Answer(unit.pk, response, request, key)])
+    stored = _answers_store(job, [batch_jobs.Answer(unit.pk, response, receipt, key)])
     for score in stored:
         scoring.conversation_merge(job, score.conversation)
 
@@ -138,7 +140,7 @@ def _failed(score_id: int, error: str) -> None:
 
 
 def _results_record(
-    job: ScoringJob, batch: ProviderBatch, chunk: list[tuple[BatchResult, ChatRequest]]
+    job: ScoringJob, batch: ProviderBatch, chunk: list[tuple[BatchResult, BatchReceipt]]
 ) -> None:
     answers, unanswered = batch_jobs.results_split(batch, chunk)
     # Sent again in a later batch; the reason stays on the row for the page.
@@ -168,7 +170,8 @@ def _answer_apply(score: JudgeScore, answer: batch_jobs.Answer) -> list[str]:
     spent = _spend_set(score, answer.response)
     if score.status != ScoreStatus.PENDING:
         return spent
-    outcome = _outcome_fields(score, answer.response, _prompt(answer.request))
+    # The prompt's hash, kept when the batch was sent (BatchReceipt.note).
+    outcome = _outcome_fields(score, answer.response, answer.receipt.note)
     for name, value in outcome.items():
         setattr(score, name, value)
     return [*spent, *outcome]
@@ -238,4 +241,5 @@ def batch_progress(job: ScoringJob) -> list[dict]:
 
 
 def _prompt(request: ChatRequest) -> str:
+    """What a judge call keeps of its request to record its answer: the prompt's hash."""
     return prompt_hash(request.system, request.messages[0].content)

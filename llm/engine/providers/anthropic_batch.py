@@ -35,8 +35,11 @@ ERROR_KIND_OF = {"errored": ERRORED, "expired": EXPIRED, "canceled": CANCELLED}
 class AnthropicBatchProvider:
     """Batches for one model, through the live adapter's client and request rendering."""
 
-    def __init__(self, chat: AnthropicChatProvider):
+    reads_requests = False  # the results name their custom ids; the requests are not read
+
+    def __init__(self, chat: AnthropicChatProvider, model_string: str):
         self._chat = chat
+        self._model_string = model_string
         self._client: anthropic.Anthropic = chat._client
 
     def submit(
@@ -109,12 +112,11 @@ class AnthropicBatchProvider:
         with self._faults(self._chat.model_name):
             entries = list(self._client.messages.batches.results(batch_id))
         for entry in entries:
-            request = requests.get(entry.custom_id)
-            if request is None:
+            if entry.custom_id not in requests:
                 continue  # not one of the requests the caller is waiting for
             result = entry.result
             if result.type == "succeeded":
-                yield self._succeeded(entry.custom_id, result.message, request)
+                yield self._succeeded(entry.custom_id, result.message)
                 continue
             error = getattr(getattr(result, "error", None), "error", None)
             message = getattr(error, "message", "") or result.type
@@ -125,10 +127,10 @@ class AnthropicBatchProvider:
                 error=f"{kind}: {message}" if kind else message,
             )
 
-    def _succeeded(self, custom_id: str, message, request: ChatRequest) -> BatchResult:
+    def _succeeded(self, custom_id: str, message) -> BatchResult:
         try:
-            with self._faults(request.model):
-                response = parse_message(message, model=request.model, latency_ms=0)
+            with self._faults(self._model_string):
+                response = parse_message(message, model=self._model_string, latency_ms=0)
         except ProviderError as fault:  # one unreadable answer: sent again, not the batch
             return BatchResult(custom_id, error_kind=ERRORED, error=str(fault))
         return BatchResult(custom_id, response=response)

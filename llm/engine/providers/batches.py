@@ -4,11 +4,12 @@ batch price (about half), and collect the answers within the provider's window (
 An adapter (OpenAI's Batch API, Anthropic's Message Batches, the offline scripts) does three
 things: `submit` a list of (custom id, request) and return the provider's batch id, tell a
 batch's `status` (its state and request counts), and give its `results` once it has ended,
-one per custom id it has an outcome for. A request the provider gave no answer to (errored,
-expired with the batch, cancelled) comes back as a `BatchResult` with its `error_kind`; one
-it says nothing about at all (a batch that failed as a whole) is missing from the results:
-the caller sends both again. Faults of the calls themselves leave as ProviderError, mapped
-as the live adapters map them.
+one per custom id it has an outcome for (`requests`: the awaited ones; only the offline
+scripts read the requests themselves, `reads_requests`). A request the provider gave no answer
+to (errored, expired with the batch, cancelled) comes back as a `BatchResult` with its
+`error_kind`; one it says nothing about at all (a batch that failed as a whole) is missing
+from the results: the caller sends both again. Faults of the calls themselves leave as
+ProviderError, mapped as the live adapters map them.
 
 A caller that may die between the provider accepting a batch and storing its id gives
 `submit` a `tag` (every custom id starts with it) and an `uploaded` callback (told OpenAI's
@@ -76,11 +77,35 @@ class Adoption:
     undecided: bool = False
 
 
+@dataclass(frozen=True)
+class BatchReceipt:
+    """What reading a request's batch answer needs of the request, kept when the batch is sent,
+    so that reading the answers never builds the requests again (a judge prompt is rendered
+    once, issue 34): the response-cache key the answer fills (None with the cache off), the
+    seed it was sent with, and `note`: what the caller keeps to record the answer (a judge
+    call's prompt hash, a replayed request's purpose)."""
+
+    cache_key: str | None
+    seed: int | None
+    note: str = ""
+
+    def to_data(self) -> list:
+        return [self.cache_key, self.seed, self.note]
+
+    @classmethod
+    def from_data(cls, data: Sequence) -> BatchReceipt:
+        return cls(*data)
+
+
 # Told OpenAI's input file id once it is uploaded, before the batch is made of it.
 Uploaded = Callable[[str], None]
 
 
 class BatchProvider(Protocol):
+    # Whether `results` reads the requests themselves (the offline scripts compute their
+    # answers from them); the providers' APIs only look at which custom ids are awaited.
+    reads_requests: bool
+
     def submit(
         self,
         requests: Sequence[tuple[str, ChatRequest]],
@@ -131,6 +156,8 @@ class OfflineBatchProvider:
     (counted per process: the demo and tests see an in-progress batch once), and its results
     are the scripts' answers, computed when they are read (the scripts are deterministic, so
     a worker that reads them twice gets the same answers)."""
+
+    reads_requests = True
 
     def __init__(self, behaviour: str, *, polls_before_end: int = 0):
         self._chat = OfflineProvider(behaviour)

@@ -24,6 +24,7 @@ from llm.engine.providers import cache, endpoints
 from llm.engine.providers.batches import (
     Adoption,
     BatchProvider,
+    BatchReceipt,
     BatchResult,
     BatchStatus,
     OfflineBatchProvider,
@@ -129,9 +130,23 @@ class ModelClient:
     def cached_answer(self, request: ChatRequest) -> ChatResponse | None:
         """The response cache's answer to `request` (marked cached, free), or None: a batch
         sends only what the cache cannot answer."""
-        key = self._cache_key(self.effective(request))
-        stored = self._cache_store.get(key) if key is not None else None
+        return self.receipt_answer(self.batch_receipt(request))
+
+    def batch_receipt(self, request: ChatRequest, note: str = "") -> BatchReceipt:
+        """What reading `request`'s batch answer will need of it (BatchReceipt)."""
+        effective = self.effective(request)
+        return BatchReceipt(self._cache_key(effective), effective.seed, note)
+
+    def receipt_answer(self, receipt: BatchReceipt) -> ChatResponse | None:
+        """The response cache's answer to the request `receipt` was made of, or None."""
+        key = receipt.cache_key
+        stored = self._cache_store.get(key) if key is not None and self._cache_store else None
         return cache.response_from_json(stored) if stored is not None else None
+
+    def receipt_forget(self, receipt: BatchReceipt) -> None:
+        """`forget` for the request `receipt` was made of."""
+        if receipt.cache_key is not None and self._cache_store is not None:
+            self._cache_store.delete(receipt.cache_key)
 
     def batch_submit(
         self,
@@ -166,31 +181,39 @@ class ModelClient:
         return self._batches().status(batch_id)
 
     def batch_results(
-        self, batch_id: str, requests: Mapping[str, ChatRequest]
+        self,
+        batch_id: str,
+        requests: Mapping[str, ChatRequest],
+        receipts: Mapping[str, BatchReceipt] | None = None,
     ) -> Iterator[BatchResult]:
         """The ended batch's outcomes for `requests` (by custom id), each answer priced at the
-        batch price and stored in the response cache, so a re-score is answered from it."""
-        effective = {custom_id: self.effective(r) for custom_id, r in requests.items()}
-        for result in self._batches().results(batch_id, effective):
+        batch price and stored in the response cache, so a re-score is answered from it.
+        With the `receipts` kept when the batch was sent, a request is read (its values
+        built) only by a provider that `reads_requests`."""
+        provider = self._batches()
+        if receipts is None:
+            receipts = {custom_id: self.batch_receipt(r) for custom_id, r in requests.items()}
+        if provider.reads_requests:
+            requests = {custom_id: self.effective(r) for custom_id, r in requests.items()}
+        for result in provider.results(batch_id, requests):
             if result.response is None:
                 yield result
                 continue
-            request = effective[result.custom_id]
+            receipt = receipts[result.custom_id]
             response = replace(
                 result.response,
                 cost_usd=self.price.batch_cost(result.response.usage) if self.price else None,
                 list_cost_usd=self.price.list_cost(result.response.usage) if self.price else None,
                 cached=False,
-                seed=request.seed,
+                seed=receipt.seed,
             )
-            key = self._cache_key(request)
-            if key is not None:
-                self._cache_store.set(key, cache.response_to_json(response))
+            if receipt.cache_key is not None and self._cache_store is not None:
+                self._cache_store.set(receipt.cache_key, cache.response_to_json(response))
             yield replace(result, response=response)
 
     def _batches(self) -> BatchProvider:
         if self._batch_provider is None:
-            self._batch_provider = batch_provider_of(self.model, self._provider)
+            self._batch_provider = batch_provider_of(self.model, self._provider, self.model_string)
         return self._batch_provider
 
     def _model_check(self, request: ChatRequest) -> None:
@@ -350,20 +373,21 @@ def build_provider(
     )
 
 
-def batch_provider_of(model: ModelString, provider: Provider) -> BatchProvider:
+def batch_provider_of(model: ModelString, provider: Provider, model_string: str) -> BatchProvider:
     """The batch API beside a model's live adapter: OpenAI's (chat completions or Responses,
-    as the model string routes it), Anthropic's, or the offline scripts'. Named endpoints and
-    OpenAI-compatible servers have none."""
+    as the model string routes it), Anthropic's, or the offline scripts'; `model_string` is
+    what their answers name as the model. Named endpoints and OpenAI-compatible servers have
+    none."""
     if model.provider == "offline":
         return OfflineBatchProvider(model.name)
     if model.provider == "anthropic":
         from llm.engine.providers.anthropic_batch import AnthropicBatchProvider
 
-        return AnthropicBatchProvider(provider)
+        return AnthropicBatchProvider(provider, model_string)
     if model.provider == "openai":
         from llm.engine.providers.openai_batch import OpenAIBatchProvider
 
-        return OpenAIBatchProvider(provider)
+        return OpenAIBatchProvider(provider, model_string)
     raise ProviderError(
         f"{model} has no batch API: only openai/, anthropic/ and offline/ models are sent "
         "in batches",

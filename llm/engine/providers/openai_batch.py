@@ -49,8 +49,11 @@ class OpenAIBatchProvider:
     """Batches for one model through `endpoint` (an OpenAIChatProvider or an
     OpenAIResponsesProvider: its path, request body and reply parser)."""
 
-    def __init__(self, endpoint: OpenAIEndpoint):
+    reads_requests = False  # the output file names its custom ids; the requests are not read
+
+    def __init__(self, endpoint: OpenAIEndpoint, model_string: str):
         self._endpoint = endpoint
+        self._model_string = model_string
         self._client: openai.OpenAI = endpoint._client
         self._url = f"/v1{endpoint.path}"
 
@@ -145,14 +148,13 @@ class OpenAIBatchProvider:
         self, line: dict[str, Any], requests: Mapping[str, ChatRequest], unanswered: str
     ) -> BatchResult | None:
         custom_id = line.get("custom_id", "")
-        request = requests.get(custom_id)
-        if request is None:
+        if custom_id not in requests:
             return None  # not one of the requests the caller is waiting for
         reply, error = line.get("response"), line.get("error")
         if reply and reply.get("status_code") == 200:
             try:
-                with self._faults(request.model):
-                    return BatchResult(custom_id, response=self._parsed(reply["body"], request))
+                with self._faults(self._model_string):
+                    return BatchResult(custom_id, response=self._parsed(reply["body"]))
             except ProviderError as fault:  # one unreadable answer: sent again, not the batch
                 return BatchResult(custom_id, error_kind=ERRORED, error=str(fault))
         if error:
@@ -166,13 +168,13 @@ class OpenAIBatchProvider:
             custom_id, error_kind=ERRORED, error=f"HTTP {status} ({fault}): {message}"
         )
 
-    def _parsed(self, body: dict[str, Any], request: ChatRequest) -> ChatResponse:
+    def _parsed(self, body: dict[str, Any]) -> ChatResponse:
         # Built as the SDK builds a live reply (`construct`: no validation), so a batch answer
         # is read exactly as the same answer would be read live.
         reply = self._endpoint.reply_type.construct(**body)
         if self._endpoint.reply_type is Response:
-            return parse_response(reply, model=request.model, latency_ms=0)
-        return parse_completion(reply, model=request.model, latency_ms=0)
+            return parse_response(reply, model=self._model_string, latency_ms=0)
+        return parse_completion(reply, model=self._model_string, latency_ms=0)
 
     def _faults(self, model: str):
         return provider_faults(openai, model=model, secrets=(self._client.api_key,))

@@ -20,6 +20,7 @@ from jobs.services import accounting, batch_jobs, batches
 from jury.models import ScoreStatus, ScoringJob
 from jury.services import juries, scoring, scoring_batches
 from llm.clients import model_router
+from llm.engine.providers.batches import BatchReceipt
 from llm.services import endpoints
 from tests.fakes.llm_server import FakeReply, running_fake_llm_server
 from tests.support.fake_sdks import sdks_served_by
@@ -239,10 +240,11 @@ def test_recording_takes_a_fixed_few_statements_per_chunk_whatever_its_size(
     assert scores >= 8
     batch = ProviderBatch.objects.get(job_id=job.pk)
     requests = scoring_batches._requests_of(job, batch)
+    receipts = {cid: BatchReceipt.from_data(data) for cid, data in batch.receipts.items()}
     client = model_router(False).client_for(batch.model)
     results = [
-        (result, requests[result.custom_id])
-        for result in client.batch_results(batch.batch_id, requests)
+        (result, receipts[result.custom_id])
+        for result in client.batch_results(batch.batch_id, requests, receipts)
     ]
     statements = []
     for size in (2, 4, scores):
@@ -256,6 +258,49 @@ def test_recording_takes_a_fixed_few_statements_per_chunk_whatever_its_size(
     assert statements[0] == statements[1] <= 8
     assert not job.scores.exclude(status=ScoreStatus.VALID).exists()
     assert_each_answer_paid_once(job)
+
+
+@pytest.mark.parametrize("judge", ["openai/gpt-4o-mini", "anthropic/claude-haiku-4-5"])
+def test_reading_a_batchs_answers_builds_no_judge_prompt_again(played_run, fake, judge):
+    """Issue 34: a judge prompt is rendered once, to send it. Its answer is read with the
+    receipt kept then (cache key, seed, prompt hash), and scored as the live path scores it."""
+    job = batch_job(played_run, [judge], use_cache=True)
+    scoring_batches.scoring_batch_poll(job)  # sends the batch
+    sent = {score.pk: score.prompt_hash for score in job.scores.all()}
+    assert set(sent.values()) == {""}
+    with mock.patch.object(scoring_batches, "judge_inputs", side_effect=AssertionError("built")):
+        poll_until_done(job)
+
+    assert not job.scores.exclude(status=ScoreStatus.VALID).exists()
+    assert_each_answer_paid_once(job)
+    live = scoring.scoring_launch(run=played_run, jury=job.jury, use_cache=False, batch=False)
+    for score in job.scores.all():
+        twin = live.scores.get(conversation=score.conversation, rubric_version=score.rubric_version)
+        request = scoring.score_request(twin, scoring_batches.judge_inputs(score.conversation))
+        assert score.prompt_hash == scoring_batches._prompt(request)
+        # The batch's answer filled the cache under the very key the request looks up.
+        cached = model_router(True).client_for(judge).cached_answer(
+            scoring_batches.json_request(request, scoring_batches.JUDGE_ANSWER_SCHEMA)
+        )
+        assert cached is not None and cached.text == VERDICT
+
+
+def test_a_batch_sent_before_receipts_were_kept_is_recorded_the_same(played_run, fake):
+    """A batch still out when the site was upgraded has no receipts: its requests are built
+    again to read its answers, and the scores come out as a batch with receipts gives them."""
+    with_receipts = batch_job(played_run, ["openai/gpt-4o-mini"], name="with")
+    poll_until_done(with_receipts)
+    without = batch_job(played_run, ["openai/gpt-4o-mini"], name="without")
+    scoring_batches.scoring_batch_poll(without)  # sends the batch
+    ProviderBatch.objects.filter(job_id=without.pk, job_kind="scoring").update(receipts={})
+    poll_until_done(without)
+
+    def outcome(job):
+        fields = ("conversation", "rubric_version", "status", "score", "prompt_hash", "attempts")
+        return sorted(job.scores.values_list(*fields))
+
+    assert outcome(without) == outcome(with_receipts)
+    assert_each_answer_paid_once(without)
 
 
 def test_a_rescore_is_answered_from_the_cache_the_batch_filled(played_run, fake, settings):
