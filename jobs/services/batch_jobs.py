@@ -28,6 +28,7 @@ from typing import Protocol
 from django.db import transaction
 from django.db.models import Model, QuerySet
 
+from common.updates import rows_update
 from jobs.models import JobStatus, ModelCallRecord, ProviderBatch
 from jobs.services import accounting, batches
 from llm.clients import ModelRouter
@@ -274,5 +275,5 @@ def answers_store(
             fields.update(apply(locked[answer.pk], answer))
             changed[answer.pk] = locked[answer.pk]
         if changed:
-            units.model.objects.bulk_update(list(changed.values()), sorted(fields))
+            rows_update(list(changed.values()), sorted(fields))
     return list(changed.values())

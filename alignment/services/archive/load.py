@@ -34,7 +34,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -53,6 +53,7 @@ from alignment.services.archive.tables import (
 )
 from annotation.models import Assignment, Project, Study, StudyStatus
 from benchmark.models import AgentConfig, BenchmarkSet, Conversation, Distribution, Run
+from common.updates import values_update
 from jury.engine.rubrics import RubricError, parse_rubric
 from jury.models import Jury, RubricVersion
 
@@ -465,29 +466,10 @@ def _valid_username(name) -> bool:
 
 
 def _restore_times(model, pks: list[int], stamps: list, kept: list[dict]) -> None:
-    """Write the archived auto_now / auto_now_add times back, a few hundred rows a statement:
-    one UPDATE joined to a VALUES list (SQLite 3.33+ and PostgreSQL both name its columns
-    column1, column2, ...). Django's bulk_update builds a CASE expression per row and value,
-    which made this the slowest part of writing a paper-scale study."""
-    quote = connection.ops.quote_name
-    table, key = quote(model._meta.db_table), quote(model._meta.pk.column)
-    assignments = ", ".join(
-        f"{quote(field.column)} = v.column{n}" for n, field in enumerate(stamps, start=2)
+    """Write the archived auto_now / auto_now_add times back, a few hundred rows a statement
+    (common.updates: Django's bulk_update builds a CASE expression per row and value, which
+    made this the slowest part of writing a paper-scale study)."""
+    rows = (
+        (pk, *(row[field.attname] for field in stamps)) for pk, row in zip(pks, kept, strict=True)
     )
-    for start in range(0, len(pks), 300):
-        chunk = range(start, min(start + 300, len(pks)))
-        row = "(" + ", ".join(["%s"] * (1 + len(stamps))) + ")"
-        params = [
-            value
-            for i in chunk
-            for value in (
-                pks[i],
-                *(f.get_db_prep_value(kept[i][f.attname], connection) for f in stamps),
-            )
-        ]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {table} SET {assignments} FROM (VALUES {', '.join([row] * len(chunk))}) "
-                f"AS v WHERE {table}.{key} = v.column1",
-                params,
-            )
+    values_update(model, stamps, rows)
