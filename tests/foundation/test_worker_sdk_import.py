@@ -12,6 +12,7 @@ import pytest
 from llm.engine.providers.client import (
     ANTHROPIC_ADAPTER,
     OPENAI_ADAPTER,
+    SDK_TRANSPORT,
     adapters_configured,
 )
 from llm.engine.providers.settings import ProviderSettings
@@ -50,13 +51,16 @@ print(json.dumps({name: name in sys.modules for name in sys.argv[1:]}))
 """
 
 
+PROBED = (OPENAI_ADAPTER, ANTHROPIC_ADAPTER, "anthropic", SDK_TRANSPORT)
+
+
 def _modules_after_worker_init(tmp_path, **environment) -> dict[str, bool]:
     keys = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_COMPATIBLE_BASE_URL")
     base = {name: value for name, value in os.environ.items() if name not in keys}
     env = {**base, "DJANGO_SETTINGS_MODULE": "config.settings", "DATA_DIR": str(tmp_path),
            **environment}  # fmt: skip
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, OPENAI_ADAPTER, ANTHROPIC_ADAPTER, "anthropic"],
+        [sys.executable, "-c", PROBE, *PROBED],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -65,9 +69,19 @@ def _modules_after_worker_init(tmp_path, **environment) -> dict[str, bool]:
 
 def test_a_starting_worker_with_an_anthropic_key_imports_that_sdk_before_any_task(tmp_path):
     loaded = _modules_after_worker_init(tmp_path, ANTHROPIC_API_KEY="test-key")
-    assert loaded == {OPENAI_ADAPTER: False, ANTHROPIC_ADAPTER: True, "anthropic": True}
+    assert loaded == {
+        OPENAI_ADAPTER: False,
+        ANTHROPIC_ADAPTER: True,
+        "anthropic": True,
+        SDK_TRANSPORT: True,
+    }
 
 
 def test_a_starting_worker_without_credentials_imports_no_sdk(tmp_path):
     loaded = _modules_after_worker_init(tmp_path)
-    assert loaded == {OPENAI_ADAPTER: False, ANTHROPIC_ADAPTER: False, "anthropic": False}
+    assert loaded == {
+        OPENAI_ADAPTER: False,
+        ANTHROPIC_ADAPTER: False,
+        "anthropic": False,
+        SDK_TRANSPORT: False,
+    }

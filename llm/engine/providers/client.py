@@ -293,6 +293,9 @@ def estimate_tokens(request: ChatRequest) -> int:
 
 OPENAI_ADAPTER = "llm.engine.providers.openai_chat"
 ANTHROPIC_ADAPTER = "llm.engine.providers.anthropic_chat"
+# Both SDKs speak HTTP through httpx2, which imports its transport (httpcore2) only when the
+# first SDK client is made: in a worker, during its first conversation's first call.
+SDK_TRANSPORT = "httpcore2"
 
 
 def adapters_configured(settings: ProviderSettings) -> tuple[str, ...]:
@@ -311,10 +314,13 @@ def adapters_import(settings: ProviderSettings) -> tuple[str, ...]:
 
     Imported lazily, an SDK costs its first task a second or two of CPU - and under 24
     threads every other task waits for the interpreter lock meanwhile. A worker with no
-    credentials (offline runs, most tests) imports none."""
+    credentials (offline runs, most tests) imports none. The SDKs' transport is imported
+    with them, for the same reason (a quarter of a second of CPU per worker)."""
     adapters = adapters_configured(settings)
     for adapter in adapters:
         importlib.import_module(adapter)
+    if adapters:
+        importlib.import_module(SDK_TRANSPORT)
     return adapters
 
 
