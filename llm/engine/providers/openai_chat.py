@@ -34,6 +34,9 @@ class OpenAIEndpoint:
             api_key=api_key, base_url=base_url or None, timeout=timeout_seconds, max_retries=0
         )
         self.base_url = str(self._client.base_url)
+        # The endpoint's whole URL, joined once as the client joins a path to its base URL
+        # (which ends with "/"): given a path, the client parses and joins them on every call.
+        self._url = self.base_url + self.path.lstrip("/")
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         arguments = self.render(request)
@@ -43,7 +46,7 @@ class OpenAIEndpoint:
             # every tool) through the SDK's type-driven transform on every call, to change
             # nothing in a body of plain JSON like this one; the client's post sends it as it
             # is, through the same transport, auth and errors.
-            reply = self._client.post(self.path, body=arguments, cast_to=self.wire_type)
+            reply = self._client.post(self._url, body=arguments, cast_to=self.wire_type)
             latency_ms = (time.perf_counter() - started) * 1000
             return self.parse(self.read(reply), model=request.model, latency_ms=latency_ms)
 
