@@ -6,8 +6,10 @@ conversation loop, enrichment, roster generation and the jury only ever see thes
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cached_property
 from typing import Any, Literal
 
 # What a call is for. Used for cost accounting per role and by the offline scripted provider
@@ -28,6 +30,12 @@ RETRY_LABELS = {
 }
 
 
+def body_json(value: Any) -> str:
+    """JSON text as the OpenAI client encodes a request body (openai._utils._json): compact,
+    UTF-8 kept, no NaN. Plain JSON values only (its encoder also takes dates and models)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """One tool as the agent sees it: a name, a description and a JSON schema for arguments."""
@@ -45,6 +53,12 @@ class ToolSpec:
                 "parameters": self.parameters,
             },
         }
+
+    @cached_property
+    def openai_json(self) -> str:
+        """to_openai() as the OpenAI client encodes it in a request body (body_json), encoded
+        once per spec: an agent's every call sends the same tools (specs are never changed)."""
+        return body_json(self.to_openai())
 
     def to_openai_responses(self) -> dict[str, Any]:
         # strict: false - the sandbox's schemas leave optional fields out, which strict mode

@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import time
 from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion
 
-from llm.engine.chat import ChatRequest, ChatResponse, Message, ProviderError, ToolCall, Usage
+from llm.engine.chat import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    ProviderError,
+    ToolCall,
+    Usage,
+    body_json,
+)
 from llm.engine.providers.errors import provider_faults
 
 _THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
@@ -39,16 +48,20 @@ class OpenAIEndpoint:
         self._url = self.base_url + self.path.lstrip("/")
 
     def chat(self, request: ChatRequest) -> ChatResponse:
-        arguments = self.render(request)
         started = time.perf_counter()
         with provider_faults(openai, model=request.model, secrets=(self._client.api_key,)):
             # The endpoint's own method walks the whole body (every message of the history,
             # every tool) through the SDK's type-driven transform on every call, to change
             # nothing in a body of plain JSON like this one; the client's post sends it as it
             # is, through the same transport, auth and errors.
-            reply = self._client.post(self._url, body=arguments, cast_to=self.wire_type)
+            reply = self._client.post(self._url, **self.payload(request), cast_to=self.wire_type)
             latency_ms = (time.perf_counter() - started) * 1000
             return self.parse(self.read(reply), model=request.model, latency_ms=latency_ms)
+
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
+        """The client post's body argument: `body`, the rendered dict the client encodes, or
+        `content`, the body already encoded."""
+        return {"body": self.render(request)}
 
     @property
     def wire_type(self) -> type:
@@ -88,13 +101,30 @@ class OpenAIChatProvider(OpenAIEndpoint):
     def parse(self, reply: Any, *, model: str, latency_ms: float) -> ChatResponse:
         return parse_completion(reply, model=model, latency_ms=latency_ms)
 
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
+        return {"content": self.encode(request)}
+
+    def encode(self, request: ChatRequest) -> bytes:
+        """The body as the client encodes `render`'s dict, character for character, but with
+        each tool's JSON written once (ToolSpec.openai_json): the tool schemas, the same on
+        every agent call, were half its body and most of the CPU its encoding took."""
+        text = body_json(self._arguments(request, tools=_TOOLS_SLOT))
+        if request.tools:
+            tools = "[" + ",".join(tool.openai_json for tool in request.tools) + "]"
+            text = text.replace(_QUOTED_TOOLS_SLOT, tools, 1)
+        return text.encode()
+
     def render(self, request: ChatRequest) -> dict[str, Any]:
+        return self._arguments(request, tools=[tool.to_openai() for tool in request.tools])
+
+    def _arguments(self, request: ChatRequest, *, tools: Any) -> dict[str, Any]:
+        """The body with `tools` standing for the request's tools (when it has any)."""
         arguments: dict[str, Any] = {
             "model": self.model_name,
             "messages": render_messages(request),
         }
         if request.tools:
-            arguments["tools"] = [tool.to_openai() for tool in request.tools]
+            arguments["tools"] = tools
         if request.temperature is not None:
             arguments["temperature"] = request.temperature
         if request.max_tokens is not None:
@@ -116,6 +146,12 @@ class OpenAIChatProvider(OpenAIEndpoint):
                 "json_schema": {"name": "answer", "schema": request.json_schema, "strict": False},
             }
         return arguments
+
+
+# Stands for the tools in the body's JSON until their text is put in; random, so no value of
+# a request can hold it.
+_TOOLS_SLOT = f"tools-{secrets.token_hex(16)}"
+_QUOTED_TOOLS_SLOT = body_json(_TOOLS_SLOT)
 
 
 class JsonReply:

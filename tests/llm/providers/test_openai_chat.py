@@ -180,6 +180,29 @@ def test_the_request_goes_out_as_the_sdk_would_send_it_without_its_per_call_tran
     assert headers[0]["authorization"] == headers[1]["authorization"] == "Bearer test-openai-key"
 
 
+def test_the_body_is_encoded_byte_for_byte_as_the_sdk_encodes_the_rendered_request():
+    """The adapter writes each tool's JSON once and posts the body encoded; the bytes must be
+    those the SDK's own encoder makes of render()'s dict, call after call."""
+    from dataclasses import replace
+
+    from openai._utils._json import openapi_dumps
+
+    from benchmark.engine.sandbox import tool_specs
+    from llm.engine.providers.openai_chat import OpenAIChatProvider
+
+    provider = OpenAIChatProvider(model_name="m", api_key="k", base_url="", timeout_seconds=5)
+    with_tools = replace(
+        conversation_with_tool_round("openai/m"),
+        system="Vous aidez les patients   « tools- » ✓",
+        tools=(LOOKUP, *tool_specs()),
+        seed=7,
+        json_schema={"type": "object"},
+    )
+    without_tools = replace(with_tools, tools=())
+    for request in (with_tools, with_tools, without_tools):
+        assert provider.encode(request) == openapi_dumps(provider.render(request))
+
+
 def test_a_chat_reply_is_read_as_plain_json_with_missing_fields_as_none():
     from llm.engine.providers.openai_chat import JsonReply, OpenAIChatProvider, parse_completion
 
