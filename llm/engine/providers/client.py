@@ -315,7 +315,7 @@ def adapters_import(settings: ProviderSettings) -> tuple[str, ...]:
     Imported lazily, an SDK costs its first task a second or two of CPU - and under 24
     threads every other task waits for the interpreter lock meanwhile. A worker with no
     credentials (offline runs, most tests) imports none. The SDKs' transport is imported
-    with them, for the same reason (a quarter of a second of CPU per worker)."""
+    with them, for the same reason (a tenth of a second of CPU per worker)."""
     adapters = adapters_configured(settings)
     for adapter in adapters:
         importlib.import_module(adapter)
