@@ -279,9 +279,8 @@ def test_reading_a_batchs_answers_builds_no_judge_prompt_again(played_run, fake,
         request = scoring.score_request(twin, scoring_batches.judge_inputs(score.conversation))
         assert score.prompt_hash == scoring_batches._prompt(request)
         # The batch's answer filled the cache under the very key the request looks up.
-        cached = model_router(True).client_for(judge).cached_answer(
-            scoring_batches.json_request(request, scoring_batches.JUDGE_ANSWER_SCHEMA)
-        )
+        asked = scoring_batches.json_request(request, scoring_batches.JUDGE_ANSWER_SCHEMA)
+        cached = model_router(True).client_for(judge).cached_answer(asked)
         assert cached is not None and cached.text == VERDICT
 
 
