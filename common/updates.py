@@ -22,7 +22,8 @@ ROWS_PER_STATEMENT = 300
 
 
 def rows_update(rows: Sequence[Model], fields: Iterable[str]) -> None:
-    """Store `fields` of `rows` (saved instances of one model) as they are on the instances."""
+    """Store `fields` of `rows` (saved instances of one model) as they are on the instances:
+    plain values only (unlike bulk_update, no F() or other expressions)."""
     if not rows:
         return
     model = type(rows[0])

@@ -2,8 +2,10 @@
 the record of each batch a job sent (jobs.models.ProviderBatch), the poll that records its
 results as they arrive, and the lease that lets one poller at a time look after a job.
 
-A job kind supplies what only it knows: the requests behind a batch's custom ids (to read and
-cache the answers) and how to record one result (its unit's outcome and the call's accounting
+A job kind supplies what only it knows: what to keep of each request when a batch is sent (its
+receipt's note: reading the answers then builds no request again), the requests behind a
+batch's custom ids (for the offline scripts, which answer from them, and batches sent before
+receipts were kept) and how to record one result (its unit's outcome and the call's accounting
 row, keyed by `answer_key`, so a result recorded twice is recognised and paid once). The
 units of a batch that got no answer (errored, expired, cancelled, or never named in a batch
 that failed whole) leave the batch once it is recorded, and the job sends them again.
@@ -270,7 +272,10 @@ def batch_poll(
 class AwaitedRequests(Mapping[str, ChatRequest]):
     """A batch's requests by custom id, built (`build`) only when one is read: the providers'
     batch APIs only ask which custom ids are awaited, and building a job's prompts again
-    (a judge's transcript, rendered) would cost as much as sending them did."""
+    (a judge's transcript, rendered) would cost as much as sending them did. `in` answers
+    from the batch's row, before anything is built: an id whose unit is gone since is still
+    awaited (its answer was paid), though it has no request to build; ModelClient's
+    batch_results skips a result without a receipt."""
 
     def __init__(self, custom_ids: Mapping[str, int], build: Callable[[], Mapping]):
         self._custom_ids = custom_ids

@@ -7,6 +7,7 @@ limiter are all safe to share, so many worker threads can call one client at onc
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 import random
 import threading
@@ -140,7 +141,8 @@ class ModelClient:
     def receipt_answer(self, receipt: BatchReceipt) -> ChatResponse | None:
         """The response cache's answer to the request `receipt` was made of, or None."""
         key = receipt.cache_key
-        stored = self._cache_store.get(key) if key is not None and self._cache_store else None
+        store = self._cache_store
+        stored = store.get(key) if key is not None and store is not None else None
         return cache.response_from_json(stored) if stored is not None else None
 
     def receipt_forget(self, receipt: BatchReceipt) -> None:
@@ -196,6 +198,8 @@ class ModelClient:
         if provider.reads_requests:
             requests = {custom_id: self.effective(r) for custom_id, r in requests.items()}
         for result in provider.results(batch_id, requests):
+            if result.custom_id not in receipts:
+                continue  # its unit is gone (the batch's receipts were made from its requests)
             if result.response is None:
                 yield result
                 continue
@@ -319,7 +323,7 @@ def adapters_import(settings: ProviderSettings) -> tuple[str, ...]:
     adapters = adapters_configured(settings)
     for adapter in adapters:
         importlib.import_module(adapter)
-    if adapters:
+    if adapters and importlib.util.find_spec(SDK_TRANSPORT) is not None:  # older SDKs: httpx
         importlib.import_module(SDK_TRANSPORT)
     return adapters
 

@@ -302,6 +302,21 @@ def test_a_batch_sent_before_receipts_were_kept_is_recorded_the_same(played_run,
     assert_each_answer_paid_once(without)
 
 
+def test_an_old_batch_whose_unit_is_gone_records_the_others(played_run, fake):
+    """A batch without receipts has its requests built again, and a unit deleted since has
+    none: its answer is skipped, as before receipts, not a fault of every later poll."""
+    job = batch_job(played_run, ["openai/gpt-4o-mini"])
+    scoring_batches.scoring_batch_poll(job)  # sends the batch
+    ProviderBatch.objects.filter(job_id=job.pk, job_kind="scoring").update(receipts={})
+    gone = job.scores.order_by("pk").first()
+    gone.delete()
+
+    poll_until_done(job)
+
+    assert not job.scores.exclude(status=ScoreStatus.VALID).exists()
+    assert_each_answer_paid_once(job)
+
+
 def test_a_rescore_is_answered_from_the_cache_the_batch_filled(played_run, fake, settings):
     first = batch_job(played_run, ["openai/gpt-4o-mini"], use_cache=True)
     poll_until_done(first)
