@@ -38,7 +38,6 @@ from llm.clients import model_router
 from llm.engine.chat import ProviderError
 from llm.engine.providers.redaction import failure_text
 from llm.engine.structured import StructuredFailure
-from llm.services import prices
 
 logger = logging.getLogger(__name__)
 
@@ -65,16 +64,11 @@ def conversation_execute(conversation_id: int) -> bool:
     )
     if not claimed:
         return False
-    conversation = (
-        Conversation.objects.select_related("run", "run_agent__agent_config", "entry")
-        # The prices in force come with the row: a query of their own cost every
-        # conversation a statement (a grouped one) while they stay as they were.
-        .annotate(newest_price=prices.newest_price_id())
-        .get(pk=conversation_id)
-    )
-    overrides = prices.price_overrides_as_of(conversation.newest_price)
+    conversation = Conversation.objects.select_related(
+        "run", "run_agent__agent_config", "entry"
+    ).get(pk=conversation_id)
     recorder = accounting.RecordingClient(
-        model_router(conversation.run.use_cache, overrides=overrides),
+        model_router(conversation.run.use_cache),
         owner=partial(ModelCall, run=conversation.run, conversation=conversation),
     )
     with Heartbeat(partial(_refresh_heartbeat, conversation), label=str(conversation.public_id)):

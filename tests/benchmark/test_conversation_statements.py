@@ -15,10 +15,10 @@ from benchmark.services.conversations import conversation_execute
 
 pytestmark = pytest.mark.django_db
 
-# The claim, the conversation with its run, agent, case and the prices in force, the cancel
-# check, the case's roster row (looked for, claimed and written by the conversation that
-# writes it; read by the others), the outcome and the trace (8 today), never a number that
-# grows with the turns.
+# The claim, the conversation with its run, agent and case, the price list, the cancel check,
+# the case's roster row (looked for, claimed and written by the conversation that writes it;
+# read by the others), the outcome and the trace (9 today), never a number that grows with
+# the turns.
 FIXED_STATEMENTS = 10
 
 
