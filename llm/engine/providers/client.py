@@ -230,9 +230,7 @@ class ModelClient:
     def forget(self, request: ChatRequest) -> None:
         """Drop the cached answer to `request`: its caller found it unusable, and a retry must
         ask the model again rather than replay the same bad answer."""
-        key = self._cache_key(self.effective(request))
-        if key is not None:
-            self._cache_store.delete(key)
+        self.receipt_forget(self.batch_receipt(request))
 
     def effective(self, request: ChatRequest) -> ChatRequest:
         """`request` with this model's generation settings applied (llm.engine.generation)."""
