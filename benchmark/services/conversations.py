@@ -38,6 +38,7 @@ from llm.clients import model_router
 from llm.engine.chat import ProviderError
 from llm.engine.providers.redaction import failure_text
 from llm.engine.structured import StructuredFailure
+from llm.services import prices
 
 logger = logging.getLogger(__name__)
 
@@ -64,11 +65,18 @@ def conversation_execute(conversation_id: int) -> bool:
     )
     if not claimed:
         return False
-    conversation = Conversation.objects.select_related(
-        "run", "run_agent__agent_config", "entry"
-    ).get(pk=conversation_id)
+    conversation = (
+        Conversation.objects.select_related("run", "run_agent__agent_config", "entry")
+        # The prices in force are named with the row: a query of their own cost every
+        # conversation a statement (a grouped one) while they stay as they were.
+        .annotate(prices_stamp=prices.prices_stamp())
+        .get(pk=conversation_id)
+    )
     recorder = accounting.RecordingClient(
-        model_router(conversation.run.use_cache),
+        model_router(
+            conversation.run.use_cache,
+            overrides=prices.price_overrides_as_of(conversation.prices_stamp),
+        ),
         owner=partial(ModelCall, run=conversation.run, conversation=conversation),
     )
     with Heartbeat(partial(_refresh_heartbeat, conversation), label=str(conversation.public_id)):

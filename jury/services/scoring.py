@@ -538,7 +538,7 @@ def judge_score_run(score_id: int, token: str | None = None) -> JudgeRun:
         scores = list(
             held.select_related("job__jury", "rubric_version", "conversation")
             .defer(*UNREAD)
-            .annotate(newest_price=prices.newest_price_id())
+            .annotate(prices_stamp=prices.prices_stamp())
             .order_by("pk")
         )
         merged = {}
@@ -563,7 +563,7 @@ def _limit_reached(job: ScoringJob) -> bool:
 
 def _judge(score: JudgeScore, inputs: JudgeInputs, mine: str) -> bool:
     """One judge call and its repair; returns whether its outcome was stored."""
-    overrides = prices.price_overrides_as_of(score.newest_price)
+    overrides = prices.price_overrides_as_of(score.prices_stamp)
     recorder = accounting.RecordingClient(
         model_router(score.job.use_cache, overrides=overrides),
         owner=partial(ModelCall, run_id=score.job.run_id, conversation_id=score.conversation_id),

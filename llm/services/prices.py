@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
-from django.db import transaction
-from django.db.models import Max, Subquery
+from django.db import connection, transaction
+from django.db.models import CharField, Max
+from django.db.models.expressions import RawSQL
 
 from audit.services import audit_record
 from llm.engine.chat import ProviderError
@@ -50,26 +51,27 @@ def price_overrides() -> Overrides:
     return tuple(rows.values_list("model", *PRICE_FIELDS))
 
 
-def newest_price_id() -> Subquery:
-    """The newest ModelPrice row's key (None before any): an expression a task's first query
-    can carry (`.annotate(...)`), so the prices need no query of their own while they stay
-    as they were. Rows are never changed, only added, so this key names the prices in force."""
-    return Subquery(ModelPrice.objects.order_by("-pk").values("pk")[:1])
+def prices_stamp() -> RawSQL:
+    """What names the prices in force: how many price rows there are and when the newest was
+    set, as an expression a task's first query can carry (`.annotate(...)`), so the prices need
+    no query of their own while they stay as they were. Rows are only ever added, so every
+    change changes the stamp: a row committed after one with a higher key changes the count
+    (the newest key alone would miss it), and a row that took the key of a row rolled back (a
+    flushed test database) changes the time."""
+    table = connection.ops.quote_name(ModelPrice._meta.db_table)
+    return RawSQL(
+        "SELECT CAST(COUNT(*) AS TEXT) || '@' || COALESCE(CAST(MAX(created_at) AS TEXT), '') "
+        f"FROM {table}",
+        (),
+        output_field=CharField(),
+    )
 
 
 @lru_cache(maxsize=4)
-def price_overrides_as_of(newest_id: int | None) -> Overrides:
-    """`price_overrides` while `newest_id` is the newest row: read once per process and key."""
-    if newest_id is None:
-        return ()
-    newest = (
-        ModelPrice.objects.filter(pk__lte=newest_id)
-        .values("model")
-        .annotate(newest=Max("pk"))
-        .values("newest")
-    )
-    rows = ModelPrice.objects.filter(pk__in=newest).order_by("model")
-    return tuple(rows.values_list("model", *PRICE_FIELDS))
+def price_overrides_as_of(stamp: str) -> Overrides:
+    """`price_overrides`, read once per process and `prices_stamp()`. Read after the stamp, they
+    may be newer than it (a price set in between), never older."""
+    return price_overrides()
 
 
 @lru_cache(maxsize=8)

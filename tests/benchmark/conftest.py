@@ -56,7 +56,7 @@ class FakeRouter:
 
 def use_router(monkeypatch, router) -> None:
     """Route the services' model calls through `router` instead of the real providers."""
-    monkeypatch.setattr(conversations, "model_router", lambda use_cache: router)
+    monkeypatch.setattr(conversations, "model_router", lambda use_cache, **prices: router)
     monkeypatch.setattr(cases, "model_router", lambda use_cache: router)
 
 

@@ -2,6 +2,7 @@
 priced with the price in force when it runs (no worker restart)."""
 
 import re
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
@@ -215,3 +216,70 @@ def test_the_service_refuses_a_negative_cache_price_naming_it():
     with pytest.raises(prices.PriceError, match="The cached input price must be a number"):
         set_price(UNLISTED, "2", "8", cached_input_per_million=Decimal("-0.1"))
     assert not ModelPrice.objects.exists()
+
+
+def stamp_now() -> str:
+    """The stamp a task's first query reads (any table with a row will carry it)."""
+    from django.contrib.contenttypes.models import ContentType
+
+    return ContentType.objects.annotate(stamp=prices.prices_stamp()).values_list(
+        "stamp", flat=True
+    )[0]
+
+
+def test_a_new_price_changes_the_stamp_and_the_prices_read_under_it():
+    before = stamp_now()
+    set_price(UNLISTED, "1", "2")
+    after = stamp_now()
+
+    assert after != before
+    assert [row[0] for row in prices.price_overrides_as_of(after)] == [UNLISTED]
+
+
+def test_a_price_committed_after_one_with_a_higher_key_changes_the_stamp():
+    # PostgreSQL hands out keys as rows are inserted, not as they are committed: the newest
+    # key alone would not tell a worker that this row arrived.
+    ModelPrice.objects.create(pk=900, model="offline/careful", input_per_million=1,
+                              output_per_million=1)  # fmt: skip
+    seen = stamp_now()
+    prices.price_overrides_as_of(seen)
+    ModelPrice.objects.create(pk=800, model="offline/careless", input_per_million=3,
+                              output_per_million=3)  # fmt: skip
+
+    later = stamp_now()
+    assert later != seen
+    assert {row[0] for row in prices.price_overrides_as_of(later)} == {
+        "offline/careful",
+        "offline/careless",
+    }
+
+
+def test_a_price_that_takes_the_key_of_a_rolled_back_one_changes_the_stamp():
+    # SQLite gives a rolled-back row's key to the next row (a flushed test database): a
+    # process must not keep the prices it read under that key.
+    first = set_price(UNLISTED, "1", "2")
+    seen = stamp_now()
+    prices.price_overrides_as_of(seen)
+    key, when = first.pk, first.created_at
+    first.delete()
+    ModelPrice.objects.create(pk=key, model=UNLISTED, input_per_million=5, output_per_million=6)
+    ModelPrice.objects.filter(pk=key).update(created_at=when + timedelta(seconds=1))
+
+    later = stamp_now()
+    assert later != seen
+    assert prices.price_overrides_as_of(later)[0][1:3] == (Decimal("5"), Decimal("6"))
+
+
+def test_a_conversation_is_priced_with_a_price_set_after_the_one_before(run):
+    # The prices come with the conversation's row (one query fewer); a worker that played the
+    # run's first conversation must still price the next one with a price set in between.
+    first, second = run.conversations.order_by("pk")[:2]
+    assert conversations.conversation_execute(first.pk)
+    set_price(first.run_agent.model, "1000", "2000")
+    set_price(run.patient_model, "1000", "2000")
+    assert conversations.conversation_execute(second.pk)
+
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.cost_usd == 0  # prices.yaml: offline models are free
+    assert second.cost_usd > 0
