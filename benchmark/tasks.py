@@ -10,7 +10,7 @@ from functools import partial
 from celery import shared_task
 from django.db import transaction
 
-from benchmark.models import BenchmarkSet, Conversation, Run
+from benchmark.models import BenchmarkSet, Run
 from benchmark.services import case_batches, cases, runs
 from benchmark.services.conversations import conversation_execute
 from jobs.services import watch
@@ -38,9 +38,7 @@ def enqueue_conversations(conversation_ids: list[int]) -> None:
 @shared_task(name="benchmark.conversation_run", acks_late=True)
 def conversation_run_task(conversation_id: int) -> None:
     conversation_execute(conversation_id)
-    run_id = Conversation.objects.filter(pk=conversation_id).values_list("run_id", flat=True)
-    for run in Run.objects.filter(pk__in=run_id):
-        runs.run_dispatch(run, enqueue_conversations)
+    runs.run_dispatch_after(conversation_id, enqueue_conversations)
 
 
 @shared_task(name="benchmark.run_dispatch")

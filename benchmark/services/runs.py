@@ -44,7 +44,7 @@ from jobs.services.cost_limits import (
     cost_limit_refusal,
 )
 from jobs.services.finish import job_finish
-from jobs.services.leases import any_pending, lease
+from jobs.services.leases import lease
 from jobs.services.processes import (
     ProcessIdentity,
     holder_fields,
@@ -59,6 +59,8 @@ from llm.engine.providers.model_strings import check_model_string
 logger = logging.getLogger(__name__)
 
 IN_FLIGHT = (ConversationStatus.QUEUED, ConversationStatus.RUNNING)
+# A conversation's holder, in ProcessIdentity's order.
+HOLDER_COLUMNS = ("holder_host", "holder_pid", "holder_started_at", "holder_start_ticks")
 RETRYABLE_TERMINATIONS = (Termination.PROVIDER_ERROR, Termination.INFRASTRUCTURE)
 # The calls a run's conversations make, as the accounting names them (their `purpose`).
 ROSTER, PATIENT, ASSISTANT = "roster", "patient", "assistant"
@@ -265,37 +267,45 @@ def run_dispatch(
         return _dispatch_locked(run, enqueue, holder)
 
 
+def run_dispatch_after(conversation_id: int, enqueue: Callable[[list[int]], None]) -> list[int]:
+    """`run_dispatch` of the run of a conversation that just ended (its task's last step):
+    the run is found and locked in one statement."""
+    of_conversation = Conversation.objects.filter(pk=conversation_id).values("run_id")
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk__in=of_conversation).order_by().first()
+        return [] if run is None else _dispatch_locked(run, enqueue, None)
+
+
 def _dispatch_locked(
     run: Run, enqueue: Callable[[list[int]], None], holder: ProcessIdentity | None
 ) -> list[int]:
     if run.status != JobStatus.RUNNING:
         return []
-    _recover_stale(run)
-    in_flight = run.conversations.filter(status__in=IN_FLIGHT).count()
-    pending = any_pending(run.conversations.filter(status=ConversationStatus.PENDING), by="pk")
+    in_flight = _in_flight_recovered(run)
+    room = max(run.concurrency - in_flight, 0)
+    # At least one even without room: whether any is left decides whether the run is done.
+    pending = _pending_ids(run, max(room, 1))
     if in_flight == 0 and not pending:
         job_finish(run)
         return []
     # The limit only stops new work: a run whose last conversation crossed it still finishes.
     if not pending or _over_cost_limit(run):
         return []
-    claimed = _claim(run, max(run.concurrency - in_flight, 0), holder)
+    claimed = _claim(pending[:room], holder)
     if claimed:
         transaction.on_commit(lambda: enqueue(claimed))
     return claimed
 
 
-def _claim(run: Run, capacity: int, holder: ProcessIdentity | None) -> list[int]:
-    if capacity == 0:
-        return []
+def _pending_ids(run: Run, count: int) -> list[int]:
     # Case by case (every agent of a case, then the next case): run_launch creates the
     # conversations in that order, so it is the primary key's, which the (run, status, id)
     # index reads without a sort or a finished row.
-    candidates = list(
-        run.conversations.filter(status=ConversationStatus.PENDING)
-        .order_by("pk")
-        .values_list("id", flat=True)[:capacity]
-    )
+    pending = run.conversations.filter(status=ConversationStatus.PENDING).order_by("pk")
+    return list(pending.values_list("id", flat=True)[:count])
+
+
+def _claim(candidates: list[int], holder: ProcessIdentity | None) -> list[int]:
     claimed = []
     for conversation_id in candidates:
         won = Conversation.objects.filter(
@@ -315,14 +325,28 @@ def run_unclaim(conversation_ids: list[int]) -> None:
     )
 
 
-def _recover_stale(run: Run) -> None:
-    """Back to pending: work whose holder stopped on this host (at once), and work whose
-    heartbeat is older than a lease (whoever held it, on whichever host)."""
-    run_reclaim_abandoned(run)
-    stale = run.conversations.filter(
-        status__in=IN_FLIGHT, heartbeat_at__lt=timezone.now() - lease()
-    )
-    stale.update(status=ConversationStatus.PENDING, **holder_fields(None))
+def _in_flight_recovered(run: Run) -> int:
+    """How many of the run's conversations are queued or running, once the lost ones are back
+    to pending: work whose holder stopped on this host (at once), and work whose heartbeat is
+    older than a lease (whoever held it, on whichever host). Every finished conversation asks
+    this, so it is one read of the in-flight rows (about the run's concurrency); it writes
+    only when some work was lost."""
+    rows = run.conversations.filter(status__in=IN_FLIGHT).order_by()
+    seen = list(rows.values_list(*HOLDER_COLUMNS, "heartbeat_at"))
+    stale_before = timezone.now() - lease()
+    here = {ProcessIdentity(*holder) for *holder, _ in seen if _held_here(*holder)}
+    reclaimed = _reclaim_gone(run, sorted(here, key=lambda identity: identity.pid))
+    if any(beat is not None and beat < stale_before for *_, beat in seen):
+        rows.filter(heartbeat_at__lt=stale_before).update(
+            status=ConversationStatus.PENDING, **holder_fields(None)
+        )
+    elif not reclaimed:
+        return len(seen)
+    return rows.count()
+
+
+def _held_here(host: str, pid: int | None, *_) -> bool:
+    return host == this_host() and pid is not None
 
 
 @dataclass(frozen=True)
@@ -338,12 +362,17 @@ def run_reclaim_abandoned(run: Run) -> list[Reclaimed]:
         run.conversations.filter(status__in=IN_FLIGHT, holder_host=this_host())
         .exclude(holder_pid=None)
         .order_by()  # the default ordering would join entries and agents into the DISTINCT
-        .values_list("holder_pid", "holder_started_at", "holder_start_ticks")
+        .values_list(*HOLDER_COLUMNS)
         .distinct()
     )
+    return _reclaim_gone(run, [ProcessIdentity(*holder) for holder in held_here])
+
+
+def _reclaim_gone(run: Run, holders: Iterable[ProcessIdentity]) -> list[Reclaimed]:
+    """Back to pending: the conversations of the holders (processes of this host) that no
+    longer run."""
     reclaimed = []
-    for pid, started_at, ticks in held_here:
-        holder = ProcessIdentity(this_host(), pid, started_at, ticks)
+    for holder in holders:
         if not process_gone(holder):
             continue
         # Matching the holder again: the row may have been taken up since it was read.
@@ -376,9 +405,7 @@ def run_held_elsewhere(run: Run, *, me: ProcessIdentity) -> HeldWork | None:
     rows = list(
         run.conversations.filter(status__in=IN_FLIGHT)
         .exclude(**holder_fields(me))
-        .values_list(
-            "holder_host", "holder_pid", "holder_started_at", "holder_start_ticks", "heartbeat_at"
-        )
+        .values_list(*HOLDER_COLUMNS, "heartbeat_at")
     )
     if not rows:
         return None

@@ -4,6 +4,7 @@ from the first unit of work to the last (every finished unit dispatches)."""
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -46,9 +47,36 @@ def test_every_run_query_for_pending_conversations_reads_an_index_range(run_unde
     run, _ = run_under_way
     queries = captured(lambda: runs.run_dispatch(run, lambda claimed: None))
     pending_reads = selects_of(queries, table="benchmark_conversation", containing="'pending'")
-    assert len(pending_reads) >= 2  # "any pending", then the conversations to claim
+    # The conversations to claim, which also say whether any is left.
+    assert len(pending_reads) == 1
     for sql in pending_reads:
         assert not index_range_problem(sql, table="benchmark_conversation"), sql
+
+
+def test_a_finished_conversation_dispatches_in_a_fixed_handful_of_statements(run_under_way):
+    # Every finished conversation dispatches: its run found and locked in one statement, its
+    # in-flight rows read once (how many, and whether any was lost), the next pending ones,
+    # and one guarded UPDATE per conversation claimed; nothing written when nothing was lost.
+    run, ids = run_under_way
+    queries = captured(lambda: runs.run_dispatch_after(ids[0], lambda claimed: None))
+    statements = [q["sql"] for q in queries if "SAVEPOINT" not in q["sql"]]
+    updates = [sql for sql in statements if sql.startswith("UPDATE")]
+    assert len(updates) == 2 and all("'queued'" in sql for sql in updates)  # room for two
+    assert len(statements) == 3 + len(updates), statements
+    assert statements[0].startswith('SELECT "benchmark_run"')
+    if connection.features.has_select_for_update:  # SQLite: its write lock is the database's
+        assert "FOR UPDATE" in statements[0]
+
+
+def test_a_conversation_lost_by_its_lease_is_put_back_by_the_next_finished_one(run_under_way):
+    run, ids = run_under_way
+    lapsed = timezone.now() - timedelta(seconds=settings.CONVERSATION_LEASE_SECONDS + 1)
+    Conversation.objects.filter(pk=ids[1]).update(heartbeat_at=lapsed)
+
+    claimed = runs.run_dispatch_after(ids[0], lambda claimed: None)
+
+    # The lapsed conversation is pending again and, first by key, taken with the next one.
+    assert claimed == [ids[1], ids[2], ids[3]]
 
 
 @pytest.fixture
