@@ -10,16 +10,16 @@ from django.core.cache import caches
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from benchmark.models import ConversationStatus, ModelCall
+from benchmark.models import Conversation, ConversationStatus, ModelCall
 from benchmark.services.conversations import conversation_execute
+from llm.services import prices
 
 pytestmark = pytest.mark.django_db
 
-# The claim, the conversation with its run, agent and case, the price list, the cancel check,
-# the case's roster row (looked for, claimed and written by the conversation that writes it;
-# read by the others), the outcome and the trace (9 today), never a number that grows with
-# the turns.
-FIXED_STATEMENTS = 10
+# The claim, the conversation with its run, agent, case and the prices' stamp, the case's
+# roster row (looked for, claimed and written by the conversation that writes it; read by the
+# others), the outcome and the trace, never a number that grows with the turns.
+FIXED_STATEMENTS = 7
 
 
 @pytest.fixture(autouse=True)
@@ -31,6 +31,10 @@ def no_cached_answers():
 
 def _statements(run) -> tuple[list[str], int]:
     conversation = run.conversations.order_by("pk").first()
+    # A worker reads the prices once while they stay as they are (their stamp comes with each
+    # conversation's row): as after its first conversation.
+    stamp = Conversation.objects.annotate(stamp=prices.prices_stamp()).values("stamp")
+    prices.price_overrides_as_of(stamp.get(pk=conversation.pk)["stamp"])
     with CaptureQueriesContext(connection) as captured:
         assert conversation_execute(conversation.pk)
     calls = ModelCall.objects.filter(conversation=conversation).count()
@@ -40,12 +44,23 @@ def _statements(run) -> tuple[list[str], int]:
     return statements, calls
 
 
+def _cancel_check(sql: str) -> bool:
+    return sql.startswith('SELECT "benchmark_run"."status"')
+
+
 def test_each_answer_is_one_insert_and_the_rest_does_not_grow_with_the_turns(run):
     statements, calls = _statements(run)
     inserts = [sql for sql in statements if sql.startswith('INSERT INTO "benchmark_modelcall"')]
     assert calls > 4 and len(inserts) == calls
-    others = [sql for sql in statements if sql not in inserts]
+    # The run's status, asked at most every CANCEL_CHECK_SECONDS: how many depends on the time
+    # a conversation takes, not on what it does.
+    others = [sql for sql in statements if sql not in inserts and not _cancel_check(sql)]
     assert len(others) <= FIXED_STATEMENTS, others
+    # The prices come with the conversation's own row, never in a query of their own.
+    price_reads = [sql for sql in others if '"benchmark_modelprice"' in sql]
+    assert price_reads and all(
+        sql.startswith('SELECT "benchmark_conversation"') for sql in price_reads
+    )
 
 
 def test_the_outcome_is_one_guarded_update_and_the_trace_one_statement(run):
