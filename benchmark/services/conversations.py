@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from benchmark.engine.agents.agent_config import parse_agent_config
 from benchmark.engine.agents.loop import CaseInput, ConversationOutcome, run_conversation
-from benchmark.engine.sandbox import Sandbox
+from benchmark.engine.sandbox.builds import sandbox_start
 from benchmark.engine.sandbox.state import EncodedJSON
 from benchmark.models import (
     Conversation,
@@ -116,8 +116,7 @@ def _play(
         raise _SetupFailed(
             Termination.INFRASTRUCTURE, f"roster generation: {failure.reason}"
         ) from failure
-    sandbox = Sandbox.build(profile=entry.profile, roster=roster, seed=conversation.seed, now=clock)
-    initial = sandbox.snapshot()
+    sandbox, initial = sandbox_start(entry.profile, roster, conversation.seed, clock)
     outcome = run_conversation(
         case=CaseInput(profile=entry.profile, story=entry.story, seed=entry.seed),
         sandbox=sandbox,

@@ -95,12 +95,22 @@ class SandboxState:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Self:
+        return cls._checked(json_copy(data))
+
+    @classmethod
+    def from_state_text(cls, text: str) -> Self:
+        """The sandbox a state's JSON text holds (`state_text` or a snapshot), decoded once:
+        its state is its own."""
+        return cls._checked(json.loads(text))
+
+    @classmethod
+    def _checked(cls, data: dict[str, Any]) -> Self:
         missing = [key for key in _STATE_KEYS if key not in data]
         if missing:
             raise ValueError(f"sandbox state is missing: {', '.join(missing)}")
         if data["version"] != STATE_VERSION:
             raise ValueError(f"unsupported sandbox state version {data['version']!r}")
-        return cls(json_copy(data))
+        return cls(data)
 
     def to_json(self) -> dict[str, Any]:
         """A deep copy of the state: later tool calls cannot change what the caller holds."""
@@ -115,6 +125,11 @@ class SandboxState:
                 self._live_state(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
             )
         )
+
+    def state_text(self) -> str:
+        """The state as compact JSON in the order it holds its keys (`from_state_text` gives
+        back an equal sandbox that presents everything in the same order)."""
+        return json.dumps(self._live_state(), separators=(",", ":"), ensure_ascii=False)
 
     def state_hash(self) -> str:
         return self.snapshot_and_hash()[1]

@@ -1,7 +1,10 @@
+import json
 import re
+from datetime import date
 
 import pytest
 
+from benchmark.engine.agents import prompts
 from benchmark.engine.agents.prompts import (
     PATIENT_SECTIONS,
     PROMPTS_DIR,
@@ -113,3 +116,22 @@ def test_rendering_without_a_value_names_the_placeholder():
     prompt = parse_prompt("---\nversion: 1\n---\nHello {{name}}\n", name="x.md")
     with pytest.raises(PromptError, match="no value for placeholder \\{\\{name\\}\\}"):
         prompt.render({})
+
+
+@pytest.mark.parametrize(
+    "profile",
+    [
+        {"name": "Zoë Ndlovu", "age": 71, "weight_kg": 72.5, "allergies": [], "notes": {}},
+        {"conditions": [{"name": "asthma", "since": date(2019, 3, 1)}], 3: "int key"},
+        {"nested": {"deep": [1, 2.0, None, True, "tab\\there", "\u2028"]}, "big": 10**20},
+        {},
+    ],
+)
+def test_a_profile_renders_as_indented_json_whether_or_not_it_was_rendered_before(profile):
+    expected = json.dumps(profile, indent=2, ensure_ascii=False, default=str)
+    assert prompts.format_profile(profile) == expected
+    assert prompts.format_profile(dict(profile)) == expected  # another dict, the text reused
+
+
+def test_two_profiles_that_differ_render_differently():
+    assert prompts.format_profile({"age": 71}) != prompts.format_profile({"age": 72})
