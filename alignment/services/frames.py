@@ -32,6 +32,7 @@ from alignment.engine.frames import ITEM, JUDGE, JURY, RATER, RUBRIC, SCORE
 from alignment.engine.judge_bias import AGENT_MODEL
 from annotation.models import Assignment, AssignmentStatus, Study, StudyItem
 from benchmark.models import Conversation, TraceEvent
+from common.json_columns import json_as_text, json_values
 from jury.models import JudgeScore, RubricResult, ScoreStatus, ScoringJob
 
 SYNTHETIC = "synthetic"
@@ -239,7 +240,7 @@ def _clinicians(study: Study, scope, *, include_synthetic: bool, track: str | No
     assignments = Assignment.objects.filter(item__study=study, status=AssignmentStatus.SUBMITTED)
     if scope is not None:
         assignments = assignments.filter(item__conversation_id__in=scope)
-    assignments = assignments.values_list(
+    assignments = assignments.annotate(scores_json=json_as_text("scores")).values_list(
         "item__conversation_id",
         "annotator_id",
         "annotator__username",
@@ -249,10 +250,12 @@ def _clinicians(study: Study, scope, *, include_synthetic: bool, track: str | No
         "synthetic",
         "practice",
         "invalidated_at",
-        "scores",
         "imported",
         "submitted_at",
+        "scores_json",
     )
+    fetched = list(assignments)
+    every_scores = json_values(row[-1] for row in fetched)  # one decoding for all (json_columns)
     for (
         item,
         rater,
@@ -263,10 +266,10 @@ def _clinicians(study: Study, scope, *, include_synthetic: bool, track: str | No
         synthetic,
         practice,
         invalid,
-        scores,
         imported,
         submitted,
-    ) in assignments:
+        _,
+    ), scores in zip(fetched, every_scores, strict=True):
         if track and own_track != track:
             continue
         reason = _exclusion(synthetic, practice, invalid, include_synthetic)
