@@ -243,8 +243,12 @@ def test_a_price_committed_after_one_with_a_higher_key_changes_the_stamp():
                               output_per_million=1)  # fmt: skip
     seen = stamp_now()
     prices.price_overrides_as_of(seen)
-    ModelPrice.objects.create(pk=800, model="offline/careless", input_per_million=3,
-                              output_per_million=3)  # fmt: skip
+    late = ModelPrice.objects.create(pk=800, model="offline/careless", input_per_million=3,
+                                     output_per_million=3)  # fmt: skip
+    # Its time was set before the other's, as a transaction that began first and committed
+    # last would have it: only the count tells that it arrived.
+    earlier = ModelPrice.objects.get(pk=900).created_at - timedelta(seconds=1)
+    ModelPrice.objects.filter(pk=late.pk).update(created_at=earlier)
 
     later = stamp_now()
     assert later != seen

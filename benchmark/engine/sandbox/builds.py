@@ -34,14 +34,19 @@ def sandbox_start(
     """A new sandbox of the case, nothing shared with any other, and its snapshot; raises what
     Sandbox.build raises. The inputs' own text is the key, so a changed profile or roster is
     a different start."""
-    start = _start(_text(profile), _text(roster), seed, now)
+    # The time as text: one instant in two time zones is one datetime key, but not one build
+    # (the sandbox's days and its clock are local to the time it is given).
+    start = _start(_text(profile), _text(roster), seed, now.isoformat())
     return Sandbox.from_state_text(start.state), start.snapshot
 
 
 @lru_cache(maxsize=CASES_KEPT)
-def _start(profile: str, roster: str, seed: int, now: datetime) -> _Start:
+def _start(profile: str, roster: str, seed: int, now: str) -> _Start:
     sandbox = Sandbox.build(
-        profile=json.loads(profile), roster=json.loads(roster), seed=seed, now=now
+        profile=json.loads(profile),
+        roster=json.loads(roster),
+        seed=seed,
+        now=datetime.fromisoformat(now),
     )
     return _Start(sandbox.snapshot(), sandbox.state_text())
 

@@ -128,9 +128,11 @@ def test_rendering_without_a_value_names_the_placeholder():
     ],
 )
 def test_a_profile_renders_as_indented_json_whether_or_not_it_was_rendered_before(profile):
+    prompts._indented.cache_clear()
     expected = json.dumps(profile, indent=2, ensure_ascii=False, default=str)
     assert prompts.format_profile(profile) == expected
     assert prompts.format_profile(dict(profile)) == expected  # another dict, the text reused
+    assert prompts._indented.cache_info().hits == 1
 
 
 def test_two_profiles_that_differ_render_differently():
