@@ -344,9 +344,15 @@ def _library_kappa(a: np.ndarray, b: np.ndarray, moments_value: float) -> float:
     if not np.isfinite(moments_value):
         return np.nan
     shared = ~(np.isnan(a) | np.isnan(b))
+    # Labels 0-4 rather than 1-5: the same kappa (the weights depend on the distance between
+    # levels only), and scikit-learn maps labels other than 0..n-1 one score at a time in Python.
+    lowest = LEVELS[0]
     return float(
         cohen_kappa_score(
-            a[shared].astype(int), b[shared].astype(int), labels=list(LEVELS), weights="quadratic"
+            (a[shared] - lowest).astype(int),
+            (b[shared] - lowest).astype(int),
+            labels=list(range(len(LEVELS))),
+            weights="quadratic",
         )
     )
 
@@ -407,7 +413,7 @@ def rubric_agreement(
     jury_values, mean_values = _jury_columns(columns, data)
     _human_columns(columns, data)
     pairs = _pair_columns(columns, data)
-    counts, sums = batch.split(columns.sums(batch.matrix))
+    counts, sums = batch.sums(columns)
     reasons = _Reasons(data)
     library = not batch.weighted  # the packages' point estimates take no weights
 

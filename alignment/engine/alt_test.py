@@ -127,7 +127,7 @@ def alt_test(
         )
         columns.add(f"ratings {j}", np.where(eligible[:, j], data.ratings_per_item, 0))
     batch = sample_batch(len(data.items), resamples, seed)
-    counts, sums = batch.split(columns.sums(batch.matrix))
+    counts, sums = batch.sums(columns)
     tests = [
         _clinician(
             data.raters[j],

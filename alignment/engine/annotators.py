@@ -74,7 +74,7 @@ def annotator_quality(
         block = per_item.xs((rater, period), level=(RATER, PERIOD)).reindex(items, fill_value=0)
         columns.add(f"{rater}|{period}", block.to_numpy(dtype=float))
     batch = sample_batch(len(items), resamples, seed)
-    counts, sums = batch.split(columns.sums(batch.matrix))
+    counts, sums = batch.sums(columns)
     ratings = frame.groupby([RATER, PERIOD]).size()
     peer_items = frame[frame["peer_n"] > 0].groupby([RATER, PERIOD])[ITEM].nunique()
     jury_items = frame[frame["jury_n"] > 0].groupby([RATER, PERIOD])[ITEM].nunique()

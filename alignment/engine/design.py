@@ -39,6 +39,7 @@ import pandas as pd
 
 from alignment.engine.bootstrap import resample_weights
 from alignment.engine.frames import ITEM, STRATUM, WEIGHT
+from alignment.engine.items import ItemColumns, WholeRows, whole_rows
 
 POOLING_REASON = "a stratum needs two conversations to resample within and show its spread"
 
@@ -51,6 +52,13 @@ class Batch:
     matrix: np.ndarray
     weighted: bool
     pooled: str = ""  # Pooling.note of the strata the bootstrap resampled within
+    # The plain bootstrap's rows are whole numbers: the same rows in single precision, and
+    # their largest, let ItemColumns.sums take the whole-number columns at twice the speed.
+    whole: WholeRows | None = None
+
+    def sums(self, columns: ItemColumns) -> tuple[dict, dict]:
+        """(counts, figures) of every column of `columns` under these rows."""
+        return self.split(columns.sums(self.matrix, whole=self.whole))
 
     def split(self, sums: dict[str, np.ndarray]) -> tuple[dict, dict]:
         """(counts, figures): the counting row, and the point + replicate rows."""
@@ -63,18 +71,19 @@ class Batch:
 
 def sample_batch(n_items: int, resamples: int, seed: int) -> Batch:
     """The plain item bootstrap: every item once for the point, draw counts for resamples."""
-    return Batch(_sample_matrix(n_items, resamples, seed), weighted=False)
+    matrix, whole = _sample_matrix(n_items, resamples, seed)
+    return Batch(matrix, weighted=False, whole=whole)
 
 
 # A report asks for the same matrix once per rubric, judge pair and figure (29 times in a
 # study of nine rubrics); building it (a float copy of every draw) cost more than some of the
 # figures. Two kept: a report's sample, and one other size (a filtered or sliced figure).
 @lru_cache(maxsize=2)
-def _sample_matrix(n_items: int, resamples: int, seed: int) -> np.ndarray:
+def _sample_matrix(n_items: int, resamples: int, seed: int) -> tuple[np.ndarray, WholeRows]:
     counts = _draws(resample_weights, n_items, resamples, seed)
     matrix = np.vstack([np.ones((2, n_items)), counts])
     matrix.flags.writeable = False
-    return matrix
+    return matrix, whole_rows(matrix)
 
 
 def weighted_batch(weights: np.ndarray, strata: np.ndarray, resamples: int, seed: int) -> Batch:

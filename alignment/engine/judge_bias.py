@@ -106,7 +106,7 @@ def judge_bias(
             columns.add(f"{row} self", np.column_stack([same, other, y * same, y * other]))
         plan.append((row, model, family, note))
     batch = sample_batch(len(mean), resamples, seed)
-    counts, sums = batch.split(columns.sums(batch.matrix))
+    counts, sums = batch.sums(columns)
     unfamiliar = sum(f is None for f in agent_families)
     return [
         JudgeBias(

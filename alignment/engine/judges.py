@@ -97,7 +97,7 @@ def judge_agreement(
         batch = sample_batch(len(mean), resamples, seed)
     else:
         batch = weighted_batch(*design_for(wide.index[known].to_numpy(), design), resamples, seed)
-    counts, sums = batch.split(columns.sums(batch.matrix))
+    counts, sums = batch.sums(columns)
     pairs = [_pair(sums, counts, names, a, b) for a, b in combinations(range(len(names)), 2)]
     return JudgeAgreement(
         judges=[_alone(sums, counts, names, j) for j in range(len(names))],

@@ -13,8 +13,9 @@ from annotation.models import Adjudication, Study
 
 
 def study_adjudicated(study: Study, items) -> pd.DataFrame:
+    """items: the conversations to read, ids or a subquery (StudyFrames.conversations)."""
     rows = Adjudication.objects.filter(
-        item__study=study, item__conversation_id__in=list(items), adjudicated_at__isnull=False
+        item__study=study, item__conversation_id__in=items, adjudicated_at__isnull=False
     ).values_list("item__conversation_id", "rubric_id", "score")
     frame = pd.DataFrame(list(rows), columns=ADJUDICATED_COLUMNS)
     return frame.astype({ITEM: "int64", SCORE: "int64"})

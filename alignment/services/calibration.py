@@ -93,7 +93,7 @@ def calibration_inputs(study: Study, *, include_synthetic: bool = False) -> Cali
     frames = study_frames(study, include_synthetic=include_synthetic)
     rubrics = frames.judged_rubrics
     judged = {r.rubric_id for r in rubrics}
-    adjudicated = study_adjudicated(study, frames.models)
+    adjudicated = study_adjudicated(study, frames.conversations)
     clinicians = with_adjudicated(
         frames.clinicians_long, adjudicated[adjudicated[RUBRIC].isin(judged)]
     )

@@ -57,14 +57,22 @@ def corrected_rows(
     for a model with fewer than `min_annotated` annotated conversations on the rubric."""
     thresholds = _thresholds(frames)
     means = _annotated_means(frames, thresholds)
+    groups = means.groupby(["model", RUBRIC], sort=False).indices
+    none = np.zeros(0, dtype=int)
     rows = []
     for model in models:
         for rubric in (rubric for rubric in rubrics if rubric.judged):
-            own = means[(means["model"] == model) & (means[RUBRIC] == rubric.rubric_id)]
-            pooled = strata_pooling([design.stratum(i, rubric) for i in own[ITEM]]).note
+            own = means.iloc[groups.get((model, rubric.rubric_id), none)]
             score = _score(model, rubric, own, design, min_annotated)
-            rows.append(CorrectedRow(model, rubric, score, pooled if design.weighted else ""))
+            rows.append(CorrectedRow(model, rubric, score, _pooled(own, design, rubric)))
     return rows
+
+
+def _pooled(own: pd.DataFrame, design: StudyDesign, rubric: RubricInfo) -> str:
+    """Which single-conversation strata the design variance pooled ("" without a design)."""
+    if not design.weighted:
+        return ""
+    return strata_pooling([design.stratum(i, rubric) for i in own[ITEM]]).note
 
 
 def _score(
@@ -112,7 +120,7 @@ def _annotated_means(frames: StudyFrames, thresholds: dict[int, float]) -> pd.Da
         )
     means = rated.groupby([ITEM, RUBRIC])[SCORE].agg(clinician="mean", ratings="size")
     table = means.reset_index().merge(frames.jury_long, on=[ITEM, RUBRIC], how="inner")
-    threshold = table[ITEM].map(lambda item: thresholds.get(frames.jobs.get(item), 3.0))
+    threshold = table[ITEM].map(frames.jobs).map(thresholds).fillna(3.0)
     table["clinician_pass"] = at_least(table["clinician"], threshold).astype(float)
     table["model"] = table[ITEM].map(frames.models)
     return table.sort_values([RUBRIC, ITEM]).reset_index(drop=True)

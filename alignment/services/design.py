@@ -42,6 +42,7 @@ from annotation.engine.sampling import (
 )
 from annotation.models import Study
 from annotation.services.studies import study_candidates
+from common.json_columns import json_as_text, json_values
 
 RECORDED = "recorded when the sample was drawn (stratified random sampling: exact)"
 APPROXIMATE = (
@@ -89,15 +90,7 @@ class StudyDesign:
 
 
 def study_design(study: Study) -> StudyDesign:
-    items = list(
-        study.items.order_by("position").values_list(
-            "conversation_id",
-            "conversation__run_agent__label",
-            "stratum",
-            "jury_bins",
-            "inclusion_probability",
-        )
-    )
+    items = _design_rows(study)
     if not items:
         return StudyDesign(reason="the study has no items")
     models = {item: label for item, label, *_ in items}
@@ -114,6 +107,28 @@ def study_design(study: Study) -> StudyDesign:
             StudyDesign(weights, bins, drawn_cell, strata, models, source, "", population, missing)
         )
     return _reconstructed(study, items, coverage, models, drawn_cell)
+
+
+def _design_rows(study: Study) -> list[tuple]:
+    """Per item in position order: conversation, model label, stratum, jury bins, inclusion
+    probability. The two JSON columns are read as text and decoded in one call (json_columns):
+    6,000 decodings of their own were most of this read in a 3,000-item study."""
+    rows = list(
+        study.items.order_by("position")
+        .annotate(stratum_json=json_as_text("stratum"), bins_json=json_as_text("jury_bins"))
+        .values_list(
+            "conversation_id",
+            "conversation__run_agent__label",
+            "stratum_json",
+            "bins_json",
+            "inclusion_probability",
+        )
+    )
+    decoded = json_values(text for row in rows for text in row[2:4])
+    return [
+        (item, label, decoded[2 * i], decoded[2 * i + 1], probability)
+        for i, (item, label, _, _, probability) in enumerate(rows)
+    ]
 
 
 def _checked(design: StudyDesign) -> StudyDesign:

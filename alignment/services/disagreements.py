@@ -13,7 +13,7 @@ import pandas as pd
 from alignment.engine.frames import ITEM, JUDGE, JURY, RUBRIC
 from alignment.services import themes
 from alignment.services.adjudicated import adjudications_by_key
-from alignment.services.frames import StudyFrames, study_frames
+from alignment.services.frames import StudyFrames, judge_explanations, study_frames
 from alignment.services.reports import ReportFilters, ranked_disagreements
 from alignment.services.trend import project_rounds, round_label
 from annotation.models import Assignment, Study
@@ -81,13 +81,14 @@ def _rows(study: Study, frames: StudyFrames, shown: pd.DataFrame, tags, settled)
     }
     clinicians = frames.clinicians_long[frames.clinicians_long[ITEM].isin(items)]
     assignments = {
-        str(a.public_id): a
+        a.pk: a
         for a in Assignment.objects.filter(
-            public_id__in=set(clinicians["assignment"])
+            pk__in=set(clinicians["assignment"].tolist())
         ).select_related("annotator")
     }
     events = _events(items, assignments.values())
     judges = frames.judges_long[frames.judges_long[ITEM].isin(items)]
+    explanations = judge_explanations(frames, items)
     rows = []
     for row in shown.itertuples(index=False):
         item, rubric = getattr(row, ITEM), getattr(row, RUBRIC)
@@ -100,7 +101,7 @@ def _rows(study: Study, frames: StudyFrames, shown: pd.DataFrame, tags, settled)
                 "clinician_mean": row.clinician_mean,
                 "diff": row.diff,
                 "major": bool(row.major),
-                "judges": _judges(judges, item, rubric),
+                "judges": _judges(judges, explanations, item, rubric),
                 "clinicians": _clinicians(clinicians, assignments, events, item, rubric),
                 "tags": tags.get((item, rubric), []),
                 "adjudication": settled.get((item, rubric)),
@@ -109,14 +110,14 @@ def _rows(study: Study, frames: StudyFrames, shown: pd.DataFrame, tags, settled)
     return rows
 
 
-def _judges(judges: pd.DataFrame, item: int, rubric: str) -> list[dict]:
+def _judges(judges: pd.DataFrame, explanations: dict, item: int, rubric: str) -> list[dict]:
     own = judges[(judges[ITEM] == item) & (judges[RUBRIC] == rubric)].sort_values(JUDGE)
     return [
         {
             "index": r.judge,
             "model": r.judge_model,
             "score": r.score,
-            "explanation": r.explanation,
+            "explanation": explanations.get((item, rubric, r.judge), ""),
             "version": r.rubric_version,
         }
         for r in own.itertuples(index=False)

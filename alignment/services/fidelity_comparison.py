@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from alignment.services.frames import RubricInfo
+from alignment.services.frames import RubricInfo, conversation_scope
 from alignment.services.reports import StudyReport
 from fidelity.engine import stats
 from fidelity.services.reports import conversation_verdicts
@@ -42,8 +42,9 @@ def verdict_pairs(item_means: dict[int, float], verdicts: dict[int, bool]) -> pd
 def fidelity_comparisons(report: StudyReport) -> list[FidelityComparison]:
     """Per realism rubric; empty when no conversation of the study has a finished review."""
     items = {item for section in report.realism for item in section.item_means}
-    verdicts = conversation_verdicts(items)
-    if not verdicts:
+    # The study's conversations as a subquery: binding thousands of ids cost more than the read.
+    verdicts = conversation_verdicts(conversation_scope(report.study_id, report.filters.model))
+    if not items & verdicts.keys():
         return []
     comparisons = []
     for section in report.realism:

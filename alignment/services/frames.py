@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import pandas as pd
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import Length
@@ -68,7 +69,9 @@ CLINICIAN_COLUMNS = [
     SUBMITTED,
 ]
 JURY_COLUMNS = [ITEM, RUBRIC, JURY, PASSED]  # PASSED: the jury's verdict (its pass rule)
-JUDGE_COLUMNS = [ITEM, RUBRIC, JUDGE, "judge_model", SCORE, "explanation", "rubric_version"]
+# No explanation: the figures never read it, and 36,000 of them were a third of the judges' read
+# in a 3,000-conversation study; the disagreement page reads its own few (judge_explanations).
+JUDGE_COLUMNS = [ITEM, RUBRIC, JUDGE, "judge_model", SCORE, "rubric_version"]
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,14 @@ class StudyFrames:
     @property
     def realism_rubrics(self) -> list[RubricInfo]:
         return [r for r in self.rubrics if not r.judged]
+
+    @property
+    def conversations(self):
+        """The frames' conversations for a further read: the study's (of the model label) as a
+        subquery, or the ids themselves for frames made without a study."""
+        if self.study_id is None:
+            return list(self.models)
+        return conversation_scope(self.study_id, self.model)
 
 
 def study_frames(
@@ -234,19 +245,21 @@ def _job_of(study: Study, run_of: dict[int, int], job: ScoringJob | None) -> dic
 
 def _clinicians(study: Study, scope, *, include_synthetic: bool, track: str | None):
     """scope: the conversations to read (a subquery), None for all of the study's."""
-    rows, raters = [], {}
+    raters = {}
     excluded = dict.fromkeys((INVALIDATED, PRACTICE, SYNTHETIC), 0)
     excluded_annotations = dict(excluded)
     assignments = Assignment.objects.filter(item__study=study, status=AssignmentStatus.SUBMITTED)
     if scope is not None:
         assignments = assignments.filter(item__conversation_id__in=scope)
+    # The assignment's key, not its public id: only this process looks it up again
+    # (disagreements), and 12,000 public ids made into UUIDs and back were a tenth of the read.
     assignments = assignments.annotate(scores_json=json_as_text("scores")).values_list(
         "item__conversation_id",
         "annotator_id",
         "annotator__username",
         "annotator__is_active",
         "track",
-        "public_id",
+        "pk",
         "synthetic",
         "practice",
         "invalidated_at",
@@ -256,49 +269,56 @@ def _clinicians(study: Study, scope, *, include_synthetic: bool, track: str | No
     )
     fetched = list(assignments)
     every_scores = json_values(row[-1] for row in fetched)  # one decoding for all (json_columns)
+    # One row per counted annotation, then one (annotation, rubric, score) per score: the
+    # score rows take the annotation's columns by position, not a nine-field tuple each.
+    counted, of_annotation, rubrics, scores = [], [], [], []
     for (
         item,
         rater,
         name,
         active,
         own_track,
-        public_id,
+        assignment,
         synthetic,
         practice,
         invalid,
         imported,
         submitted,
         _,
-    ), scores in zip(fetched, every_scores, strict=True):
+    ), given in zip(fetched, every_scores, strict=True):
         if track and own_track != track:
             continue
         reason = _exclusion(synthetic, practice, invalid, include_synthetic)
         if reason:
-            excluded[reason] += len(scores)
+            excluded[reason] += len(given)
             excluded_annotations[reason] += 1
             continue
-        known = raters.setdefault(rater, Rater(rater, name, own_track, active, synthetic))
+        known = raters.get(rater)
+        if known is None:
+            known = raters[rater] = Rater(rater, name, own_track, active, synthetic)
         if imported and not known.imported:
             raters[rater] = replace(known, imported=True)
-        public = str(public_id)  # once per annotation, not once per score
-        rows += [
-            (
-                item,
-                rubric,
-                rater,
-                int(score),
-                own_track,
-                public,
-                synthetic,
-                practice,
-                submitted,
-            )
-            for rubric, score in scores.items()
-            if score is not None
-        ]
-    frame = pd.DataFrame(rows, columns=CLINICIAN_COLUMNS)
-    frame = frame.astype({ITEM: "int64", RATER: "int64", SCORE: "int64"})
+        position = len(counted)
+        counted.append((item, rater, own_track, assignment, synthetic, practice, submitted))
+        for rubric, score in given.items():
+            if score is not None:
+                of_annotation.append(position)
+                rubrics.append(rubric)
+                scores.append(int(score))
+    frame = _clinician_frame(counted, of_annotation, rubrics, scores)
     return frame, excluded, excluded_annotations, raters
+
+
+ANNOTATION_COLUMNS = [c for c in CLINICIAN_COLUMNS if c not in (RUBRIC, SCORE)]
+
+
+def _clinician_frame(counted, of_annotation, rubrics, scores) -> pd.DataFrame:
+    annotations = _table(counted, ANNOTATION_COLUMNS)
+    frame = annotations.iloc[of_annotation].reset_index(drop=True)
+    frame[RUBRIC] = rubrics
+    frame[SCORE] = scores
+    frame = frame[CLINICIAN_COLUMNS]
+    return frame.astype({ITEM: "int64", RATER: "int64", SCORE: "int64"})
 
 
 def _exclusion(synthetic: bool, practice: bool, invalid, include_synthetic: bool) -> str:
@@ -313,40 +333,77 @@ def _exclusion(synthetic: bool, practice: bool, invalid, include_synthetic: bool
 
 def _jury(jobs: dict[int, int], scope) -> pd.DataFrame:
     """scope: a subquery of the conversations (at least those of `jobs`)."""
-    rows = [
-        (item, rubric, mean, passed)
-        for item, job_id, rubric, mean, passed in RubricResult.objects.filter(
-            conversation_id__in=scope, job_id__in=set(jobs.values())
-        ).values_list("conversation_id", "job_id", "rubric_id", "mean", "passed")
-        if jobs.get(item) == job_id
-    ]
-    frame = pd.DataFrame(rows, columns=JURY_COLUMNS)
+    results = RubricResult.objects.filter(
+        conversation_id__in=scope, job_id__in=set(jobs.values())
+    ).values_list("conversation_id", "job_id", "rubric_id", "mean", "passed")
+    frame = _of_their_jobs(_table(list(results), [ITEM, JOB, *JURY_COLUMNS[1:]]), jobs)
     frame = frame.astype({ITEM: "int64", JURY: "float64", PASSED: "bool"})
     return frame.sort_values([RUBRIC, ITEM])
 
 
+def _valid_scores(jobs: dict[int, int], conversations):
+    """The valid judge scores of `conversations` (ids or a subquery) by the jobs of `jobs`
+    (filter each row by `_of_its_job`)."""
+    return JudgeScore.objects.filter(
+        conversation_id__in=conversations, job_id__in=set(jobs.values()), status=ScoreStatus.VALID
+    )
+
+
+def _of_its_job(rows, jobs: dict[int, int]):
+    """Rows (item, job, ...) scored by the job their item is compared with, without the job."""
+    return [row[:1] + row[2:] for row in rows if jobs.get(row[0]) == row[1]]
+
+
+JOB = "job"
+WHOLE_NUMBERS = frozenset((ITEM, JOB, RATER, JUDGE, SCORE))
+
+
+def _table(rows: list[tuple], columns: list[str]) -> pd.DataFrame:
+    """The rows as a table built column by column, the id and score columns as int64 arrays:
+    twice as fast as a table of tuples (a 2-D object array first), with the same types."""
+    if not rows:
+        return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(
+        {
+            name: np.fromiter(values, np.int64, len(values))
+            if name in WHOLE_NUMBERS
+            else list(values)
+            for name, values in zip(columns, zip(*rows, strict=True), strict=True)
+        }
+    )
+
+
+def _of_their_jobs(frame: pd.DataFrame, jobs: dict[int, int]) -> pd.DataFrame:
+    """The rows scored by the job their item is compared with (`jobs`: item -> job), without
+    the job column."""
+    theirs = frame[ITEM].map(jobs).to_numpy() == frame[JOB].to_numpy()
+    return frame[theirs].drop(columns=JOB).reset_index(drop=True)
+
+
 def _judges(jobs: dict[int, int], scope) -> pd.DataFrame:
-    scores = JudgeScore.objects.filter(
-        conversation_id__in=scope, job_id__in=set(jobs.values()), status=ScoreStatus.VALID
-    ).values_list(
+    scores = _valid_scores(jobs, scope).values_list(
         "conversation_id",
         "job_id",
         "rubric_version__rubric_id",
         "judge_index",
         "judge_model",
         "score",
-        "explanation",
         "rubric_version__version",
     )
-    rows = [
-        (item, rubric, judge, judge_model, score, explanation, version)
-        for item, job_id, rubric, judge, judge_model, score, explanation, version in scores
-        if jobs.get(item) == job_id
-    ]
-    frame = pd.DataFrame(rows, columns=JUDGE_COLUMNS)
+    frame = _of_their_jobs(_table(list(scores), [ITEM, JOB, *JUDGE_COLUMNS[1:]]), jobs)
     return frame.astype({ITEM: "int64", JUDGE: "int64", SCORE: "int64"}).sort_values(
         [RUBRIC, ITEM, JUDGE]
     )
+
+
+def judge_explanations(frames: StudyFrames, items) -> dict[tuple[int, str, int], str]:
+    """(item, rubric, judge index) -> the explanation of that counted judge score, for the few
+    conversations a page shows beside their scores."""
+    jobs = {item: frames.jobs[item] for item in items if item in frames.jobs}
+    rows = _valid_scores(jobs, list(jobs)).values_list(
+        "conversation_id", "job_id", "rubric_version__rubric_id", "judge_index", "explanation"
+    )
+    return {(item, rubric, judge): text for item, rubric, judge, text in _of_its_job(rows, jobs)}
 
 
 def _jury_incomplete(clinicians: pd.DataFrame, jury: pd.DataFrame, rubrics) -> int:
@@ -369,7 +426,7 @@ def conversation_features(frames: StudyFrames) -> pd.DataFrame:
     assistant messages), tool calls, and the agent's model string - what the judge bias
     diagnostics set the judges' disagreement against."""
     items = list(frames.agents)
-    scope = items if frames.study_id is None else conversation_scope(frames.study_id, frames.model)
+    scope = frames.conversations
     turns = dict(Conversation.objects.filter(pk__in=scope).values_list("pk", "assistant_turns"))
     events = {
         row["conversation_id"]: row

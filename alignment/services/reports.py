@@ -15,7 +15,9 @@ cached report is never stale; an unchanged study is never computed twice (a
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 
 import pandas as pd
 from django.core.cache import cache
@@ -226,7 +228,7 @@ def _compute_report(
     )
     models = sorted(set(study.items.values_list("conversation__run_agent__label", flat=True)))
     shown_models = [filters.model] if filters.model else models
-    adjudicated = study_adjudicated(study, frames.models)
+    adjudicated = study_adjudicated(study, frames.conversations)
     adjudicated = adjudicated[adjudicated[RUBRIC].isin(judged)]
     counts = adjudicated_counts(clinicians, adjudicated)
     settled = (
@@ -291,11 +293,31 @@ class _SectionContext:
     resamples: int
     seed: int
 
+    # Each long table split by rubric once, not filtered again for every section (each filter
+    # compared every row's rubric text: 60,000 clinician rows six times in a large study).
+    @cached_property
+    def judges(self) -> dict[str, pd.DataFrame]:
+        return _by_rubric(self.frames.judges_long)
+
+    @cached_property
+    def clinicians(self) -> dict[str, pd.DataFrame]:
+        return _by_rubric(self.frames.clinicians_long)
+
+    @cached_property
+    def jury(self) -> dict[str, pd.DataFrame]:
+        return _by_rubric(self.frames.jury_long)
+
+
+def _by_rubric(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """rubric id -> its rows (in their order); a rubric without rows gets an empty table."""
+    parts = {str(rubric): part for rubric, part in frame.groupby(RUBRIC, sort=False)}
+    return defaultdict(lambda: frame.iloc[0:0], parts)
+
 
 def _quality(frames: StudyFrames, jury: pd.DataFrame, resamples: int, seed: int, *, weekly):
     """Each clinician's agreement with the others and the jury, overall or per ISO week of
     submission, on the judged rubrics shown."""
-    rated = frames.clinicians_long[frames.clinicians_long[RUBRIC].isin(set(jury[RUBRIC]))]
+    rated = frames.clinicians_long[frames.clinicians_long[RUBRIC].isin(jury[RUBRIC].unique())]
     if rated.empty:
         return []
     if weekly:
@@ -337,18 +359,23 @@ def annotator_rows(frames: StudyFrames) -> pd.DataFrame:
     return rows.reset_index().sort_values("username")
 
 
+def _seat_models(judges: pd.DataFrame) -> dict[int, str]:
+    """judge index -> its model: the index in order of first appearance, the model of its last
+    score (one pass over the unique seats, not a Python loop over every score)."""
+    last = judges.drop_duplicates(JUDGE, keep="last").set_index(JUDGE)["judge_model"]
+    return {int(seat): str(last[seat]) for seat in judges[JUDGE].drop_duplicates()}
+
+
 def _section(rubric, agreement, weighted, points, context: _SectionContext) -> RubricSection:
     # Conversations without a complete jury stay out of the points (counted as excluded).
-    frames, resamples, seed = context.frames, context.resamples, context.seed
+    resamples, seed = context.resamples, context.seed
     own = points[(points[RUBRIC] == rubric.rubric_id) & points[JURY].notna()]
     own = own.reset_index(drop=True)
-    judges = frames.judges_long
-    judges = judges[(judges[RUBRIC] == rubric.rubric_id) & judges[ITEM].isin(own[ITEM])]
-    models = dict(zip(judges[JUDGE], judges["judge_model"], strict=True))
-    rated = frames.clinicians_long
-    rated = rated.loc[rated[RUBRIC] == rubric.rubric_id, [ITEM, RATER, SCORE]]
-    jury = frames.jury_long
-    jury = jury.loc[jury[RUBRIC] == rubric.rubric_id].set_index(ITEM)[JURY]
+    judges = context.judges[rubric.rubric_id]
+    judges = judges[judges[ITEM].isin(own[ITEM])]
+    models = _seat_models(judges)
+    rated = context.clinicians[rubric.rubric_id][[ITEM, RATER, SCORE]]
+    jury = context.jury[rubric.rubric_id].set_index(ITEM)[JURY]
     clinician_mean = own.set_index(ITEM)["clinician_mean"]
     section = RubricSection(
         rubric,

@@ -130,10 +130,11 @@ def flagged_replay(review: FidelityReview, *, user=None) -> Run:
     )
 
 
-def conversation_verdicts(conversation_ids) -> dict[int, bool]:
-    """Per conversation, whether its newest finished review flagged it (none: absent)."""
+def conversation_verdicts(conversations) -> dict[int, bool]:
+    """Per conversation (ids or a subquery of them), whether its newest finished review flagged
+    it (none: absent)."""
     units = ConversationReview.objects.filter(
-        conversation_id__in=list(conversation_ids),
+        conversation_id__in=conversations,
         status=ReviewStatus.DONE,
         review__status=JobStatus.FINISHED,
     ).order_by("conversation_id", "-review__finished_at", "-review_id")

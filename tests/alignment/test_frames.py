@@ -12,6 +12,7 @@ from alignment.services.frames import (
     PRACTICE,
     SYNTHETIC,
     conversation_features,
+    judge_explanations,
     study_frames,
 )
 from annotation.models import Assignment
@@ -96,11 +97,20 @@ def test_a_deactivated_annotators_submitted_work_still_counts(annotated_study, p
     assert (frames.clinicians_long["rater"] == leaver.pk).any()
 
 
-def test_judges_long_holds_every_valid_judge_score_with_its_words(annotated_study):
-    judges = study_frames(annotated_study).judges_long
+def test_judges_long_holds_every_valid_judge_score_and_their_words_come_on_request(
+    annotated_study,
+):
+    frames = study_frames(annotated_study)
+    judges = frames.judges_long
     assert set(judges["judge"]) == {0, 1}
-    assert judges["explanation"].str.len().min() > 0
     assert set(judges["rubric_version"]) == {1}
+    assert "explanation" not in judges  # read only for the conversations a page shows
+    items = sorted(set(judges["item"]))[:3]
+    explanations = judge_explanations(frames, items)
+    shown = judges[judges["item"].isin(items)]
+    keys = set(zip(shown["item"], shown["rubric"], shown["judge"], strict=True))
+    assert set(explanations) == keys
+    assert min(len(text) for text in explanations.values()) > 0
 
 
 def test_the_reads_select_the_studys_conversations_by_a_subquery_in_a_fixed_number_of_queries(
