@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from accounts.models import Track
 from alignment.services.fidelity_comparison import fidelity_comparisons
-from alignment.services.reports import study_report
+from alignment.services.reports import ReportFilters, study_report
 from annotation.models import Assignment
 from fidelity.engine import stats
 from fidelity.models import ConversationReview
@@ -111,3 +111,18 @@ def test_staff_see_the_comparison_and_annotators_cannot_open_the_report(
     assert 'id="fidelity-comparison-table"' in page and "no-fidelity-comparison" not in page
     client.force_login(Assignment.objects.filter(item__study=study).first().annotator)
     assert client.get(url).status_code in (302, 403)
+
+
+def test_a_model_filter_compares_that_models_conversations_only(reviewed_study):
+    study, flagged, chosen = reviewed_study
+    labels = dict(study.items.values_list("conversation_id", "conversation__run_agent__label"))
+    label = labels[min(flagged)]
+    own = {item for item, own_label in labels.items() if own_label == label}
+    assert own < set(labels)  # the filter leaves conversations out
+
+    comparisons = fidelity_comparisons(study_report(study, ReportFilters(model=label)))
+
+    assert comparisons
+    for comparison in comparisons:
+        assert comparison.n == len(own)
+        assert comparison.flagged == len(flagged & own)
