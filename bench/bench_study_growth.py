@@ -3,13 +3,16 @@
 Stores, in a throwaway SQLite database inside a temporary DATA_DIR, a target study of
 SMALL conversations (two agents, a short trace each, a two-judge jury on every judged rubric,
 two clinicians and two operators who submitted every item, each submission with its history
-entry), times the two pages, then grows the same study to LARGE conversations (the same
-run, job and study; the stored rows grow tenfold) and times them again:
+entry), keeps a copy of that database, then grows the same study to LARGE conversations
+(the same run, job and study; the stored rows grow tenfold) and times:
 
 - the review page of an item an annotator holds (a long visit: 15 turns, 40 tool calls),
-  through the Django test client: median of REPEATS after a warm-up;
+  through the Django test client, on the copy and on the grown study in alternating rounds
+  (each after a warm-up request), so a slow spell of a shared machine falls on both: median
+  of REPEATS rounds;
 - the study's agreement report page computed from scratch (the cache emptied before each
-  request, 1,000 resamples): best of REPORT_REPEATS.
+  request, 1,000 resamples), at SMALL before the study grows and at LARGE: best of
+  REPORT_REPEATS.
 
 Targets: the review page at LARGE within 1.3x of its time at SMALL; the uncached report at
 LARGE under 1.5 s. Times are the CPU time of this process (the test client, the view and
@@ -298,18 +301,23 @@ class Pages:
         self.researcher.force_login(researcher)
         self.report_url = reverse("alignment:report", args=[world.study.pk])
 
-    def review_seconds(self) -> float:
-        def fetch():
-            if self.reader.get(self.review_url).status_code != 200:
-                raise RuntimeError(f"GET {self.review_url} failed")
-
-        fetch()  # warm-up: templates, parsed rubrics
-        times = []
+    def review_pair(self, small: Snapshot) -> tuple[float, float]:
+        """Median review-page CPU on the small study (its snapshot) and on the grown one,
+        measured in alternating rounds: the machine's slow and fast spells fall on both."""
+        times = {"small": [], "large": []}
         for _ in range(REPEATS):
-            started = time.process_time()
-            fetch()
-            times.append(time.process_time() - started)
-        return statistics.median(times)
+            with _On(small.path):
+                self._review()  # warm-up: a fresh connection, templates, parsed rubrics
+                times["small"].append(self._review())
+            self._review()
+            times["large"].append(self._review())
+        return statistics.median(times["small"]), statistics.median(times["large"])
+
+    def _review(self) -> float:
+        started = time.process_time()
+        if self.reader.get(self.review_url).status_code != 200:
+            raise RuntimeError(f"GET {self.review_url} failed")
+        return time.process_time() - started
 
     def report_seconds(self) -> float:
         from django.core.cache import cache
@@ -331,12 +339,54 @@ def measure() -> dict[str, float]:
     _long_trace(items[0].conversation)
     pages = Pages(world, items[0])
     print(f"(stored {SMALL} conversations in {time.process_time() - started:.1f} s)")
-    figures = {"review_small": pages.review_seconds(), "report_small": pages.report_seconds()}
+    figures = {"report_small": pages.report_seconds()}
+    small = Snapshot.of_current_database()
     started = time.process_time()
     world.grow_to(LARGE)
     print(f"(grew to {LARGE:,} conversations in {time.process_time() - started:.1f} s)")
-    figures |= {"review_large": pages.review_seconds(), "report_large": pages.report_seconds()}
+    figures |= dict(zip(("review_small", "review_large"), pages.review_pair(small), strict=True))
+    figures["report_large"] = pages.report_seconds()
     return figures
+
+
+class Snapshot:
+    """A copy of the SQLite database as it stood (SQLite's backup: consistent, WAL included),
+    to read the small study again beside the grown one."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    @classmethod
+    def of_current_database(cls) -> Snapshot:
+        import sqlite3
+
+        from django.db import connection
+
+        copy = str(Path(connection.settings_dict["NAME"]).with_name("small.sqlite3"))
+        connection.ensure_connection()
+        with sqlite3.connect(copy) as target:
+            connection.connection.backup(target)
+        return cls(copy)
+
+
+class _On:
+    """Django's default connection switched to another SQLite file while inside."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __enter__(self):
+        from django.db import connection
+
+        connection.close()
+        self.before = connection.settings_dict["NAME"]
+        connection.settings_dict["NAME"] = self.path
+
+    def __exit__(self, *exc):
+        from django.db import connection
+
+        connection.close()
+        connection.settings_dict["NAME"] = self.before
 
 
 def run() -> list[dict]:

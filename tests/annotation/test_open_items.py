@@ -110,3 +110,17 @@ def test_the_review_page_makes_no_more_queries_for_a_bigger_study(
     big_url = review_url(new_study(scored_job, name="Big", size=8))
     with django_assert_max_num_queries(small):
         assert client.get(big_url).status_code == 200
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's plan; PostgreSQL picks its own")
+def test_each_items_taken_seats_are_counted_from_an_index_alone(scored_job, clinicians):
+    # Once per item of the study on every review page: a row read per seat doubled its time.
+    study = new_study(scored_job, size=4, overlap=2)
+    sql, params = queue._open_items(
+        study, clinicians[0], timezone.now(), False
+    ).query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
+        plan = [row[-1] for row in cursor.fetchall()]
+    seats = [step for step in plan if "annotation_assignment" in step or " U0 " in step]
+    assert any("COVERING INDEX" in step and "item_id=? AND track=?" in step for step in seats), plan
