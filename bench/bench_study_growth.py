@@ -359,12 +359,13 @@ class Snapshot:
     @classmethod
     def of_current_database(cls) -> Snapshot:
         import sqlite3
+        from contextlib import closing
 
         from django.db import connection
 
         copy = str(Path(connection.settings_dict["NAME"]).with_name("small.sqlite3"))
         connection.ensure_connection()
-        with sqlite3.connect(copy) as target:
+        with closing(sqlite3.connect(copy)) as target:
             connection.connection.backup(target)
         return cls(copy)
 

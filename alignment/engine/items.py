@@ -134,7 +134,10 @@ def whole_rows(weights: np.ndarray) -> WholeRows | None:
 
 def _whole_product(weights: np.ndarray, whole: WholeRows, matrix: np.ndarray) -> np.ndarray:
     """weights @ matrix, the exact columns (whole numbers whose weighted sums stay under
-    SINGLE_EXACT in every row) in single precision, the rest in double."""
+    SINGLE_EXACT in every row) in single precision, the rest in double. Those go through a
+    product of their own: the same precision, its additions perhaps in another order than in
+    a product of every column at once (the BLAS picks its kernel by shape), so a sum can differ
+    from that one in its last digit (1e-16 relative), never more."""
     exact = np.all(matrix == np.rint(matrix), axis=0)
     exact &= np.abs(matrix).sum(axis=0) * whole.largest < SINGLE_EXACT
     if exact.all():

@@ -313,6 +313,10 @@ ANNOTATION_COLUMNS = [c for c in CLINICIAN_COLUMNS if c not in (RUBRIC, SCORE)]
 
 
 def _clinician_frame(counted, of_annotation, rubrics, scores) -> pd.DataFrame:
+    if not of_annotation:  # the empty table's columns keep the types they always had
+        return pd.DataFrame([], columns=CLINICIAN_COLUMNS).astype(
+            {ITEM: "int64", RATER: "int64", SCORE: "int64"}
+        )
     annotations = _table(counted, ANNOTATION_COLUMNS)
     frame = annotations.iloc[of_annotation].reset_index(drop=True)
     frame[RUBRIC] = rubrics

@@ -127,3 +127,15 @@ def test_the_reads_select_the_studys_conversations_by_a_subquery_in_a_fixed_numb
     tables = ('FROM "jury_rubricresult"', 'FROM "jury_judgescore"')
     scored = [q["sql"] for q in captured if any(table in q["sql"] for table in tables)]
     assert scored and all("IN (SELECT" in sql for sql in scored)
+
+
+def test_the_tables_have_the_same_columns_and_types_whether_or_not_anything_was_counted(
+    annotated_study,
+):
+    counted = study_frames(annotated_study).clinicians_long
+    Assignment.objects.filter(item__study=annotated_study).update(practice=True)
+    empty = study_frames(annotated_study).clinicians_long
+    assert empty.empty and list(empty.columns) == list(counted.columns)
+    for column in ("item", "rater", "score"):
+        assert empty[column].dtype == counted[column].dtype == "int64"
+    assert empty["rubric"].dtype == object  # as before the table was built by columns
