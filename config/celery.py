@@ -83,15 +83,6 @@ def provider_sdks_imported(**kwargs) -> None:
         logger.info("model SDK adapters imported: %s", ", ".join(imported) or "none")
 
 
-@signals.worker_init.connect
-def startup_frozen(**kwargs) -> None:
-    """After the SDKs are imported (the handler above runs first), freeze what the worker
-    loaded out of the collector's full passes, as a web process does (config.warm)."""
-    from config.warm import freeze_startup
-
-    freeze_startup()
-
-
 @signals.task_prerun.connect
 @signals.task_postrun.connect
 def connections_checked(sender=None, **kwargs) -> None:

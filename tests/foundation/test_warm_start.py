@@ -1,13 +1,11 @@
 """A web process loads its URL configuration while it starts (config/warm.py), so the first
-request it answers does not pay for importing every view and what they import; then it, and a
-starting worker, freeze what they loaded out of the garbage collector's full passes."""
+request it answers does not pay for importing every view and what they import; then it freezes
+what it loaded out of the garbage collector's full passes (a worker does not: config/warm.py)."""
 
 import json
 import os
 import subprocess
 import sys
-
-import pytest
 
 from tests.support.workers import ROOT
 
@@ -24,15 +22,8 @@ print(json.dumps({
 """
 
 FROZEN = """
-import gc, json, sys
-if sys.argv[1] == "web":
-    import config.wsgi
-else:
-    import django
-    django.setup()
-    from celery import signals
-    import config.celery
-    signals.worker_init.send(sender=None)
+import gc, json
+import config.wsgi
 print(json.dumps({"frozen": gc.get_freeze_count(), "tracked": len(gc.get_objects())}))
 """
 
@@ -52,11 +43,10 @@ def test_loading_the_wsgi_application_loads_the_url_configuration_and_its_views(
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("process", ["web", "worker"])
-def test_a_starting_process_freezes_its_start_up_out_of_the_collectors_full_passes(
-    tmp_path, process
+def test_a_starting_web_process_freezes_its_start_up_out_of_the_collectors_full_passes(
+    tmp_path,
 ):
     # Django, the apps and their libraries: a quarter of a million objects a full pass walked.
-    counts = _probe(tmp_path, FROZEN, process)
+    counts = _probe(tmp_path, FROZEN)
     assert counts["frozen"] > 100_000
     assert counts["tracked"] < counts["frozen"] / 10
