@@ -347,15 +347,10 @@ def _jury(jobs: dict[int, int], scope) -> pd.DataFrame:
 
 def _valid_scores(jobs: dict[int, int], conversations):
     """The valid judge scores of `conversations` (ids or a subquery) by the jobs of `jobs`
-    (filter each row by `_of_its_job`)."""
+    (keep each row's own job's: `_of_their_jobs`)."""
     return JudgeScore.objects.filter(
         conversation_id__in=conversations, job_id__in=set(jobs.values()), status=ScoreStatus.VALID
     )
-
-
-def _of_its_job(rows, jobs: dict[int, int]):
-    """Rows (item, job, ...) scored by the job their item is compared with, without the job."""
-    return [row[:1] + row[2:] for row in rows if jobs.get(row[0]) == row[1]]
 
 
 JOB = "job"
@@ -407,7 +402,9 @@ def judge_explanations(frames: StudyFrames, items) -> dict[tuple[int, str, int],
     rows = _valid_scores(jobs, list(jobs)).values_list(
         "conversation_id", "job_id", "rubric_version__rubric_id", "judge_index", "explanation"
     )
-    return {(item, rubric, judge): text for item, rubric, judge, text in _of_its_job(rows, jobs)}
+    frame = _of_their_jobs(_table(list(rows), [ITEM, JOB, RUBRIC, JUDGE, "explanation"]), jobs)
+    keys = zip(frame[ITEM].tolist(), frame[RUBRIC].tolist(), frame[JUDGE].tolist(), strict=True)
+    return dict(zip(keys, frame["explanation"].tolist(), strict=True))
 
 
 def _jury_incomplete(clinicians: pd.DataFrame, jury: pd.DataFrame, rubrics) -> int:
